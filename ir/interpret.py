@@ -1,0 +1,158 @@
+"""The reference interpreter: the multiset a relation denotes over static table contents.
+
+It exists to test the optimizer (a plan and its rewrite must denote the same multiset), so it
+follows each node's static meaning (see ``relation``) as directly as possible, with no regard
+for speed. A multiset is a ``Counter`` from row tuples to multiplicities; results never hold a
+row of multiplicity 0, and intermediate results may hold negative multiplicities.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from decimal import localcontext
+from itertools import product
+from math import prod
+from typing import Any
+
+from matview.ir.evaluate import DECIMAL_CONTEXT, cast_value, evaluate, promote
+from matview.ir.relation import (
+    Aggregate,
+    Constant,
+    Filter,
+    Get,
+    Join,
+    Linear,
+    Map,
+    Project,
+    Reduce,
+    Relation,
+    Step,
+    Union,
+    step_types,
+)
+from matview.ir.scalar import Scalar, type_of
+from matview.ir.types import SqlType
+
+Row = tuple[object, ...]
+
+
+def interpret(rel: Relation, tables: Mapping[str, Counter[Row]]) -> Counter[Row]:
+    """The multiset ``rel`` denotes when each table ``name`` holds ``tables[name]``."""
+    if isinstance(rel, Get):
+        return _consolidate(tables[rel.name].items())
+    if isinstance(rel, Constant):
+        return _consolidate((tuple(values), mult) for values, mult in rel.rows)
+    if isinstance(rel, Linear):
+        return _linear(rel, interpret(rel.input, tables))
+    if isinstance(rel, Join):
+        return _join(rel, [interpret(i, tables) for i in rel.inputs])
+    if isinstance(rel, Union):
+        return _consolidate(
+            entry for i in rel.inputs for entry in interpret(i, tables).items()
+        )
+    if isinstance(rel, Reduce):
+        return _reduce(rel, interpret(rel.input, tables))
+    raise TypeError(f"not a relation: {rel!r}")
+
+
+def _consolidate(entries: Iterable[tuple[Row, int]]) -> Counter[Row]:
+    """The multiset of ``(row, multiplicity)`` entries, equal rows summed, zeros dropped."""
+    total: Counter[Row] = Counter()
+    for row, mult in entries:
+        total[row] += mult
+    return Counter({row: mult for row, mult in total.items() if mult != 0})
+
+
+def _linear(rel: Linear, rows: Counter[Row]) -> Counter[Row]:
+    types = rel.input.types
+    out = []
+    for row, mult in rows.items():
+        result = _apply_steps(rel.steps, row, types)
+        if result is not None:
+            out.append((result, mult))
+    return _consolidate(out)
+
+
+def _apply_steps(steps: Sequence[Step], row: Row, types: tuple[SqlType, ...]) -> Row | None:
+    """``row`` after ``steps``, or None when a filter drops it."""
+    for step in steps:
+        if isinstance(step, Filter):
+            # Every predicate is evaluated, so that an error does not depend on their order.
+            verdicts = [evaluate(p, row, types) for p in step.predicates]
+            if not all(v is True for v in verdicts):
+                return None
+        elif isinstance(step, Map):
+            # Each expression sees the columns appended before it.
+            values, so_far = list(row), list(types)
+            for expr in step.exprs:
+                values.append(evaluate(expr, values, so_far))
+                so_far.append(type_of(expr, so_far))
+            row = tuple(values)
+        elif isinstance(step, Project):
+            row = tuple(row[i] for i in step.outputs)
+        else:
+            raise TypeError(f"not a linear step: {step!r}")
+        types = step_types(step, types)
+    return row
+
+
+def _join(rel: Join, inputs: list[Counter[Row]]) -> Counter[Row]:
+    types = rel.types
+    out = []
+    for combination in product(*(list(rows.items()) for rows in inputs)):
+        row = tuple(v for part, _ in combination for v in part)
+        if all(_all_equal(exprs, row, types) for exprs in rel.equivalences):
+            out.append((row, prod(mult for _, mult in combination)))
+    return _consolidate(out)
+
+
+def _all_equal(exprs: Sequence[Scalar], row: Row, types: tuple[SqlType, ...]) -> bool:
+    """Whether ``exprs`` are all equal and non-NULL on ``row`` (SQL ``=``: NULL never matches)."""
+    values = promote([evaluate(e, row, types) for e in exprs])
+    return all(v is not None and v == values[0] for v in values)
+
+
+def _reduce(rel: Reduce, rows: Counter[Row]) -> Counter[Row]:
+    types = rel.input.types
+    groups: dict[Row, list[tuple[Row, int]]] = {}
+    for row, mult in rows.items():
+        key = tuple(evaluate(k, row, types) for k in rel.group_key)
+        groups.setdefault(key, []).append((row, mult))
+    if not rel.group_key:
+        groups.setdefault((), [])
+    out = []
+    for key, members in groups.items():
+        if rel.group_key and sum(mult for _, mult in members) <= 0:
+            continue
+        values = tuple(_aggregate(agg, members, types) for agg in rel.aggregates)
+        out.append((key + values, 1))
+    return _consolidate(out)
+
+
+def _aggregate(
+    agg: Aggregate, members: list[tuple[Row, int]], types: tuple[SqlType, ...]
+) -> object:
+    """``agg`` over the rows of one group, each ``(row, multiplicity)``: count and sum weigh
+    each non-NULL value by its multiplicity, min and max see the rows present (multiplicity
+    above 0)."""
+    if agg.expr is None:
+        return sum(mult for _, mult in members)
+    evaluated = [(evaluate(agg.expr, row, types), mult) for row, mult in members]
+    pairs: list[tuple[Any, int]] = [(value, mult) for value, mult in evaluated if value is not None]
+    count = sum(mult for _, mult in pairs)
+    if agg.func == "count":
+        return count
+    if agg.func == "sum":
+        if count == 0:
+            return None
+        with localcontext(DECIMAL_CONTEXT):
+            # Sorted, so that a DOUBLE sum does not depend on the order of the rows.
+            total = sum(sorted(value * mult for value, mult in pairs))
+        return cast_value(total, agg.type(types))
+    present = [value for value, mult in pairs if mult > 0]
+    if agg.func == "min":
+        return min(present, default=None)
+    if agg.func == "max":
+        return max(present, default=None)
+    raise ValueError(f"unknown aggregate {agg.func}")

@@ -1,0 +1,253 @@
+"""The relational IR: collections that change over time, and the operators between them.
+
+Every node denotes a collection, a multiset of rows that changes over time, described by
+updates ``(row, time, diff)``. Each node's docstring states its meaning on a static
+collection, its delta rule (how an input update batch becomes an output update batch) and
+the state it keeps at run time. Nodes are frozen dataclasses and compare by value.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from matview.ir.scalar import Scalar, type_of
+from matview.ir.types import BIGINT, NUMERIC_MAX, Kind, SqlType
+
+
+@dataclass(frozen=True)
+class Field:
+    """A named, typed column of a stored collection."""
+
+    name: str
+    type: SqlType
+
+
+class Relation:
+    """Base class of relational nodes."""
+
+    @property
+    def types(self) -> tuple[SqlType, ...]:
+        """The column types of the collection this node denotes."""
+        raise NotImplementedError
+
+    @property
+    def arity(self) -> int:
+        return len(self.types)
+
+
+@dataclass(frozen=True)
+class Get(Relation):
+    """The collection stored under ``name`` (a table or a materialized view).
+
+    Delta rule: the updates written to ``name``. State: none of its own; the collection's
+    arrangement is shared by every dataflow that reads it.
+    """
+
+    name: str
+    fields: tuple[Field, ...]
+
+    @property
+    def types(self) -> tuple[SqlType, ...]:
+        return tuple(f.type for f in self.fields)
+
+
+@dataclass(frozen=True)
+class Constant(Relation):
+    """A fixed multiset: each of ``rows`` is ``(values, multiplicity)``.
+
+    Delta rule: all rows once, at the time the dataflow starts; nothing after. State: none.
+    """
+
+    rows: tuple[tuple[tuple[object, ...], int], ...]
+    column_types: tuple[SqlType, ...]
+
+    @property
+    def types(self) -> tuple[SqlType, ...]:
+        return self.column_types
+
+
+@dataclass(frozen=True)
+class Map:
+    """Linear step: append one column per expression, evaluated on the row so far."""
+
+    exprs: tuple[Scalar, ...]
+
+
+@dataclass(frozen=True)
+class Filter:
+    """Linear step: keep the rows on which every predicate is TRUE (not FALSE, not NULL)."""
+
+    predicates: tuple[Scalar, ...]
+
+
+@dataclass(frozen=True)
+class Project:
+    """Linear step: keep the listed columns, in the listed order (repeats allowed)."""
+
+    outputs: tuple[int, ...]
+
+
+Step = Map | Filter | Project
+
+
+def step_types(step: Step, types: tuple[SqlType, ...]) -> tuple[SqlType, ...]:
+    """The column types after ``step`` on rows of ``types``."""
+    if isinstance(step, Map):
+        out = list(types)
+        for expr in step.exprs:
+            out.append(type_of(expr, out))
+        return tuple(out)
+    if isinstance(step, Project):
+        return tuple(types[i] for i in step.outputs)
+    return types
+
+
+@dataclass(frozen=True)
+class Linear(Relation):
+    """The general linear operator (``join_function``): ``steps`` applied in order to each row.
+
+    Meaning: each input update ``(r, t, d)`` becomes ``(r', t, d)`` for the row ``r'`` the
+    steps produce from ``r`` (none when a filter drops it). Linear: ``L(A + B) = L(A) + L(B)``,
+    so the delta rule is the operator itself applied to the input batch. State: none.
+    Two stacked ``Linear`` nodes are one ``Linear`` with the steps concatenated.
+    """
+
+    input: Relation
+    steps: tuple[Step, ...]
+
+    @property
+    def types(self) -> tuple[SqlType, ...]:
+        types = self.input.types
+        for step in self.steps:
+            types = step_types(step, types)
+        return types
+
+
+@dataclass(frozen=True)
+class JoinPlan:
+    """How a join runs: ``kind`` ``delta`` has one path per input, ``orders[i]`` being the
+    order in which path i (driven by input i's changes) looks up the other inputs."""
+
+    kind: str
+    orders: tuple[tuple[int, ...], ...]
+
+
+@dataclass(frozen=True)
+class Join(Relation):
+    """The n-ary equi-join of ``inputs`` (their columns concatenated in order).
+
+    Each tuple of ``equivalences`` lists expressions over the concatenated columns that must
+    all be equal (SQL ``=``: NULL never matches). Delta rule (delta query, seeds 001/003): path
+    i joins input i's changes at time ``t`` with every other input j, seeing j's updates with
+    time ``<= t`` when ``j < i`` and ``< t`` when ``j > i`` (Alt/Neu order), so simultaneous
+    changes count once; the output update has time ``t`` and the product of the diffs.
+    State: every input arranged by the keys it is looked up with.
+    """
+
+    inputs: tuple[Relation, ...]
+    equivalences: tuple[tuple[Scalar, ...], ...]
+    plan: JoinPlan | None = None
+
+    @property
+    def types(self) -> tuple[SqlType, ...]:
+        return tuple(t for rel in self.inputs for t in rel.types)
+
+    def offsets(self) -> list[int]:
+        """The position of each input's first column in the concatenated row."""
+        out, at = [], 0
+        for rel in self.inputs:
+            out.append(at)
+            at += rel.arity
+        return out
+
+    def input_of(self, column: int) -> int:
+        """The input that column ``column`` of the concatenated row comes from."""
+        offsets = self.offsets()
+        return max(i for i, off in enumerate(offsets) if off <= column)
+
+
+AGGREGATES = ("count", "sum", "min", "max")
+
+
+@dataclass(frozen=True)
+class Aggregate:
+    """An aggregate: ``func`` of ``expr`` over a group; ``expr`` None means ``count(*)``."""
+
+    func: str
+    expr: Scalar | None
+
+    def type(self, input_types: Sequence[SqlType]) -> SqlType:
+        if self.func == "count":
+            return BIGINT
+        assert self.expr is not None
+        arg = type_of(self.expr, input_types)
+        if self.func == "sum":
+            if arg.kind is Kind.INT:
+                return BIGINT
+            if arg.kind is Kind.BIGINT:
+                return NUMERIC_MAX
+            if arg.kind is Kind.NUMERIC:
+                return replace(arg, precision=38)
+        return arg
+
+
+@dataclass(frozen=True)
+class Reduce(Relation):
+    """GROUP BY ``group_key`` computing ``aggregates``; output is keys then aggregate values.
+
+    Meaning: one row per group with at least one input row (one row always when
+    ``group_key`` is empty, as SQL's global aggregate). Delta rule: only groups whose input
+    changed are touched, at every time in the batch at which their input changed
+    (interesting times, seed 002): the previous row is retracted and the new one inserted.
+    State: its own output arranged by key (with hidden accumulators for count and sum), and
+    for min/max its input arranged by key.
+    """
+
+    input: Relation
+    group_key: tuple[Scalar, ...]
+    aggregates: tuple[Aggregate, ...]
+
+    @property
+    def types(self) -> tuple[SqlType, ...]:
+        types = self.input.types
+        return tuple(type_of(k, types) for k in self.group_key) + tuple(
+            a.type(types) for a in self.aggregates
+        )
+
+
+@dataclass(frozen=True)
+class Union(Relation):
+    """UNION ALL: the multiset sum of ``inputs``. Delta rule: the sum of the input deltas.
+    State: none."""
+
+    inputs: tuple[Relation, ...]
+
+    @property
+    def types(self) -> tuple[SqlType, ...]:
+        return self.inputs[0].types
+
+
+def inputs_of(rel: Relation) -> tuple[Relation, ...]:
+    """The direct inputs of ``rel``."""
+    if isinstance(rel, (Linear, Reduce)):
+        return (rel.input,)
+    if isinstance(rel, (Join, Union)):
+        return rel.inputs
+    return ()
+
+
+def with_inputs(rel: Relation, new_inputs: Sequence[Relation]) -> Relation:
+    """``rel`` with its direct inputs replaced by ``new_inputs``."""
+    if isinstance(rel, (Linear, Reduce)):
+        return replace(rel, input=new_inputs[0])
+    if isinstance(rel, (Join, Union)):
+        return replace(rel, inputs=tuple(new_inputs))
+    return rel
+
+
+def gets(rel: Relation) -> list[Get]:
+    """Every ``Get`` under ``rel``, in depth-first order."""
+    if isinstance(rel, Get):
+        return [rel]
+    return [g for child in inputs_of(rel) for g in gets(child)]

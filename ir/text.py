@@ -1,0 +1,568 @@
+"""The one text form of the IR: ``render_plan``/``parse_plan``, ``render_scalar``/``parse_scalar``.
+
+A plan is an indented tree in the style of Materialize's EXPLAIN: one operator per line, each
+input two spaces deeper than its consumer, inputs in order::
+
+    Reduce group_key=(#3) aggregates=(count(*), sum(#2), max(#2))
+      Linear [filter (#2 > 0); map (#0 + 1); project (#0, #1, #2, #5)]
+        Join on=(#1 = #4) plan=delta[(1), (0)]
+          Get orders (id int, cust int, amount bigint, note text)
+          Get customers (id int, region text)
+
+Operators (the grammar is ``grammar.lark``):
+
+- ``Get NAME (FIELD TYPE, ...)``
+- ``Constant (TYPE, ...) [(VALUE, ...) xMULTIPLICITY; ...]``, e.g.
+  ``Constant (int, text) [(1, 'a') x1; (2, null) x-3]``; ``Constant (int) []`` is empty.
+- ``Linear [STEP; ...]`` with steps ``filter PRED, ...``, ``map EXPR, ...`` and
+  ``project (#i, ...)``: ``Linear [filter (#2 > 0), (#1 = 3); map lower(#1); project (#3)]``.
+- ``Join on=(A = B = C, D = E) plan=KIND[(1, 2), (0, 2), (0, 1)]``: the equivalence classes
+  (``on=()`` when none), then the join plan's kind and one order of input indexes per path;
+  ``plan=`` is left out when the join has no plan. An empty class has no text form.
+- ``Reduce group_key=(EXPR, ...) aggregates=(count(*), sum(EXPR), ...)``, ``*`` standing for
+  an aggregate without an expression.
+- ``Union``.
+
+Scalars: ``#i`` is column i. Operators of the function registry print parenthesized, infix
+``(#0 + #1)`` or prefix ``(-#0)``, ``(NOT #0)`` (a space after ``-`` when the operand starts with
+a digit: ``(- 5)`` negates 5, ``-5`` is a literal); other functions print ``name(args)``. Then
+``case when C then V ... else D end`` and ``cast(E as TYPE)``.
+
+Literals print their value, followed by ``::TYPE`` unless the value's form implies the type:
+integers are ``int`` (``5``, ``-5``, but ``5::bigint``), quoted strings ``text``, ``true`` and
+``false`` ``boolean``, and ``null`` the NULL type (``null::int`` is an int NULL). Doubles print
+``repr`` (``1.5::double``, ``'inf'::double``), numerics their exact ``Decimal`` text
+(``1.50::numeric(10,2)``), dates and timestamps ISO text (``'2024-01-31'::date``,
+``'2024-01-31 10:00:00.500000'::timestamp``). Inside a Constant, values print without the suffix:
+the header gives their types.
+
+Strings are quoted SQL-style, ``'it''s'``; names (tables, fields, functions, aggregates, join
+kinds) print bare when they are identifiers other than a keyword of the grammar, else quoted
+``"two words"``. A string or name holding an unprintable character (a newline, say) prints as
+``E'...'`` (``E"..."``) with Python's backslash escapes, so every operator stays on one line.
+
+``parse_plan(render_plan(p)) == p`` for every plan whose literals hold values of their type
+(``int`` for int, ``float`` for double, ``Decimal`` for numeric, ...) and whose types are in
+the normal form of ``types.type_from_name``; ``render_plan`` raises ``ValueError`` on other
+plans. NaN never equals itself: a double NaN parses as ``math.nan``, so only plans holding that
+very object compare equal after a round trip. ``parse_plan`` skips lines of spaces; malformed
+text raises ``PlanSyntaxError``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import date, datetime
+from decimal import Decimal
+from pathlib import Path
+
+from lark import Lark, Token, Transformer, v_args
+from lark.exceptions import UnexpectedCharacters, UnexpectedToken
+from lark.lexer import PatternStr
+from matview.ir.functions import REGISTRY, by_symbol
+from matview.ir.relation import (
+    Aggregate,
+    Constant,
+    Field,
+    Filter,
+    Get,
+    Join,
+    JoinPlan,
+    Linear,
+    Map,
+    Project,
+    Reduce,
+    Relation,
+    Step,
+    Union,
+    inputs_of,
+)
+from matview.ir.scalar import Call, Case, Cast, Col, Lit, Scalar
+from matview.ir.types import (
+    BOOLEAN,
+    INT,
+    INTEGER_KINDS,
+    NULLTYPE,
+    TEXT,
+    Kind,
+    SqlType,
+    type_from_name,
+)
+
+INDENT = "  "
+
+
+class PlanSyntaxError(ValueError):
+    """Text that is no plan (or scalar); the message starts with ``line L, column C:``."""
+
+    def __init__(self, message: str, line: int, column: int) -> None:
+        super().__init__(f"line {line}, column {column}: {message}")
+        self.line = line
+        self.column = column
+
+
+_BARE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_INTEGER = re.compile(r"-?[0-9]+")
+# The type a literal without ``::type`` has, by the form of its value.
+_IMPLICIT_TYPE = {
+    "NUMBER": INT, "STRING": TEXT, "TRUE": BOOLEAN, "FALSE": BOOLEAN, "NULL": NULLTYPE
+}
+_PYTHON_TYPE_DEFAULTS = {int: INT, str: TEXT, bool: BOOLEAN, type(None): NULLTYPE}
+
+
+# ---- rendering ---------------------------------------------------------------------------
+
+
+def render_plan(rel: Relation) -> str:
+    """The text of the plan ``rel``: one line per operator, without a final newline."""
+    lines: list[str] = []
+    _render_node(rel, 0, lines)
+    return "\n".join(lines)
+
+
+def render_scalar(expr: Scalar) -> str:
+    """The text of the scalar expression ``expr``."""
+    if isinstance(expr, Col):
+        return f"#{expr.index}"
+    if isinstance(expr, Lit):
+        text = _render_value(expr.value, expr.type)
+        if _PYTHON_TYPE_DEFAULTS.get(type(expr.value)) == expr.type:
+            return text
+        return f"{text}::{_render_type(expr.type)}"
+    if isinstance(expr, Call):
+        args = [render_scalar(a) for a in expr.args]
+        symbol = _operator_symbol(expr)
+        if symbol is not None and len(args) == 2:
+            return f"({args[0]} {symbol} {args[1]})"
+        if symbol is not None:
+            space = " " if symbol.isalpha() or args[0][0].isdigit() else ""
+            return f"({symbol}{space}{args[0]})"
+        return f"{_render_name(expr.func)}({', '.join(args)})"
+    if isinstance(expr, Case):
+        whens = "".join(
+            f"when {render_scalar(c)} then {render_scalar(v)} " for c, v in expr.whens
+        )
+        return f"case {whens}else {render_scalar(expr.default)} end"
+    if isinstance(expr, Cast):
+        return f"cast({render_scalar(expr.expr)} as {_render_type(expr.to)})"
+    raise TypeError(f"not a scalar expression: {expr!r}")
+
+
+def _render_node(rel: Relation, depth: int, lines: list[str]) -> None:
+    lines.append(INDENT * depth + _render_header(rel))
+    for child in inputs_of(rel):
+        _render_node(child, depth + 1, lines)
+
+
+def _render_header(rel: Relation) -> str:
+    if isinstance(rel, Get):
+        fields = ", ".join(f"{_render_name(f.name)} {_render_type(f.type)}" for f in rel.fields)
+        return f"Get {_render_name(rel.name)} ({fields})"
+    if isinstance(rel, Constant):
+        types = ", ".join(_render_type(t) for t in rel.column_types)
+        rows = "; ".join(_render_row(values, n, rel.column_types) for values, n in rel.rows)
+        return f"Constant ({types}) [{rows}]"
+    if isinstance(rel, Linear):
+        return f"Linear [{'; '.join(_render_step(s) for s in rel.steps)}]"
+    if isinstance(rel, Join):
+        text = f"Join on=({', '.join(_render_equivalence(e) for e in rel.equivalences)})"
+        if rel.plan is not None:
+            orders = ", ".join(f"({', '.join(map(str, o))})" for o in rel.plan.orders)
+            text += f" plan={_render_name(rel.plan.kind)}[{orders}]"
+        return text
+    if isinstance(rel, Reduce):
+        aggregates = ", ".join(_render_aggregate(a) for a in rel.aggregates)
+        return f"Reduce group_key=({_render_scalars(rel.group_key)}) aggregates=({aggregates})"
+    if isinstance(rel, Union):
+        return "Union"
+    raise TypeError(f"not a relation: {rel!r}")
+
+
+def _render_row(values: tuple[object, ...], multiplicity: int, types: tuple[SqlType, ...]) -> str:
+    if len(values) != len(types):
+        raise ValueError(f"constant row {values!r} does not have {len(types)} values")
+    return f"({', '.join(map(_render_value, values, types))}) x{multiplicity}"
+
+
+def _render_step(step: Step) -> str:
+    if isinstance(step, Project):
+        return f"project ({', '.join(f'#{i}' for i in step.outputs)})"
+    name, exprs = ("filter", step.predicates) if isinstance(step, Filter) else ("map", step.exprs)
+    return f"{name} {_render_scalars(exprs)}" if exprs else name
+
+
+def _render_equivalence(exprs: tuple[Scalar, ...]) -> str:
+    if not exprs:
+        raise ValueError("a join equivalence class must not be empty")
+    return " = ".join(render_scalar(e) for e in exprs)
+
+
+def _render_aggregate(aggregate: Aggregate) -> str:
+    arg = "*" if aggregate.expr is None else render_scalar(aggregate.expr)
+    return f"{_render_name(aggregate.func)}({arg})"
+
+
+def _render_scalars(exprs: tuple[Scalar, ...]) -> str:
+    return ", ".join(render_scalar(e) for e in exprs)
+
+
+def _render_type(t: SqlType) -> str:
+    if type_from_name(t.kind.value, t.precision, t.scale) != t:
+        raise ValueError(f"{t!r} is not in the normal form of types.type_from_name")
+    return str(t)
+
+
+def _render_name(name: str) -> str:
+    if _BARE_NAME.fullmatch(name) and name not in _KEYWORDS:
+        return name
+    return _quote(name, '"')
+
+
+def _operator_symbol(call: Call) -> str | None:
+    """The symbol ``call`` prints with, when its function is the registry's operator for it."""
+    fn = REGISTRY.get(call.func)
+    if fn is None or fn.symbol is None or len(call.args) not in (1, 2):
+        return None
+    try:
+        return fn.symbol if by_symbol(fn.symbol, len(call.args)) is fn else None
+    except KeyError:
+        return None
+
+
+def _render_value(value: object, t: SqlType) -> str:
+    """``value`` of type ``t`` as a bare value (without ``::type``)."""
+    kind = t.kind
+    if value is None:
+        return "null"
+    if kind is Kind.BOOLEAN and isinstance(value, bool):
+        return "true" if value else "false"
+    if kind in INTEGER_KINDS and type(value) is int:
+        return str(value)
+    if kind is Kind.DOUBLE and type(value) is float:
+        return repr(value) if math.isfinite(value) else _quote(repr(value), "'")
+    if kind is Kind.NUMERIC and isinstance(value, Decimal):
+        return str(value) if value.is_finite() else _quote(str(value), "'")
+    if kind is Kind.TEXT and isinstance(value, str):
+        return _quote(value, "'")
+    if kind is Kind.DATE and type(value) is date:
+        return _quote(value.isoformat(), "'")
+    if kind is Kind.TIMESTAMP and isinstance(value, datetime):
+        return _quote(value.isoformat(" "), "'")
+    raise ValueError(f"{value!r} is not a value of type {t}")
+
+
+def _quote(text: str, mark: str) -> str:
+    if text.isprintable():
+        return mark + text.replace(mark, mark * 2) + mark
+    escaped = text.encode("unicode_escape").decode("ascii")
+    return "E" + mark + escaped.replace(mark, mark * 2) + mark
+
+
+# ---- parsing -----------------------------------------------------------------------------
+
+
+def parse_plan(text: str) -> Relation:
+    """The plan ``text`` (as ``render_plan`` prints it) denotes; lines of spaces are skipped."""
+    lines = [(n, line) for n, line in enumerate(text.split("\n"), 1) if line.strip(" ")]
+    if not lines:
+        raise PlanSyntaxError("no plan", 1, 1)
+    at = 0
+
+    def node(depth: int) -> Relation:
+        nonlocal at
+        number, line = lines[at]
+        indent = _indent(line)
+        if indent != len(INDENT) * depth:
+            raise PlanSyntaxError(
+                f"expected an indentation of {len(INDENT) * depth} spaces, found {indent}",
+                number,
+                indent + 1,
+            )
+        header = _parse(line, "header", number)
+        assert isinstance(header, _Header)
+        at += 1
+        inputs = []
+        while at < len(lines) and _indent(lines[at][1]) > indent:
+            inputs.append(node(depth + 1))
+        if header.inputs is not None and len(inputs) != header.inputs:
+            raise PlanSyntaxError(
+                f"{header.operator} takes {_INPUTS[header.inputs]}, found {len(inputs)}",
+                number,
+                indent + 1,
+            )
+        return header.build(tuple(inputs))
+
+    plan = node(0)
+    if at < len(lines):
+        number, line = lines[at]
+        raise PlanSyntaxError("a plan has one root operator", number, _indent(line) + 1)
+    return plan
+
+
+def parse_scalar(text: str) -> Scalar:
+    """The scalar expression ``text`` (as ``render_scalar`` prints it) denotes."""
+    expr = _parse(text, "scalar", 1)
+    assert isinstance(expr, Scalar)
+    return expr
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip(" "))
+
+
+class _Invalid(Exception):
+    """Raised while building the IR from a parse: ``token`` is where the text is wrong."""
+
+    def __init__(self, message: str, token: Token) -> None:
+        super().__init__(message)
+        self.message = message
+        self.token = token
+
+
+def _parse(text: str, start: str, first_line: int) -> object:
+    """What ``text`` builds from rule ``start``; ``first_line`` is the number of its first line."""
+    try:
+        return _PARSER.parse(text, start=start)
+    except UnexpectedCharacters as e:
+        message, line, column = f"unexpected character {e.char!r}", e.line, e.column
+    except UnexpectedToken as e:
+        # ``accepts`` is empty when nothing but the end of the text could follow.
+        expected = ", ".join(sorted({_spell(name) for name in e.accepts})) or "end of text"
+        if e.token.type == "$END":
+            lines = text.split("\n")
+            message = f"unexpected end of text, expected {expected}"
+            line, column = len(lines), len(lines[-1]) + 1
+        else:
+            message = f"unexpected {e.token.value!r}, expected {expected}"
+            line, column = e.line, e.column
+    except _Invalid as e:
+        message, line, column = e.message, e.token.line, e.token.column
+    raise PlanSyntaxError(message, first_line + line - 1, column)
+
+
+def _spell(terminal: str) -> str:
+    """A terminal as a reader knows it: ``'('`` for a string, its name for the others."""
+    if terminal in ("$END", "<END-OF-FILE>"):
+        return "end of text"
+    pattern = _PARSER.get_terminal(terminal).pattern
+    return repr(pattern.value) if isinstance(pattern, PatternStr) else terminal.lower()
+
+
+_INPUTS = {0: "no inputs", 1: "one input"}
+
+
+@dataclass(frozen=True)
+class _Header:
+    """A parsed operator line: it takes ``inputs`` inputs (any number when None)."""
+
+    operator: str
+    inputs: int | None
+    build: Callable[[tuple[Relation, ...]], Relation]
+
+
+def _unquote(token: Token) -> str:
+    escaped = token.startswith("E")
+    mark = token[1] if escaped else token[0]
+    body = token[2 if escaped else 1 : -1].replace(mark * 2, mark)
+    if not escaped:
+        return body
+    try:
+        return body.encode("ascii").decode("unicode_escape")
+    except UnicodeError as e:
+        raise _Invalid(f"bad escape in {token}: {e.reason}", token) from None
+
+
+def _read_value(token: Token, t: SqlType) -> object:
+    """The value of type ``t`` that the value ``token`` spells."""
+    kind = t.kind
+    try:
+        if token.type == "NULL":
+            return None
+        if token.type in ("TRUE", "FALSE") and kind is Kind.BOOLEAN:
+            return token.type == "TRUE"
+        if token.type == "NUMBER":
+            if kind in INTEGER_KINDS and _INTEGER.fullmatch(token):
+                return int(token)
+            if kind is Kind.NUMERIC:
+                return Decimal(str(token))
+            if kind is Kind.DOUBLE:
+                return float(token)
+        if token.type == "STRING":
+            text = _unquote(token)
+            if kind is Kind.TEXT:
+                return text
+            if kind is Kind.DOUBLE:
+                value = float(text)
+                return math.nan if math.isnan(value) else value
+            if kind is Kind.NUMERIC:
+                return Decimal(text)
+            if kind is Kind.DATE:
+                return date.fromisoformat(text)
+            if kind is Kind.TIMESTAMP:
+                return datetime.fromisoformat(text)
+    except (ValueError, ArithmeticError):
+        pass
+    raise _Invalid(f"{token} is not a value of type {t}", token)
+
+
+def _column(token: Token) -> int:
+    return int(token[1:])
+
+
+@v_args(inline=True)
+class _Builder(Transformer[Token, object]):
+    """Builds IR objects from parse trees; each method is named after its grammar rule."""
+
+    def header(self, header: _Header) -> _Header:
+        return header
+
+    def get(self, name: Token, *fields: Field) -> _Header:
+        get = Get(str(name), fields)
+        return _Header("Get", 0, lambda _: get)
+
+    def field(self, name: Token, t: SqlType) -> Field:
+        return Field(str(name), t)
+
+    def constant(
+        self, types: tuple[SqlType, ...], rows: tuple[tuple[tuple[Token, ...], Token], ...]
+    ) -> _Header:
+        values = []
+        for tokens, multiplicity in rows:
+            if len(tokens) != len(types):
+                message = f"a row needs {len(types)} values, found {len(tokens)}"
+                raise _Invalid(message, multiplicity)
+            row = tuple(_read_value(token, t) for token, t in zip(tokens, types, strict=True))
+            values.append((row, int(multiplicity[1:])))
+        constant = Constant(tuple(values), types)
+        return _Header("Constant", 0, lambda _: constant)
+
+    def types(self, *types: SqlType) -> tuple[SqlType, ...]:
+        return types
+
+    def rows(
+        self, *rows: tuple[tuple[Token, ...], Token]
+    ) -> tuple[tuple[tuple[Token, ...], Token], ...]:
+        return rows
+
+    def row(self, *tokens: Token) -> tuple[tuple[Token, ...], Token]:
+        return tokens[:-1], tokens[-1]
+
+    def linear(self, *steps: Step) -> _Header:
+        return _Header("Linear", 1, lambda inputs: Linear(inputs[0], steps))
+
+    def filter(self, predicates: tuple[Scalar, ...]) -> Filter:
+        return Filter(predicates)
+
+    def map(self, exprs: tuple[Scalar, ...]) -> Map:
+        return Map(exprs)
+
+    def project(self, *columns: Token) -> Project:
+        return Project(tuple(_column(c) for c in columns))
+
+    def join(self, *children: tuple[Scalar, ...] | JoinPlan | None) -> _Header:
+        *classes, plan = children
+        equivalences = tuple(c for c in classes if isinstance(c, tuple))
+        assert plan is None or isinstance(plan, JoinPlan)
+        return _Header("Join", None, lambda inputs: Join(inputs, equivalences, plan))
+
+    def equivalence(self, *exprs: Scalar) -> tuple[Scalar, ...]:
+        return exprs
+
+    def join_plan(self, kind: Token, *orders: tuple[int, ...]) -> JoinPlan:
+        return JoinPlan(str(kind), orders)
+
+    def order(self, *indexes: Token) -> tuple[int, ...]:
+        return tuple(int(i) for i in indexes)
+
+    def reduce(
+        self, group_key: tuple[Scalar, ...], aggregates: tuple[Aggregate, ...]
+    ) -> _Header:
+        return _Header("Reduce", 1, lambda inputs: Reduce(inputs[0], group_key, aggregates))
+
+    def aggregates(self, *aggregates: Aggregate) -> tuple[Aggregate, ...]:
+        return aggregates
+
+    def count_star(self, func: Token) -> Aggregate:
+        return Aggregate(str(func), None)
+
+    def aggregate(self, func: Token, expr: Scalar) -> Aggregate:
+        return Aggregate(str(func), expr)
+
+    def union(self) -> _Header:
+        return _Header("Union", None, Union)
+
+    def scalars(self, *exprs: Scalar) -> tuple[Scalar, ...]:
+        return exprs
+
+    def column(self, token: Token) -> Col:
+        return Col(_column(token))
+
+    def literal(self, token: Token, t: SqlType | None) -> Lit:
+        t = _IMPLICIT_TYPE[token.type] if t is None else t
+        return Lit(_read_value(token, t), t)
+
+    def binary(self, left: Scalar, operator: Token, right: Scalar) -> Call:
+        return Call(_function(operator, 2), (left, right))
+
+    def prefix(self, operator: Token, arg: Scalar) -> Call:
+        return Call(_function(operator, 1), (arg,))
+
+    def binary_operator(self, operator: Token) -> Token:
+        return operator
+
+    def prefix_operator(self, operator: Token) -> Token:
+        return operator
+
+    def call(self, func: Token, args: tuple[Scalar, ...]) -> Call:
+        return Call(str(func), args)
+
+    def case(self, *exprs: Scalar) -> Case:
+        pairs = tuple(zip(exprs[:-1:2], exprs[1:-1:2], strict=True))
+        return Case(pairs, exprs[-1])
+
+    def cast(self, expr: Scalar, to: SqlType) -> Cast:
+        return Cast(expr, to)
+
+    def value(self, token: Token) -> Token:
+        return token
+
+    def type(self, name: Token, precision: Token | None, scale: Token | None) -> SqlType:
+        try:
+            t = type_from_name(str(name), None if precision is None else int(precision),
+                               None if scale is None else int(scale))
+        except ValueError as e:
+            raise _Invalid(str(e), name) from None
+        if precision is not None and t.kind is not Kind.NUMERIC:
+            raise _Invalid(f"type {t} takes no precision", precision)
+        return t
+
+    def name(self, token: Token) -> Token:
+        """The name ``token`` spells, still a token for its position."""
+        if token.type == "NAME":
+            return token
+        return token.update(value=_unquote(token))
+
+
+def _function(operator: Token, arity: int) -> str:
+    try:
+        return by_symbol(operator, arity).name
+    except KeyError:
+        raise _Invalid(f"no function is the operator {operator} of {arity} argument(s)",
+                       operator) from None
+
+
+_PARSER = Lark(
+    (Path(__file__).parent / "grammar.lark").read_text(),
+    parser="lalr",
+    start=["header", "scalar"],
+    maybe_placeholders=True,
+    transformer=_Builder(),
+)
+_KEYWORDS = frozenset(
+    t.pattern.value
+    for t in _PARSER.terminals
+    if isinstance(t.pattern, PatternStr) and _BARE_NAME.fullmatch(t.pattern.value)
+)

@@ -1,0 +1,102 @@
+"""SQL types of matview's data model.
+
+Every column of every collection has one ``SqlType``. Nullability is not tracked: every
+column may hold NULL, as in SQL without constraints.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+
+class Kind(Enum):
+    """The family of a SQL type."""
+
+    BOOLEAN = "boolean"
+    INT = "int"
+    BIGINT = "bigint"
+    DOUBLE = "double"
+    NUMERIC = "numeric"
+    TEXT = "text"
+    DATE = "date"
+    TIMESTAMP = "timestamp"
+    NULL = "null"
+
+
+INTEGER_KINDS = (Kind.INT, Kind.BIGINT)
+NUMERIC_KINDS = (Kind.INT, Kind.BIGINT, Kind.NUMERIC, Kind.DOUBLE)
+INT_RANGE = {Kind.INT: (-(2**31), 2**31 - 1), Kind.BIGINT: (-(2**63), 2**63 - 1)}
+
+
+@dataclass(frozen=True)
+class SqlType:
+    """A column type: a kind, with precision and scale for NUMERIC."""
+
+    kind: Kind
+    precision: int | None = None
+    scale: int | None = None
+
+    def __str__(self) -> str:
+        if self.kind is Kind.NUMERIC and self.precision is not None:
+            return f"numeric({self.precision},{self.scale or 0})"
+        return self.kind.value
+
+    @property
+    def is_numeric(self) -> bool:
+        return self.kind in NUMERIC_KINDS
+
+
+BOOLEAN = SqlType(Kind.BOOLEAN)
+INT = SqlType(Kind.INT)
+BIGINT = SqlType(Kind.BIGINT)
+DOUBLE = SqlType(Kind.DOUBLE)
+TEXT = SqlType(Kind.TEXT)
+DATE = SqlType(Kind.DATE)
+TIMESTAMP = SqlType(Kind.TIMESTAMP)
+NULLTYPE = SqlType(Kind.NULL)
+NUMERIC_MAX = SqlType(Kind.NUMERIC, 38, 0)
+
+_BY_NAME = {
+    "boolean": BOOLEAN, "bool": BOOLEAN,
+    "int": INT, "integer": INT, "int4": INT,
+    "bigint": BIGINT, "int8": BIGINT,
+    "double": DOUBLE, "double precision": DOUBLE, "float": DOUBLE, "float8": DOUBLE,
+    "text": TEXT, "varchar": TEXT, "string": TEXT, "char": TEXT,
+    "date": DATE, "timestamp": TIMESTAMP, "null": NULLTYPE,
+}
+
+
+def type_from_name(name: str, precision: int | None = None, scale: int | None = None) -> SqlType:
+    """The type spelled ``name`` (case-insensitive), e.g. ``numeric`` with (12, 2)."""
+    key = name.lower()
+    if key in ("numeric", "decimal"):
+        return SqlType(Kind.NUMERIC, precision if precision is not None else 38,
+                       scale if scale is not None else 0)
+    if key not in _BY_NAME:
+        raise ValueError(f"unknown type {name!r}")
+    return _BY_NAME[key]
+
+
+def common_type(a: SqlType, b: SqlType) -> SqlType:
+    """The type both ``a`` and ``b`` convert to implicitly (UNION, CASE, COALESCE, comparison)."""
+    if a == b or b.kind is Kind.NULL:
+        return a
+    if a.kind is Kind.NULL:
+        return b
+    if a.is_numeric and b.is_numeric:
+        order = NUMERIC_KINDS
+        if Kind.DOUBLE in (a.kind, b.kind):
+            return DOUBLE
+        if a.kind is Kind.NUMERIC and b.kind is Kind.NUMERIC:
+            scale = max(a.scale or 0, b.scale or 0)
+            digits = max((a.precision or 38) - (a.scale or 0), (b.precision or 38) - (b.scale or 0))
+            return SqlType(Kind.NUMERIC, min(38, digits + scale), scale)
+        if Kind.NUMERIC in (a.kind, b.kind):
+            num = a if a.kind is Kind.NUMERIC else b
+            return SqlType(Kind.NUMERIC, max(num.precision or 38, min(38, 19 + (num.scale or 0))),
+                           num.scale)
+        return a if order.index(a.kind) >= order.index(b.kind) else b
+    if {a.kind, b.kind} == {Kind.DATE, Kind.TIMESTAMP}:
+        return TIMESTAMP
+    raise TypeError(f"types {a} and {b} cannot be matched")

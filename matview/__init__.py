@@ -1,0 +1,70 @@
+"""matview: incremental materialized views in SQL, maintained on Apache Spark.
+
+    import matview
+    con = matview.connect(clock=0)
+    con.execute("CREATE TABLE t (a INT)")
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from matview.errors import (
+    DatabaseError,
+    DataError,
+    Error,
+    IntegrityError,
+    InterfaceError,
+    InternalError,
+    NotSupportedError,
+    OperationalError,
+    ProgrammingError,
+    Warning,
+)
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from matview.connection import Connection
+
+apilevel = "2.0"
+threadsafety = 1
+paramstyle = "qmark"
+
+
+def connect(path: str | None = None, *, spark: SparkSession | None = None,
+            master: str | None = None, clock: int | None = None,
+            config: Mapping[str, str] | None = None) -> Connection:
+    """Open a matview database (PEP 249 connection).
+
+    ``clock=None`` reads the wall clock in milliseconds; an integer starts a manual clock
+    there, moved with ``advance_time``. ``spark`` reuses a SparkSession; ``master`` names a
+    Spark master or a Spark Connect server (``sc://host:15002``); by default Spark starts in
+    local mode on first use. ``config`` overrides Spark settings.
+    """
+    from matview.connection import Connection
+
+    return Connection(path, spark=spark, master=master, clock=clock, config=config)
+
+
+def __getattr__(name: str) -> Any:
+    """Connection, Cursor and Subscription load Spark, so they are imported on first use:
+    ``import matview.ir`` stays pure Python."""
+    if name in ("Connection", "Cursor"):
+        from matview import connection
+
+        return getattr(connection, name)
+    if name == "Subscription":
+        from matview.subscription import Subscription
+
+        return Subscription
+    raise AttributeError(f"module 'matview' has no attribute {name!r}")
+
+
+__all__ = [
+    "Connection", "Cursor", "DataError", "DatabaseError", "Error", "IntegrityError",
+    "InterfaceError", "InternalError", "NotSupportedError", "OperationalError",
+    "ProgrammingError", "Subscription", "Warning", "apilevel", "connect", "paramstyle",
+    "threadsafety",
+]

@@ -1,0 +1,66 @@
+"""The live catalog: stored objects, their traces and dataflows, and the dependency graph
+between them (a networkx DiGraph with an edge from each object to every object using it)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import networkx as nx
+
+from matview.runtime.dataflow import Dataflow
+from matview.runtime.trace import Trace
+from matview.sql.catalog import CatalogItem
+
+
+@dataclass
+class Entry:
+    """A stored object; tables and materialized views have a trace (their arrangement),
+    materialized views also the dataflow maintaining it."""
+
+    item: CatalogItem
+    trace: Trace | None = None
+    dataflow: Dataflow | None = None
+
+
+class LiveCatalog:
+    """Objects by normalized name, implementing the binder's ``Catalog`` protocol."""
+
+    def __init__(self) -> None:
+        self.entries: dict[str, Entry] = {}
+        self.graph: nx.DiGraph = nx.DiGraph()
+
+    def lookup(self, name: str) -> CatalogItem | None:
+        entry = self.entries.get(name)
+        return None if entry is None else entry.item
+
+    def add(self, entry: Entry, depends_on: set[str]) -> None:
+        name = entry.item.name
+        self.entries[name] = entry
+        self.graph.add_node(name)
+        for dep in depends_on:
+            self.graph.add_edge(dep, name)
+
+    def remove(self, name: str) -> None:
+        del self.entries[name]
+        self.graph.remove_node(name)
+
+    def dependents(self, name: str) -> list[str]:
+        """Every object built on ``name``, directly or not, users after what they use."""
+        below = nx.descendants(self.graph, name)
+        return [n for n in nx.topological_sort(self.graph) if n in below]
+
+    def upstream(self, names: set[str]) -> list[str]:
+        """``names`` and everything they are built on, in dependency order."""
+        needed = set(names)
+        for name in names:
+            needed |= nx.ancestors(self.graph, name)
+        return [n for n in nx.topological_sort(self.graph) if n in needed]
+
+    def readers(self, name: str) -> list[Entry]:
+        """The materialized views whose dataflows read ``name``'s trace directly."""
+        return [e for e in (self.entries[n] for n in self.graph.successors(name))
+                if e.dataflow is not None
+                and name in e.dataflow.reads]
+
+    def of_kind(self, kind: str) -> list[str]:
+        return sorted(n for n, e in self.entries.items() if e.item.kind == kind)

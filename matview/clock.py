@@ -1,0 +1,39 @@
+"""The timestamp oracle: logical times are int64 milliseconds since the Unix epoch."""
+
+from __future__ import annotations
+
+import time
+
+
+class TimestampOracle:
+    """Hands out write times strictly greater than the last, and the current read time.
+
+    ``clock=None`` follows the wall clock; an integer starts a manual clock there, moved
+    only by ``advance``.
+    """
+
+    def __init__(self, clock: int | None) -> None:
+        self.manual = clock
+        self.last_write = -1
+
+    def clock(self) -> int:
+        return self.manual if self.manual is not None else int(time.time() * 1000)
+
+    def advance(self, to: int) -> None:
+        if self.manual is None:
+            raise ValueError("advance_time needs a manual clock: connect(clock=<int>)")
+        if to < self.manual:
+            raise ValueError(f"time cannot move backwards (from {self.manual} to {to})")
+        self.manual = to
+
+    @property
+    def now(self) -> int:
+        """The read time: every write so far is visible at it."""
+        return max(self.clock(), self.last_write)
+
+    def peek_write(self) -> int:
+        """The time the next write will get."""
+        return max(self.clock(), self.last_write + 1)
+
+    def commit_write(self, at: int) -> None:
+        self.last_write = at

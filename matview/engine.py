@@ -1,0 +1,379 @@
+"""Statement execution: the one place that knows every layer.
+
+Each statement is bound by ``sql``, planned by ``planner`` and run by ``runtime``. Writes
+are transactions at a new time from the timestamp oracle; materialized views are brought up
+to date lazily, when a read, a SUBSCRIBE fetch or a dependent view needs them. A statement
+that fails changes nothing: writes append their batch only after it was computed, and a
+dataflow step applies its state only after the whole step succeeded.
+"""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import sqlglot
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from sqlglot import exp
+
+from matview.catalog import Entry, LiveCatalog
+from matview.clock import TimestampOracle
+from matview.errors import ProgrammingError
+from matview.ir.relation import (
+    Constant,
+    Field,
+    Filter,
+    Get,
+    Linear,
+    Map,
+    Project,
+    Relation,
+    gets,
+)
+from matview.ir.text import render_plan
+from matview.ir.types import TEXT, SqlType
+from matview.planner.pipeline import optimize, physical
+from matview.runtime.dataflow import Dataflow
+from matview.runtime.linear import apply_steps
+from matview.runtime.trace import Trace
+from matview.runtime.types import column_names, spark_type, update_schema
+from matview.runtime.updates import DIFF, TIME, Leaf, consolidate, materialize
+from matview.sql.catalog import CatalogItem
+from matview.sql.dialect import Matview
+from matview.sql.parse import bind_statement, split
+from matview.sql.statements import (
+    CreateTable,
+    CreateView,
+    Delete,
+    Drop,
+    Explain,
+    Insert,
+    Query,
+    Show,
+    Update,
+)
+
+
+@dataclass(frozen=True)
+class Result:
+    """What a statement returns: named, typed columns and rows (as Arrow), or a row count."""
+
+    columns: tuple[str, ...] = ()
+    types: tuple[SqlType, ...] = ()
+    table: pa.Table | None = None
+    rowcount: int = -1
+
+
+def _literal(value: object) -> exp.Expression:
+    """A query parameter as a SQL literal."""
+    if value is None:
+        return exp.Null()
+    if isinstance(value, bool):
+        return exp.Boolean(this=value)
+    if isinstance(value, (int, float, decimal.Decimal)):
+        return exp.Literal.number(value)
+    if isinstance(value, datetime.datetime):
+        return exp.Cast(this=exp.Literal.string(value.isoformat(sep=" ")),
+                        to=exp.DataType.build("timestamp"))
+    if isinstance(value, datetime.date):
+        return exp.Cast(this=exp.Literal.string(value.isoformat()),
+                        to=exp.DataType.build("date"))
+    if isinstance(value, str):
+        return exp.Literal.string(value)
+    raise ProgrammingError(f"cannot use a parameter of type {type(value).__name__}")
+
+
+def _bind_parameters(tree: exp.Expression, params: Sequence[object]) -> exp.Expression:
+    holes = list(tree.find_all(exp.Placeholder))
+    if len(holes) != len(params):
+        raise ProgrammingError(
+            f"the statement has {len(holes)} parameters but {len(params)} were given")
+    for hole, value in zip(holes, params):
+        hole.replace(_literal(value))
+    return tree
+
+
+def rows_of(table: pa.Table) -> list[tuple[object, ...]]:
+    """Arrow rows as Python tuples (SQL TIMESTAMP has no zone: values come back naive)."""
+    columns = []
+    for column in table.columns:
+        if pa.types.is_timestamp(column.type) and column.type.tz is not None:
+            column = column.cast(pa.timestamp(column.type.unit))
+        columns.append(column.to_pylist())
+    return list(zip(*columns)) if columns else [() for _ in range(table.num_rows)]
+
+
+class Engine:
+    """Runs statements against one catalog on one SparkSession."""
+
+    def __init__(self, spark: SparkSession, oracle: TimestampOracle) -> None:
+        self.spark = spark
+        self.oracle = oracle
+        self.catalog = LiveCatalog()
+        self.cursors: dict[int, tuple[str, int]] = {}
+        """Open subscriptions: id -> (collection name, time up to which it has read)."""
+
+    # --- statements ---------------------------------------------------------------------
+
+    def execute(self, sql: str, params: Sequence[object] | None = None) -> Result:
+        """Run every statement of ``sql``; the result is the last one's."""
+        trees = split(sql)
+        if params is not None:
+            if len(trees) != 1:
+                raise ProgrammingError("parameters need exactly one statement")
+            trees = [_bind_parameters(trees[0], params)]
+        result = Result()
+        for tree in trees:
+            result = self.run(bind_statement(tree, self.catalog))
+        return result
+
+    def run(self, stmt: object) -> Result:
+        handlers = {
+            CreateTable: self._create_table, CreateView: self._create_view, Insert: self._insert,
+            Delete: self._delete, Update: self._update, Drop: self._drop, Show: self._show,
+            Query: self._query, Explain: self._explain,
+        }
+        return handlers[type(stmt)](stmt)  # type: ignore[operator]
+
+    def _create_table(self, stmt: CreateTable) -> Result:
+        if self._exists(stmt.name, stmt.if_not_exists):
+            return Result()
+        item = CatalogItem(stmt.name, "table", stmt.fields)
+        self.catalog.add(Entry(item, trace=Trace(self.spark, len(stmt.fields))), set())
+        return Result()
+
+    def _exists(self, name: str, if_not_exists: bool) -> bool:
+        if self.catalog.lookup(name) is None:
+            return False
+        if if_not_exists:
+            return True
+        raise ProgrammingError(f'relation "{name}" already exists')
+
+    def _create_view(self, stmt: CreateView) -> Result:
+        if self._exists(stmt.name, stmt.if_not_exists):
+            return Result()
+        fields = tuple(Field(n, t) for n, t in zip(stmt.column_names, stmt.plan.types))
+        depends = self._referenced(stmt.query_sql)
+        if not stmt.materialized:
+            item = CatalogItem(stmt.name, "view", fields, stmt.query_sql)
+            self.catalog.add(Entry(item), depends)
+            return Result()
+        plan = physical(stmt.plan)
+        self._refresh({g.name for g in gets(plan)})
+        now = self.oracle.now
+        flow = Dataflow(plan, self.spark, self.trace_of, as_of=now)
+        step = flow.prepare(now)
+        leaf = step.materialized()
+        step.commit()
+        trace = Trace(self.spark, len(fields))
+        trace.append(leaf, now, now)
+        item = CatalogItem(stmt.name, "materialized view", fields, stmt.query_sql)
+        self.catalog.add(Entry(item, trace=trace, dataflow=flow), depends)
+        return Result()
+
+    def _referenced(self, query_sql: str) -> set[str]:
+        tree = sqlglot.parse_one(query_sql, read=Matview)
+        names = {t.name.lower() for t in tree.find_all(exp.Table)}
+        return {n for n in names if self.catalog.lookup(n) is not None}
+
+    def _drop(self, stmt: Drop) -> Result:
+        doomed: list[str] = []
+        for name in stmt.names:
+            item = self.catalog.lookup(name)
+            if item is None:
+                if stmt.if_exists:
+                    continue
+                raise ProgrammingError(f'{stmt.kind} "{name}" does not exist')
+            if item.kind != stmt.kind:
+                raise ProgrammingError(f'"{name}" is a {item.kind}, not a {stmt.kind}')
+            users = self.catalog.dependents(name)
+            if users and not stmt.cascade:
+                raise ProgrammingError(
+                    f'cannot drop {stmt.kind} "{name}" because other objects depend on it: '
+                    f"{', '.join(users)} (use DROP ... CASCADE to drop them too)")
+            doomed.extend(n for n in reversed(users) if n not in doomed)
+            if name not in doomed:
+                doomed.append(name)
+        for name in doomed:
+            self.catalog.remove(name)
+            for key, (target, _) in list(self.cursors.items()):
+                if target == name:
+                    del self.cursors[key]
+        return Result()
+
+    def _show(self, stmt: Show) -> Result:
+        if stmt.what == "columns":
+            assert stmt.name is not None
+            item = self.catalog.lookup(stmt.name)
+            if item is None:
+                raise ProgrammingError(f'relation "{stmt.name}" does not exist')
+            table = pa.table({"name": [f.name for f in item.fields],
+                              "type": [str(f.type) for f in item.fields]})
+            return Result(("name", "type"), (TEXT, TEXT), table)
+        kind = {"tables": "table", "views": "view",
+                "materialized views": "materialized view"}[stmt.what]
+        return Result(("name",), (TEXT,), pa.table({"name": self.catalog.of_kind(kind)}))
+
+    def _explain(self, stmt: Explain) -> Result:
+        plan = stmt.query.plan
+        staged = {"raw": plan, "optimized": optimize(plan), "physical": physical(plan)}
+        if stmt.stage not in staged:
+            raise ProgrammingError(f"unknown EXPLAIN stage {stmt.stage}")
+        text = render_plan(staged[stmt.stage])
+        return Result(("plan",), (TEXT,), pa.table({"plan": [text]}))
+
+    # --- reads --------------------------------------------------------------------------
+
+    def _query(self, stmt: Query) -> Result:
+        df = self.evaluate(stmt.plan)
+        arity = len(stmt.column_names)
+        names = column_names(arity)
+        if df is None:
+            schema = update_schema(stmt.plan.types)
+            table = pa.table([pa.array([], f.type) for f in list(schema)[:arity]], names=names)
+        else:
+            rows = df.where(F.col(DIFF) > 0).select(
+                *names, F.explode(F.array_repeat(F.lit(1), F.col(DIFF).cast("int"))).alias("_x"))
+            if stmt.order_by:
+                rows = rows.orderBy(*[self._order(names[i], desc, nulls_first)
+                                      for i, desc, nulls_first in stmt.order_by])
+            if stmt.offset:
+                rows = rows.offset(stmt.offset)
+            if stmt.limit is not None:
+                rows = rows.limit(stmt.limit)
+            table = rows.select(*names).toArrow()
+        return Result(stmt.column_names, stmt.plan.types, table, table.num_rows)
+
+    @staticmethod
+    def _order(name: str, desc: bool, nulls_first: bool):  # type: ignore[no-untyped-def]
+        col = F.col(name)
+        if desc:
+            return col.desc_nulls_first() if nulls_first else col.desc_nulls_last()
+        return col.asc_nulls_first() if nulls_first else col.asc_nulls_last()
+
+    def evaluate(self, plan: Relation) -> DataFrame | None:
+        """``plan``'s contents at the current time, as consolidated updates, run once as a
+        dataflow over the current snapshots (materialized views brought up to date first)."""
+        plan = physical(plan)
+        self._refresh({g.name for g in gets(plan)})
+        now = self.oracle.now
+        return Dataflow(plan, self.spark, self.trace_of, as_of=now).prepare(now).output
+
+    def trace_of(self, name: str) -> Trace:
+        entry = self.catalog.entries[name]
+        assert entry.trace is not None, f"{name} has no trace"
+        return entry.trace
+
+    def _refresh(self, names: set[str]) -> None:
+        """Step every materialized view ``names`` depend on (and they) to the current time."""
+        now = self.oracle.now
+        for name in self.catalog.upstream(names):
+            entry = self.catalog.entries[name]
+            flow = entry.dataflow
+            if flow is None or flow.frontier >= now:
+                continue
+            step = flow.prepare(now)
+            leaf = step.materialized()
+            step.commit()
+            assert entry.trace is not None
+            entry.trace.append(leaf, step.lower + 1, now)
+        self._compact()
+
+    def _compact(self) -> None:
+        """Let every trace forget history no reader needs, and merge its batches."""
+        now = self.oracle.now
+        for name, entry in self.catalog.entries.items():
+            if entry.dataflow is not None:
+                entry.dataflow.compact(entry.dataflow.frontier)
+            if entry.trace is None:
+                continue
+            since = min([now] + [r.dataflow.frontier for r in self.catalog.readers(name)
+                                 if r.dataflow is not None]
+                        + [at for target, at in self.cursors.values() if target == name])
+            entry.trace.compact(since)
+
+    def refresh(self, name: str) -> None:
+        self._refresh({name})
+
+    # --- writes -------------------------------------------------------------------------
+
+    def _table(self, name: str) -> tuple[CatalogItem, Trace]:
+        entry = self.catalog.entries.get(name)
+        if entry is None or entry.item.kind != "table":
+            raise ProgrammingError(f'table "{name}" does not exist')
+        assert entry.trace is not None
+        return entry.item, entry.trace
+
+    def write(self, name: str, updates: DataFrame | pa.Table, small: bool = True) -> int:
+        """Commit update rows (data columns then ``_diff``) to table ``name`` at a new time;
+        returns the number of rows changed."""
+        item, trace = self._table(name)
+        at = self.oracle.peek_write()
+        schema = update_schema([f.type for f in item.fields])
+        if isinstance(updates, pa.Table):
+            updates = updates.append_column(TIME, pa.array([at] * updates.num_rows, pa.int64()))
+            table = updates.select(schema.names).cast(schema)
+            if table.num_rows == 0:
+                return 0
+            changed = int(pc.sum(pc.abs(table[DIFF])).as_py())
+            leaf = Leaf(self.spark.createDataFrame(table), table.num_rows)
+        else:
+            frame = updates.select(*column_names(len(item.fields)),
+                                   F.lit(at).cast("bigint").alias(TIME), DIFF)
+            leaf = materialize(self.spark, frame, small)
+            if leaf is None:
+                return 0
+            changed = int(leaf.df.select(F.sum(F.abs(F.col(DIFF)))).first()[0] or 0)
+        trace.append(leaf, at, at)
+        self.oracle.commit_write(at)
+        return changed
+
+    def _insert(self, stmt: Insert) -> Result:
+        item, _ = self._table(stmt.table)
+        if isinstance(stmt.source, Constant):
+            schema = update_schema([f.type for f in item.fields])
+            data = [[values[i] for values, _ in stmt.source.rows] for i in range(len(item.fields))]
+            arrays = [pa.array(col, f.type) for col, f in zip(data, schema)]
+            arrays.append(pa.array([m for _, m in stmt.source.rows], pa.int64()))
+            table = pa.Table.from_arrays(arrays, names=column_names(len(item.fields)) + [DIFF])
+            return Result(rowcount=self.write(stmt.table, table))
+        df = self.evaluate(stmt.source)
+        return Result(rowcount=0 if df is None else self.write(stmt.table, df.drop(TIME)))
+
+    def _matching(self, table: str, predicate: object) -> DataFrame | None:
+        item, _ = self._table(table)
+        source: Relation = Get(table, item.fields)
+        if predicate is not None:
+            source = Linear(source, (Filter((predicate,)),))  # type: ignore[arg-type]
+        return self.evaluate(source)
+
+    def _delete(self, stmt: Delete) -> Result:
+        rows = self._matching(stmt.table, stmt.predicate)
+        if rows is None:
+            return Result(rowcount=0)
+        return Result(rowcount=self.write(stmt.table,
+                                          rows.withColumn(DIFF, -F.col(DIFF)).drop(TIME)))
+
+    def _update(self, stmt: Update) -> Result:
+        item, _ = self._table(stmt.table)
+        rows = self._matching(stmt.table, stmt.predicate)
+        if rows is None:
+            return Result(rowcount=0)
+        arity = len(item.fields)
+        assigned = dict(stmt.assignments)
+        exprs = tuple(assigned[i] for i in sorted(assigned))
+        positions = {i: arity + k for k, i in enumerate(sorted(assigned))}
+        steps = (Map(exprs), Project(tuple(positions.get(i, i) for i in range(arity))))
+        types = [f.type for f in item.fields]
+        new = apply_steps(rows, steps, types)
+        new = new.select(*[F.col(c).cast(spark_type(t)).alias(c)
+                           for c, t in zip(column_names(arity), types)], TIME, DIFF)
+        old = rows.withColumn(DIFF, -F.col(DIFF))
+        matched = int(rows.select(F.sum(DIFF)).first()[0] or 0)
+        self.write(stmt.table, consolidate(old.unionByName(new)).drop(TIME))
+        return Result(rowcount=matched)

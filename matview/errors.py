@@ -1,0 +1,101 @@
+"""DB-API 2.0 (PEP 249) exceptions, and the translation of internal errors into them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark.errors import PySparkException
+
+
+class Warning(Exception):  # noqa: A001 - the name PEP 249 prescribes
+    """Important warnings (PEP 249)."""
+
+
+class Error(Exception):
+    """Base class of matview's errors (PEP 249)."""
+
+
+class InterfaceError(Error):
+    """The connection or cursor was misused (e.g. used after ``close``)."""
+
+
+class DatabaseError(Error):
+    """An error of the database."""
+
+
+class DataError(DatabaseError):
+    """A value could not be computed: division by zero, overflow, an invalid cast."""
+
+
+class OperationalError(DatabaseError):
+    """The engine could not run (e.g. no Java to start Spark)."""
+
+
+class IntegrityError(DatabaseError):
+    """A relational integrity rule was broken."""
+
+
+class InternalError(DatabaseError):
+    """matview itself failed; please report it."""
+
+
+class ProgrammingError(DatabaseError):
+    """The statement is wrong: syntax, unknown names, type mismatches, misuse of objects."""
+
+
+class NotSupportedError(DatabaseError):
+    """The statement uses a feature matview does not support (yet)."""
+
+
+_SPARK_CONDITIONS = {
+    "DIVIDE_BY_ZERO": "division by zero",
+    "INTERVAL_DIVIDED_BY_ZERO": "division by zero",
+    "REMAINDER_BY_ZERO": "division by zero",
+    "ARITHMETIC_OVERFLOW": "integer out of range",
+    "BINARY_ARITHMETIC_OVERFLOW": "integer out of range",
+    "CAST_OVERFLOW": "value out of range for its type",
+    "CAST_OVERFLOW_IN_TABLE_INSERT": "value out of range for its type",
+    "NUMERIC_VALUE_OUT_OF_RANGE": "numeric field overflow",
+    "CAST_INVALID_INPUT": "invalid input syntax",
+}
+
+
+def _spark_message(error: PySparkException) -> tuple[type[Error], str]:
+    condition = error.getCondition() or ""
+    detail = str(error).splitlines()[0] if str(error) else condition
+    for key, message in _SPARK_CONDITIONS.items():
+        if condition.startswith(key) or key in detail:
+            return DataError, f"{message} ({detail})"
+    return InternalError, f"Spark failed: {detail}"
+
+
+@contextmanager
+def translated() -> Iterator[None]:
+    """Re-raise errors from the layers below as PEP 249 exceptions."""
+    from pyspark.errors import PySparkException
+
+    from matview.ir.functions import EvalError
+    from matview.runtime.dataflow import PlanError
+    from matview.runtime.session import JavaMissingError
+    from matview.sql.errors import SqlError, UnsupportedError
+
+    try:
+        yield
+    except Error:
+        raise
+    except UnsupportedError as e:
+        raise NotSupportedError(str(e)) from e
+    except SqlError as e:
+        raise ProgrammingError(str(e)) from e
+    except EvalError as e:
+        raise DataError(str(e)) from e
+    except JavaMissingError as e:
+        raise OperationalError(str(e)) from e
+    except PlanError as e:
+        raise NotSupportedError(str(e)) from e
+    except PySparkException as e:
+        kind, message = _spark_message(e)
+        raise kind(message) from e

@@ -1,0 +1,75 @@
+"""SUBSCRIBE: every change of a materialized view (or table), at its time."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+from pyspark.sql import functions as F
+
+from matview.runtime.types import column_names
+from matview.runtime.updates import DIFF, TIME
+
+if TYPE_CHECKING:
+    from matview.engine import Engine
+
+
+class Subscription:
+    """Changes of ``name`` as ``(mz_timestamp, mz_diff, *columns)`` rows.
+
+    The first ``fetch`` returns the snapshot at the time of subscribing, then every fetch
+    brings the view up to date and returns the changes since the previous one, consolidated
+    per timestamp and in timestamp order. An open subscription holds back compaction of the
+    view's history past the time it has read.
+    """
+
+    def __init__(self, engine: Engine, name: str) -> None:
+        self.engine = engine
+        self.name = name
+        engine.refresh(name)
+        self.as_of = engine.oracle.now
+        self._snapshot_pending = True
+        engine.cursors[id(self)] = (name, self.as_of)
+        item = engine.catalog.lookup(name)
+        assert item is not None
+        self.columns = ("mz_timestamp", "mz_diff") + tuple(f.name for f in item.fields)
+        self.arity = len(item.fields)
+
+    @property
+    def closed(self) -> bool:
+        return id(self) not in self.engine.cursors
+
+    def fetch(self) -> list[tuple[object, ...]]:
+        """Every change since the last fetch (the snapshot first)."""
+        from matview.engine import rows_of
+
+        if self.closed:
+            raise ValueError(f"subscription to {self.name} is closed")
+        self.engine.refresh(self.name)
+        _, after = self.engine.cursors[id(self)]
+        upper = self.engine.oracle.now
+        trace = self.engine.trace_of(self.name)
+        names = column_names(self.arity)
+        parts = []
+        if self._snapshot_pending:
+            snap = trace.read(upto=self.as_of)
+            if snap is not None:
+                parts.append(snap.withColumn(TIME, F.lit(self.as_of).cast("bigint")))
+        changes = trace.read(after=after, upto=upper)
+        if changes is not None:
+            parts.append(changes)
+        rows: list[tuple[object, ...]] = []
+        if parts:
+            df = parts[0]
+            for part in parts[1:]:
+                df = df.unionByName(part)
+            df = (df.groupBy(TIME, *names).agg(F.sum(DIFF).alias(DIFF))
+                  .where(F.col(DIFF) != 0).orderBy(TIME, *names))
+            table: pa.Table = df.select(TIME, DIFF, *names).toArrow()
+            rows = rows_of(table)
+        self._snapshot_pending = False
+        self.engine.cursors[id(self)] = (self.name, upper)
+        return rows
+
+    def close(self) -> None:
+        self.engine.cursors.pop(id(self), None)

@@ -1,0 +1,33 @@
+"""Flatten nested joins into one n-ary join.
+
+    Join([.., Join([B1..Bk], E2), ..], E1)  =>  Join([.., B1..Bk, ..], E1 ∪ shift(E2))
+
+The concatenated row of the inner join sits at the same positions in the outer row, so
+the outer equivalences are unchanged and the inner ones shift by the inner join's offset.
+"""
+
+from __future__ import annotations
+
+from matview.ir.relation import Join, Relation
+from matview.ir.scalar import remap
+from matview.planner.walk import bottom_up
+
+
+def _flatten(plan: Relation) -> Relation:
+    if not isinstance(plan, Join) or not any(isinstance(i, Join) for i in plan.inputs):
+        return plan
+    inputs: list[Relation] = []
+    equivalences = list(plan.equivalences)
+    for offset, child in zip(plan.offsets(), plan.inputs):
+        if isinstance(child, Join):
+            inputs.extend(child.inputs)
+            equivalences.extend(
+                tuple(remap(e, lambda i, o=offset: i + o) for e in cls)
+                for cls in child.equivalences)
+        else:
+            inputs.append(child)
+    return Join(tuple(inputs), tuple(equivalences))
+
+
+def flatten_joins(plan: Relation) -> Relation:
+    return bottom_up(plan, _flatten)

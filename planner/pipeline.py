@@ -1,0 +1,49 @@
+"""The optimizer: an ordered tuple of transforms, each a pure function IR -> IR that keeps
+the plan's output schema, followed by physical planning."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from matview.ir.relation import Relation
+from matview.planner.flatten_joins import flatten_joins
+from matview.planner.fuse_linear import fuse_linear
+from matview.planner.join_equivalences import join_equivalences
+from matview.planner.join_plan import join_plan
+from matview.planner.predicate_pushdown import predicate_pushdown
+
+Transform = Callable[[Relation], Relation]
+
+LOGICAL: tuple[Transform, ...] = (
+    flatten_joins,
+    fuse_linear,
+    join_equivalences,
+    predicate_pushdown,
+    fuse_linear,
+)
+PHYSICAL: tuple[Transform, ...] = (join_plan,)
+
+
+def trace(plan: Relation, transforms: tuple[Transform, ...] = LOGICAL + PHYSICAL
+          ) -> list[tuple[str, Relation]]:
+    """The plan after each transform, by name."""
+    steps = []
+    for transform in transforms:
+        plan = transform(plan)
+        steps.append((transform.__name__, plan))
+    return steps
+
+
+def optimize(plan: Relation) -> Relation:
+    """The logical optimizations of ``plan`` (the OPTIMIZED stage)."""
+    for transform in LOGICAL:
+        plan = transform(plan)
+    return plan
+
+
+def physical(plan: Relation) -> Relation:
+    """``plan`` optimized, with every join's implementation chosen (the PHYSICAL stage)."""
+    plan = optimize(plan)
+    for transform in PHYSICAL:
+        plan = transform(plan)
+    return plan

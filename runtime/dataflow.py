@@ -1,0 +1,143 @@
+"""A running dataflow: the operators of one plan, stepped from frontier to frontier.
+
+``Dataflow.prepare(upper)`` computes the plan's output delta for the times in
+``(frontier, upper]``; the returned ``PendingStep`` applies the operators' staged state only
+when ``commit`` is called, so a step that fails midway changes nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from matview.ir.relation import (
+    Constant,
+    Get,
+    Join,
+    JoinPlan,
+    Linear,
+    Reduce,
+    Relation,
+    Union,
+    gets,
+)
+from matview.runtime.join import JoinOp
+from matview.runtime.linear import LinearOp, UnionOp
+from matview.runtime.operator import Delta, Operator, StepContext
+from matview.runtime.reduce import ReduceOp
+from matview.runtime.sources import ConstantOp, GetOp
+from matview.runtime.trace import Trace
+from matview.runtime.updates import SMALL_BATCH_ROWS, Leaf, consolidate, materialize
+from pyspark.sql import DataFrame, SparkSession
+
+
+class PlanError(ValueError):
+    """The plan cannot be run (a node the runtime does not execute)."""
+
+
+def build(plan: Relation, spark: SparkSession, trace_of: Callable[[str], Trace]) -> Operator:
+    """The operator tree running ``plan``; ``trace_of`` finds the trace of a stored name."""
+    if isinstance(plan, Get):
+        return GetOp(plan.types, trace=trace_of(plan.name))
+    if isinstance(plan, Constant):
+        return ConstantOp(plan.types, rows=plan.rows)
+    if isinstance(plan, Linear):
+        return LinearOp(plan.types, input=build(plan.input, spark, trace_of), steps=plan.steps)
+    if isinstance(plan, Union):
+        return UnionOp(plan.types, inputs=tuple(build(p, spark, trace_of) for p in plan.inputs))
+    if isinstance(plan, Join):
+        inputs = tuple(build(p, spark, trace_of) for p in plan.inputs)
+        for op in inputs:
+            op.require_history()
+        order = plan.plan or JoinPlan("delta", tuple(
+            tuple(j for j in range(len(inputs)) if j != i) for i in range(len(inputs))))
+        return JoinOp(plan.types, inputs=inputs, equivalences=plan.equivalences, plan=order)
+    if isinstance(plan, Reduce):
+        op = ReduceOp(plan.types, input=build(plan.input, spark, trace_of),
+                      group_key=plan.group_key, aggregates=plan.aggregates)
+        op.output = Trace(spark, len(op.full_names()))
+        if any(a.func in ("min", "max") for a in plan.aggregates):
+            op.values = Trace(spark, len(plan.group_key) + sum(
+                a.func in ("min", "max") for a in plan.aggregates))
+        return op
+    raise PlanError(f"the runtime cannot execute {type(plan).__name__}")
+
+
+def operators(root: Operator) -> Iterator[Operator]:
+    """Every operator under ``root`` (inputs before consumers)."""
+    for child in root.children():
+        yield from operators(child)
+    yield root
+
+
+@dataclass
+class PendingStep:
+    """A computed step whose state changes wait for ``commit``."""
+
+    dataflow: Dataflow
+    delta: Delta | None
+    lower: int
+    upper: int
+    small: bool
+
+    @property
+    def output(self) -> DataFrame | None:
+        """The step's output updates, consolidated (a lazy plan)."""
+        return None if self.delta is None else consolidate(self.delta.df)
+
+    def materialized(self) -> Leaf | None:
+        """The output updates as a batch to keep: as they are when their plan is already
+        narrow over leaves (readers consolidate), else computed once and consolidated."""
+        if self.delta is None:
+            return None
+        if self.delta.rows is not None:
+            return Leaf(self.delta.df, self.delta.rows)
+        return materialize(self.dataflow.spark, consolidate(self.delta.df), self.small)
+
+    def commit(self) -> None:
+        for op in operators(self.dataflow.root):
+            op.commit()
+        self.dataflow.frontier = self.upper
+
+
+class Dataflow:
+    """The operators of ``plan``, reading stored collections through ``trace_of``, whose
+    output is correct from time ``as_of`` on (the first step reads every input's snapshot)."""
+
+    def __init__(self, plan: Relation, spark: SparkSession,
+                 trace_of: Callable[[str], Trace], as_of: int) -> None:
+        self.plan = plan
+        self.spark = spark
+        self.as_of = as_of
+        self.frontier = as_of - 1
+        self.reads = {g.name for g in gets(plan)}
+        self.root = build(plan, spark, trace_of)
+        for op in operators(self.root):
+            if isinstance(op, JoinOp) and op.keep_history:
+                op.output = Trace(spark, op.arity)
+
+    def sources(self) -> list[GetOp]:
+        return [op for op in operators(self.root) if isinstance(op, GetOp)]
+
+    def state(self) -> list[Trace]:
+        """The traces this dataflow owns (not the shared traces of its sources)."""
+        owned: list[Trace] = []
+        for op in operators(self.root):
+            for trace in (getattr(op, "output", None), getattr(op, "values", None)):
+                if isinstance(trace, Trace):
+                    owned.append(trace)
+        return owned
+
+    def prepare(self, upper: int) -> PendingStep:
+        """Compute the output updates with times in ``(frontier, upper]``, consolidated."""
+        probe = StepContext(self.spark, self.frontier, upper, self.as_of, True)
+        pending = sum(op.pending_rows(probe) for op in self.sources())
+        ctx = StepContext(self.spark, self.frontier, upper, self.as_of,
+                          pending <= SMALL_BATCH_ROWS)
+        if not ctx.first and pending == 0:
+            return PendingStep(self, None, ctx.lower, upper, True)
+        return PendingStep(self, self.root.delta(ctx), ctx.lower, upper, ctx.small)
+
+    def compact(self, since: int) -> None:
+        for trace in self.state():
+            trace.compact(since)

@@ -1,0 +1,106 @@
+"""The general linear operator on Spark: a ``Linear`` node's steps as one select/filter
+pipeline of native Column expressions over each update batch."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from matview.ir.relation import Filter, Map, Project, Step, step_types
+from matview.ir.scalar import conjoin
+from matview.ir.types import SqlType
+from matview.runtime.expressions import compile_scalar
+from matview.runtime.operator import Delta, Operator, StepContext
+from matview.runtime.types import column_names
+from matview.runtime.updates import DIFF, TIME
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+
+def apply_steps(df: DataFrame, steps: Sequence[Step], types: Sequence[SqlType]) -> DataFrame:
+    """Apply linear ``steps`` to update batch ``df`` whose data columns have ``types``.
+
+    Maps and projections become one ``select`` each and filters a ``where``; Spark's
+    optimizer collapses them into a single projection/filter pipeline.
+    """
+    types = tuple(types)
+    for step in steps:
+        names = column_names(len(types))
+        current = [F.col(n) for n in names]
+        if isinstance(step, Map):
+            new_types = step_types(step, types)
+            exprs: list[Column] = []
+            for i, expr in enumerate(step.exprs):
+                exprs.append(compile_scalar(expr, current + exprs, new_types[:len(types) + i]))
+            named = [e.alias(f"c{len(types) + i}") for i, e in enumerate(exprs)]
+            df = df.select(*current, *named, TIME, DIFF)
+        elif isinstance(step, Filter):
+            df = df.where(compile_scalar(conjoin(step.predicates), current, types))
+        elif isinstance(step, Project):
+            df = df.select(*[current[i].alias(f"c{j}") for j, i in enumerate(step.outputs)],
+                           TIME, DIFF)
+        types = step_types(step, types)
+    return df
+
+
+@dataclass
+class LinearOp(Operator):
+    """``Linear``: stateless; its delta and its history are its input's, transformed."""
+
+    input: Operator | None = None
+    steps: tuple[Step, ...] = ()
+
+    def _apply(self, df: DataFrame) -> DataFrame:
+        assert self.input is not None
+        return apply_steps(df, self.steps, self.input.types)
+
+    def compute(self, ctx: StepContext) -> Delta | None:
+        assert self.input is not None
+        delta = self.input.delta(ctx)
+        return None if delta is None else Delta(self._apply(delta.df), delta.rows)
+
+    def history(self, ctx: StepContext) -> DataFrame | None:
+        assert self.input is not None
+        df = self.input.history(ctx)
+        return None if df is None else self._apply(df)
+
+    def require_history(self) -> None:
+        assert self.input is not None
+        self.input.require_history()
+
+    def children(self) -> tuple[Operator, ...]:
+        assert self.input is not None
+        return (self.input,)
+
+
+@dataclass
+class UnionOp(Operator):
+    """``Union``: the sum of its inputs' deltas and histories. Stateless."""
+
+    inputs: tuple[Operator, ...] = ()
+
+    def compute(self, ctx: StepContext) -> Delta | None:
+        parts = [d for d in (op.delta(ctx) for op in self.inputs) if d is not None]
+        if not parts:
+            return None
+        df = parts[0].df
+        for part in parts[1:]:
+            df = df.unionByName(part.df)
+        sizes = [p.rows for p in parts]
+        return Delta(df, None if None in sizes else sum(s for s in sizes if s is not None))
+
+    def history(self, ctx: StepContext) -> DataFrame | None:
+        frames = [f for f in (op.history(ctx) for op in self.inputs) if f is not None]
+        if not frames:
+            return None
+        df = frames[0]
+        for frame in frames[1:]:
+            df = df.unionByName(frame)
+        return df
+
+    def require_history(self) -> None:
+        for op in self.inputs:
+            op.require_history()
+
+    def children(self) -> tuple[Operator, ...]:
+        return self.inputs

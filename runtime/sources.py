@@ -1,0 +1,65 @@
+"""Source operators: reading a shared trace (``Get``) and constant collections."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pyarrow as pa
+from matview.runtime.operator import Delta, Operator, StepContext
+from matview.runtime.trace import Trace
+from matview.runtime.types import update_schema
+from matview.runtime.updates import advance_times
+from pyspark.sql import DataFrame
+
+
+@dataclass
+class GetOp(Operator):
+    """Reads a table's or materialized view's trace: the delta is the trace's updates in
+    ``(lower, upper]``; on the first step the snapshot at ``as_of``. No state of its own."""
+
+    trace: Trace | None = None
+
+    def pending_rows(self, ctx: StepContext) -> int:
+        """How many update rows the step will read (an upper bound)."""
+        assert self.trace is not None
+        after = None if ctx.first else ctx.lower
+        return sum(b.leaf.rows for b in self.trace.batches
+                   if (after is None or b.upper > after) and b.lower <= ctx.upper)
+
+    def compute(self, ctx: StepContext) -> Delta | None:
+        assert self.trace is not None
+        rows = self.pending_rows(ctx)
+        if ctx.first:
+            df = self.trace.read(upto=ctx.upper)
+            return None if df is None else Delta(advance_times(df, ctx.as_of), rows)
+        df = self.trace.read(after=ctx.lower, upto=ctx.upper)
+        return None if df is None else Delta(df, rows)
+
+    def history(self, ctx: StepContext) -> DataFrame | None:
+        assert self.trace is not None
+        return None if ctx.first else self.trace.read(upto=ctx.lower)
+
+
+@dataclass
+class ConstantOp(Operator):
+    """A constant collection: all its rows at ``as_of`` on the first step, nothing after."""
+
+    rows: tuple[tuple[tuple[object, ...], int], ...] = ()
+
+    def _frame(self, ctx: StepContext, time: int) -> DataFrame | None:
+        if not self.rows:
+            return None
+        schema = update_schema(self.types)
+        columns = list(zip(*[values + (time, diff) for values, diff in self.rows]))
+        table = pa.table([pa.array(list(c), type=f.type) for c, f in zip(columns, schema)],
+                         schema=schema)
+        return ctx.spark.createDataFrame(table)
+
+    def compute(self, ctx: StepContext) -> Delta | None:
+        if not ctx.first:
+            return None
+        df = self._frame(ctx, ctx.as_of)
+        return None if df is None else Delta(df, len(self.rows))
+
+    def history(self, ctx: StepContext) -> DataFrame | None:
+        return None if ctx.first else self._frame(ctx, ctx.as_of)

@@ -1,0 +1,42 @@
+"""Mapping matview's SQL types to Spark and Arrow types."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pyarrow as pa
+from matview.ir.types import Kind, SqlType
+from pyspark.sql import types as T
+
+
+def spark_type(t: SqlType) -> T.DataType:
+    """The Spark type storing values of ``t``."""
+    if t.kind is Kind.NUMERIC:
+        return T.DecimalType(t.precision or 38, t.scale or 0)
+    return {
+        Kind.BOOLEAN: T.BooleanType(), Kind.INT: T.IntegerType(), Kind.BIGINT: T.LongType(),
+        Kind.DOUBLE: T.DoubleType(), Kind.TEXT: T.StringType(), Kind.DATE: T.DateType(),
+        Kind.TIMESTAMP: T.TimestampType(), Kind.NULL: T.StringType(),
+    }[t.kind]
+
+
+def arrow_type(t: SqlType) -> pa.DataType:
+    """The Arrow type carrying values of ``t`` across the Python/JVM boundary."""
+    if t.kind is Kind.NUMERIC:
+        return pa.decimal128(t.precision or 38, t.scale or 0)
+    return {
+        Kind.BOOLEAN: pa.bool_(), Kind.INT: pa.int32(), Kind.BIGINT: pa.int64(),
+        Kind.DOUBLE: pa.float64(), Kind.TEXT: pa.string(), Kind.DATE: pa.date32(),
+        Kind.TIMESTAMP: pa.timestamp("us"), Kind.NULL: pa.string(),
+    }[t.kind]
+
+
+def column_names(arity: int) -> list[str]:
+    """The positional column names of an update batch with ``arity`` data columns."""
+    return [f"c{i}" for i in range(arity)]
+
+
+def update_schema(types: Sequence[SqlType]) -> pa.Schema:
+    """The Arrow schema of an update batch: data columns ``c0..``, then ``_time``, ``_diff``."""
+    fields = [pa.field(name, arrow_type(t)) for name, t in zip(column_names(len(types)), types)]
+    return pa.schema(fields + [pa.field("_time", pa.int64()), pa.field("_diff", pa.int64())])

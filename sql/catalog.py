@@ -1,0 +1,33 @@
+"""What the binder needs to know about stored objects: the ``Catalog`` protocol.
+
+Names are case-insensitive as in PostgreSQL: the binder lowercases unquoted identifiers and
+looks objects up by the resulting name, so a catalog stores names in that normalized form.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+from matview.ir.relation import Field
+
+ObjectKind = Literal["table", "view", "materialized view"]
+
+
+@dataclass(frozen=True)
+class CatalogItem:
+    """A stored object: a table, a view (``query_sql`` is its defining SELECT, re-bound at each
+    use) or a materialized view (read as a stored collection, ``query_sql`` kept for display)."""
+
+    name: str
+    kind: ObjectKind
+    fields: tuple[Field, ...]
+    query_sql: str | None = None
+
+
+class Catalog(Protocol):
+    """Looks objects up by normalized name."""
+
+    def lookup(self, name: str) -> CatalogItem | None:
+        """The object called ``name``, or None."""
+        ...

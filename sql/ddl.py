@@ -1,0 +1,103 @@
+"""Data definition: CREATE TABLE, CREATE [MATERIALIZED] VIEW, DROP and SHOW.
+
+Whether the named objects exist is the engine's concern when it runs the statement (IF [NOT]
+EXISTS, CASCADE); binding only checks the statement itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from matview.ir.relation import Field
+from matview.sql.catalog import ObjectKind
+from matview.sql.context import Context
+from matview.sql.datatypes import sql_type
+from matview.sql.dialect import Matview
+from matview.sql.errors import DuplicateObjectError, SqlError, UnsupportedError
+from matview.sql.names import normalize, relation_name
+from matview.sql.query import bind_query
+from matview.sql.statements import CreateTable, CreateView, Drop, Show, ShowWhat
+from sqlglot import exp
+
+_SHOW: dict[str, ShowWhat] = {
+    "TABLES": "tables", "VIEWS": "views", "MATERIALIZED VIEWS": "materialized views",
+    "COLUMNS": "columns",
+}
+
+
+def bind_create_table(node: exp.Create) -> CreateTable:
+    """``CREATE TABLE name (column type, ...)``."""
+    if node.expression is not None:
+        raise UnsupportedError.at("CREATE TABLE ... AS is not supported yet", node.expression)
+    _reject_properties(node)
+    schema = node.this
+    fields = []
+    for column in schema.expressions:
+        if not isinstance(column, exp.ColumnDef):
+            raise UnsupportedError.at("table constraints are not supported yet", column)
+        if column.args.get("constraints"):
+            raise UnsupportedError.at("column constraints are not supported yet",
+                                      column.args["constraints"][0])
+        fields.append(Field(normalize(column.this), sql_type(column.args["kind"])))
+    _check_unique([f.name for f in fields], schema.expressions)
+    return CreateTable(relation_name(schema.this), tuple(fields), bool(node.args.get("exists")))
+
+
+def bind_create_view(node: exp.Create, ctx: Context) -> CreateView:
+    """``CREATE [MATERIALIZED] VIEW name [(columns)] AS query``; ORDER BY in the query is
+    dropped, LIMIT and OFFSET are not supported. Column names may repeat (a reference to a
+    repeated name is ambiguous)."""
+    if node.args.get("replace"):
+        raise UnsupportedError.at("CREATE OR REPLACE is not supported yet", node)
+    properties = node.args.get("properties")
+    materialized = properties is not None and any(
+        isinstance(p, exp.MaterializedProperty) for p in properties.expressions)
+    target = node.this
+    columns = target.expressions if isinstance(target, exp.Schema) else []
+    table = target.this if isinstance(target, exp.Schema) else target
+    query = bind_query(node.expression, ctx)
+    if query.limit is not None or query.offset is not None:
+        clause = node.expression.args.get("limit") or node.expression.args.get("offset")
+        raise UnsupportedError.at("LIMIT and OFFSET in a view definition are not supported yet",
+                                  clause)
+    if len(columns) > len(query.column_names):
+        raise SqlError.at("CREATE VIEW specifies more column names than columns", columns[0])
+    names = tuple(normalize(c) for c in columns) + query.column_names[len(columns):]
+    text = node.expression.copy()
+    text.set("order", None)
+    return CreateView(relation_name(table), text.sql(dialect=Matview), names, materialized,
+                      query.plan, bool(node.args.get("exists")))
+
+
+def bind_drop(node: exp.Drop) -> Drop:
+    """``DROP TABLE | VIEW | MATERIALIZED VIEW [IF EXISTS] names [CASCADE]``."""
+    kind: ObjectKind
+    if node.kind == "TABLE" and not node.args.get("materialized"):
+        kind = "table"
+    elif node.kind == "VIEW":
+        kind = "materialized view" if node.args.get("materialized") else "view"
+    else:
+        raise UnsupportedError.at(f"DROP {node.kind} is not supported", node)
+    names = tuple(relation_name(t) for t in node.args["tables"])
+    return Drop(kind, names, bool(node.args.get("exists")), bool(node.args.get("cascade")))
+
+
+def bind_show(node: exp.Show) -> Show:
+    """``SHOW TABLES | VIEWS | MATERIALIZED VIEWS | COLUMNS FROM name``."""
+    target = node.args.get("target")
+    return Show(_SHOW[node.name], relation_name(target) if target is not None else None)
+
+
+def _reject_properties(node: exp.Create) -> None:
+    properties = node.args.get("properties")
+    if properties is not None and properties.expressions:
+        prop = properties.expressions[0]
+        raise UnsupportedError.at(f"{prop.sql(dialect=Matview)} is not supported", node)
+
+
+def _check_unique(names: Sequence[str], nodes: Sequence[exp.Expr]) -> None:
+    seen: set[str] = set()
+    for name, node in zip(names, nodes, strict=True):
+        if name in seen:
+            raise DuplicateObjectError.at(f'column "{name}" specified more than once', node)
+        seen.add(name)

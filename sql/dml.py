@@ -1,0 +1,178 @@
+"""Data manipulation: INSERT, DELETE and UPDATE of a table.
+
+``INSERT ... VALUES`` of constants becomes one ``Constant`` of converted values; any other
+source is a plan yielding whole rows of the table (omitted columns NULL).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from matview.ir.evaluate import cast_value
+from matview.ir.functions import EvalError
+from matview.ir.relation import Constant, Linear, Map, Relation, Union
+from matview.ir.scalar import Cast, Col, Lit, Scalar
+from matview.sql.catalog import CatalogItem
+from matview.sql.coerce import TypedScalar, assignment_cast
+from matview.sql.context import Context
+from matview.sql.errors import DuplicateObjectError, SqlError, UnknownObjectError, UnsupportedError
+from matview.sql.names import normalize, relation_name
+from matview.sql.plans import UNIT, compute
+from matview.sql.query import subquery
+from matview.sql.scalars import ExprBinder
+from matview.sql.scope import FromItem, RangeVar, Scope
+from matview.sql.statements import Delete, Insert, Update
+from sqlglot import exp
+
+
+def bind_insert(node: exp.Insert, ctx: Context) -> Insert:
+    """``INSERT INTO table [(columns)] VALUES ... | query``."""
+    _reject(node, {"returning": "RETURNING", "conflict": "ON CONFLICT",
+                   "default": "DEFAULT VALUES"})
+    target = node.this
+    table_node = target.this if isinstance(target, exp.Schema) else target
+    item = _table(table_node, ctx, "insert into")
+    names = [f.name for f in item.fields]
+    if isinstance(target, exp.Schema):
+        targets = [_column_index(item, c, c) for c in target.expressions]
+        for i, index in enumerate(targets):
+            if index in targets[:i]:
+                raise DuplicateObjectError.at(
+                    f'column "{names[index]}" specified more than once', target.expressions[i])
+    else:
+        targets = list(range(len(names)))
+    source = node.expression
+    if isinstance(source, exp.Values):
+        return Insert(item.name, _values(source, item, targets))
+    query = subquery(source, ctx, "INSERT ... SELECT")
+    columns = [TypedScalar(Col(i), t) for i, t in enumerate(query.plan.types)]
+    items = source.expressions if isinstance(source, exp.Select) else []
+    nodes = items if len(items) == len(columns) else [source] * len(columns)
+    row = _row(item, targets, columns, nodes, source)
+    return Insert(item.name, compute(query.plan, [v.expr for v in row]))
+
+
+def bind_delete(node: exp.Delete, ctx: Context) -> Delete:
+    """``DELETE FROM table [WHERE predicate]``."""
+    _reject(node, {"using": "DELETE ... USING", "returning": "RETURNING"})
+    item = _table(node.this, ctx, "delete from")
+    return Delete(item.name, _where(node, item))
+
+
+def bind_update(node: exp.Update, ctx: Context) -> Update:
+    """``UPDATE table SET column = value, ... [WHERE predicate]``."""
+    _reject(node, {"from_": "UPDATE ... FROM", "returning": "RETURNING"})
+    item = _table(node.this, ctx, "update")
+    binder = ExprBinder(_scope(item, node.this), "aggregate functions are not allowed in UPDATE")
+    assignments: list[tuple[int, Scalar]] = []
+    for assignment in node.expressions:
+        column = assignment.this
+        index = _column_index(item, column.this if isinstance(column, exp.Column) else column,
+                              column)
+        if index in dict(assignments):
+            raise SqlError.at(f'multiple assignments to same column "{item.fields[index].name}"',
+                              column)
+        field = item.fields[index]
+        value = assignment_cast(binder.bind(assignment.expression), field.type, field.name,
+                                assignment.expression)
+        assignments.append((index, value.expr))
+    return Update(item.name, tuple(assignments), _where(node, item))
+
+
+def _reject(node: exp.Expr, clauses: dict[str, str]) -> None:
+    for arg, word in clauses.items():
+        if node.args.get(arg):
+            raise UnsupportedError.at(f"{word} is not supported yet", node)
+
+
+def _table(node: exp.Table, ctx: Context, verb: str) -> CatalogItem:
+    name = relation_name(node)
+    item = ctx.catalog.lookup(name)
+    if item is None:
+        raise UnknownObjectError.at(f'relation "{name}" does not exist', node)
+    if item.kind != "table":
+        raise SqlError.at(f'cannot {verb} {item.kind} "{name}"', node)
+    return item
+
+
+def _column_index(item: CatalogItem, identifier: exp.Identifier, node: exp.Expr) -> int:
+    name = normalize(identifier)
+    for i, field in enumerate(item.fields):
+        if field.name == name:
+            return i
+    raise UnknownObjectError.at(f'column "{name}" of relation "{item.name}" does not exist',
+                                node)
+
+
+def _scope(item: CatalogItem, node: exp.Table) -> Scope:
+    alias = node.args.get("alias")
+    table = RangeVar(normalize(alias.this) if alias else item.name,
+                     tuple(f.name for f in item.fields), 0)
+    return Scope((FromItem(table.columns(), (table,)),), tuple(f.type for f in item.fields))
+
+
+def _where(node: exp.Delete | exp.Update, item: CatalogItem) -> Scalar | None:
+    where = node.args.get("where")
+    if where is None:
+        return None
+    binder = ExprBinder(_scope(item, node.this), "aggregate functions are not allowed in WHERE")
+    return binder.predicate(where.this, "WHERE").expr
+
+
+def _row(
+    item: CatalogItem,
+    targets: Sequence[int],
+    values: Sequence[TypedScalar],
+    nodes: Sequence[exp.Expr],
+    statement: exp.Expr,
+) -> list[TypedScalar]:
+    """A whole table row from ``values`` for the ``targets`` columns: each value cast to its
+    column's type, the other columns NULL."""
+    if len(values) != len(targets):
+        more = "expressions than target columns" if len(values) > len(targets) else (
+            "target columns than expressions")
+        raise SqlError.at(f"INSERT has more {more}", statement)
+    row = [TypedScalar(Lit(None, f.type), f.type) for f in item.fields]
+    for index, value, node in zip(targets, values, nodes, strict=True):
+        field = item.fields[index]
+        row[index] = assignment_cast(value, field.type, field.name, node)
+    return row
+
+
+def _values(source: exp.Values, item: CatalogItem, targets: Sequence[int]) -> Relation:
+    binder = ExprBinder(Scope((), ()), "aggregate functions are not allowed in VALUES")
+    rows = []
+    for values in source.expressions:
+        nodes = values.expressions
+        row = _row(item, targets, [binder.bind(n) for n in nodes], nodes, values)
+        rows.append((row, dict(zip(targets, nodes, strict=True)), values))
+    if all(_is_constant(v.expr) for row, _, _ in rows for v in row):
+        types = tuple(f.type for f in item.fields)
+        return Constant(tuple((_folded(*row), 1) for row in rows), types)
+    plans = [Linear(UNIT, (Map(tuple(v.expr for v in row)),)) for row, _, _ in rows]
+    return plans[0] if len(plans) == 1 else Union(tuple(plans))
+
+
+def _is_constant(expr: Scalar) -> bool:
+    """A literal, or casts of one: foldable before the statement runs."""
+    return isinstance(expr, Lit) or isinstance(expr, Cast) and _is_constant(expr.expr)
+
+
+def _folded(
+    row: Sequence[TypedScalar], nodes: dict[int, exp.Expr], values: exp.Expr
+) -> tuple[object, ...]:
+    """The values of a constant row; ``nodes`` are the expressions of its given columns."""
+    out = []
+    for index, value in enumerate(row):
+        try:
+            out.append(cast_value(_fold(value.expr), value.type))
+        except EvalError as error:
+            raise SqlError.at(str(error), nodes.get(index, values)) from None
+    return tuple(out)
+
+
+def _fold(expr: Scalar) -> object:
+    if isinstance(expr, Cast):
+        return cast_value(_fold(expr.expr), expr.to)
+    assert isinstance(expr, Lit)
+    return expr.value

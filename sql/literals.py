@@ -1,0 +1,49 @@
+"""Literal constants: numbers, strings, booleans and NULL, typed as in PostgreSQL.
+
+Integers are INT when they fit 32 bits, else BIGINT, else NUMERIC; decimals are NUMERIC with
+the written precision and scale; numbers with an exponent are DOUBLE.
+"""
+
+from __future__ import annotations
+
+import re
+from decimal import Decimal
+
+from matview.ir.scalar import Lit
+from matview.ir.types import BOOLEAN, DOUBLE, INT_RANGE, NULLTYPE, TEXT, Kind, SqlType
+from matview.sql.coerce import TypedScalar
+from matview.sql.datatypes import MAX_PRECISION
+from matview.sql.errors import SqlTypeError
+from sqlglot import exp
+
+
+def literal(node: exp.Literal | exp.Boolean | exp.Null, negative: bool = False) -> TypedScalar:
+    """The typed constant ``node`` denotes (negated when ``negative``, for ``-<number>``)."""
+    if isinstance(node, exp.Null):
+        return TypedScalar(Lit(None, NULLTYPE), NULLTYPE)
+    if isinstance(node, exp.Boolean):
+        return TypedScalar(Lit(node.this, BOOLEAN), BOOLEAN)
+    if node.is_string:
+        return TypedScalar(Lit(node.this, TEXT), TEXT)
+    return _number(node, negative)
+
+
+def _number(node: exp.Literal, negative: bool) -> TypedScalar:
+    text = node.this
+    sign = -1 if negative else 1
+    if re.fullmatch(r"\d+", text):
+        value = sign * int(text)
+        for kind in (Kind.INT, Kind.BIGINT):
+            low, high = INT_RANGE[kind]
+            if low <= value <= high:
+                return TypedScalar(Lit(value, SqlType(kind)), SqlType(kind))
+    if "e" in text.lower():
+        return TypedScalar(Lit(sign * float(text), DOUBLE), DOUBLE)
+    value = sign * Decimal(text)
+    digits = value.as_tuple()
+    scale = max(0, -int(digits.exponent))
+    precision = max(len(digits.digits), scale, 1)
+    if precision > MAX_PRECISION:
+        raise SqlTypeError.at(f"numeric literal {text} is out of range", node)
+    numeric = SqlType(Kind.NUMERIC, precision, scale)
+    return TypedScalar(Lit(value, numeric), numeric)

@@ -1,0 +1,93 @@
+"""The sql layer's entry points: split a script into statement trees, bind a tree against the
+catalog as it is when the statement runs, or both at once (``parse``)."""
+
+from __future__ import annotations
+
+import sqlglot
+from matview.sql import ddl, dml
+from matview.sql.catalog import Catalog
+from matview.sql.context import Context
+from matview.sql.dialect import Explain, Matview
+from matview.sql.errors import SqlSyntaxError, UnsupportedError
+from matview.sql.query import bind_query
+from matview.sql.statements import CreateView, Query, Statement
+from matview.sql.statements import Explain as ExplainStatement
+from sqlglot import exp
+from sqlglot.errors import ParseError, TokenError
+
+_STATEMENT_NAMES = {
+    exp.TruncateTable: "TRUNCATE", exp.Transaction: "BEGIN", exp.Commit: "COMMIT",
+    exp.Rollback: "ROLLBACK", exp.Describe: "DESCRIBE", exp.Values: "VALUES",
+}
+
+
+def parse(sql: str, catalog: Catalog) -> list[Statement]:
+    """Every statement of ``sql``, each bound against ``catalog`` as it is now."""
+    return [bind_statement(tree, catalog) for tree in split(sql)]
+
+
+def split(sql: str) -> list[exp.Expr]:
+    """The syntax trees of the ``;``-separated statements of ``sql``."""
+    try:
+        trees = sqlglot.parse(sql, dialect=Matview)
+    except ParseError as error:
+        raise _syntax_error(error) from None
+    except TokenError as error:
+        raise SqlSyntaxError(f"syntax error: {error}") from None
+    return [tree for tree in trees if tree is not None]
+
+
+def bind_statement(tree: exp.Expr, catalog: Catalog) -> Statement:
+    """The bound statement ``tree`` (from ``split``) denotes against ``catalog``."""
+    ctx = Context(catalog)
+    if isinstance(tree, Explain):
+        explained = _bind(tree.this, ctx)
+        if not isinstance(explained, (Query, CreateView)):
+            raise UnsupportedError.at(f"EXPLAIN {_name(tree.this)} is not supported", tree)
+        return ExplainStatement(tree.args.get("stage") or "optimized", explained)
+    return _bind(tree, ctx)
+
+
+def _bind(tree: exp.Expr, ctx: Context) -> Statement:
+    if isinstance(tree, (exp.Query, exp.Subquery)):
+        return bind_query(tree, ctx)
+    if isinstance(tree, exp.Create) and tree.kind == "TABLE":
+        return ddl.bind_create_table(tree)
+    if isinstance(tree, exp.Create) and tree.kind == "VIEW":
+        return ddl.bind_create_view(tree, ctx)
+    if isinstance(tree, exp.Insert):
+        return dml.bind_insert(tree, ctx)
+    if isinstance(tree, exp.Delete):
+        return dml.bind_delete(tree, ctx)
+    if isinstance(tree, exp.Update):
+        return dml.bind_update(tree, ctx)
+    if isinstance(tree, exp.Drop):
+        return ddl.bind_drop(tree)
+    if isinstance(tree, exp.Show):
+        return ddl.bind_show(tree)
+    if isinstance(tree, exp.Condition):
+        first = tree.sql(dialect=Matview).split()[0]
+        raise SqlSyntaxError.at(f'syntax error at or near "{first}"', tree)
+    raise UnsupportedError.at(f"{_name(tree)} is not supported", tree)
+
+
+def _name(tree: exp.Expr) -> str:
+    """The statement's name as written (``CREATE INDEX``, ``ALTER TABLE``, ``SHOW FOO``)."""
+    if isinstance(tree, exp.Command):
+        words = str(tree.args.get("expression") or "").split()
+        return " ".join([tree.name, *words[:1]]).upper()
+    if isinstance(tree, (exp.Create, exp.Alter, exp.Drop)) and tree.args.get("kind"):
+        return f"{tree.key.upper()} {tree.args['kind'].upper()}"
+    return _STATEMENT_NAMES.get(type(tree), tree.key.upper())
+
+
+def _syntax_error(error: ParseError) -> SqlSyntaxError:
+    detail = error.errors[0] if error.errors else {}
+    near = detail.get("highlight")
+    line, col = detail.get("line"), detail.get("col")
+    if near:
+        message = f'syntax error at or near "{near}"'
+        col = max(1, col - len(near) + 1) if col is not None else None
+    else:
+        message = f"syntax error: {str(error).splitlines()[0]}"
+    return SqlSyntaxError(message, line, col)

@@ -1,0 +1,37 @@
+"""Small constructors that keep bound plans tidy: one ``Linear`` with only the steps needed."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from matview.ir.relation import Constant, Filter, Linear, Map, Project, Relation, Step
+from matview.ir.scalar import Col, Scalar
+
+UNIT = Constant((((), 1),), ())
+"""One empty row: the input of a SELECT without FROM."""
+
+
+def linear(rel: Relation, steps: Sequence[Step]) -> Relation:
+    """``rel`` followed by ``steps`` (``rel`` itself when there are none)."""
+    return Linear(rel, tuple(steps)) if steps else rel
+
+
+def compute(
+    rel: Relation, exprs: Sequence[Scalar], predicates: Sequence[Scalar] = ()
+) -> Relation:
+    """The rows of ``rel`` on which ``predicates`` hold, each turned into the values of
+    ``exprs``; plain column references are projected rather than computed."""
+    steps: list[Step] = [Filter(tuple(predicates))] if predicates else []
+    computed = [e for e in exprs if not isinstance(e, Col)]
+    outputs, next_computed = [], rel.arity
+    for expr in exprs:
+        if isinstance(expr, Col):
+            outputs.append(expr.index)
+        else:
+            outputs.append(next_computed)
+            next_computed += 1
+    if computed:
+        steps.append(Map(tuple(computed)))
+    if outputs != list(range(rel.arity + len(computed))):
+        steps.append(Project(tuple(outputs)))
+    return linear(rel, steps)

@@ -1,0 +1,184 @@
+"""Scalar expressions: sqlglot expression trees lowered to typed ``matview.ir.scalar`` trees.
+
+``ExprBinder`` lowers operators, predicates and literals; function calls are in ``calls``.
+Subclasses change what columns and aggregate calls denote (``grouping.GroupedBinder``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from matview.ir.scalar import Case, Col, Lit
+from matview.ir.types import BOOLEAN, TEXT, SqlType
+from matview.sql import calls
+from matview.sql.coerce import TypedScalar, call, cast, require, unify
+from matview.sql.errors import SqlError, UnsupportedError
+from matview.sql.literals import literal
+from matview.sql.scope import Scope
+from sqlglot import exp
+
+ARITHMETIC = {exp.Add: "add", exp.Sub: "sub", exp.Mul: "mul", exp.Div: "div", exp.Mod: "mod"}
+COMPARISON = {exp.EQ: "eq", exp.NEQ: "ne", exp.LT: "lt", exp.LTE: "le", exp.GT: "gt",
+              exp.GTE: "ge"}
+SYMBOLS = {"add": "+", "sub": "-", "mul": "*", "div": "/", "mod": "%", "eq": "=", "ne": "<>",
+           "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+AGGREGATES = (exp.Count, exp.Sum, exp.Avg, exp.Min, exp.Max)
+
+
+class ExprBinder:
+    """Lowers expressions over the columns of ``scope``; an aggregate call is an error with
+    ``aggregate_error`` as its message."""
+
+    def __init__(self, scope: Scope, aggregate_error: str) -> None:
+        self.scope = scope
+        self.aggregate_error = aggregate_error
+
+    def bind(self, node: exp.Expr) -> TypedScalar:
+        """The typed scalar ``node`` denotes."""
+        handler = _HANDLERS.get(type(node))
+        if handler is not None:
+            return handler(self, node)
+        if isinstance(node, AGGREGATES):
+            return self.aggregate(node)
+        return calls.bind_call(self, node)
+
+    def predicate(self, node: exp.Expr, clause: str) -> TypedScalar:
+        """``node`` as the boolean condition of ``clause`` (WHERE, HAVING, ON...)."""
+        return require(self.bind(node), BOOLEAN, f"argument of {clause}", node)
+
+    def column(self, index: int, node: exp.Expr) -> TypedScalar:
+        """Column ``index`` of the scope's row, referenced by ``node``."""
+        return TypedScalar(Col(index), self.scope.types[index])
+
+    def aggregate(self, node: exp.AggFunc) -> TypedScalar:
+        """An aggregate call; not allowed here (see ``grouping.GroupedBinder``)."""
+        raise SqlError.at(self.aggregate_error, node)
+
+    def _column(self, node: exp.Column) -> TypedScalar:
+        if isinstance(node.this, exp.Star):
+            raise UnsupportedError.at('"*" is only supported in the select list', node)
+        return self.column(self.scope.resolve(node), node)
+
+    def _literal(self, node: exp.Literal | exp.Boolean | exp.Null) -> TypedScalar:
+        return literal(node)
+
+    def _paren(self, node: exp.Paren) -> TypedScalar:
+        return self.bind(node.this)
+
+    def _neg(self, node: exp.Neg) -> TypedScalar:
+        if isinstance(node.this, exp.Literal) and not node.this.is_string:
+            return literal(node.this, negative=True)
+        return call("neg", [self.bind(node.this)], node)
+
+    def _arithmetic(self, node: exp.Binary) -> TypedScalar:
+        return self.binary(ARITHMETIC[type(node)], node.this, node.expression, node)
+
+    def _comparison(self, node: exp.Binary) -> TypedScalar:
+        return self.binary(COMPARISON[type(node)], node.this, node.expression, node)
+
+    def binary(self, func: str, left: exp.Expr, right: exp.Expr, node: exp.Expr) -> TypedScalar:
+        """The arithmetic or comparison ``func`` of ``left`` and ``right``, cast to their
+        common type."""
+        symbol = SYMBOLS[func]
+
+        def mismatch(a: SqlType, b: SqlType) -> str:
+            return f"operator does not exist: {a} {symbol} {b}"
+
+        operands = unify([self.bind(left), self.bind(right)], node, mismatch)
+        return call(func, operands, node, mismatch(operands[0].type, operands[1].type))
+
+    def _connective(self, node: exp.And | exp.Or) -> TypedScalar:
+        word = node.key.upper()
+        args = [require(self.bind(x), BOOLEAN, f"argument of {word}", x)
+                for x in (node.this, node.expression)]
+        return call(node.key, args, node)
+
+    def _not(self, node: exp.Not) -> TypedScalar:
+        return call("not", [self.predicate(node.this, "NOT")], node)
+
+    def _is(self, node: exp.Is) -> TypedScalar:
+        test = node.expression
+        if isinstance(test, exp.Null):
+            result = call("is_null", [self.bind(node.this)], node)
+        elif isinstance(test, exp.Boolean):
+            value = self.predicate(node.this, f"IS {'TRUE' if test.this else 'FALSE'}")
+            if not test.this:
+                value = call("not", [value], node)
+            result = call("coalesce", [value, TypedScalar(Lit(False, BOOLEAN), BOOLEAN)], node)
+        else:
+            raise UnsupportedError.at("IS is only supported with NULL, TRUE and FALSE", node)
+        return call("not", [result], node) if node.args.get("negate") else result
+
+    def _in(self, node: exp.In) -> TypedScalar:
+        if node.args.get("query") or not node.expressions:
+            raise UnsupportedError.at("subqueries in expressions are not supported yet", node)
+        tests = [self.binary("eq", node.this, item, node) for item in node.expressions]
+        result = tests[0]
+        for test in tests[1:]:
+            result = call("or", [result, test], node)
+        return result
+
+    def _between(self, node: exp.Between) -> TypedScalar:
+        if node.args.get("symmetric"):
+            raise UnsupportedError.at("BETWEEN SYMMETRIC is not supported yet", node)
+        low = self.binary("ge", node.this, node.args["low"], node)
+        high = self.binary("le", node.this, node.args["high"], node)
+        return call("and", [low, high], node)
+
+    def _like(self, node: exp.Like | exp.ILike) -> TypedScalar:
+        word = "ILIKE" if isinstance(node, exp.ILike) else "LIKE"
+        args = [require(self.bind(x), TEXT, f"argument of {word}", x)
+                for x in (node.this, node.expression)]
+        if word == "ILIKE":
+            args = [call("lower", [arg], node) for arg in args]
+        result = call("like", args, node)
+        return call("not", [result], node) if node.args.get("negate") else result
+
+    def _concat(self, node: exp.DPipe) -> TypedScalar:
+        args = [cast(self.bind(x), TEXT) for x in (node.this, node.expression)]
+        return call("concat", args, node)
+
+    def _case(self, node: exp.Case) -> TypedScalar:
+        subject = node.this
+        conditions = [
+            self.binary("eq", subject, when.this, when) if subject is not None
+            else self.predicate(when.this, "CASE/WHEN")
+            for when in node.args["ifs"]
+        ]
+        default = node.args.get("default")
+        values = [self.bind(when.args["true"]) for when in node.args["ifs"]]
+        values.append(self.bind(default) if default is not None else literal(exp.Null()))
+        values = unify(values, node, lambda a, b: f"CASE types {a} and {b} cannot be matched")
+        whens = tuple((c.expr, v.expr) for c, v in zip(conditions, values[:-1], strict=True))
+        return TypedScalar(Case(whens, values[-1].expr), values[-1].type)
+
+    def _unsupported_subquery(self, node: exp.Expr) -> TypedScalar:
+        raise UnsupportedError.at("subqueries in expressions are not supported yet", node)
+
+    def _window(self, node: exp.Window) -> TypedScalar:
+        raise UnsupportedError.at("window functions are not supported yet", node)
+
+
+_HANDLERS: dict[type[exp.Expr], Callable[[ExprBinder, exp.Expr], TypedScalar]] = {
+    exp.Column: ExprBinder._column,
+    exp.Literal: ExprBinder._literal,
+    exp.Boolean: ExprBinder._literal,
+    exp.Null: ExprBinder._literal,
+    exp.Paren: ExprBinder._paren,
+    exp.Neg: ExprBinder._neg,
+    **dict.fromkeys(ARITHMETIC, ExprBinder._arithmetic),
+    **dict.fromkeys(COMPARISON, ExprBinder._comparison),
+    exp.And: ExprBinder._connective,
+    exp.Or: ExprBinder._connective,
+    exp.Not: ExprBinder._not,
+    exp.Is: ExprBinder._is,
+    exp.In: ExprBinder._in,
+    exp.Between: ExprBinder._between,
+    exp.Like: ExprBinder._like,
+    exp.ILike: ExprBinder._like,
+    exp.DPipe: ExprBinder._concat,
+    exp.Case: ExprBinder._case,
+    exp.Subquery: ExprBinder._unsupported_subquery,
+    exp.Exists: ExprBinder._unsupported_subquery,
+    exp.Window: ExprBinder._window,
+}

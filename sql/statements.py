@@ -1,0 +1,107 @@
+"""Parsed and bound statements: what ``parse.bind_statement`` hands to the engine.
+
+Relations (``matview.ir.relation``) in statements are bound against the catalog as it was
+when the statement was bound; scalar predicates and assignments of DELETE and UPDATE are
+expressions over the target table's columns.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from matview.ir.relation import Field, Relation
+from matview.ir.scalar import Scalar
+from matview.sql.catalog import ObjectKind
+
+ShowWhat = Literal["tables", "views", "materialized views", "columns"]
+
+
+@dataclass(frozen=True)
+class CreateTable:
+    """``CREATE TABLE [IF NOT EXISTS] name (fields)``."""
+
+    name: str
+    fields: tuple[Field, ...]
+    if_not_exists: bool
+
+
+@dataclass(frozen=True)
+class Insert:
+    """``INSERT INTO table``: ``source`` yields whole rows of ``table``, in its column order and
+    with its column types."""
+
+    table: str
+    source: Relation
+
+
+@dataclass(frozen=True)
+class Delete:
+    """``DELETE FROM table [WHERE predicate]`` (None deletes every row)."""
+
+    table: str
+    predicate: Scalar | None
+
+
+@dataclass(frozen=True)
+class Update:
+    """``UPDATE table SET ... [WHERE predicate]``: each assignment is (column index, new value
+    of the column's type)."""
+
+    table: str
+    assignments: tuple[tuple[int, Scalar], ...]
+    predicate: Scalar | None
+
+
+@dataclass(frozen=True)
+class Query:
+    """A query: ``plan`` with output ``column_names``; ``order_by`` entries are (output column,
+    descending, nulls first); ``limit`` and ``offset`` apply after ordering."""
+
+    plan: Relation
+    column_names: tuple[str, ...]
+    order_by: tuple[tuple[int, bool, bool], ...] = ()
+    limit: int | None = None
+    offset: int | None = None
+
+
+@dataclass(frozen=True)
+class CreateView:
+    """``CREATE [MATERIALIZED] VIEW``: ``query_sql`` is the defining query as matview SQL text
+    (without ORDER BY), ``plan`` its binding now."""
+
+    name: str
+    query_sql: str
+    column_names: tuple[str, ...]
+    materialized: bool
+    plan: Relation
+    if_not_exists: bool
+
+
+@dataclass(frozen=True)
+class Drop:
+    """``DROP TABLE | VIEW | MATERIALIZED VIEW [IF EXISTS] names [CASCADE]``."""
+
+    kind: ObjectKind
+    names: tuple[str, ...]
+    if_exists: bool
+    cascade: bool
+
+
+@dataclass(frozen=True)
+class Show:
+    """``SHOW TABLES | VIEWS | MATERIALIZED VIEWS``, or ``SHOW COLUMNS FROM name``."""
+
+    what: ShowWhat
+    name: str | None = None
+
+
+@dataclass(frozen=True)
+class Explain:
+    """``EXPLAIN``: the plan of ``query`` at ``stage`` (``raw`` or ``optimized``)."""
+
+    stage: str
+    query: Query | CreateView
+
+
+Statement = CreateTable | Insert | Delete | Update | Query | CreateView | Drop | Show | Explain

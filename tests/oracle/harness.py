@@ -1,0 +1,79 @@
+"""One workload applied to matview and to an in-memory DuckDB database in lockstep.
+
+A ``Run`` creates the schema in both, applies the workload's initial loads, creates every
+query shape as a materialized view in matview, and then applies operations one at a time;
+DuckDB evaluates a view's query from scratch as the expected contents.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+import duckdb
+from pyspark.sql import SparkSession
+
+import matview
+from oracle.compare import Context
+from oracle.queries import Query
+from oracle.workload import TABLES, Op, Row, Sql, Workload
+
+DEFAULT_SEEDS = 1
+
+
+def oracle_seeds() -> list[int]:
+    """The seeds to run: ``MATVIEW_ORACLE_SEEDS`` of them (default ``DEFAULT_SEEDS``),
+    starting at ``MATVIEW_ORACLE_FIRST_SEED`` (default 0)."""
+    count = int(os.environ.get("MATVIEW_ORACLE_SEEDS", DEFAULT_SEEDS))
+    first = int(os.environ.get("MATVIEW_ORACLE_FIRST_SEED", 0))
+    return list(range(first, first + count))
+
+
+class Run:
+    """A matview connection and a DuckDB database holding the same tables."""
+
+    def __init__(self, spark: SparkSession, workload: Workload) -> None:
+        self.workload = workload
+        self.con = matview.connect(clock=0, spark=spark)
+        self.db = duckdb.connect()
+        self.log: list[str] = []
+        """Every statement and operation applied, in order."""
+        for table in TABLES:
+            self.apply(Sql(table.ddl()))
+        for op in workload.initial:
+            self.apply(op)
+
+    def context(self, query: Query) -> Context:
+        return Context(self.workload.seed, query.name, query.sql, tuple(self.log))
+
+    def apply(self, op: Op) -> None:
+        """Apply ``op`` to both systems (DuckDB first: its failure is the harness's bug)."""
+        self.log.append(str(op))
+        op.on_duckdb(self.db)
+        try:
+            op.on_matview(self.con)
+        except Exception as error:
+            raise AssertionError(self._failure(f"matview failed to apply: {error!r}")) from error
+
+    def create_views(self, queries: Sequence[Query]) -> dict[str, str]:
+        """Create each query as a materialized view; the reports of those matview rejects."""
+        rejected = {}
+        for query in queries:
+            self.expected(query)  # a query DuckDB rejects is the harness's bug
+            self.log.append(f"CREATE MATERIALIZED VIEW {query.name} AS <its query>")
+            try:
+                self.con.execute(f"CREATE MATERIALIZED VIEW {query.name} AS {query.sql}")
+            except Exception as error:
+                rejected[query.name] = self.context(query).render(
+                    "matview rejected the view", [f"error: {error!r}"])
+        return rejected
+
+    def expected(self, query: Query) -> list[Row]:
+        return self.db.execute(query.sql).fetchall()
+
+    def actual(self, query: Query) -> list[Row]:
+        return self.con.execute(f"SELECT * FROM {query.name}").fetchall()
+
+    def _failure(self, headline: str) -> str:
+        lines = [f"{headline} (seed {self.workload.seed})", "operations so far:"]
+        return "\n".join(lines + [f"    {i:2d}. {entry}" for i, entry in enumerate(self.log)])

@@ -1,0 +1,318 @@
+"""Tests of the sql layer's binding: statements and plans (golden file ``sql_bind.test``),
+the statement dataclasses, and errors with their messages and positions."""
+
+from __future__ import annotations
+
+import datetime
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+from golden import run_golden
+from matview.ir.relation import Constant, Field, Get, Join, Linear, Reduce, Union
+from matview.ir.scalar import Call, Cast, Col, Lit
+from matview.ir.text import render_plan, render_scalar
+from matview.ir.types import (
+    BIGINT,
+    BOOLEAN,
+    DATE,
+    DOUBLE,
+    INT,
+    NULLTYPE,
+    TEXT,
+    TIMESTAMP,
+    Kind,
+    SqlType,
+)
+from matview.sql.catalog import CatalogItem
+from matview.sql.errors import (
+    DuplicateObjectError,
+    SqlError,
+    SqlSyntaxError,
+    SqlTypeError,
+    UnknownObjectError,
+    UnsupportedError,
+)
+from matview.sql.parse import bind_statement, parse, split
+from matview.sql.statements import (
+    CreateTable,
+    CreateView,
+    Delete,
+    Drop,
+    Explain,
+    Insert,
+    Query,
+    Show,
+    Statement,
+    Update,
+)
+from test_sql_duckdb import DictCatalog
+
+FIXTURES = Path(__file__).parent / "fixtures"
+NUMERIC = SqlType(Kind.NUMERIC, 10, 2)
+
+T = (Field("a", INT), Field("b", TEXT), Field("c", BIGINT))
+U = (Field("a", INT), Field("d", DOUBLE))
+N = (Field("x", NUMERIC), Field("dt", DATE), Field("ts", TIMESTAMP), Field("flag", BOOLEAN))
+
+
+def catalog() -> DictCatalog:
+    """Tables t, u, n; view v over t; materialized view m."""
+    cat = DictCatalog()
+    for item in (
+        CatalogItem("t", "table", T),
+        CatalogItem("u", "table", U),
+        CatalogItem("n", "table", N),
+        CatalogItem("v", "view", (Field("x", INT), Field("y", BIGINT)),
+                    "SELECT a, c FROM t WHERE a > 1"),
+        CatalogItem("m", "materialized view", (Field("x", INT),), "SELECT a FROM t"),
+    ):
+        cat.items[item.name] = item
+    return cat
+
+
+def describe(stmt: Statement) -> str:
+    """A statement as text: a header line, then its plan when it has one."""
+    if isinstance(stmt, Query):
+        header = f"Query columns=({', '.join(stmt.column_names)})"
+        if stmt.order_by:
+            header += f" order_by={list(stmt.order_by)}"
+        if stmt.limit is not None or stmt.offset is not None:
+            header += f" limit={stmt.limit} offset={stmt.offset}"
+        return f"{header}\n{render_plan(stmt.plan)}"
+    if isinstance(stmt, CreateView):
+        return (f"CreateView {stmt.name} columns=({', '.join(stmt.column_names)}) "
+                f"materialized={stmt.materialized} if_not_exists={stmt.if_not_exists}\n"
+                f"sql: {stmt.query_sql}\n{render_plan(stmt.plan)}")
+    if isinstance(stmt, Insert):
+        return f"Insert {stmt.table}\n{render_plan(stmt.source)}"
+    if isinstance(stmt, Explain):
+        return f"Explain stage={stmt.stage}\n{describe(stmt.query)}"
+    if isinstance(stmt, Delete):
+        where = None if stmt.predicate is None else render_scalar(stmt.predicate)
+        return f"Delete {stmt.table} where={where}"
+    if isinstance(stmt, Update):
+        sets = ", ".join(f"#{i} = {render_scalar(e)}" for i, e in stmt.assignments)
+        where = None if stmt.predicate is None else render_scalar(stmt.predicate)
+        return f"Update {stmt.table} set {sets} where={where}"
+    if isinstance(stmt, CreateTable):
+        fields = ", ".join(f"{f.name} {f.type}" for f in stmt.fields)
+        return f"CreateTable {stmt.name} ({fields}) if_not_exists={stmt.if_not_exists}"
+    return repr(stmt)
+
+
+def bind_case(directive: str, sql: str) -> str:
+    assert directive == "bind", directive
+    try:
+        return "\n".join(describe(s) for s in parse(sql, catalog()))
+    except SqlError as error:
+        return f"error {type(error).__name__}: {error}"
+
+
+def test_golden_bind(rewrite: bool) -> None:
+    run_golden(FIXTURES / "sql_bind.test", bind_case, rewrite)
+
+
+# ---- statements -------------------------------------------------------------------------
+
+
+def one(sql: str) -> Statement:
+    [stmt] = parse(sql, catalog())
+    return stmt
+
+
+def test_split_then_bind_each_statement() -> None:
+    trees = split("CREATE TABLE w (k int); INSERT INTO w VALUES (1);;")
+    assert len(trees) == 2
+    cat = catalog()
+    create = bind_statement(trees[0], cat)
+    assert create == CreateTable("w", (Field("k", INT),), False)
+    cat.items["w"] = CatalogItem("w", "table", create.fields)
+    assert bind_statement(trees[1], cat) == Insert("w", Constant((((1,), 1),), (INT,)))
+
+
+def test_create_table_types() -> None:
+    stmt = one("CREATE TABLE IF NOT EXISTS Z (i INTEGER, j int8, k double precision, f float, "
+               "n numeric(12, 3), d decimal, s varchar(3), ch char, b bool, dt date, "
+               "ts timestamp, \"Quoted\" text)")
+    assert isinstance(stmt, CreateTable) and stmt.name == "z" and stmt.if_not_exists
+    assert [(f.name, str(f.type)) for f in stmt.fields] == [
+        ("i", "int"), ("j", "bigint"), ("k", "double"), ("f", "double"),
+        ("n", "numeric(12,3)"), ("d", "numeric(38,0)"), ("s", "text"), ("ch", "text"),
+        ("b", "boolean"), ("dt", "date"), ("ts", "timestamp"), ("Quoted", "text"),
+    ]
+
+
+def test_insert_constant_values_are_converted() -> None:
+    stmt = one("INSERT INTO n (dt, x, ts) VALUES ('2024-01-02', -1.5, "
+               "TIMESTAMP '2024-01-02 03:04:05'), (NULL, 7, NULL)")
+    assert isinstance(stmt, Insert) and isinstance(stmt.source, Constant)
+    assert stmt.source.rows == (
+        ((Decimal("-1.50"), datetime.date(2024, 1, 2),
+          datetime.datetime(2024, 1, 2, 3, 4, 5), None), 1),
+        ((Decimal("7.00"), None, None, None), 1),
+    )
+    assert stmt.source.types == (NUMERIC, DATE, TIMESTAMP, BOOLEAN)
+
+
+def test_insert_select_casts_to_the_table_types() -> None:
+    stmt = one("INSERT INTO u (d, a) SELECT a, c FROM t")
+    assert isinstance(stmt, Insert)
+    assert stmt.source.types == (INT, DOUBLE)
+    assert isinstance(stmt.source, Linear)
+
+
+def test_query_plan_structure() -> None:
+    stmt = one("SELECT t.b, u.d FROM t, u WHERE t.a = u.a")
+    assert isinstance(stmt, Query) and stmt.column_names == ("b", "d")
+    assert isinstance(stmt.plan, Linear)
+    join = stmt.plan.input
+    assert join == Join((Get("t", T), Get("u", U)), ())
+    assert stmt.plan.types == (TEXT, DOUBLE)
+
+
+def test_implicit_casts_to_the_common_type() -> None:
+    stmt = one("SELECT a + c FROM t")
+    assert isinstance(stmt, Query) and isinstance(stmt.plan, Linear)
+    [expr] = stmt.plan.steps[0].exprs
+    assert expr == Call("add", (Cast(Col(0), BIGINT), Col(2)))
+    assert stmt.plan.types == (BIGINT,)
+
+
+def test_literal_types() -> None:
+    stmt = one("SELECT 1, 3000000000, 12345678901234567890, 1.50, 1e3, 'x', TRUE, NULL")
+    assert isinstance(stmt, Query) and isinstance(stmt.plan, Linear)
+    lits = stmt.plan.steps[0].exprs
+    assert [lit.type for lit in lits] == [
+        INT, BIGINT, SqlType(Kind.NUMERIC, 20, 0), SqlType(Kind.NUMERIC, 3, 2), DOUBLE, TEXT,
+        BOOLEAN, NULLTYPE,
+    ]
+    assert lits[3] == Lit(Decimal("1.50"), SqlType(Kind.NUMERIC, 3, 2))
+
+
+def test_union_distinct_and_global_aggregate() -> None:
+    union = one("SELECT a FROM t UNION SELECT a FROM u")
+    assert isinstance(union, Query) and isinstance(union.plan, Reduce)
+    assert isinstance(union.plan.input, Union) and union.plan.aggregates == ()
+    total = one("SELECT count(*) FROM t")
+    assert isinstance(total, Query) and isinstance(total.plan, Reduce)
+    assert total.plan.group_key == () and total.plan.types == (BIGINT,)
+
+
+def test_other_statements() -> None:
+    assert one("DROP TABLE IF EXISTS T, u CASCADE") == Drop("table", ("t", "u"), True, True)
+    assert one("DROP VIEW v") == Drop("view", ("v",), False, False)
+    assert one("DROP MATERIALIZED VIEW m") == Drop("materialized view", ("m",), False, False)
+    assert one("SHOW TABLES") == Show("tables")
+    assert one("SHOW VIEWS") == Show("views")
+    assert one("SHOW MATERIALIZED VIEWS") == Show("materialized views")
+    assert one("SHOW COLUMNS FROM T") == Show("columns", "t")
+    assert one("DELETE FROM t") == Delete("t", None)
+    assert one("UPDATE t AS x SET c = 1 WHERE x.b IS NULL") == Update(
+        "t", ((2, Cast(Lit(1, INT), BIGINT)),), Call("is_null", (Col(1),)))
+
+
+def test_explain_forms() -> None:
+    for sql, stage in (("EXPLAIN SELECT 1", "optimized"),
+                       ("EXPLAIN PLAN FOR SELECT 1", "optimized"),
+                       ("explain raw plan for select 1", "raw"),
+                       ("EXPLAIN OPTIMIZED PLAN FOR SELECT 1", "optimized"),
+                       ("EXPLAIN PHYSICAL PLAN FOR SELECT 1", "physical")):
+        stmt = one(sql)
+        assert isinstance(stmt, Explain) and stmt.stage == stage
+        assert isinstance(stmt.query, Query)
+    view = one("EXPLAIN PLAN FOR CREATE MATERIALIZED VIEW mv AS SELECT a FROM t")
+    assert isinstance(view, Explain) and isinstance(view.query, CreateView)
+
+
+def test_view_sql_is_rebound_when_used() -> None:
+    view = one("CREATE VIEW w (k) AS SELECT a FROM t ORDER BY a")
+    assert isinstance(view, CreateView) and view.query_sql == "SELECT a FROM t"
+    cat = catalog()
+    cat.items["w"] = CatalogItem("w", "view", (Field("k", INT),), view.query_sql)
+    [use] = parse("SELECT k FROM w", cat)
+    assert isinstance(use, Query) and use.plan == view.plan
+
+
+# ---- errors -----------------------------------------------------------------------------
+
+ERRORS = [
+    ("SELECT a,\n  bogus FROM t", UnknownObjectError, 'column "bogus" does not exist', 2, 3),
+    ("SELECT t.bogus FROM t", UnknownObjectError, "column t.bogus does not exist", 1, 8),
+    ("SELECT *\nFROM t, nope", UnknownObjectError, 'relation "nope" does not exist', 2, 9),
+    ("SELECT x.a FROM t", UnknownObjectError, 'missing FROM-clause entry for table "x"', 1, 8),
+    ("SELECT a FROM t, u", SqlError, 'column reference "a" is ambiguous', 1, 8),
+    ("SELECT a FROM t WHERE b = 1", SqlTypeError, "operator does not exist: text = int", 1, 23),
+    ("SELECT a FROM t WHERE a", SqlTypeError,
+     "argument of WHERE must be type boolean, not type int", 1, 23),
+    ("SELECT lower(a) FROM t", SqlTypeError, "function lower(int) does not exist", 1, 8),
+    ("SELECT sum(b) FROM t", SqlTypeError, "function sum(text) does not exist", 1, 8),
+    ("SELECT a, b FROM t GROUP BY a", SqlError,
+     'column "t.b" must appear in the GROUP BY clause or be used in an aggregate function',
+     1, 11),
+    ("SELECT a FROM t WHERE count(*) > 1", SqlError,
+     "aggregate functions are not allowed in WHERE", 1, 23),
+    ("SELECT max(count(*)) FROM t", SqlError, "aggregate function calls cannot be nested", 1, 12),
+    ("SELECT a FROM t LEFT JOIN u USING (a)", UnsupportedError,
+     "LEFT JOIN is not supported yet", 1, 27),
+    ("SELECT a FROM t FULL JOIN u ON true", UnsupportedError,
+     "FULL JOIN is not supported yet", 1, 27),
+    ("SELECT (SELECT 1)", UnsupportedError,
+     "subqueries in expressions are not supported yet", 1, 16),
+    ("SELECT a FROM t WHERE a IN (SELECT a FROM u)", UnsupportedError,
+     "subqueries in expressions are not supported yet", 1, 23),
+    ("SELECT sum(a) OVER () FROM t", UnsupportedError,
+     "window functions are not supported yet", 1, 8),
+    ("SELECT count(DISTINCT a) FROM t", UnsupportedError,
+     "count(DISTINCT ...) is not supported yet", 1, 8),
+    ("SELECT a FROM t INTERSECT SELECT a FROM u", UnsupportedError,
+     "INTERSECT is not supported yet", 1, 8),
+    ("SELECT a FROM t, LATERAL (SELECT 1) x", UnsupportedError,
+     "LATERAL is not supported yet", 1, 34),
+    ("SELECT a FROM t ORDER BY c", UnsupportedError,
+     "ORDER BY expressions that are not in the select list are not supported yet", 1, 26),
+    ("SELECT a FROM t UNION SELECT a, d FROM u", SqlError,
+     "each UNION query must have the same number of columns", 1, 30),
+    ("SELECT b FROM t UNION SELECT a FROM u", SqlTypeError,
+     "UNION types text and int cannot be matched", 1, 8),
+    ("SELECT a FROM\n  WHERE", SqlSyntaxError, 'syntax error at or near "WHERE"', 2, 3),
+    ("INSERT INTO t VALUES (1, 'x')", SqlError,
+     "INSERT has more target columns than expressions", 1, 23),
+    ("INSERT INTO t (a) VALUES (1, 2)", SqlError,
+     "INSERT has more expressions than target columns", 1, 27),
+    ("INSERT INTO t (a, a) VALUES (1, 2)", DuplicateObjectError,
+     'column "a" specified more than once', 1, 19),
+    ("INSERT INTO t (z) VALUES (1)", UnknownObjectError,
+     'column "z" of relation "t" does not exist', 1, 16),
+    ("INSERT INTO t (a) VALUES ('abc')", SqlError,
+     'invalid input syntax for type integer: "abc"', 1, 27),
+    ("INSERT INTO t (a) SELECT b FROM t", SqlTypeError,
+     'column "a" is of type int but expression is of type text', 1, 26),
+    ("INSERT INTO v VALUES (1, 2)", SqlError, 'cannot insert into view "v"', 1, 13),
+    ("CREATE TABLE z (a int, A text)", DuplicateObjectError,
+     'column "a" specified more than once', 1, 24),
+    ("CREATE TABLE z (a interval)", UnsupportedError, "type interval is not supported", 1, 17),
+    ("CREATE VIEW w AS SELECT a FROM t LIMIT 1", UnsupportedError,
+     "LIMIT and OFFSET in a view definition are not supported yet", 1, 40),
+    ("ALTER TABLE t ADD COLUMN z int", UnsupportedError, "ALTER TABLE is not supported", 1, 13),
+    ("SHOW DATABASES", UnsupportedError, "SHOW DATABASES is not supported", None, None),
+    ("SELECT foo(a) FROM t", UnknownObjectError, "function foo does not exist", 1, 8),
+]
+
+
+@pytest.mark.parametrize(("sql", "kind", "message", "line", "col"), ERRORS)
+def test_errors(sql: str, kind: type[SqlError], message: str, line: int | None,
+                col: int | None) -> None:
+    with pytest.raises(kind) as caught:
+        parse(sql, catalog())
+    error = caught.value
+    assert (error.message, error.line, error.col) == (message, line, col)
+    if line is not None:
+        assert str(error) == f"{message} (line {line}, column {col})"
+
+
+def test_error_classes_share_a_base() -> None:
+    for kind in (SqlSyntaxError, UnknownObjectError, DuplicateObjectError, SqlTypeError,
+                 UnsupportedError):
+        assert issubclass(kind, SqlError)
+    assert str(SqlError("plain")) == "plain"

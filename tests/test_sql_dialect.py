@@ -1,0 +1,62 @@
+"""Tests of the ``matview`` sqlglot dialect: its own statements parse and print back, and
+generated SQL binds to the same plans as the text it came from."""
+
+from __future__ import annotations
+
+import pytest
+import sqlglot
+from matview.sql.dialect import Explain, Matview
+from matview.sql.parse import bind_statement, split
+from matview.sql.statements import Query
+from sqlglot import exp
+from test_sql_duckdb import QUERIES, DictCatalog, environment
+
+
+@pytest.mark.parametrize(("sql", "printed"), [
+    ("explain select 1", "EXPLAIN SELECT 1"),
+    ("EXPLAIN PLAN FOR SELECT 1", "EXPLAIN SELECT 1"),
+    ("explain raw plan for select a from t", "EXPLAIN RAW PLAN FOR SELECT a FROM t"),
+    ("EXPLAIN OPTIMIZED PLAN FOR CREATE MATERIALIZED VIEW v AS SELECT 1",
+     "EXPLAIN OPTIMIZED PLAN FOR CREATE MATERIALIZED VIEW v AS SELECT 1"),
+    ("EXPLAIN PHYSICAL PLAN FOR SELECT 1", "EXPLAIN PHYSICAL PLAN FOR SELECT 1"),
+    ("show tables", "SHOW TABLES"),
+    ("SHOW VIEWS", "SHOW VIEWS"),
+    ("show materialized views", "SHOW MATERIALIZED VIEWS"),
+    ("SHOW COLUMNS FROM t", "SHOW COLUMNS FROM t"),
+    ("SHOW COLUMNS IN t", "SHOW COLUMNS FROM t"),
+])
+def test_statements_round_trip(sql: str, printed: str) -> None:
+    tree = sqlglot.parse_one(sql, dialect=Matview)
+    assert tree.sql(dialect=Matview) == printed
+    assert sqlglot.parse_one(printed, dialect="matview") == tree
+
+
+def test_explain_tree() -> None:
+    tree = sqlglot.parse_one("EXPLAIN RAW PLAN FOR SELECT 1", dialect=Matview)
+    assert isinstance(tree, Explain) and tree.args["stage"] == "raw"
+    assert isinstance(tree.this, exp.Select)
+
+
+def test_explain_stage_needs_plan_for() -> None:
+    with pytest.raises(sqlglot.ParseError):
+        sqlglot.parse_one("EXPLAIN RAW SELECT 1", dialect=Matview)
+
+
+def test_other_statements_stay_postgres() -> None:
+    assert isinstance(sqlglot.parse_one("DESCRIBE t", dialect=Matview), exp.Describe)
+    assert sqlglot.parse_one("SELECT a::int FROM t", dialect=Matview).sql(
+        dialect=Matview) == "SELECT CAST(a AS INT) FROM t"
+
+
+@pytest.fixture(scope="module")
+def catalog() -> DictCatalog:
+    return environment()[0]
+
+
+@pytest.mark.parametrize("sql", QUERIES)
+def test_printed_query_binds_to_the_same_plan(sql: str, catalog: DictCatalog) -> None:
+    [tree] = split(sql)
+    printed = tree.sql(dialect=Matview)
+    [again] = split(printed)
+    first, second = bind_statement(tree, catalog), bind_statement(again, catalog)
+    assert isinstance(first, Query) and first == second

@@ -49,6 +49,8 @@ class Function:
     handles_null: bool = False
     typed_spark: Callable[..., Any] | None = None
     """When set, the Spark lowering ``typed_spark(F, arg_types, *columns)`` replaces ``spark``."""
+    may_fail: bool = False
+    """Whether some argument values make it raise (overflow, division by zero, bad input)."""
 
 
 REGISTRY: dict[str, Function] = {}
@@ -198,12 +200,12 @@ for _name, _symbol, _py, _sp in (
     ("sub", "-", lambda a, b: a - b, lambda F, a, b: a - b),
     ("mul", "*", lambda a, b: a * b, lambda F, a, b: a * b),
 ):
-    register(Function(_name, _numeric, _py, _sp, (2, 2), _symbol))
+    register(Function(_name, _numeric, _py, _sp, (2, 2), _symbol, may_fail=True))
 
 register(Function("div", _numeric, _divide, lambda F, a, b: a / b, (2, 2), "/",
-                  typed_spark=_spark_divide))
-register(Function("mod", _numeric, _modulo, lambda F, a, b: a % b, (2, 2), "%"))
-register(Function("neg", _same, lambda a: -a, lambda F, a: -a, (1, 1), "-"))
+                  typed_spark=_spark_divide, may_fail=True))
+register(Function("mod", _numeric, _modulo, lambda F, a, b: a % b, (2, 2), "%", may_fail=True))
+register(Function("neg", _same, lambda a: -a, lambda F, a: -a, (1, 1), "-", may_fail=True))
 
 for _name, _symbol, _py, _sp in (
     ("eq", "=", lambda a, b: a == b, lambda F, a, b: a == b),
@@ -220,17 +222,19 @@ register(Function("or", _boolean, _or, lambda F, a, b: a | b, (2, 2), "OR", True
 register(Function("not", _boolean, lambda a: not a, lambda F, a: ~a, (1, 1), "NOT"))
 register(Function("is_null", lambda t: BOOLEAN, lambda a: a is None,
                   lambda F, a: a.isNull(), (1, 1), handles_null=True))
-register(Function("like", lambda t: BOOLEAN, _like, lambda F, a, b: F.like(a, b), (2, 2), "LIKE"))
+register(Function("like", lambda t: BOOLEAN, _like, lambda F, a, b: F.like(a, b), (2, 2), "LIKE",
+                  may_fail=True))
 register(Function("concat", _text, lambda a, b: a + b,
                   lambda F, a, b: F.concat(a, b), (2, 2), "||"))
 register(Function("lower", _text, str.lower, lambda F, a: F.lower(a), (1, 1)))
 register(Function("upper", _text, str.upper, lambda F, a: F.upper(a), (1, 1)))
 register(Function("length", lambda t: INT, len, lambda F, a: F.char_length(a), (1, 1)))
 register(Function("substr", _text, _substr,
-                  lambda F, *a: F.substr(*a), (2, 3)))
-register(Function("abs", _same, abs, lambda F, a: F.abs(a), (1, 1)))
+                  lambda F, *a: F.substr(*a), (2, 3), may_fail=True))
+register(Function("abs", _same, abs, lambda F, a: F.abs(a), (1, 1), may_fail=True))
 register(Function("round", _same, _round,
-                  lambda F, a, d=None: F.round(a) if d is None else F.round(a, d), (1, 2)))
+                  lambda F, a, d=None: F.round(a) if d is None else F.round(a, d), (1, 2),
+                  may_fail=True))
 register(Function("coalesce", _common,
                   lambda *a: next((v for v in a if v is not None), None),
                   lambda F, *a: F.coalesce(*a), (1, 64), handles_null=True))

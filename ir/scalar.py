@@ -125,6 +125,15 @@ def remap(expr: Scalar, mapping: Callable[[int], Scalar | int]) -> Scalar:
     return transform(expr, replace)
 
 
+def may_fail(expr: Scalar) -> bool:
+    """Whether evaluating ``expr`` can raise for some row (casts and fallible functions)."""
+    from matview.ir.functions import lookup
+
+    if isinstance(expr, Cast) or (isinstance(expr, Call) and lookup(expr.func).may_fail):
+        return True
+    return any(may_fail(child) for child in children(expr))
+
+
 def conjuncts(expr: Scalar) -> list[Scalar]:
     """The operands of a chain of ANDs (``[expr]`` when it is no AND)."""
     if isinstance(expr, Call) and expr.func == "and":

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from matview.ir.relation import Filter, Map, Project, Step, step_types
-from matview.ir.scalar import conjoin
+from matview.ir.scalar import conjoin, may_fail
 from matview.ir.types import SqlType
 from matview.runtime.expressions import compile_scalar
 from matview.runtime.operator import Delta, Operator, StepContext
@@ -57,7 +57,16 @@ class LinearOp(Operator):
     def compute(self, ctx: StepContext) -> Delta | None:
         assert self.input is not None
         delta = self.input.delta(ctx)
-        return None if delta is None else Delta(self._apply(delta.df), delta.rows)
+        if delta is None:
+            return None
+        # a step that may raise must run within this step, so that it fails the step
+        return Delta(self._apply(delta.df), None if self._fallible else delta.rows)
+
+    @property
+    def _fallible(self) -> bool:
+        exprs = [e for s in self.steps if isinstance(s, Map) for e in s.exprs] + [
+            p for s in self.steps if isinstance(s, Filter) for p in s.predicates]
+        return any(may_fail(e) for e in exprs)
 
     def history(self, ctx: StepContext) -> DataFrame | None:
         assert self.input is not None

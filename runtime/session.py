@@ -19,7 +19,7 @@ DEFAULT_CONFIG: dict[str, str] = {
     "spark.sql.execution.arrow.pyspark.enabled": "true",
     "spark.sql.session.timeZone": "UTC",
     "spark.sql.ansi.enabled": "true",
-    "spark.log.level": "ERROR",
+    "spark.log.level": "OFF",
     "spark.cleaner.periodicGC.interval": "1min",
     "spark.driver.memory": "4g",
 }

@@ -118,15 +118,32 @@ def test_min_and_max_after_deleting_the_extremes(spark: SparkSession) -> None:
 
 def test_global_aggregate_of_an_emptied_table(spark: SparkSession) -> None:
     con = _connect(spark, "CREATE TABLE t (v INT)")
+    con.execute("INSERT INTO t VALUES (3), (NULL), (4)")
     con.execute("CREATE MATERIALIZED VIEW s AS "
                 "SELECT count(*), count(v), sum(v), min(v), max(v) FROM t")
-    _assert_view(con, "s", [(0, 0, None, None, None)])
-    con.execute("INSERT INTO t VALUES (3), (NULL), (4)")
     _assert_view(con, "s", [(3, 2, 7, 3, 4)])
     con.execute("DELETE FROM t WHERE v IS NOT NULL")
     _assert_view(con, "s", [(1, 0, None, None, None)])
     con.delete("t", [(None,)])
     _assert_view(con, "s", [(0, 0, None, None, None)])
+    con.insert("t", [(8,)])
+    _assert_view(con, "s", [(1, 1, 8, 8, 8)])
+
+
+def test_writes_after_a_read_at_the_same_clock_reading_are_seen(spark: SparkSession) -> None:
+    """A view read (or created) at the clock's current time, then a write: the write's time
+    must come after the read, or the view never sees it."""
+    con = _connect(spark, "CREATE TABLE t (v INT)")
+    con.execute("CREATE MATERIALIZED VIEW s AS SELECT count(*), sum(v) FROM t")
+    _assert_view(con, "s", [(0, None)])
+    con.execute("INSERT INTO t VALUES (3), (4)")
+    _assert_view(con, "s", [(2, 7)])
+    con.advance_time(con.now + 100)
+    _assert_view(con, "s", [(2, 7)])
+    con.execute("INSERT INTO t VALUES (5)")
+    _assert_view(con, "s", [(3, 12)])
+    con.execute("INSERT INTO t VALUES (6)")
+    _assert_view(con, "s", [(4, 18)])
 
 
 def test_null_join_keys_never_match(spark: SparkSession) -> None:

@@ -6,7 +6,8 @@ import time
 
 
 class TimestampOracle:
-    """Hands out write times strictly greater than the last, and the current read time.
+    """Hands out write times strictly greater than every time written or read before (so a
+    write is never hidden behind a read that already happened), and the current read time.
 
     ``clock=None`` follows the wall clock; an integer starts a manual clock there, moved
     only by ``advance``.
@@ -15,6 +16,7 @@ class TimestampOracle:
     def __init__(self, clock: int | None) -> None:
         self.manual = clock
         self.last_write = -1
+        self.last_read = -1
 
     def clock(self) -> int:
         return self.manual if self.manual is not None else int(time.time() * 1000)
@@ -31,9 +33,14 @@ class TimestampOracle:
         """The read time: every write so far is visible at it."""
         return max(self.clock(), self.last_write)
 
+    def read(self) -> int:
+        """The read time, remembered so that later writes come after it."""
+        self.last_read = max(self.last_read, self.now)
+        return self.last_read
+
     def peek_write(self) -> int:
         """The time the next write will get."""
-        return max(self.clock(), self.last_write + 1)
+        return max(self.clock(), self.last_write + 1, self.last_read + 1)
 
     def commit_write(self, at: int) -> None:
         self.last_write = at

@@ -165,7 +165,7 @@ class Engine:
             return Result()
         plan = physical(stmt.plan)
         self._refresh({g.name for g in gets(plan)})
-        now = self.oracle.now
+        now = self.oracle.read()
         flow = Dataflow(plan, self.spark, self.trace_of, as_of=now)
         step = flow.prepare(now)
         leaf = step.materialized()
@@ -261,7 +261,7 @@ class Engine:
         dataflow over the current snapshots (materialized views brought up to date first)."""
         plan = physical(plan)
         self._refresh({g.name for g in gets(plan)})
-        now = self.oracle.now
+        now = self.oracle.read()
         return Dataflow(plan, self.spark, self.trace_of, as_of=now).prepare(now).output
 
     def trace_of(self, name: str) -> Trace:
@@ -271,7 +271,7 @@ class Engine:
 
     def _refresh(self, names: set[str]) -> None:
         """Step every materialized view ``names`` depend on (and they) to the current time."""
-        now = self.oracle.now
+        now = self.oracle.read()
         for name in self.catalog.upstream(names):
             entry = self.catalog.entries[name]
             flow = entry.dataflow
@@ -286,7 +286,7 @@ class Engine:
 
     def _compact(self) -> None:
         """Let every trace forget history no reader needs, and merge its batches."""
-        now = self.oracle.now
+        now = self.oracle.read()
         for name, entry in self.catalog.entries.items():
             if entry.dataflow is not None:
                 entry.dataflow.compact(entry.dataflow.frontier)

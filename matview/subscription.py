@@ -27,7 +27,7 @@ class Subscription:
         self.engine = engine
         self.name = name
         engine.refresh(name)
-        self.as_of = engine.oracle.now
+        self.as_of = engine.oracle.read()
         self._snapshot_pending = True
         engine.cursors[id(self)] = (name, self.as_of)
         item = engine.catalog.lookup(name)
@@ -47,7 +47,7 @@ class Subscription:
             raise ValueError(f"subscription to {self.name} is closed")
         self.engine.refresh(self.name)
         _, after = self.engine.cursors[id(self)]
-        upper = self.engine.oracle.now
+        upper = self.engine.oracle.read()
         trace = self.engine.trace_of(self.name)
         names = column_names(self.arity)
         parts = []

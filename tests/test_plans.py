@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from golden import run_golden
 from matview.ir.relation import Field
 from matview.ir.text import parse_plan, render_plan
 from matview.ir.types import BIGINT, INT, TEXT, SqlType, type_from_name
@@ -12,7 +13,6 @@ from matview.planner.pipeline import optimize, physical
 from matview.sql.catalog import CatalogItem
 from matview.sql.parse import parse
 from matview.sql.statements import CreateView, Query
-from golden import run_golden
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

@@ -14,7 +14,6 @@ from collections import Counter
 
 import pyarrow as pa
 import pytest
-
 from matview.ir.interpret import interpret
 from matview.ir.relation import (
     Aggregate,
@@ -43,7 +42,8 @@ B = Get("b", (Field("k", INT), Field("tag", TEXT)))
 PLANS: dict[str, Relation] = {
     "join": Join((A, B), ((Col(0), Col(2)),)),
     "join_reduce_minmax": Reduce(
-        Linear(Join((A, B), ((Col(0), Col(2)),)), (Filter((Call("gt", (Col(1), Lit(0, BIGINT))),)),)),
+        Linear(Join((A, B), ((Col(0), Col(2)),)),
+               (Filter((Call("gt", (Col(1), Lit(0, BIGINT))),)),)),
         (Col(3),),
         (Aggregate("count", None), Aggregate("sum", Col(1)), Aggregate("min", Col(1)),
          Aggregate("max", Col(1)), Aggregate("count", Col(1)))),

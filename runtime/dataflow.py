@@ -132,8 +132,10 @@ class Dataflow:
         """Compute the output updates with times in ``(frontier, upper]``, consolidated."""
         probe = StepContext(self.spark, self.frontier, upper, self.as_of, True)
         pending = sum(op.pending_rows(probe) for op in self.sources())
+        times = {r for op in self.sources() for r in op.pending_times(probe)}
+        single = len(times) <= 1 and all(lo == hi for lo, hi in times)
         ctx = StepContext(self.spark, self.frontier, upper, self.as_of,
-                          pending <= SMALL_BATCH_ROWS)
+                          pending <= SMALL_BATCH_ROWS, single)
         if not ctx.first and pending == 0:
             return PendingStep(self, None, ctx.lower, upper, True)
         return PendingStep(self, self.root.delta(ctx), ctx.lower, upper, ctx.small)

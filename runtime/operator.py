@@ -25,6 +25,8 @@ class StepContext:
     as_of: int
     small: bool
     """Whether the step's input deltas are small enough to broadcast and pass through Arrow."""
+    single_time: bool = False
+    """Whether every input update of the step has the same time (no running sums needed)."""
 
     @property
     def first(self) -> bool:

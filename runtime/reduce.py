@@ -100,9 +100,10 @@ class ReduceOp(Operator):
                 for j, a in enumerate(self.aggregates) if a.expr is not None]
         return df.select(*keys, *args, TIME, DIFF)
 
-    def _changes(self, prepared: DataFrame) -> DataFrame:
+    def _changes(self, prepared: DataFrame, single_time: bool) -> DataFrame:
         """Per (key, time): the changes of the row count and accumulators, then their running
-        sums over the key's times (``c*`` columns)."""
+        sums over the key's times (``c*`` columns); with a single time, the changes are
+        their own running sums."""
         sums = [F.sum(DIFF).alias("dcnt")]
         for j in self._accumulated():
             present = F.col(f"a{j}").isNotNull()
@@ -111,6 +112,10 @@ class ReduceOp(Operator):
                 weighted = F.col(f"a{j}").cast(spark_type(self._sum_type(j))) * F.col(DIFF)
                 sums.append(F.sum(F.when(present, weighted)).alias(f"ds{j}"))
         per_time = prepared.groupBy(*self._keys, TIME).agg(*sums)
+        if single_time:
+            totals = [F.coalesce(F.col(c), F.lit(0)).alias("c" + c[1:])
+                      for c in per_time.columns if c.startswith("d")]
+            return per_time.select(*self._keys, TIME, *totals)
         running = Window.partitionBy(*self._keys).orderBy(TIME).rowsBetween(
             Window.unboundedPreceding, Window.currentRow)
         out = [F.col(k) for k in self._keys] + [F.col(TIME)]
@@ -225,7 +230,7 @@ class ReduceOp(Operator):
     def _updates(self, ctx: StepContext, prepared: DataFrame) -> DataFrame:
         """Retractions of the previous rows and insertions of the new rows at every
         interesting time of every touched key."""
-        changes = self._changes(prepared)
+        changes = self._changes(prepared, ctx.single_time)
         previous = self._previous(ctx, changes)
         if previous is not None:
             keys = [f"o_{k}" for k in self._keys]
@@ -263,11 +268,14 @@ class ReduceOp(Operator):
         new_row = F.struct(*[new[n].cast(t).alias(n) for n, t in zip(names, types)])
         old_row = F.struct(*[(F.col(n) if n in self._keys else old(n)).cast(t).alias(n)
                              for n, t in zip(names, types)])
-        by_time = Window.partitionBy(*self._keys).orderBy(TIME)
         staged = joined.select(*self._keys, TIME, new_row.alias("new"), old_row.alias("old"))
-        first = F.lag(TIME).over(by_time).isNull()
-        paired = staged.select(TIME, F.col("new"), F.when(first, F.col("old")).otherwise(
-            F.lag("new").over(by_time)).alias("prev"))
+        if ctx.single_time:
+            paired = staged.select(TIME, F.col("new"), F.col("old").alias("prev"))
+        else:
+            by_time = Window.partitionBy(*self._keys).orderBy(TIME)
+            first = F.lag(TIME).over(by_time).isNull()
+            paired = staged.select(TIME, F.col("new"), F.when(first, F.col("old")).otherwise(
+                F.lag("new").over(by_time)).alias("prev"))
         if self.group_key:
             exists_new = F.col("new.cnt") > 0
             exists_prev = F.coalesce(F.col("prev.cnt") > 0, F.lit(False))

@@ -26,6 +26,14 @@ class GetOp(Operator):
         return sum(b.leaf.rows for b in self.trace.batches
                    if (after is None or b.upper > after) and b.lower <= ctx.upper)
 
+    def pending_times(self, ctx: StepContext) -> set[tuple[int, int]]:
+        """The time ranges of the batches the step will read (the first step reads one)."""
+        assert self.trace is not None
+        if ctx.first:
+            return {(ctx.as_of, ctx.as_of)}
+        return {(max(b.lower, ctx.lower + 1), min(b.upper, ctx.upper))
+                for b in self.trace.batches if b.upper > ctx.lower and b.lower <= ctx.upper}
+
     def compute(self, ctx: StepContext) -> Delta | None:
         assert self.trace is not None
         rows = self.pending_rows(ctx)

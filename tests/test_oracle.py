@@ -2,8 +2,12 @@
 
 Randomized: for each seed (``MATVIEW_ORACLE_SEEDS`` of them, from
 ``MATVIEW_ORACLE_FIRST_SEED``), every query shape of ``oracle.queries`` is a materialized
-view over the same tables, and after every operation of the seed's workload each view's
-contents must equal DuckDB's evaluation of its query from scratch.
+view over the same tables. After every operation of the seed's workload, each view reading
+the table it wrote (every view, after ``advance_time``, and at the end) must hold exactly
+what DuckDB computes for its query from scratch. Views whose inputs did not change are left
+unread until they do: they then catch up over several transactions in one dataflow step,
+and skipping them halves the cost of a seed (each read of a changed view is a dataflow step
+of several Spark jobs).
 
 Deterministic: specific tricky cases with the expected contents written out.
 """
@@ -15,7 +19,7 @@ from collections.abc import Sequence
 import pytest
 from oracle.compare import canonical, mismatch_report
 from oracle.harness import Run, oracle_seeds
-from oracle.queries import QUERIES
+from oracle.queries import QUERIES, Query
 from oracle.workload import Row, generate
 from pyspark.sql import SparkSession
 
@@ -30,8 +34,8 @@ def test_views_match_duckdb_after_every_operation(spark: SparkSession, seed: int
     run = Run(spark, workload)
     failures = run.create_views(QUERIES)
 
-    def check() -> None:
-        for query in QUERIES:
+    def check(queries: Sequence[Query]) -> None:
+        for query in queries:
             if query.name in failures:
                 continue
             context = run.context(query)
@@ -45,10 +49,12 @@ def test_views_match_duckdb_after_every_operation(spark: SparkSession, seed: int
             if report is not None:
                 failures[query.name] = report
 
-    check()
+    check(QUERIES)
     for op in workload.ops:
         run.apply(op)
-        check()
+        table = op.table
+        check(QUERIES if table is None else [q for q in QUERIES if q.reads(table)])
+    check(QUERIES)
     assert not failures, (f"{len(failures)} of {len(QUERIES)} views failed:\n\n"
                           + "\n\n".join(failures.values()))
 

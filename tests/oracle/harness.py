@@ -39,7 +39,7 @@ class Run:
         self.log: list[str] = []
         """Every statement and operation applied, in order."""
         for table in TABLES:
-            self.apply(Sql(table.ddl()))
+            self.apply(Sql(table.ddl(), table.name))
         for op in workload.initial:
             self.apply(op)
 

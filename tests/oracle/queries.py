@@ -11,6 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import sqlglot
+from sqlglot import exp
+
 
 @dataclass(frozen=True)
 class Query:
@@ -18,6 +21,11 @@ class Query:
 
     name: str
     sql: str
+
+    def reads(self, table: str) -> bool:
+        """Whether the query reads ``table``."""
+        tree = sqlglot.parse_one(self.sql, read="duckdb")
+        return table in {t.name for t in tree.find_all(exp.Table)}
 
 
 QUERIES: tuple[Query, ...] = (

@@ -31,6 +31,9 @@ Row = tuple[Value, ...]
 NULL_RATE = 0.1
 MAX_ROWS = 38
 """Inserts stop adding to a table once it holds this many rows."""
+MIN_OPS, MAX_OPS = 6, 12
+"""Operations per workload (after the initial loads). Every operation costs each affected
+view a dataflow step of one or more Spark jobs, so workloads stay short."""
 
 
 def sql_literal(value: Value) -> str:
@@ -126,6 +129,10 @@ TABLES: tuple[Table, ...] = (CUSTOMERS, ORDERS, ITEMS)
 class Op(Protocol):
     """One step of a workload, with the same meaning in matview and in DuckDB."""
 
+    @property
+    def table(self) -> str | None:
+        """The table the step writes (None: it writes none)."""
+
     def on_matview(self, con: matview.Connection) -> None: ...
 
     def on_duckdb(self, db: duckdb.DuckDBPyConnection) -> None: ...
@@ -133,9 +140,10 @@ class Op(Protocol):
 
 @dataclass(frozen=True)
 class Sql:
-    """A write statement, in SQL both systems read alike."""
+    """A statement about one table, in SQL both systems read alike."""
 
     sql: str
+    table: str
 
     def on_matview(self, con: matview.Connection) -> None:
         con.execute(self.sql)
@@ -194,6 +202,7 @@ class AdvanceTime:
     """``con.advance_time(con.now + by)``: moves the clock, writes nothing."""
 
     by: int
+    table: None = None
 
     def on_matview(self, con: matview.Connection) -> None:
         con.advance_time(con.now + self.by)
@@ -237,7 +246,7 @@ class _Generator:
         table = self.rng.choice(self._growable())
         rows = [table.row(self.rng) for _ in range(self.rng.randint(1, 5))]
         values = ", ".join("(" + ", ".join(sql_literal(v) for v in r) + ")" for r in rows)
-        return Sql(f"INSERT INTO {table.name} VALUES {values}")
+        return Sql(f"INSERT INTO {table.name} VALUES {values}", table.name)
 
     def bulk_insert(self) -> Op:
         table = self.rng.choice(self._growable())
@@ -272,7 +281,8 @@ class _Generator:
             ],
         }
         table = r.choice(TABLES)
-        return Sql(f"DELETE FROM {table.name} WHERE {r.choice(predicates[table])()}")
+        return Sql(f"DELETE FROM {table.name} WHERE {r.choice(predicates[table])()}",
+                   table.name)
 
     def update(self) -> Op:
         p, r = self.pick, self.rng
@@ -301,7 +311,7 @@ class _Generator:
         }
         table = r.choice(TABLES)
         assignments, predicate = r.choice(updates[table])()
-        return Sql(f"UPDATE {table.name} SET {assignments} WHERE {predicate}")
+        return Sql(f"UPDATE {table.name} SET {assignments} WHERE {predicate}", table.name)
 
     def advance(self) -> Op:
         return AdvanceTime(self.rng.choice((1, 5, 250, 1000)))
@@ -334,7 +344,7 @@ def generate(seed: int) -> Workload:
     for op in initial:
         op.on_duckdb(db)
     ops: list[Op] = []
-    for _ in range(rng.randint(8, 15)):
+    for _ in range(rng.randint(MIN_OPS, MAX_OPS)):
         op = gen.next_op()
         op.on_duckdb(db)
         ops.append(op)

@@ -892,6 +892,9 @@ ORACLE = settings(
 @pytest.fixture(scope="module")
 def duck() -> Iterator[duckdb.DuckDBPyConnection]:
     connection = duckdb.connect()
+    # evaluate every expression as written, as PostgreSQL does at run time: DuckDB's optimizer
+    # would fold e.g. ``0 * (x * -1)`` to 0 and hide the overflow of ``x * -1``
+    connection.execute("PRAGMA disable_optimizer")
     yield connection
     connection.close()
 

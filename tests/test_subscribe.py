@@ -11,6 +11,8 @@ fetch is checked as it arrives:
 * the first fetch starts with the snapshot at subscription time (all at that timestamp);
 * for every operation up to the fetch, the diffs summed up to the operation's commit time
   (``con.now`` right after it) give exactly DuckDB's evaluation of the view after it.
+
+A deterministic case spells out the changes of one fetch over several transactions.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from oracle.queries import QUERIES, Query
 from oracle.workload import Row, generate
 from pyspark.sql import SparkSession
 
+import matview
 from matview import Subscription
 
 pytest_plugins = ["oracle.fixtures"]
@@ -167,3 +170,41 @@ def test_subscriptions_sum_to_duckdb_snapshots(spark: SparkSession, seed: int) -
         fetch(follower)
     assert not failures, (f"{len(failures)} subscriptions failed:\n\n"
                           + "\n\n".join(failures.values()))
+
+
+def test_one_fetch_over_several_transactions(spark: SparkSession) -> None:
+    con = matview.connect(clock=0, spark=spark)
+    con.execute("CREATE TABLE t (k TEXT, v INT)")
+    con.execute("INSERT INTO t VALUES ('a', 1), ('b', 2)")
+    con.execute("CREATE MATERIALIZED VIEW g AS SELECT k, sum(v) AS total FROM t GROUP BY k")
+    sub = con.subscribe("g")
+    start = con.now
+    con.execute("INSERT INTO t VALUES ('a', 10)")
+    t1 = con.now
+    con.execute("DELETE FROM t WHERE k = 'b'")
+    t2 = con.now
+    con.insert("t", [("c", 5)])
+    t3 = con.now
+    con.execute("UPDATE t SET v = v + 1 WHERE k = 'c'")
+    t4 = con.now
+    assert start < t1 < t2 < t3 < t4
+    assert sorted(sub.fetch()) == sorted([
+        (start, 1, "a", 1), (start, 1, "b", 2),
+        (t1, -1, "a", 1), (t1, 1, "a", 11),
+        (t2, -1, "b", 2),
+        (t3, 1, "c", 5),
+        (t4, -1, "c", 5), (t4, 1, "c", 6),
+    ])
+    assert sub.fetch() == []
+    con.advance_time(con.now + 1000)
+    con.execute("DELETE FROM t WHERE k = 'a' AND v = 10")
+    t5 = con.now
+    assert t5 >= t4 + 1000
+    con.execute("INSERT INTO t VALUES ('a', 10)")
+    t6 = con.now
+    con.execute("DELETE FROM t WHERE k = 'a' AND v = 10")
+    t7 = con.now
+    assert t5 < t6 < t7
+    assert sorted(sub.fetch()) == sorted([(t5, -1, "a", 11), (t5, 1, "a", 1),
+                                          (t6, -1, "a", 1), (t6, 1, "a", 11),
+                                          (t7, -1, "a", 11), (t7, 1, "a", 1)])

@@ -18,7 +18,7 @@ from oracle.compare import Context
 from oracle.queries import Query
 from oracle.workload import TABLES, Op, Row, Sql, Workload
 
-DEFAULT_SEEDS = 1
+DEFAULT_SEEDS = 2
 
 
 def oracle_seeds() -> list[int]:

@@ -79,7 +79,7 @@ QUERIES: tuple[Query, ...] = (
         GROUP BY sku"""),
     Query("join_on", """
         SELECT c.region, o.id, o.amount, c.vip
-        FROM customers c JOIN orders o ON c.id = o.cust"""),
+        FROM customers c JOIN orders o ON c.id = o.cust AND o.amount > c.score * 5"""),
     Query("join_in_where", """
         SELECT o.id, o.note, i.sku, i.qty
         FROM orders o, items i
@@ -125,7 +125,7 @@ QUERIES: tuple[Query, ...] = (
         FROM customers c CROSS JOIN items i
         WHERE c.score > i.qty AND c.region IN ('north', 'east')"""),
     Query("having_without_key_output", """
-        SELECT order_id, count(*) AS n
+        SELECT count(*) AS n, max(qty) - min(qty) AS spread, sum(weight) * 2 AS double_weight
         FROM items
         GROUP BY order_id
         HAVING sum(qty) > 4 OR count(*) >= 3"""),
@@ -147,7 +147,7 @@ QUERIES: tuple[Query, ...] = (
         SELECT k, sum(v) AS total, count(*) AS n
         FROM (SELECT cust AS k, amount AS v FROM orders
               UNION ALL
-              SELECT id, CAST(score AS BIGINT) FROM customers) AS u
+              SELECT id, score FROM customers) AS u
         GROUP BY k"""),
     Query("join_with_aggregate", """
         WITH per_order AS (SELECT order_id, sum(qty) AS total, max(weight) AS heaviest

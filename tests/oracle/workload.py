@@ -31,9 +31,9 @@ Row = tuple[Value, ...]
 NULL_RATE = 0.1
 MAX_ROWS = 38
 """Inserts stop adding to a table once it holds this many rows."""
-MIN_OPS, MAX_OPS = 6, 12
-"""Operations per workload (after the initial loads). Every operation costs each affected
-view a dataflow step of one or more Spark jobs, so workloads stay short."""
+MIN_OPS, MAX_OPS = 6, 10
+"""Operations per workload after the initial loads, at least one of each kind. Each costs
+every view it affects a dataflow step of several Spark jobs, so workloads stay short."""
 
 
 def sql_literal(value: Value) -> str:
@@ -256,7 +256,10 @@ class _Generator:
         return BulkInsert(table.name, tuple(rows))
 
     def bulk_delete(self) -> Op:
-        table = self.rng.choice([t for t in TABLES if _contents(self.db, t)])
+        filled = [t for t in TABLES if _contents(self.db, t)]
+        if not filled:
+            return self.bulk_insert()
+        table = self.rng.choice(filled)
         existing = _contents(self.db, table)
         chosen = self.rng.sample(range(len(existing)), min(len(existing), self.rng.randint(1, 4)))
         return BulkDelete(table.name, tuple(existing[i] for i in sorted(chosen)))
@@ -320,10 +323,20 @@ class _Generator:
         small = [t for t in TABLES if len(_contents(self.db, t)) < MAX_ROWS]
         return small or list(TABLES)
 
-    def next_op(self) -> Op:
+    def ops(self, count: int) -> list[Op]:
+        """``count`` operations (at least one of each kind), each applied to the scratch
+        database as it is drawn."""
         kinds = [self.insert_values, self.delete_where, self.update, self.bulk_insert,
                  self.bulk_delete, self.advance]
-        return self.rng.choices(kinds, weights=[3, 2, 3, 1.5, 1.5, 0.8])[0]()
+        order = kinds + self.rng.choices(kinds, weights=[3, 2, 3, 1.5, 1.5, 0.5],
+                                         k=count - len(kinds))
+        self.rng.shuffle(order)
+        ops = []
+        for kind in order:
+            op = kind()
+            op.on_duckdb(self.db)
+            ops.append(op)
+        return ops
 
 
 def create_tables(db: duckdb.DuckDBPyConnection) -> None:
@@ -336,19 +349,12 @@ def generate(seed: int) -> Workload:
     rng = random.Random(seed)
     db = duckdb.connect()
     create_tables(db)
-    gen = _Generator(rng, db)
     initial: list[Op] = [
         BulkInsert(t.name, tuple(t.row(rng) for _ in range(rng.randint(12, 20))))
         for t in TABLES
     ]
     for op in initial:
         op.on_duckdb(db)
-    ops: list[Op] = []
-    for _ in range(rng.randint(MIN_OPS, MAX_OPS)):
-        op = gen.next_op()
-        op.on_duckdb(db)
-        ops.append(op)
-    if not any(isinstance(op, AdvanceTime) for op in ops):
-        ops.insert(rng.randrange(len(ops)), gen.advance())
+    ops = _Generator(rng, db).ops(rng.randint(MIN_OPS, MAX_OPS))
     db.close()
     return Workload(seed, tuple(initial), tuple(ops))

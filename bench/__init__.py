@@ -1,0 +1,1 @@
+"""Benchmarks of matview, run as ``python -m bench.<name>`` from the repository root."""

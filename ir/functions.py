@@ -84,6 +84,18 @@ def _numeric(types: list[SqlType]) -> SqlType:
     return INT if result.kind is Kind.NULL else result
 
 
+def _product(types: list[SqlType]) -> SqlType:
+    """A product's type: as PostgreSQL, a NUMERIC product keeps every digit, its scale the
+    sum of the operands' scales (precision capped at 38)."""
+    result = _numeric(types)
+    if result.kind is not Kind.NUMERIC:
+        return result
+    digits = [(t.precision or 38, t.scale or 0) if t.kind is Kind.NUMERIC
+              else (10 if t.kind is Kind.INT else 19, 0) for t in types]
+    scale = min(38, sum(s for _, s in digits))
+    return SqlType(Kind.NUMERIC, min(38, max(sum(p for p, _ in digits), scale + 1)), scale)
+
+
 def _comparable(types: list[SqlType]) -> SqlType:
     common_type(types[0], types[1])
     return BOOLEAN
@@ -198,9 +210,10 @@ def _is_integral(types: Sequence[SqlType]) -> bool:
 for _name, _symbol, _py, _sp in (
     ("add", "+", lambda a, b: a + b, lambda F, a, b: a + b),
     ("sub", "-", lambda a, b: a - b, lambda F, a, b: a - b),
-    ("mul", "*", lambda a, b: a * b, lambda F, a, b: a * b),
 ):
     register(Function(_name, _numeric, _py, _sp, (2, 2), _symbol, may_fail=True))
+register(Function("mul", _product, lambda a, b: a * b, lambda F, a, b: a * b, (2, 2), "*",
+                  may_fail=True))
 
 register(Function("div", _numeric, _divide, lambda F, a, b: a / b, (2, 2), "/",
                   typed_spark=_spark_divide, may_fail=True))

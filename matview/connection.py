@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
@@ -144,11 +145,35 @@ class Connection:
     def execute(self, sql: str, params: Sequence[object] | None = None) -> Cursor:
         return self.cursor().execute(sql, params)
 
+    def begin(self) -> None:
+        """Open a transaction: the writes until ``commit`` (``INSERT ... VALUES``, ``insert``,
+        ``delete``) share one logical time and become visible together. Reads inside it
+        are refused, since they could not see its writes."""
+        self._engine_for_use().begin()
+
     def commit(self) -> None:
-        """Every statement commits on its own; nothing is pending."""
+        """Commit the open transaction, if any (every statement outside one commits on its
+        own)."""
+        self._engine_for_use().commit()
 
     def rollback(self) -> None:
-        raise ProgrammingError("matview has no multi-statement transactions to roll back")
+        """Discard the open transaction's writes."""
+        engine = self._engine_for_use()
+        if engine.transaction is None:
+            raise ProgrammingError("no transaction is open")
+        engine.rollback()
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[Connection]:
+        """``with con.transaction():`` writes inside commit together at one time on exit, or
+        not at all if the block raises."""
+        self.begin()
+        try:
+            yield self
+        except BaseException:
+            self._engine_for_use().rollback()
+            raise
+        self.commit()
 
     def close(self) -> None:
         self._closed = True

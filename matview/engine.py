@@ -12,7 +12,7 @@ from __future__ import annotations
 import datetime
 import decimal
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -42,7 +42,7 @@ from matview.runtime.dataflow import Dataflow
 from matview.runtime.linear import apply_steps
 from matview.runtime.trace import Trace
 from matview.runtime.types import column_names, spark_type, update_schema
-from matview.runtime.updates import DIFF, TIME, Leaf, consolidate, materialize
+from matview.runtime.updates import DIFF, TIME, Leaf, consolidate, materialize, stored
 from matview.sql.catalog import CatalogItem
 from matview.sql.dialect import Matview
 from matview.sql.parse import bind_statement, split
@@ -57,6 +57,14 @@ from matview.sql.statements import (
     Show,
     Update,
 )
+
+
+@dataclass
+class Transaction:
+    """Writes staged at time ``at``, applied together on commit."""
+
+    at: int
+    writes: list[tuple[Trace, Leaf | None]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -117,6 +125,7 @@ class Engine:
         self.catalog = LiveCatalog()
         self.cursors: dict[int, tuple[str, int]] = {}
         """Open subscriptions: id -> (collection name, time up to which it has read)."""
+        self.transaction: Transaction | None = None
 
     # --- statements ---------------------------------------------------------------------
 
@@ -133,6 +142,9 @@ class Engine:
         return result
 
     def run(self, stmt: object) -> Result:
+        if self.transaction is not None and not (
+                isinstance(stmt, Insert) and isinstance(stmt.source, Constant)):
+            self._outside_transaction(type(stmt).__name__.upper())
         handlers = {
             CreateTable: self._create_table, CreateView: self._create_view, Insert: self._insert,
             Delete: self._delete, Update: self._update, Drop: self._drop, Show: self._show,
@@ -230,9 +242,14 @@ class Engine:
     # --- reads --------------------------------------------------------------------------
 
     def _query(self, stmt: Query) -> Result:
-        df = self.evaluate(stmt.plan)
         arity = len(stmt.column_names)
         names = column_names(arity)
+        if not (stmt.order_by or stmt.offset or stmt.limit is not None):
+            held = self._held_rows(stmt.plan)
+            if held is not None:
+                table = held.rename_columns(names)
+                return Result(stmt.column_names, stmt.plan.types, table, table.num_rows)
+        df = self.evaluate(stmt.plan)
         if df is None:
             schema = update_schema(stmt.plan.types)
             table = pa.table([pa.array([], f.type) for f in list(schema)[:arity]], names=names)
@@ -256,6 +273,15 @@ class Engine:
             return col.desc_nulls_first() if nulls_first else col.desc_nulls_last()
         return col.asc_nulls_first() if nulls_first else col.asc_nulls_last()
 
+    def _held_rows(self, plan: Relation) -> pa.Table | None:
+        """The rows of a read of one stored collection whose updates are all held in the
+        driver, consolidated there without a Spark job; None for any other read."""
+        plan = physical(plan)
+        if not isinstance(plan, Get):
+            return None
+        self._refresh({plan.name})
+        return self.trace_of(plan.name).held_rows(self.oracle.read())
+
     def evaluate(self, plan: Relation) -> DataFrame | None:
         """``plan``'s contents at the current time, as consolidated updates, run once as a
         dataflow over the current snapshots (materialized views brought up to date first)."""
@@ -269,8 +295,15 @@ class Engine:
         assert entry.trace is not None, f"{name} has no trace"
         return entry.trace
 
+    def _outside_transaction(self, what: str) -> None:
+        raise ProgrammingError(
+            f"{what} cannot run inside a transaction: a transaction only writes "
+            "(INSERT ... VALUES, insert, delete); commit it first")
+
     def _refresh(self, names: set[str]) -> None:
         """Step every materialized view ``names`` depend on (and they) to the current time."""
+        if self.transaction is not None:
+            self._outside_transaction("a read")
         now = self.oracle.read()
         for name in self.catalog.upstream(names):
             entry = self.catalog.entries[name]
@@ -310,28 +343,56 @@ class Engine:
         return entry.item, entry.trace
 
     def write(self, name: str, updates: DataFrame | pa.Table, small: bool = True) -> int:
-        """Commit update rows (data columns then ``_diff``) to table ``name`` at a new time;
-        returns the number of rows changed."""
-        item, trace = self._table(name)
-        at = self.oracle.peek_write()
+        """Commit update rows (data columns then ``_diff``) to table ``name`` at a new time,
+        or stage them in the open transaction; returns the number of rows changed."""
+        _, trace = self._table(name)
+        pending = self.transaction
+        at = self.oracle.peek_write() if pending is None else pending.at
+        leaf, changed = self._leaf(name, updates, small, at)
+        if pending is not None:
+            pending.writes.append((trace, leaf))
+        else:
+            trace.append(leaf, at, at)
+            self.oracle.commit_write(at)
+        return changed
+
+    def _leaf(self, name: str, updates: DataFrame | pa.Table, small: bool,
+              at: int) -> tuple[Leaf | None, int]:
+        """The update rows as a batch at time ``at``, and how many rows they change."""
+        item, _ = self._table(name)
         schema = update_schema([f.type for f in item.fields])
         if isinstance(updates, pa.Table):
             updates = updates.append_column(TIME, pa.array([at] * updates.num_rows, pa.int64()))
             table = updates.select(schema.names).cast(schema)
             if table.num_rows == 0:
-                return 0
+                return None, 0
             changed = int(pc.sum(pc.abs(table[DIFF])).as_py())
-            leaf = Leaf(self.spark.createDataFrame(table), table.num_rows)
-        else:
-            frame = updates.select(*column_names(len(item.fields)),
-                                   F.lit(at).cast("bigint").alias(TIME), DIFF)
-            leaf = materialize(self.spark, frame, small)
-            if leaf is None:
-                return 0
-            changed = int(leaf.df.select(F.sum(F.abs(F.col(DIFF)))).first()[0] or 0)
-        trace.append(leaf, at, at)
-        self.oracle.commit_write(at)
-        return changed
+            return stored(self.spark, table), changed
+        frame = updates.select(*column_names(len(item.fields)),
+                               F.lit(at).cast("bigint").alias(TIME), DIFF)
+        leaf = materialize(self.spark, frame, small)
+        if leaf is None:
+            return None, 0
+        return leaf, int(leaf.df.select(F.sum(F.abs(F.col(DIFF)))).first()[0] or 0)
+
+    def begin(self) -> None:
+        """Open a transaction: writes until ``commit`` share one time and land together."""
+        if self.transaction is not None:
+            raise ProgrammingError("a transaction is already open")
+        self.transaction = Transaction(self.oracle.peek_write())
+
+    def commit(self) -> None:
+        """Make the open transaction's writes visible, all at its time."""
+        pending, self.transaction = self.transaction, None
+        if pending is None or not pending.writes:
+            return
+        for trace, leaf in pending.writes:
+            trace.append(leaf, pending.at, pending.at)
+        self.oracle.commit_write(pending.at)
+
+    def rollback(self) -> None:
+        """Forget the open transaction's writes."""
+        self.transaction = None
 
     def _insert(self, stmt: Insert) -> Result:
         item, _ = self._table(stmt.table)

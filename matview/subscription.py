@@ -8,7 +8,7 @@ import pyarrow as pa
 from pyspark.sql import functions as F
 
 from matview.runtime.types import column_names
-from matview.runtime.updates import DIFF, TIME
+from matview.runtime.updates import DIFF, TIME, union_all
 
 if TYPE_CHECKING:
     from matview.engine import Engine
@@ -59,10 +59,8 @@ class Subscription:
         if changes is not None:
             parts.append(changes)
         rows: list[tuple[object, ...]] = []
-        if parts:
-            df = parts[0]
-            for part in parts[1:]:
-                df = df.unionByName(part)
+        df = union_all(parts)
+        if df is not None:
             df = (df.groupBy(TIME, *names).agg(F.sum(DIFF).alias(DIFF))
                   .where(F.col(DIFF) != 0).orderBy(TIME, *names))
             table: pa.Table = df.select(TIME, DIFF, *names).toArrow()

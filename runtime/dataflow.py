@@ -90,6 +90,8 @@ class PendingStep:
         narrow over leaves (readers consolidate), else computed once and consolidated."""
         if self.delta is None:
             return None
+        if self.delta.leaf is not None:
+            return self.delta.leaf
         if self.delta.rows is not None:
             return Leaf(self.delta.df, self.delta.rows)
         return materialize(self.dataflow.spark, consolidate(self.delta.df), self.small)

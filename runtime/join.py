@@ -18,7 +18,15 @@ from matview.ir.scalar import Scalar, columns_used
 from matview.runtime.expressions import compile_scalar
 from matview.runtime.operator import Delta, Operator, StepContext
 from matview.runtime.trace import Trace
-from matview.runtime.updates import DIFF, TIME, Leaf, consolidate, materialize
+from matview.runtime.updates import (
+    DIFF,
+    TIME,
+    Leaf,
+    consolidate,
+    lookup,
+    materialize,
+    union_all,
+)
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
@@ -90,8 +98,7 @@ class JoinOp(Operator):
             seen = (F.col(f"_t{j}") <= F.col(f"_t{i}")) if j < i else (
                 F.col(f"_t{j}") < F.col(f"_t{i}"))
             condition = functools.reduce(Column.__and__, self._conditions(bound, j), seen)
-            left = F.broadcast(path) if ctx.small else path
-            path = left.join(other, condition, "inner")
+            path = lookup(path, other, condition, "inner", ctx.small, build="left")
             path = path.withColumn(f"_d{i}", F.col(f"_d{i}") * F.col(f"_d{j}"))
             bound = bound | {j}
         names = [f"j{k}_c{c}" for k, op in enumerate(self.inputs) for c in range(op.arity)]
@@ -101,20 +108,24 @@ class JoinOp(Operator):
     def compute(self, ctx: StepContext) -> Delta | None:
         deltas = [op.delta(ctx) for op in self.inputs]
         histories = [op.history(ctx) for op in self.inputs]
-        others: list[DataFrame | None] = []
-        for delta, old in zip(deltas, histories):
-            parts = [p for p in (old, None if delta is None else delta.df) if p is not None]
-            others.append(functools.reduce(DataFrame.unionByName, parts) if parts else None)
-        paths = [self._path(ctx, i, d.df, others) for i, d in enumerate(deltas) if d is not None]
-        frames = [p for p in paths if p is not None]
-        if not frames:
+        paths = []
+        for i, start in enumerate(deltas):
+            if start is None:
+                continue
+            # what path i sees of input j: its history, plus its changes of this step unless
+            # all changes share one time and j comes later (Alt/Neu: those are at `< t`)
+            others = [union_all([p for p in (old, None if delta is None or (
+                ctx.single_time and j > i) else delta.df) if p is not None])
+                for j, (delta, old) in enumerate(zip(deltas, histories))]
+            paths.append(self._path(ctx, i, start.df, others))
+        out = union_all([p for p in paths if p is not None])
+        if out is None:
             return None
-        out = functools.reduce(DataFrame.unionByName, frames)
         if not self.keep_history:
             return Delta(out, None)
         leaf = materialize(ctx.spark, consolidate(out), ctx.small)
         self._staged = (leaf, ctx.as_of if ctx.first else ctx.lower + 1, ctx.upper)
-        return None if leaf is None else Delta(leaf.df, leaf.rows)
+        return None if leaf is None else Delta(None, leaf.rows, leaf)
 
     def history(self, ctx: StepContext) -> DataFrame | None:
         assert self.output is not None, "join history read without require_history"

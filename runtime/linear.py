@@ -12,7 +12,7 @@ from matview.ir.types import SqlType
 from matview.runtime.expressions import compile_scalar
 from matview.runtime.operator import Delta, Operator, StepContext
 from matview.runtime.types import column_names
-from matview.runtime.updates import DIFF, TIME
+from matview.runtime.updates import DIFF, TIME, union_all
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
@@ -92,20 +92,13 @@ class UnionOp(Operator):
         parts = [d for d in (op.delta(ctx) for op in self.inputs) if d is not None]
         if not parts:
             return None
-        df = parts[0].df
-        for part in parts[1:]:
-            df = df.unionByName(part.df)
+        df = union_all([p.df for p in parts])
+        assert df is not None
         sizes = [p.rows for p in parts]
         return Delta(df, None if None in sizes else sum(s for s in sizes if s is not None))
 
     def history(self, ctx: StepContext) -> DataFrame | None:
-        frames = [f for f in (op.history(ctx) for op in self.inputs) if f is not None]
-        if not frames:
-            return None
-        df = frames[0]
-        for frame in frames[1:]:
-            df = df.unionByName(frame)
-        return df
+        return union_all([f for f in (op.history(ctx) for op in self.inputs) if f is not None])
 
     def require_history(self) -> None:
         for op in self.inputs:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from matview.ir.types import SqlType
+from matview.runtime.updates import Leaf
 from pyspark.sql import DataFrame, SparkSession
 
 
@@ -38,10 +39,19 @@ class StepContext:
 class Delta:
     """An output delta. ``rows`` is set when its plan is only narrow operators over
     materialized leaves holding at most that many rows, so keeping it as it is costs no
-    recomputation of earlier work; None when keeping it needs a materialization."""
+    recomputation of earlier work; None when keeping it needs a materialization. ``leaf``
+    is set when the delta is a stored batch itself (then ``frame`` may be left out)."""
 
-    df: DataFrame
+    frame: DataFrame | None
     rows: int | None
+    leaf: Leaf | None = None
+
+    @property
+    def df(self) -> DataFrame:
+        if self.frame is not None:
+            return self.frame
+        assert self.leaf is not None
+        return self.leaf.df
 
     @property
     def leafy(self) -> bool:

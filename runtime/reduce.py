@@ -6,12 +6,17 @@ its count of non-null values (and for ``sum`` the running sum). For ``min``/``ma
 input's (key, argument) pairs are arranged too, since those aggregates cannot be updated
 from a previous value when rows are deleted.
 
-A step groups the input delta by (key, time). For every touched key, its interesting times
-are the distinct times of its changes in the batch; at each one the new accumulators are the
-previous output's plus the running sum of the changes up to that time (a window ordered by
-time), min/max are recomputed from the arranged pairs valid at that time, and the output
-retracts the row of the previous time and inserts the new one. A batch spanning many times
-thus gives exactly the per-time output of stepping one time at a time.
+Accumulators are additive, so the state enters a step as changes too: every stored output
+row contributes its accumulators times its diff at time ``NEVER`` (before any time), and
+the input delta contributes each row's count, non-null flag and weighted value at its own
+time. Summed per (key, time) and then running over each key's times (one window ordered by
+time), they give the accumulators after every interesting time of every touched key; the
+row before is the one of the previous interesting time (``NEVER``: the stored row). The
+output retracts the previous row and inserts the new one at each interesting time, so a
+batch spanning many times gives exactly the per-time output of stepping one time at a time;
+with a single time the window is not needed. The state is restricted to the touched keys
+(a semi-join on the materialized delta) unless it is small enough to be read whole, and a
+small step runs in one partition, so it needs no shuffle.
 """
 
 from __future__ import annotations
@@ -26,12 +31,23 @@ from matview.runtime.expressions import compile_scalar
 from matview.runtime.operator import Delta, Operator, StepContext
 from matview.runtime.trace import Trace
 from matview.runtime.types import spark_type
-from matview.runtime.updates import DIFF, TIME, Leaf, consolidate, data_columns, materialize
+from matview.runtime.updates import (
+    DIFF,
+    LOCAL_LEAF_ROWS,
+    TIME,
+    Leaf,
+    consolidate,
+    data_columns,
+    lookup,
+    materialize,
+    union_all,
+)
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 NEVER = -(2**63)
+"""The time given to the stored state's contributions: before every real time."""
 
 
 def _key_match(left: list[str], right: list[str]) -> Column:
@@ -100,87 +116,29 @@ class ReduceOp(Operator):
                 for j, a in enumerate(self.aggregates) if a.expr is not None]
         return df.select(*keys, *args, TIME, DIFF)
 
-    def _changes(self, prepared: DataFrame, single_time: bool) -> DataFrame:
-        """Per (key, time): the changes of the row count and accumulators, then their running
-        sums over the key's times (``c*`` columns); with a single time, the changes are
-        their own running sums."""
-        sums = [F.sum(DIFF).alias("dcnt")]
-        for j in self._accumulated():
-            present = F.col(f"a{j}").isNotNull()
-            sums.append(F.sum(F.when(present, F.col(DIFF)).otherwise(0)).alias(f"dn{j}"))
-            if self.aggregates[j].func == "sum":
-                weighted = F.col(f"a{j}").cast(spark_type(self._sum_type(j))) * F.col(DIFF)
-                sums.append(F.sum(F.when(present, weighted)).alias(f"ds{j}"))
-        per_time = prepared.groupBy(*self._keys, TIME).agg(*sums)
-        if single_time:
-            totals = [F.coalesce(F.col(c), F.lit(0)).alias("c" + c[1:])
-                      for c in per_time.columns if c.startswith("d")]
-            return per_time.select(*self._keys, TIME, *totals)
-        running = Window.partitionBy(*self._keys).orderBy(TIME).rowsBetween(
-            Window.unboundedPreceding, Window.currentRow)
-        out = [F.col(k) for k in self._keys] + [F.col(TIME)]
-        out.append(F.sum("dcnt").over(running).alias("ccnt"))
-        for j in self._accumulated():
-            out.append(F.sum(f"dn{j}").over(running).alias(f"cn{j}"))
-            if self.aggregates[j].func == "sum":
-                out.append(F.sum(F.coalesce(F.col(f"ds{j}"), F.lit(0)))
-                           .over(running).alias(f"cs{j}"))
-        return per_time.select(*out)
-
-    def _default_row(self, ctx: StepContext) -> DataFrame:
-        """The global aggregate's row over no input: count 0, every other aggregate NULL."""
-        values: list[Column] = []
-        for j, agg in enumerate(self.aggregates):
-            value = F.lit(0) if agg.func == "count" else F.lit(None)
-            values.append(value.cast(spark_type(self.types[j])).alias(f"v{j}"))
-        hidden = [F.lit(0).cast("bigint").alias(n) if n[0] in "cn"
-                  else F.lit(0).cast(spark_type(self._sum_type(int(n[1:])))).alias(n)
-                  for n in self.hidden_names()]
-        return ctx.spark.range(1).select(*values, *hidden)
-
-    def _previous(self, ctx: StepContext, touched: DataFrame) -> DataFrame | None:
-        """The current output rows (``o_*`` columns) of the touched keys."""
-        assert self.output is not None
-        if not self.group_key and ctx.first:
-            old: DataFrame | None = self._default_row(ctx)
-        else:
-            old = None if ctx.first else self.output.read(upto=ctx.lower)
-            if old is None:
-                return None
-            names = self.full_names()
-            old = old.select(*[F.col(f"c{i}").alias(n) for i, n in enumerate(names)], DIFF)
-            if self.group_key:
-                keys = touched.select(*[F.col(k).alias(f"t_{k}") for k in self._keys])
-                keys = F.broadcast(keys) if ctx.small else keys
-                old = old.join(keys, _key_match(self._keys, [f"t_{k}" for k in self._keys]),
-                               "left_semi")
-            old = (old.groupBy(*names).agg(F.sum(DIFF).alias(DIFF)).where(F.col(DIFF) > 0)
-                   .drop(DIFF))
-        return old.select(*[F.col(n).alias(f"o_{n}") for n in old.columns])
-
-    def _extreme_values(self, ctx: StepContext, prepared: DataFrame,
-                        times: DataFrame) -> DataFrame:
-        """min/max at each touched (key, time), from the arranged (key, argument) pairs."""
+    def _extreme_values(self, ctx: StepContext, prepared: DataFrame | None,
+                        times: DataFrame) -> DataFrame | None:
+        """min/max at each (key, time) of ``times``, from the arranged (key, argument) pairs
+        and the step's changes."""
         assert self.values is not None
         args = [f"a{j}" for j in self._extremes()]
-        delta = prepared.select(*self._keys, *args, TIME, DIFF)
-        parts = [delta]
+        parts = [] if prepared is None else [prepared.select(*self._keys, *args, TIME, DIFF)]
         old = None if ctx.first else self.values.read(upto=ctx.lower)
         if old is not None:
             old = old.select(*self._keys, *args, DIFF)
             if self.group_key:
-                keys = times.select(*[F.col(k).alias(f"t_{k}") for k in self._keys]).distinct()
-                old = old.join(F.broadcast(keys) if ctx.small else keys,
-                               _key_match(self._keys, [f"t_{k}" for k in self._keys]),
-                               "left_semi")
+                keys = times.select(*[F.col(k).alias(f"t_{k}") for k in self._keys])
+                old = lookup(old, keys, _key_match(self._keys, [f"t_{k}" for k in self._keys]),
+                             "left_semi", ctx.small)
             old = old.groupBy(*self._keys, *args).agg(F.sum(DIFF).alias(DIFF))
             parts.insert(0, old.select(*self._keys, *args, F.lit(NEVER).alias(TIME), DIFF))
-        candidates = functools.reduce(DataFrame.unionByName, parts)
+        candidates = union_all(parts)
+        if candidates is None:
+            return None
         at = times.select(*[F.col(k).alias(f"x_{k}") for k in self._keys],
                           F.col(TIME).alias("x_time"))
-        valid = candidates.join(
-            at, _key_match(self._keys, [f"x_{k}" for k in self._keys])
-            & (F.col(TIME) <= F.col("x_time")), "inner")
+        valid = lookup(candidates, at, _key_match(self._keys, [f"x_{k}" for k in self._keys])
+                       & (F.col(TIME) <= F.col("x_time")), "inner", ctx.small)
         counted = (valid.groupBy(*[f"x_{k}" for k in self._keys], "x_time", *args)
                    .agg(F.sum(DIFF).alias("m")).where(F.col("m") > 0))
         extremes = [(F.min if self.aggregates[j].func == "min" else F.max)(f"a{j}").alias(f"e{j}")
@@ -194,101 +152,160 @@ class ReduceOp(Operator):
         first_global = not self.group_key and ctx.first
         if source is None and not first_global:
             return None
-        rows: list[DataFrame] = []
         prepared = None if source is None else self._prepared(source.df)
-        if prepared is not None and self._extremes():
-            # computed once: it feeds both the changes and the (key, argument) arrangement
+        if prepared is not None and (self._extremes() or self._restricted(ctx)):
+            # computed once: it feeds the changes, the semi-join on the touched keys and the
+            # (key, argument) arrangement
             leaf = materialize(ctx.spark, prepared, ctx.small)
             prepared = None if leaf is None else leaf.df
-            if leaf is not None:
+            if leaf is not None and self._extremes():
                 assert self.values is not None
-                pairs = leaf.df.select(*self._keys, *[f"a{j}" for j in self._extremes()],
-                                       TIME, DIFF)
-                self._staged.append((self.values, Leaf(pairs, leaf.rows), *self._range(ctx)))
-        if prepared is not None:
-            rows.append(self._updates(ctx, prepared))
-        if not rows and not first_global:
+                args = [*self._keys, *[f"a{j}" for j in self._extremes()], TIME, DIFF]
+                pairs = Leaf(leaf.df.select(*args), leaf.rows,
+                             None if leaf.table is None else leaf.table.select(args))
+                self._staged.append((self.values, pairs, *self._range(ctx)))
+        if prepared is None and not first_global:
             return None
-        if first_global:
-            default = self._default_row(ctx)
-            rows.append(default.select(*default.columns, F.lit(ctx.as_of).alias(TIME),
-                                       F.lit(1).cast("bigint").alias(DIFF)))
-        full = functools.reduce(DataFrame.unionByName, rows)
+        full = self._updates(ctx, prepared)
         full = full.select(*[F.col(n).alias(f"c{i}") for i, n in
                              enumerate(self.full_names())], TIME, DIFF)
         leaf = materialize(ctx.spark, consolidate(full), ctx.small)
         self._staged.append((self.output, leaf, *self._range(ctx)))
         if leaf is None:
             return None
-        visible = leaf.df.select(*[f"c{i}" for i in range(self.arity)], TIME, DIFF)
-        return Delta(visible, leaf.rows)
+        shown = [f"c{i}" for i in range(self.arity)] + [TIME, DIFF]
+        if leaf.table is not None:
+            return Delta(None, leaf.rows, Leaf(None, leaf.rows, leaf.table.select(shown),
+                                               ctx.spark))
+        return Delta(leaf.df.select(*shown), leaf.rows)
+
+    def _restricted(self, ctx: StepContext) -> bool:
+        """Whether the step reads the state of the touched keys only (a semi-join), rather
+        than the whole state, which it does when the state is held in the driver and small."""
+        assert self.output is not None
+        if not self.group_key or ctx.first:
+            return False
+        batches = self.output.batches
+        return (any(b.leaf.table is None for b in batches)
+                or sum(b.leaf.rows for b in batches) > LOCAL_LEAF_ROWS)
 
     @staticmethod
     def _range(ctx: StepContext) -> tuple[int, int]:
         return (ctx.as_of if ctx.first else ctx.lower + 1, ctx.upper)
 
-    def _updates(self, ctx: StepContext, prepared: DataFrame) -> DataFrame:
+    def _contributions(self, ctx: StepContext, prepared: DataFrame | None) -> DataFrame:
+        """The input delta's and the stored state's contributions to the accumulators:
+        keys, time, then one column per hidden accumulator (see the module docstring)."""
+        assert self.output is not None
+        parts = []
+        if prepared is not None:
+            delta = [F.col(DIFF).alias("cnt")]
+            for j in self._accumulated():
+                present = F.col(f"a{j}").isNotNull()
+                delta.append(F.when(present, F.col(DIFF)).otherwise(0).alias(f"n{j}"))
+                if self.aggregates[j].func == "sum":
+                    weighted = F.col(f"a{j}").cast(self._sum_spark(j)) * F.col(DIFF)
+                    delta.append(F.when(present, weighted).alias(f"s{j}"))
+            parts.append(prepared.select(*self._keys, TIME, *delta))
+        elif not self.group_key:
+            # the first step of a global aggregate without input: its row over nothing
+            zero = [F.lit(0).cast("bigint").alias(n) if n[0] in "cn"
+                    else F.lit(None).cast(self._sum_spark(int(n[1:]))).alias(n)
+                    for n in self.hidden_names()]
+            parts.append(ctx.spark.range(1).select(F.lit(ctx.as_of).cast("bigint").alias(TIME),
+                                                       *zero))
+        old = None if ctx.first else self.output.read(upto=ctx.lower)
+        if old is not None:
+            names = self.full_names()
+            old = old.select(*[F.col(f"c{i}").alias(n) for i, n in enumerate(names)], DIFF)
+            if self._restricted(ctx):
+                assert prepared is not None
+                keys = prepared.select(*[F.col(k).alias(f"t_{k}") for k in self._keys])
+                old = lookup(old, keys, _key_match(self._keys, [f"t_{k}" for k in self._keys]),
+                             "left_semi", ctx.small)
+            state = [(F.col(n) * F.col(DIFF)).alias(n) for n in self.hidden_names()]
+            parts.append(old.select(*self._keys, F.lit(NEVER).alias(TIME), *state))
+        out = union_all(parts)
+        assert out is not None
+        return out.coalesce(1) if ctx.small else out
+
+    def _sum_spark(self, j: int) -> T.DataType:
+        return spark_type(self._sum_type(j))
+
+    def _updates(self, ctx: StepContext, prepared: DataFrame | None) -> DataFrame:
         """Retractions of the previous rows and insertions of the new rows at every
         interesting time of every touched key."""
-        changes = self._changes(prepared, ctx.single_time)
-        previous = self._previous(ctx, changes)
-        if previous is not None:
-            keys = [f"o_{k}" for k in self._keys]
-            joined = changes.join(F.broadcast(previous) if ctx.small else previous,
-                                  _key_match(self._keys, keys), "left")
+        parts = self._contributions(ctx, prepared)
+        hidden = self.hidden_names()
+        sums = [F.sum(n).alias(n) for n in hidden]
+        is_state = F.col(TIME) == NEVER
+        if ctx.single_time and not self._extremes():
+            grouped = parts.groupBy(*self._keys).agg(
+                F.max(TIME).alias(TIME), *sums,
+                *[F.sum(F.when(is_state, F.col(n))).alias(f"p_{n}") for n in hidden],
+                F.max(F.when(is_state, F.lit(1))).alias("p_exists"))
+            rows = grouped.where(F.col(TIME) > NEVER)
+            has_prev = F.col("p_exists").isNotNull()
         else:
-            absent = [F.lit(None).cast(t).alias(f"o_{n}") for n, t in
-                      zip(self.full_names(), self._full_types()) if n not in self._keys]
-            joined = changes.select("*", *absent)
-        if self._extremes():
-            extremes = self._extreme_values(ctx, prepared, changes)
-            joined = joined.join(
-                extremes, _key_match(self._keys, [f"x_{k}" for k in self._keys])
-                & (F.col(TIME) == F.col("x_time")), "left")
-
-        def old(name: str) -> Column:
-            return F.col(f"o_{name}")
-
-        new: dict[str, Column] = {k: F.col(k) for k in self._keys}
-        new["cnt"] = F.coalesce(old("cnt"), F.lit(0)) + F.col("ccnt")
-        for j in self._accumulated():
-            new[f"n{j}"] = F.coalesce(old(f"n{j}"), F.lit(0)) + F.col(f"cn{j}")
-            if self.aggregates[j].func == "sum":
-                total = F.coalesce(old(f"s{j}"), F.lit(0)) + F.col(f"cs{j}")
-                new[f"s{j}"] = total.cast(spark_type(self._sum_type(j)))
-        for j, agg in enumerate(self.aggregates):
-            if agg.func == "count":
-                value = new["cnt"] if agg.expr is None else new[f"n{j}"]
-            elif agg.func == "sum":
-                value = F.when(new[f"n{j}"] > 0, new[f"s{j}"])
-            else:
-                value = F.col(f"e{j}")
-            new[f"v{j}"] = value.cast(spark_type(self.types[len(self._keys) + j]))
-        names, types = self.full_names(), self._full_types()
-        new_row = F.struct(*[new[n].cast(t).alias(n) for n, t in zip(names, types)])
-        old_row = F.struct(*[(F.col(n) if n in self._keys else old(n)).cast(t).alias(n)
-                             for n, t in zip(names, types)])
-        staged = joined.select(*self._keys, TIME, new_row.alias("new"), old_row.alias("old"))
-        if ctx.single_time:
-            paired = staged.select(TIME, F.col("new"), F.col("old").alias("prev"))
-        else:
+            per_time = parts.groupBy(*self._keys, TIME).agg(*sums)
+            extremes = self._extreme_values(ctx, prepared, per_time) if self._extremes() \
+                else None
+            if extremes is not None:
+                per_time = lookup(
+                    per_time, extremes, _key_match(self._keys, [f"x_{k}" for k in self._keys])
+                    & (F.col(TIME) == F.col("x_time")), "left", ctx.small)
+            elif self._extremes():  # nothing to take them from: all NULL
+                per_time = per_time.select("*", *[
+                    F.lit(None).cast(spark_type(self.types[len(self._keys) + j])).alias(f"e{j}")
+                    for j in self._extremes()])
             by_time = Window.partitionBy(*self._keys).orderBy(TIME)
-            first = F.lag(TIME).over(by_time).isNull()
-            paired = staged.select(TIME, F.col("new"), F.when(first, F.col("old")).otherwise(
-                F.lag("new").over(by_time)).alias("prev"))
+            running = by_time.rowsBetween(Window.unboundedPreceding, Window.currentRow)
+            carried = hidden + [f"e{j}" for j in self._extremes()]
+            accumulated = per_time.select(
+                *self._keys, TIME, *[F.sum(n).over(running).alias(n) for n in hidden],
+                *[F.col(f"e{j}") for j in self._extremes()])
+            rows = accumulated.select(
+                *self._keys, TIME, *carried,
+                *[F.lag(n).over(by_time).alias(f"p_{n}") for n in carried],
+                F.lag(TIME).over(by_time).isNotNull().alias("p_exists"),
+            ).where(F.col(TIME) > NEVER)
+            has_prev = F.col("p_exists")
+        names, types = self.full_names(), self._full_types()
+        new, prev = self._row(""), self._row("p_")
+        new_row = F.struct(*[new[n].cast(t).alias(n) for n, t in zip(names, types)])
+        prev_row = F.struct(*[prev[n].cast(t).alias(n) for n, t in zip(names, types)])
         if self.group_key:
-            exists_new = F.col("new.cnt") > 0
-            exists_prev = F.coalesce(F.col("prev.cnt") > 0, F.lit(False))
+            exists_new = F.coalesce(new["cnt"] > 0, F.lit(False))
+            exists_prev = has_prev & F.coalesce(prev["cnt"] > 0, F.lit(False))
         else:
-            exists_new = exists_prev = F.lit(True)
+            exists_new, exists_prev = F.lit(True), has_prev
         update = F.explode(F.array(
-            F.struct(F.col("prev").alias("row"), F.lit(-1).cast("bigint").alias("d"),
+            F.struct(prev_row.alias("row"), F.lit(-1).cast("bigint").alias("d"),
                      exists_prev.alias("keep")),
-            F.struct(F.col("new").alias("row"), F.lit(1).cast("bigint").alias("d"),
+            F.struct(new_row.alias("row"), F.lit(1).cast("bigint").alias("d"),
                      exists_new.alias("keep"))))
-        exploded = paired.select(F.col(TIME), update.alias("u")).where(F.col("u.keep"))
+        exploded = rows.select(F.col(TIME), update.alias("u")).where(F.col("u.keep"))
         return exploded.select(*[F.col(f"u.row.{n}").alias(n) for n in names],
                                F.col(TIME), F.col("u.d").alias(DIFF))
+
+    def _row(self, prefix: str) -> dict[str, Column]:
+        """An output row (keys, visible aggregates, accumulators) from the accumulator (and
+        extreme) columns named with ``prefix``."""
+        def acc(name: str) -> Column:
+            return F.coalesce(F.col(prefix + name), F.lit(0))
+
+        row: dict[str, Column] = {k: F.col(k) for k in self._keys}
+        for j, agg in enumerate(self.aggregates):
+            if agg.func == "count":
+                value = acc("cnt") if agg.expr is None else acc(f"n{j}")
+            elif agg.func == "sum":
+                value = F.when(acc(f"n{j}") > 0, acc(f"s{j}"))
+            else:
+                value = F.col(f"{prefix}e{j}")
+            row[f"v{j}"] = value.cast(spark_type(self.types[len(self._keys) + j]))
+        for name in self.hidden_names():
+            row[name] = acc(name)
+        return row
 
     def history(self, ctx: StepContext) -> DataFrame | None:
         assert self.output is not None

@@ -22,6 +22,9 @@ DEFAULT_CONFIG: dict[str, str] = {
     "spark.log.level": "OFF",
     "spark.cleaner.periodicGC.interval": "1min",
     "spark.driver.memory": "4g",
+    # PySpark otherwise records the Python call site with five JVM calls per DataFrame or
+    # Column function, which doubled the cost of building a step's plans (bench/README.md)
+    "spark.python.sql.dataFrameDebugging.enabled": "false",
 }
 
 SESSION_CONFIG = ("spark.sql.shuffle.partitions", "spark.sql.adaptive.enabled",
@@ -44,14 +47,18 @@ def _check_java() -> None:
         )
 
 
-def start_session(master: str | None = None, config: Mapping[str, str] | None = None
-                  ) -> SparkSession:
-    """A SparkSession on ``master`` (default ``local[2]``; ``sc://host:port`` for Spark
-    Connect), configured for small incremental jobs; ``config`` overrides the defaults."""
+def start_session(master: str | None = None, config: Mapping[str, str] | None = None,
+                  connect: bool = False) -> SparkSession:
+    """A SparkSession on ``master`` (default ``local[2]``; ``sc://host:port`` for a Spark
+    Connect server), configured for small incremental jobs; ``config`` overrides the
+    defaults. ``connect`` starts a local master behind a Spark Connect server of its own."""
     settings = {**DEFAULT_CONFIG, **(config or {})}
     if master and master.startswith("sc://"):
         builder = SparkSession.builder.remote(master)
         settings = {k: v for k, v in settings.items() if k in SESSION_CONFIG}
+    elif connect:
+        _check_java()
+        builder = SparkSession.builder.remote(master or "local[2]")
     else:
         _check_java()
         builder = SparkSession.builder.master(master or "local[2]").appName("matview")

@@ -9,16 +9,22 @@ each read plans over a bounded union of leaves.
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 from matview.runtime.updates import (
+    DIFF,
     SMALL_BATCH_ROWS,
     TIME,
     Leaf,
     advance_times,
     consolidate,
+    consolidated_arrow,
     materialize,
+    stored,
+    union_all,
 )
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -61,27 +67,59 @@ class Trace:
             self.batches.append(Batch(leaf, lower, upper))
 
     def read(self, after: int | None = None, upto: int | None = None) -> DataFrame | None:
-        """The updates with ``after < time <= upto`` (either bound may be absent), or None."""
-        parts = []
+        """The updates with ``after < time <= upto`` (either bound may be absent), or None.
+
+        The batches held in the driver are cut to the range and concatenated in Arrow, so
+        they reach Spark as one local relation (no job to broadcast, one scan)."""
+        tables, frames = [], []
         for batch in self.batches:
             if (after is not None and batch.upper <= after) or (
                 upto is not None and batch.lower > upto
             ):
                 continue
+            low = after is not None and batch.lower <= after
+            high = upto is not None and batch.upper > upto
+            table = batch.leaf.table
+            if table is not None:
+                if low or high:
+                    times = table[TIME]
+                    keep = pc.and_(pc.greater(times, after if low else -(2**63)),
+                                   pc.less_equal(times, upto if high else 2**63 - 1))
+                    table = table.filter(keep)
+                tables.append(table)
+                continue
             df = batch.leaf.df
-            if after is not None and batch.lower <= after:
+            if low:
                 df = df.where(F.col(TIME) > after)
-            if upto is not None and batch.upper > upto:
+            if high:
                 df = df.where(F.col(TIME) <= upto)
-            parts.append(df)
-        if not parts:
+            frames.append(df)
+        local = pa.concat_tables(tables, promote_options="permissive") if tables else None
+        if local is not None and local.num_rows:
+            frames.insert(0, self.spark.createDataFrame(local))
+        return union_all(frames)
+
+    def held_rows(self, upto: int) -> pa.Table | None:
+        """The collection's rows at ``upto`` (each repeated by its multiplicity), computed in
+        Arrow when every batch it needs is held in the driver; None otherwise."""
+        tables = [b.leaf.table for b in self.batches if b.lower <= upto]
+        if not tables or any(t is None for t in tables):
             return None
-        return functools.reduce(DataFrame.unionByName, parts)
+        table = pa.concat_tables(tables, promote_options="permissive")
+        if any(b.upper > upto for b in self.batches):
+            table = table.filter(pc.less_equal(table[TIME], upto))
+        table = table.drop_columns([TIME])
+        names = [c for c in table.column_names if c != DIFF]
+        summed = table.group_by(names, use_threads=False).aggregate([(DIFF, "sum")])
+        counts = summed[f"{DIFF}_sum"].to_numpy(zero_copy_only=False)
+        keep = np.repeat(np.arange(len(counts)), np.maximum(counts, 0))
+        return summed.select(names).take(pa.array(keep, pa.int64()))
 
     def compact(self, since: int) -> None:
         """Allow times before ``since`` to be forgotten, and merge batches if there are too
         many: the newest batches whose total size reaches the size of the batch before them
-        are merged into one consolidated batch (a geometric merge policy)."""
+        are merged into one consolidated batch (a geometric merge policy). Batches held in
+        the driver merge there, with no Spark job."""
         self.since = max(self.since, since)
         if len(self.batches) <= MAX_BATCHES:
             return
@@ -92,9 +130,18 @@ class Trace:
             start -= 1
             tail += self.batches[start].leaf.rows
         merging = self.batches[start:]
-        merged = functools.reduce(DataFrame.unionByName, [b.leaf.df for b in merging])
-        merged = consolidate(advance_times(merged, self.since))
-        leaf = materialize(self.spark, merged, small=tail <= SMALL_BATCH_ROWS)
+        tables = [b.leaf.table for b in merging]
+        if all(t is not None for t in tables):
+            table = pa.concat_tables(tables, promote_options="permissive")
+            times = pc.max_element_wise(table[TIME], pa.scalar(self.since, pa.int64()))
+            table = table.set_column(table.column_names.index(TIME), TIME, times)
+            table = consolidated_arrow(table)
+            leaf = stored(self.spark, table) if table.num_rows else None
+        else:
+            merged = union_all([b.leaf.df for b in merging])
+            assert merged is not None
+            merged = consolidate(advance_times(merged, self.since))
+            leaf = materialize(self.spark, merged, small=tail <= SMALL_BATCH_ROWS)
         lower = max(min(b.lower for b in merging), self.since)
         self.batches = self.batches[:start]
         self.append(leaf, lower, max(max(b.upper for b in merging), lower))

@@ -6,8 +6,12 @@ materializing them into leaves (plans with no lineage), which is where lineage i
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Sequence
 from dataclasses import dataclass
 
+import pyarrow as pa
+import pyarrow.compute as pc
 from matview.runtime.types import column_names
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -18,6 +22,11 @@ DIFF = "_diff"
 SMALL_BATCH_ROWS = 200_000
 """Deltas up to this size are materialized through Arrow in the driver (one job, and the
 rows are then at hand for reads and SUBSCRIBE); larger ones with a local checkpoint."""
+
+LOCAL_LEAF_ROWS = 20_000
+"""Batches up to this size stay in the driver as Arrow-backed local relations; larger ones
+are checkpointed into the executors, because a local relation is decoded from Arrow again on
+every scan (about 1 s per million rows, against 0.1 s for a checkpoint: bench/README.md)."""
 
 
 def data_columns(df: DataFrame) -> list[str]:
@@ -47,13 +56,71 @@ def renamed(df: DataFrame, arity: int) -> DataFrame:
                      F.col(TIME), F.col(DIFF))
 
 
-@dataclass(frozen=True)
-class Leaf:
-    """A materialized batch: ``df`` is a leaf plan (local rows or a checkpoint) of ``rows``
-    update rows."""
+def union_all(frames: Sequence[DataFrame]) -> DataFrame | None:
+    """The union (by column name) of ``frames``; None when there are none."""
+    return functools.reduce(DataFrame.unionByName, frames) if frames else None
 
-    df: DataFrame
+
+def lookup(left: DataFrame, right: DataFrame, on: Column, how: str, small: bool,
+           build: str = "right") -> DataFrame:
+    """``left`` joined with ``right``. In a small step both sides are read in one partition
+    and the ``build`` side is hashed, so the join needs neither a shuffle nor a broadcast
+    (a separate Spark job per broadcast side): a whole small step runs as one job of one
+    task (bench/README.md has the measurement)."""
+    if small:
+        left, right = left.coalesce(1), right.coalesce(1)
+        if build == "left":
+            left = left.hint("shuffle_hash")
+        else:
+            right = right.hint("shuffle_hash")
+    return left.join(right, on, how)
+
+
+@dataclass(eq=False)
+class Leaf:
+    """A materialized batch of ``rows`` update rows: ``frame`` is a leaf plan (local rows or
+    a checkpoint); ``table`` holds the rows as Arrow when they are kept in the driver, and
+    then the plan is made from it (on ``spark``) only when first asked for."""
+
+    frame: DataFrame | None
     rows: int
+    table: pa.Table | None = None
+    spark: SparkSession | None = None
+
+    @property
+    def df(self) -> DataFrame:
+        if self.frame is None:
+            assert self.table is not None and self.spark is not None
+            self.frame = self.spark.createDataFrame(self.table)
+        return self.frame
+
+    @property
+    def bytes(self) -> int | None:
+        """The Arrow size of rows kept in the driver."""
+        return None if self.table is None else self.table.nbytes
+
+
+def _nullable(table: pa.Table) -> pa.Table:
+    """``table`` with every field nullable, so that batches of one trace concatenate."""
+    return table.cast(pa.schema([f.with_nullable(True) for f in table.schema]))
+
+
+def consolidated_arrow(table: pa.Table) -> pa.Table:
+    """``consolidate`` on rows held in the driver: sum the diffs of equal (row, time) pairs
+    and drop those that cancel (storage work on a trace's own batches)."""
+    keys = [c for c in table.column_names if c != DIFF]
+    summed = table.group_by(keys, use_threads=False).aggregate([(DIFF, "sum")])
+    summed = summed.rename_columns(keys + [DIFF])
+    summed = summed.filter(pc.not_equal(summed[DIFF], 0))
+    return summed.select(table.column_names)
+
+
+def stored(spark: SparkSession, table: pa.Table) -> Leaf:
+    """Update rows held in the driver as a leaf: a local relation when small, else
+    checkpointed into the executors."""
+    if table.num_rows > LOCAL_LEAF_ROWS:
+        return Leaf(spark.createDataFrame(table).localCheckpoint(eager=True), table.num_rows)
+    return Leaf(None, table.num_rows, _nullable(table), spark)
 
 
 def materialize(spark: SparkSession, df: DataFrame, small: bool) -> Leaf | None:
@@ -64,9 +131,7 @@ def materialize(spark: SparkSession, df: DataFrame, small: bool) -> Leaf | None:
     """
     if small:
         table = df.toArrow()
-        if table.num_rows == 0:
-            return None
-        return Leaf(spark.createDataFrame(table), table.num_rows)
+        return stored(spark, table) if table.num_rows else None
     leaf = df.localCheckpoint(eager=True)
     rows = leaf.count()
     return Leaf(leaf, rows) if rows else None

@@ -172,3 +172,41 @@ def test_missing_java_message(monkeypatch) -> None:  # type: ignore[no-untyped-d
     monkeypatch.setattr("shutil.which", lambda name: None)
     with pytest.raises(matview.OperationalError, match="needs a Java runtime"):
         matview.connect(master="local[1]").cursor()
+
+
+def test_transaction_writes_share_one_time(con) -> None:  # type: ignore[no-untyped-def]
+    con.execute("CREATE MATERIALIZED VIEW totals AS SELECT c.region, sum(o.amount) AS s "
+                "FROM orders o JOIN customers c ON o.cust = c.id GROUP BY c.region")
+    con.insert("orders", [(1, 1, 5, None), (2, 2, 7, None)])
+    sub = con.subscribe("totals")
+    sub.fetch()
+    con.advance_time(20)
+    with con.transaction():
+        con.delete("orders", [(1, 1, 5, None)])
+        con.insert("orders", [(3, 1, 9, "new")])
+        con.execute("INSERT INTO customers VALUES (3, 'apac')")
+        with pytest.raises(matview.ProgrammingError, match="inside a transaction"):
+            con.execute("SELECT * FROM totals")
+    assert sub.fetch() == [(20, -1, "eu", Decimal(5)), (20, 1, "eu", Decimal(9))]
+    assert con.execute("SELECT count(*) FROM customers").fetchall() == [(3,)]
+
+
+def test_transaction_failure_and_rollback_write_nothing(con) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(RuntimeError), con.transaction():
+        con.insert("orders", [(1, 1, 5, None)])
+        raise RuntimeError("abandoned")
+    con.begin()
+    con.execute("INSERT INTO orders VALUES (2, 1, 6, NULL)")
+    con.rollback()
+    assert con.execute("SELECT count(*) FROM orders").fetchall() == [(0,)]
+    with pytest.raises(matview.ProgrammingError, match="no transaction"):
+        con.rollback()
+
+
+def test_numeric_product_keeps_every_digit(con) -> None:  # type: ignore[no-untyped-def]
+    con.execute("CREATE TABLE prices (p NUMERIC(15,2), d NUMERIC(15,2))")
+    con.execute("INSERT INTO prices VALUES (19.99, 0.07), (5.25, 0.5)")
+    con.execute("CREATE MATERIALIZED VIEW net AS SELECT sum(p * (1 - d)) AS s FROM prices")
+    assert con.execute("SELECT * FROM net").fetchall() == [(Decimal("21.2157"),)]
+    assert con.execute("SELECT p, p * d FROM prices ORDER BY p").fetchall() == [
+        (Decimal("5.25"), Decimal("2.6250")), (Decimal("19.99"), Decimal("1.3993"))]

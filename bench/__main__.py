@@ -1,0 +1,101 @@
+"""``python -m bench``: run workloads through matview and the recomputing baselines.
+
+    python -m bench quick                      # every workload at its default size
+    python -m bench w1 --orders 10000000 --batches 20
+    python -m bench w2 --session connect
+    python -m bench tpch --sf 0.1
+
+Prints one table and writes every figure to ``bench/results/<workload>-<session>.json``
+(and ``quick-<session>.json`` for the quick suite). Exits non-zero if any engine's answer
+differs from matview's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from matview.runtime.session import DEFAULT_CONFIG, start_session
+
+from bench.report import table
+from bench.run import run_workload
+from bench.workload import Workload
+
+RESULTS = Path(__file__).parent / "results"
+
+
+def _workloads(args: argparse.Namespace) -> list[Workload]:
+    from bench import tpch, w1, w2
+
+    names = ["w1", "w2", "tpch"] if args.workload == "quick" else [args.workload]
+    out = []
+    for name in names:
+        if name == "w1":
+            out.append(w1.make(orders=args.orders, batches=args.batches or 20,
+                               catchup=args.catchup, seed=args.seed))
+        elif name == "w2":
+            out.append(w2.make(edges=args.edges, batches=args.batches or 20,
+                               catchup=args.catchup, seed=args.seed))
+        elif name == "tpch":
+            out.append(tpch.make(sf=args.sf, batches=args.batches or 10,
+                                 catchup=args.catchup, seed=args.seed))
+        else:
+            raise SystemExit("w3 needs mz_now() temporal filters, which matview does not "
+                             "support yet (the linear operator issue)")
+    return out
+
+
+def _environment(session: str, overrides: dict[str, str]) -> dict[str, Any]:
+    from importlib.metadata import version
+
+    packages = {p: version(p) for p in ("pyspark", "duckdb", "pyarrow", "sqlglot", "numpy")}
+    return {
+        "machine": {"platform": platform.platform(), "python": platform.python_version(),
+                    "cpus": __import__("os").cpu_count()},
+        "packages": packages, "session": session,
+        "config": {**DEFAULT_CONFIG, **overrides},
+        "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("workload", choices=["quick", "w1", "w2", "w3", "tpch"])
+    parser.add_argument("--session", choices=["classic", "connect"], default="classic")
+    parser.add_argument("--batches", type=int, default=None,
+                        help="batches stepped one at a time (default 20; TPC-H 10)")
+    parser.add_argument("--catchup", type=int, default=20,
+                        help="batches for the catch-up measurement (0 skips it)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--orders", type=int, default=1_000_000, help="W1 orders")
+    parser.add_argument("--edges", type=int, default=200_000, help="W2 edges")
+    parser.add_argument("--sf", type=float, default=0.1, help="TPC-H scale factor")
+    parser.add_argument("--baselines", default="spark,duckdb")
+    parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                        help="a Spark setting overriding matview's default (repeatable)")
+    args = parser.parse_args(argv)
+    workloads = _workloads(args)
+    overrides = dict(item.split("=", 1) for item in args.conf)
+    spark = start_session(config=overrides, connect=args.session == "connect")
+    results = []
+    for workload in workloads:
+        print(f"running {workload.name} {workload.params}", file=sys.stderr, flush=True)
+        results.append(run_workload(spark, workload, tuple(args.baselines.split(","))))
+    report = {"environment": _environment(args.session, overrides), "args": vars(args),
+              "results": results}
+    RESULTS.mkdir(exist_ok=True)
+    path = RESULTS / f"{args.workload}-{args.session}.json"
+    path.write_text(json.dumps(report, indent=1, default=str) + "\n")
+    print(table(report))
+    print(f"\nfigures: {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,146 @@
+"""The engines a workload runs on: matview, and the two recomputing baselines.
+
+Each engine loads a workload's tables, applies its batches, and reads every view. matview
+maintains the views; the baselines hold the current tables and run the views' SQL from
+scratch on every read. ``read`` returns each view's rows as an Arrow table.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import duckdb
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+import matview
+from bench.workload import Batch, Table, Workload
+from matview.connection import Connection
+
+
+@contextmanager
+def timed(into: dict[str, float], name: str) -> Iterator[None]:
+    """Add the block's wall time in seconds to ``into[name]``."""
+    start = time.perf_counter()
+    try:
+        yield
+    finally:
+        into[name] = into.get(name, 0.0) + time.perf_counter() - start
+
+
+class Matview:
+    """matview on the given SparkSession, with a manual clock: batch ``i`` commits at time
+    ``clock_base + i`` so that two runs of the same batches produce the same timestamps."""
+
+    name = "matview"
+
+    def __init__(self, spark: SparkSession, workload: Workload) -> None:
+        self.workload = workload
+        self.con: Connection = matview.connect(spark=spark, clock=0)
+
+    def load_tables(self) -> None:
+        for table in self.workload.tables:
+            self.con.execute(table.ddl)
+            self.con.insert(table.name, table.rows)
+
+    def create_views(self) -> None:
+        for name, sql in self.workload.views.items():
+            self.con.execute(f"CREATE MATERIALIZED VIEW {name} AS {sql}")
+
+    def apply(self, batch: Batch, at: int) -> None:
+        """Commit ``batch`` as one transaction at logical time ``at``."""
+        self.con.advance_time(max(at, self.con.now))
+        with self.con.transaction():
+            for name, rows in batch.deletes.items():
+                self.con.delete(name, rows)
+            for name, rows in batch.inserts.items():
+                self.con.insert(name, rows)
+
+    def read(self) -> dict[str, pa.Table]:
+        out = {}
+        for name in self.workload.views:
+            table = self.con.execute(f"SELECT * FROM {name}").fetch_arrow()
+            assert table is not None
+            out[name] = table
+        return out
+
+
+class SparkRecompute:
+    """The tables as checkpointed Spark DataFrames; a batch anti-joins its deletions away,
+    unions its insertions and checkpoints again; a read runs each view's SQL with
+    ``spark.sql`` and collects it through Arrow."""
+
+    name = "spark"
+
+    def __init__(self, spark: SparkSession, workload: Workload) -> None:
+        self.spark = spark
+        self.workload = workload
+        self.tables: dict[str, DataFrame] = {}
+
+    def _register(self, name: str, df: DataFrame) -> None:
+        df = df.localCheckpoint(eager=True)
+        self.tables[name] = df
+        df.createOrReplaceTempView(name)
+
+    def load_tables(self) -> None:
+        for table in self.workload.tables:
+            self._register(table.name, self.spark.createDataFrame(table.rows))
+
+    def apply(self, batch: Batch) -> None:
+        for table in self.workload.tables:
+            if table.name not in batch.deletes and table.name not in batch.inserts:
+                continue
+            df = self.tables[table.name]
+            if table.name in batch.deletes:
+                gone = self.spark.createDataFrame(batch.deletes[table.name].select(table.key))
+                df = df.join(F.broadcast(gone), list(table.key), "left_anti")
+            if table.name in batch.inserts:
+                df = df.unionByName(self.spark.createDataFrame(batch.inserts[table.name]))
+            self._register(table.name, df)
+
+    def read(self) -> dict[str, pa.Table]:
+        return {name: self.spark.sql(sql).toArrow()
+                for name, sql in self.workload.views.items()}
+
+
+class DuckDBRecompute:
+    """The tables in an in-memory DuckDB database; a batch is a DELETE by key and an INSERT;
+    a read runs each view's SQL."""
+
+    name = "duckdb"
+
+    def __init__(self, workload: Workload) -> None:
+        self.workload = workload
+        self.db = duckdb.connect()
+        self.db.execute("SET threads = 2")
+
+    def _run(self, sql: str, rows: pa.Table) -> None:
+        """Run ``sql``, in which ``_rows`` names ``rows``."""
+        self.db.register("_rows", rows)
+        try:
+            self.db.execute(sql)
+        finally:
+            self.db.unregister("_rows")
+
+    def load_tables(self) -> None:
+        for table in self.workload.tables:
+            self._run(f"CREATE TABLE {table.name} AS SELECT * FROM _rows", table.rows)
+
+    def apply(self, batch: Batch) -> None:
+        for table in self.workload.tables:
+            if table.name in batch.deletes:
+                self._delete(table, batch.deletes[table.name])
+            if table.name in batch.inserts:
+                self._run(f"INSERT INTO {table.name} SELECT * FROM _rows",
+                          batch.inserts[table.name])
+
+    def _delete(self, table: Table, rows: pa.Table) -> None:
+        match = " AND ".join(f"{table.name}.{k} = _rows.{k}" for k in table.key)
+        self._run(f"DELETE FROM {table.name} USING _rows WHERE {match}", rows.select(table.key))
+
+    def read(self) -> dict[str, pa.Table]:
+        return {name: self.db.sql(sql).to_arrow_table()
+                for name, sql in self.workload.views.items()}

@@ -1,0 +1,128 @@
+"""What a run measures besides time: arrangement sizes, JVM memory, and result equality."""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+import os
+import re
+from pathlib import Path
+
+import pyarrow as pa
+from matview.runtime.trace import Trace
+from pyspark.sql import SparkSession
+
+from matview.connection import Connection
+
+
+def _traces(con: Connection) -> tuple[list[Trace], list[Trace]]:
+    """The traces of the base tables, and those of the views and their dataflows."""
+    engine = con._engine_for_use()
+    tables, views = [], []
+    for entry in engine.catalog.entries.values():
+        if entry.trace is None:
+            continue
+        if entry.dataflow is None:
+            tables.append(entry.trace)
+        else:
+            views.append(entry.trace)
+            views.extend(entry.dataflow.state())
+    return tables, views
+
+
+def state(con: Connection) -> dict[str, int]:
+    """Update rows held in arrangements: the tables' (``table_rows``) and the views' own
+    state (``view_rows``: outputs, reduce accumulators, join outputs), plus the bytes of
+    batches held in the driver as Arrow (``local_bytes``) and the number of stored
+    batches."""
+    tables, views = _traces(con)
+    return {
+        "table_rows": sum(t.rows for t in tables),
+        "view_rows": sum(t.rows for t in views),
+        "local_bytes": sum(b.leaf.bytes or 0 for t in tables + views for b in t.batches),
+        "batches": sum(len(t.batches) for t in tables + views),
+    }
+
+
+def block_manager_bytes(spark: SparkSession) -> int | None:
+    """Bytes of cached and checkpointed blocks in Spark's block manager (classic sessions;
+    Spark Connect exposes no storage information, so None there)."""
+    context = getattr(spark, "sparkContext", None)
+    try:
+        infos = context._jsc.sc().getRDDStorageInfo()  # type: ignore[union-attr]
+    except Exception:
+        return None
+    return int(sum(info.memSize() + info.diskSize() for info in infos))
+
+
+def jvm_memory(spark: SparkSession) -> dict[str, int | None]:
+    """The JVM's peak heap use (classic sessions, from its memory pools) and the peak
+    resident size of every Java process started by this one (both modes, from /proc)."""
+    heap = None
+    try:
+        factory = spark.sparkContext._jvm.java.lang.management.ManagementFactory
+        heap = int(sum(pool.getPeakUsage().getUsed() for pool in factory.getMemoryPoolMXBeans()
+                       if str(pool.getType()) == "Heap memory"))
+    except Exception:
+        heap = None
+    return {"peak_heap_bytes": heap, "peak_rss_bytes": _java_peak_rss()}
+
+
+def _java_peak_rss() -> int | None:
+    me, peak = os.getpid(), None
+    for status in Path("/proc").glob("[0-9]*/status"):
+        try:
+            text = status.read_text()
+        except OSError:
+            continue
+        parent = re.search(r"^PPid:\s+(\d+)", text, re.M)
+        name = re.search(r"^Name:\s+(\S+)", text, re.M)
+        rss = re.search(r"^VmHWM:\s+(\d+) kB", text, re.M)
+        if parent and name and rss and int(parent.group(1)) == me and name.group(1) == "java":
+            peak = max(peak or 0, int(rss.group(1)) * 1024)
+    return peak
+
+
+TOLERANCE = 1e-5
+"""Relative difference allowed between numbers of two engines: they differ in the scale of
+averages and divisions (DuckDB answers in DOUBLE where Spark and matview keep NUMERIC)."""
+
+
+def _canonical_value(value: object) -> object:
+    if isinstance(value, (int, float, decimal.Decimal)) and not isinstance(value, bool):
+        return float(value)
+    if isinstance(value, (datetime.date, datetime.datetime)):
+        return value.isoformat()
+    return value
+
+
+def canonical(table: pa.Table) -> list[tuple[object, ...]]:
+    """A view's rows as a sorted list, numbers as floats."""
+    rows = [tuple(_canonical_value(v) for v in row)
+            for row in zip(*[c.to_pylist() for c in table.columns])]
+    return sorted(rows, key=lambda row: [(v is None, isinstance(v, str), v if isinstance(
+        v, float) else 0.0, v if isinstance(v, str) else "") for v in row])
+
+
+def _close(a: object, b: object) -> bool:
+    if isinstance(a, float) and isinstance(b, float):
+        return abs(a - b) <= TOLERANCE * max(abs(a), abs(b), 1e-9)
+    return a == b
+
+
+class Mismatch(AssertionError):
+    """An engine's view differs from matview's."""
+
+
+def check_equal(what: str, expected: pa.Table, got: pa.Table) -> None:
+    """Raise ``Mismatch`` naming ``what`` unless both tables hold the same rows (numbers
+    equal within ``TOLERANCE``)."""
+    want, have = canonical(expected), canonical(got)
+    same = len(want) == len(have) and all(
+        len(w) == len(h) and all(_close(a, b) for a, b in zip(w, h))
+        for w, h in zip(want, have))
+    if not same:
+        missing = [r for r in want if r not in have][:3]
+        extra = [r for r in have if r not in want][:3]
+        raise Mismatch(f"{what}: {len(want)} rows expected, {len(have)} found; "
+                       f"missing {missing}, unexpected {extra}")

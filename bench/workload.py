@@ -1,0 +1,56 @@
+"""What a benchmark workload is: tables with their initial rows, views, and batches of
+changes, all generated deterministically from a seed.
+
+Every engine (matview, Spark recompute, DuckDB recompute) is given exactly these objects, so
+the work compared is the same.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+
+
+@dataclass(frozen=True)
+class Table:
+    """A base table: ``ddl`` creates it in matview (``CREATE TABLE name (...)``); ``rows`` are
+    its initial contents with the DDL's column names; ``key`` names columns that identify a
+    row, which the baselines use to apply deletions."""
+
+    name: str
+    ddl: str
+    key: tuple[str, ...]
+    rows: pa.Table
+
+
+@dataclass(frozen=True)
+class Batch:
+    """One transaction: rows inserted into and deleted from each table (deleted rows are
+    whole rows currently in the table), and the logical clock to advance to before it
+    commits (``None`` keeps the clock; W3 advances it with and without changes)."""
+
+    inserts: dict[str, pa.Table] = field(default_factory=dict)
+    deletes: dict[str, pa.Table] = field(default_factory=dict)
+    clock: int | None = None
+
+    @property
+    def size(self) -> int:
+        """Update rows in the batch (an UPDATE counts as one deletion and one insertion)."""
+        return sum(t.num_rows for t in self.inserts.values()) + sum(
+            t.num_rows for t in self.deletes.values())
+
+
+@dataclass(frozen=True)
+class Workload:
+    """``views`` maps a view name to its SELECT, written in SQL that matview, Spark SQL and
+    DuckDB all accept with the same meaning. ``batches`` are applied in order after the
+    views were built; ``catchup`` are further batches for the catch-up measurement.
+    ``params`` records the sizes and seed that generated it."""
+
+    name: str
+    tables: tuple[Table, ...]
+    views: dict[str, str]
+    batches: list[Batch]
+    catchup: list[Batch]
+    params: dict[str, object]

@@ -1,0 +1,47 @@
+"""The benchmark harness at toy sizes: every workload runs through matview and both
+recomputing baselines, the answers are checked against each other after every batch, and
+a wrong answer fails the run."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+
+from bench import w1, w2
+from bench.measure import Mismatch, check_equal
+from bench.run import run_workload
+
+
+@pytest.mark.parametrize("workload", [
+    w1.make(orders=3_000, customers=300, batches=3, catchup=3, changes=40, moves=3, seed=1),
+    w2.make(edges=600, nodes=120, hubs=2, hub_degree=60, batches=3, catchup=3, changes=10,
+            seed=2),
+], ids=["w1", "w2"])
+def test_workload_agrees_with_baselines(spark, workload) -> None:  # type: ignore[no-untyped-def]
+    result = run_workload(spark, workload)
+    figures = result["matview"]
+    assert len(figures["batch_s"]) == 3 and figures["latency"]["median"] > 0
+    assert figures["catchup"]["batches"] == 3 and figures["catchup"]["one_step_s"] > 0
+    assert figures["state"][-1]["table_rows"] >= figures["state"][-1]["live_rows"]
+    for baseline in ("spark", "duckdb"):
+        assert len(result[baseline]["ratio"]) == 3
+
+
+def test_generators_are_deterministic_and_delete_live_rows() -> None:
+    first = w1.make(orders=500, customers=50, batches=4, changes=20, moves=2, seed=7)
+    again = w1.make(orders=500, customers=50, batches=2, catchup=2, changes=20, moves=2,
+                    seed=7)
+    assert [b.inserts["orders"] for b in first.batches] == [
+        b.inserts["orders"] for b in again.batches + again.catchup]
+    live = {row for row in zip(*first.tables[1].rows.to_pydict().values())}
+    for batch in first.batches:
+        gone = set(zip(*batch.deletes["orders"].to_pydict().values()))
+        assert gone <= live
+        live = (live - gone) | set(zip(*batch.inserts["orders"].to_pydict().values()))
+
+
+def test_a_wrong_answer_fails_the_run() -> None:
+    right = pa.table({"k": ["a", "b"], "n": [1, 2]})
+    check_equal("same", right, pa.table({"k": ["b", "a"], "n": [2.0, 1.0]}))
+    with pytest.raises(Mismatch, match="wrong"):
+        check_equal("wrong", right, pa.table({"k": ["a", "b"], "n": [1, 3]}))

@@ -1,4 +1,5 @@
-# matview: `make demo` runs the quickstart, `make test` the whole suite; both install first.
+# matview: `make demo` runs the quickstart, `make test` the whole suite, `make bench` the quick
+# benchmark suite; all install first.
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -10,7 +11,7 @@ install: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e ".[test]"
+	$(PY) -m pip install -q -e ".[test,bench]"
 	touch $@
 
 demo: install
@@ -18,6 +19,9 @@ demo: install
 
 test: install
 	$(PY) -m pytest
+
+bench: install
+	$(PY) -m bench quick
 
 lint: install
 	$(VENV)/bin/ruff check .

@@ -4,6 +4,7 @@
     python -m bench w1 --orders 10000000 --batches 20
     python -m bench w2 --session connect
     python -m bench tpch --sf 0.1
+    python -m bench config                     # the measurements behind the Spark settings
 
 Prints one table and writes every figure to ``bench/results/<workload>-<session>.json``
 (and ``quick-<session>.json`` for the quick suite). Exits non-zero if any engine's answer
@@ -42,8 +43,9 @@ def _workloads(args: argparse.Namespace) -> list[Workload]:
             out.append(w2.make(edges=args.edges, batches=args.batches or 20,
                                catchup=args.catchup, seed=args.seed))
         elif name == "tpch":
-            out.append(tpch.make(sf=args.sf, batches=args.batches or 10,
-                                 catchup=args.catchup, seed=args.seed))
+            catchup = args.catchup if args.workload == "tpch" else min(args.catchup, 10)
+            out.append(tpch.make(sf=args.sf, batches=args.batches or 10, catchup=catchup,
+                                 seed=args.seed))
         else:
             raise SystemExit("w3 needs mz_now() temporal filters, which matview does not "
                              "support yet (the linear operator issue)")
@@ -63,15 +65,30 @@ def _environment(session: str, overrides: dict[str, str]) -> dict[str, Any]:
     }
 
 
+def _config(session: str, overrides: dict[str, str]) -> int:
+    from bench import config
+
+    spark = start_session(config=overrides, connect=session == "connect")
+    figures = config.measure(spark)
+    RESULTS.mkdir(exist_ok=True)
+    path = RESULTS / f"config-{session}.json"
+    path.write_text(json.dumps({"environment": _environment(session, overrides),
+                                "figures": figures}, indent=1) + "\n")
+    print(config.table(figures))
+    print(f"\nfigures: {path}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("workload", choices=["quick", "w1", "w2", "w3", "tpch"])
+    parser.add_argument("workload", choices=["quick", "w1", "w2", "w3", "tpch", "config"])
     parser.add_argument("--session", choices=["classic", "connect"], default="classic")
     parser.add_argument("--batches", type=int, default=None,
                         help="batches stepped one at a time (default 20; TPC-H 10)")
     parser.add_argument("--catchup", type=int, default=20,
-                        help="batches for the catch-up measurement (0 skips it)")
+                        help="batches for the catch-up measurement (0 skips it; the quick "
+                             "suite runs at most 10 for TPC-H)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--orders", type=int, default=1_000_000, help="W1 orders")
     parser.add_argument("--edges", type=int, default=200_000, help="W2 edges")
@@ -80,8 +97,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
                         help="a Spark setting overriding matview's default (repeatable)")
     args = parser.parse_args(argv)
-    workloads = _workloads(args)
     overrides = dict(item.split("=", 1) for item in args.conf)
+    if args.workload == "config":
+        return _config(args.session, overrides)
+    workloads = _workloads(args)
     spark = start_session(config=overrides, connect=args.session == "connect")
     results = []
     for workload in workloads:

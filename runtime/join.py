@@ -18,6 +18,7 @@ from matview.ir.scalar import Scalar, columns_used
 from matview.runtime.expressions import compile_scalar
 from matview.runtime.operator import Delta, Operator, StepContext
 from matview.runtime.trace import Trace
+from matview.runtime.types import col
 from matview.runtime.updates import (
     DIFF,
     TIME,
@@ -28,13 +29,12 @@ from matview.runtime.updates import (
     union_all,
 )
 from pyspark.sql import Column, DataFrame
-from pyspark.sql import functions as F
 
 
 def _prefixed(df: DataFrame, index: int, arity: int) -> DataFrame:
     """Input ``index``'s batch with columns ``j{index}_c{k}``, ``_t{index}``, ``_d{index}``."""
-    return df.select(*[F.col(f"c{k}").alias(f"j{index}_c{k}") for k in range(arity)],
-                     F.col(TIME).alias(f"_t{index}"), F.col(DIFF).alias(f"_d{index}"))
+    return df.select(*[col(f"c{k}").alias(f"j{index}_c{k}") for k in range(arity)],
+                     col(TIME).alias(f"_t{index}"), col(DIFF).alias(f"_d{index}"))
 
 
 @dataclass
@@ -63,7 +63,7 @@ class JoinOp(Operator):
                 for cls in self.equivalences]
 
     def _column_refs(self) -> list[Column]:
-        return [F.col(f"j{i}_c{k}") for i, op in enumerate(self.inputs) for k in range(op.arity)]
+        return [col(f"j{i}_c{k}") for i, op in enumerate(self.inputs) for k in range(op.arity)]
 
     def _conditions(self, bound: frozenset[int], new: int) -> list[Column]:
         """The equalities that become checkable when input ``new`` joins inputs ``bound``."""
@@ -95,15 +95,15 @@ class JoinOp(Operator):
             if other is None:
                 return None
             other = _prefixed(other, j, self.inputs[j].arity)
-            seen = (F.col(f"_t{j}") <= F.col(f"_t{i}")) if j < i else (
-                F.col(f"_t{j}") < F.col(f"_t{i}"))
+            seen = (col(f"_t{j}") <= col(f"_t{i}")) if j < i else (
+                col(f"_t{j}") < col(f"_t{i}"))
             condition = functools.reduce(Column.__and__, self._conditions(bound, j), seen)
             path = lookup(path, other, condition, "inner", ctx.small, build="left")
-            path = path.withColumn(f"_d{i}", F.col(f"_d{i}") * F.col(f"_d{j}"))
+            path = path.withColumn(f"_d{i}", col(f"_d{i}") * col(f"_d{j}"))
             bound = bound | {j}
         names = [f"j{k}_c{c}" for k, op in enumerate(self.inputs) for c in range(op.arity)]
-        return path.select(*[F.col(n).alias(f"c{x}") for x, n in enumerate(names)],
-                           F.col(f"_t{i}").alias(TIME), F.col(f"_d{i}").alias(DIFF))
+        return path.select(*[col(n).alias(f"c{x}") for x, n in enumerate(names)],
+                           col(f"_t{i}").alias(TIME), col(f"_d{i}").alias(DIFF))
 
     def compute(self, ctx: StepContext) -> Delta | None:
         deltas = [op.delta(ctx) for op in self.inputs]

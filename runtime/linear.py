@@ -11,10 +11,9 @@ from matview.ir.scalar import conjoin, may_fail
 from matview.ir.types import SqlType
 from matview.runtime.expressions import compile_scalar
 from matview.runtime.operator import Delta, Operator, StepContext
-from matview.runtime.types import column_names
+from matview.runtime.types import col, column_names
 from matview.runtime.updates import DIFF, TIME, union_all
 from pyspark.sql import Column, DataFrame
-from pyspark.sql import functions as F
 
 
 def apply_steps(df: DataFrame, steps: Sequence[Step], types: Sequence[SqlType]) -> DataFrame:
@@ -26,7 +25,7 @@ def apply_steps(df: DataFrame, steps: Sequence[Step], types: Sequence[SqlType]) 
     types = tuple(types)
     for step in steps:
         names = column_names(len(types))
-        current = [F.col(n) for n in names]
+        current = [col(n) for n in names]
         if isinstance(step, Map):
             new_types = step_types(step, types)
             exprs: list[Column] = []

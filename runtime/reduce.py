@@ -30,7 +30,7 @@ from matview.ir.types import SqlType
 from matview.runtime.expressions import compile_scalar
 from matview.runtime.operator import Delta, Operator, StepContext
 from matview.runtime.trace import Trace
-from matview.runtime.types import spark_type
+from matview.runtime.types import col, spark_type
 from matview.runtime.updates import (
     DIFF,
     LOCAL_LEAF_ROWS,
@@ -53,7 +53,7 @@ NEVER = -(2**63)
 def _key_match(left: list[str], right: list[str]) -> Column:
     """Null-safe equality of key columns (GROUP BY puts NULLs in one group)."""
     return functools.reduce(Column.__and__,
-                            [F.col(a).eqNullSafe(F.col(b)) for a, b in zip(left, right)],
+                            [col(a).eqNullSafe(col(b)) for a, b in zip(left, right)],
                             F.lit(True))
 
 
@@ -109,7 +109,7 @@ class ReduceOp(Operator):
     def _prepared(self, df: DataFrame) -> DataFrame:
         """The input batch as keys ``k*``, aggregate arguments ``a*``, time and diff."""
         assert self.input is not None
-        types, refs = self.input.types, [F.col(c) for c in data_columns(df)]
+        types, refs = self.input.types, [col(c) for c in data_columns(df)]
         keys = [compile_scalar(k, refs, types).alias(n) for k, n in zip(self.group_key,
                                                                           self._keys)]
         args = [compile_scalar(a.expr, refs, types).alias(f"a{j}")
@@ -127,7 +127,7 @@ class ReduceOp(Operator):
         if old is not None:
             old = old.select(*self._keys, *args, DIFF)
             if self.group_key:
-                keys = times.select(*[F.col(k).alias(f"t_{k}") for k in self._keys])
+                keys = times.select(*[col(k).alias(f"t_{k}") for k in self._keys])
                 old = lookup(old, keys, _key_match(self._keys, [f"t_{k}" for k in self._keys]),
                              "left_semi", ctx.small)
             old = old.groupBy(*self._keys, *args).agg(F.sum(DIFF).alias(DIFF))
@@ -135,12 +135,12 @@ class ReduceOp(Operator):
         candidates = union_all(parts)
         if candidates is None:
             return None
-        at = times.select(*[F.col(k).alias(f"x_{k}") for k in self._keys],
-                          F.col(TIME).alias("x_time"))
+        at = times.select(*[col(k).alias(f"x_{k}") for k in self._keys],
+                          col(TIME).alias("x_time"))
         valid = lookup(candidates, at, _key_match(self._keys, [f"x_{k}" for k in self._keys])
-                       & (F.col(TIME) <= F.col("x_time")), "inner", ctx.small)
+                       & (col(TIME) <= col("x_time")), "inner", ctx.small)
         counted = (valid.groupBy(*[f"x_{k}" for k in self._keys], "x_time", *args)
-                   .agg(F.sum(DIFF).alias("m")).where(F.col("m") > 0))
+                   .agg(F.sum(DIFF).alias("m")).where(col("m") > 0))
         extremes = [(F.min if self.aggregates[j].func == "min" else F.max)(f"a{j}").alias(f"e{j}")
                     for j in self._extremes()]
         return counted.groupBy(*[f"x_{k}" for k in self._keys], "x_time").agg(*extremes)
@@ -167,7 +167,7 @@ class ReduceOp(Operator):
         if prepared is None and not first_global:
             return None
         full = self._updates(ctx, prepared)
-        full = full.select(*[F.col(n).alias(f"c{i}") for i, n in
+        full = full.select(*[col(n).alias(f"c{i}") for i, n in
                              enumerate(self.full_names())], TIME, DIFF)
         leaf = materialize(ctx.spark, consolidate(full), ctx.small)
         self._staged.append((self.output, leaf, *self._range(ctx)))
@@ -199,12 +199,12 @@ class ReduceOp(Operator):
         assert self.output is not None
         parts = []
         if prepared is not None:
-            delta = [F.col(DIFF).alias("cnt")]
+            delta = [col(DIFF).alias("cnt")]
             for j in self._accumulated():
-                present = F.col(f"a{j}").isNotNull()
-                delta.append(F.when(present, F.col(DIFF)).otherwise(0).alias(f"n{j}"))
+                present = col(f"a{j}").isNotNull()
+                delta.append(F.when(present, col(DIFF)).otherwise(0).alias(f"n{j}"))
                 if self.aggregates[j].func == "sum":
-                    weighted = F.col(f"a{j}").cast(self._sum_spark(j)) * F.col(DIFF)
+                    weighted = col(f"a{j}").cast(self._sum_spark(j)) * col(DIFF)
                     delta.append(F.when(present, weighted).alias(f"s{j}"))
             parts.append(prepared.select(*self._keys, TIME, *delta))
         elif not self.group_key:
@@ -217,13 +217,13 @@ class ReduceOp(Operator):
         old = None if ctx.first else self.output.read(upto=ctx.lower)
         if old is not None:
             names = self.full_names()
-            old = old.select(*[F.col(f"c{i}").alias(n) for i, n in enumerate(names)], DIFF)
+            old = old.select(*[col(f"c{i}").alias(n) for i, n in enumerate(names)], DIFF)
             if self._restricted(ctx):
                 assert prepared is not None
-                keys = prepared.select(*[F.col(k).alias(f"t_{k}") for k in self._keys])
+                keys = prepared.select(*[col(k).alias(f"t_{k}") for k in self._keys])
                 old = lookup(old, keys, _key_match(self._keys, [f"t_{k}" for k in self._keys]),
                              "left_semi", ctx.small)
-            state = [(F.col(n) * F.col(DIFF)).alias(n) for n in self.hidden_names()]
+            state = [(col(n) * col(DIFF)).alias(n) for n in self.hidden_names()]
             parts.append(old.select(*self._keys, F.lit(NEVER).alias(TIME), *state))
         out = union_all(parts)
         assert out is not None
@@ -238,14 +238,14 @@ class ReduceOp(Operator):
         parts = self._contributions(ctx, prepared)
         hidden = self.hidden_names()
         sums = [F.sum(n).alias(n) for n in hidden]
-        is_state = F.col(TIME) == NEVER
+        is_state = col(TIME) == NEVER
         if ctx.single_time and not self._extremes():
             grouped = parts.groupBy(*self._keys).agg(
                 F.max(TIME).alias(TIME), *sums,
-                *[F.sum(F.when(is_state, F.col(n))).alias(f"p_{n}") for n in hidden],
+                *[F.sum(F.when(is_state, col(n))).alias(f"p_{n}") for n in hidden],
                 F.max(F.when(is_state, F.lit(1))).alias("p_exists"))
-            rows = grouped.where(F.col(TIME) > NEVER)
-            has_prev = F.col("p_exists").isNotNull()
+            rows = grouped.where(col(TIME) > NEVER)
+            has_prev = col("p_exists").isNotNull()
         else:
             per_time = parts.groupBy(*self._keys, TIME).agg(*sums)
             extremes = self._extreme_values(ctx, prepared, per_time) if self._extremes() \
@@ -253,7 +253,7 @@ class ReduceOp(Operator):
             if extremes is not None:
                 per_time = lookup(
                     per_time, extremes, _key_match(self._keys, [f"x_{k}" for k in self._keys])
-                    & (F.col(TIME) == F.col("x_time")), "left", ctx.small)
+                    & (col(TIME) == col("x_time")), "left", ctx.small)
             elif self._extremes():  # nothing to take them from: all NULL
                 per_time = per_time.select("*", *[
                     F.lit(None).cast(spark_type(self.types[len(self._keys) + j])).alias(f"e{j}")
@@ -263,13 +263,13 @@ class ReduceOp(Operator):
             carried = hidden + [f"e{j}" for j in self._extremes()]
             accumulated = per_time.select(
                 *self._keys, TIME, *[F.sum(n).over(running).alias(n) for n in hidden],
-                *[F.col(f"e{j}") for j in self._extremes()])
+                *[col(f"e{j}") for j in self._extremes()])
             rows = accumulated.select(
                 *self._keys, TIME, *carried,
                 *[F.lag(n).over(by_time).alias(f"p_{n}") for n in carried],
                 F.lag(TIME).over(by_time).isNotNull().alias("p_exists"),
-            ).where(F.col(TIME) > NEVER)
-            has_prev = F.col("p_exists")
+            ).where(col(TIME) > NEVER)
+            has_prev = col("p_exists")
         names, types = self.full_names(), self._full_types()
         new, prev = self._row(""), self._row("p_")
         new_row = F.struct(*[new[n].cast(t).alias(n) for n, t in zip(names, types)])
@@ -284,24 +284,24 @@ class ReduceOp(Operator):
                      exists_prev.alias("keep")),
             F.struct(new_row.alias("row"), F.lit(1).cast("bigint").alias("d"),
                      exists_new.alias("keep"))))
-        exploded = rows.select(F.col(TIME), update.alias("u")).where(F.col("u.keep"))
-        return exploded.select(*[F.col(f"u.row.{n}").alias(n) for n in names],
-                               F.col(TIME), F.col("u.d").alias(DIFF))
+        exploded = rows.select(col(TIME), update.alias("u")).where(col("u.keep"))
+        return exploded.select(*[col(f"u.row.{n}").alias(n) for n in names],
+                               col(TIME), col("u.d").alias(DIFF))
 
     def _row(self, prefix: str) -> dict[str, Column]:
         """An output row (keys, visible aggregates, accumulators) from the accumulator (and
         extreme) columns named with ``prefix``."""
         def acc(name: str) -> Column:
-            return F.coalesce(F.col(prefix + name), F.lit(0))
+            return F.coalesce(col(prefix + name), F.lit(0))
 
-        row: dict[str, Column] = {k: F.col(k) for k in self._keys}
+        row: dict[str, Column] = {k: col(k) for k in self._keys}
         for j, agg in enumerate(self.aggregates):
             if agg.func == "count":
                 value = acc("cnt") if agg.expr is None else acc(f"n{j}")
             elif agg.func == "sum":
                 value = F.when(acc(f"n{j}") > 0, acc(f"s{j}"))
             else:
-                value = F.col(f"{prefix}e{j}")
+                value = col(f"{prefix}e{j}")
             row[f"v{j}"] = value.cast(spark_type(self.types[len(self._keys) + j]))
         for name in self.hidden_names():
             row[name] = acc(name)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import warnings
 from collections.abc import Mapping
 
 from pyspark.sql import SparkSession
@@ -64,7 +65,11 @@ def start_session(master: str | None = None, config: Mapping[str, str] | None = 
         builder = SparkSession.builder.master(master or "local[2]").appName("matview")
     for key, value in settings.items():
         builder = builder.config(key, value)
-    return builder.getOrCreate()
+    with warnings.catch_warnings():
+        # a local Spark Connect server takes the static settings at start; the client then
+        # warns that it cannot set them on the session
+        warnings.filterwarnings("ignore", message="Failed to set")
+        return builder.getOrCreate()
 
 
 def configure(spark: SparkSession) -> None:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+from matview.runtime.types import col
 from matview.runtime.updates import (
     DIFF,
     SMALL_BATCH_ROWS,
@@ -27,7 +28,6 @@ from matview.runtime.updates import (
     union_all,
 )
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
 
 MAX_BATCHES = 8
 """Batches a trace keeps before it merges: a merge is a Spark job, so not after every step."""
@@ -50,6 +50,9 @@ class Trace:
         self.arity = arity
         self.batches: list[Batch] = []
         self.since = -(2**63)
+        self._reads: dict[tuple[int | None, int | None], DataFrame | None] = {}
+        """Reads since the batches last changed: every dataflow reading this trace in one
+        refresh asks for the same ranges, and building a plan from Arrow costs a JVM call."""
 
     @property
     def rows(self) -> int:
@@ -65,12 +68,18 @@ class Trace:
         """Add a batch of updates with times in ``[lower, upper]``."""
         if leaf is not None:
             self.batches.append(Batch(leaf, lower, upper))
+            self._reads = {}
 
     def read(self, after: int | None = None, upto: int | None = None) -> DataFrame | None:
         """The updates with ``after < time <= upto`` (either bound may be absent), or None.
 
         The batches held in the driver are cut to the range and concatenated in Arrow, so
         they reach Spark as one local relation (no job to broadcast, one scan)."""
+        if (after, upto) not in self._reads:
+            self._reads[(after, upto)] = self._read(after, upto)
+        return self._reads[(after, upto)]
+
+    def _read(self, after: int | None, upto: int | None) -> DataFrame | None:
         tables, frames = [], []
         for batch in self.batches:
             if (after is not None and batch.upper <= after) or (
@@ -90,9 +99,9 @@ class Trace:
                 continue
             df = batch.leaf.df
             if low:
-                df = df.where(F.col(TIME) > after)
+                df = df.where(col(TIME) > after)
             if high:
-                df = df.where(F.col(TIME) <= upto)
+                df = df.where(col(TIME) <= upto)
             frames.append(df)
         local = pa.concat_tables(tables, promote_options="permissive") if tables else None
         if local is not None and local.num_rows:
@@ -144,4 +153,5 @@ class Trace:
             leaf = materialize(self.spark, merged, small=tail <= SMALL_BATCH_ROWS)
         lower = max(min(b.lower for b in merging), self.since)
         self.batches = self.batches[:start]
+        self._reads = {}
         self.append(leaf, lower, max(max(b.upper for b in merging), lower))

@@ -1,12 +1,16 @@
-"""Mapping matview's SQL types to Spark and Arrow types."""
+"""Mapping matview's SQL types to Spark and Arrow types, and naming columns."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 import pyarrow as pa
 from matview.ir.types import Kind, SqlType
+from pyspark.sql import Column
+from pyspark.sql import functions as F
 from pyspark.sql import types as T
+from pyspark.sql.utils import is_remote
 
 
 def spark_type(t: SqlType) -> T.DataType:
@@ -29,6 +33,17 @@ def arrow_type(t: SqlType) -> pa.DataType:
         Kind.DOUBLE: pa.float64(), Kind.TEXT: pa.string(), Kind.DATE: pa.date32(),
         Kind.TIMESTAMP: pa.timestamp("us"), Kind.NULL: pa.string(),
     }[t.kind]
+
+
+@functools.cache
+def _column(name: str, remote: bool) -> Column:
+    return F.col(name)
+
+
+def col(name: str) -> Column:
+    """``F.col(name)``, made once per name: in a classic session every Column function is a
+    JVM call, and a step's plans name the same columns hundreds of times."""
+    return _column(name, is_remote())
 
 
 def column_names(arity: int) -> list[str]:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from matview.runtime.types import column_names
+from matview.runtime.types import col, column_names
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -35,25 +35,25 @@ def data_columns(df: DataFrame) -> list[str]:
 
 
 def cols(df: DataFrame) -> list[Column]:
-    return [F.col(c) for c in data_columns(df)]
+    return [col(c) for c in data_columns(df)]
 
 
 def consolidate(df: DataFrame) -> DataFrame:
     """Sum the diffs of equal (row, time) pairs and drop those that cancel."""
     return (df.groupBy(*data_columns(df), TIME).agg(F.sum(DIFF).alias(DIFF))
-            .where(F.col(DIFF) != 0))
+            .where(col(DIFF) != 0))
 
 
 def advance_times(df: DataFrame, since: int) -> DataFrame:
     """Advance every time before ``since`` to ``since`` (compaction; seed 004)."""
-    return df.withColumn(TIME, F.greatest(F.col(TIME), F.lit(since).cast("bigint")))
+    return df.withColumn(TIME, F.greatest(col(TIME), F.lit(since).cast("bigint")))
 
 
 def renamed(df: DataFrame, arity: int) -> DataFrame:
     """``df``'s first ``arity`` columns renamed positionally to ``c0..``, then time, diff."""
     names = column_names(arity)
-    return df.select(*[F.col(old).alias(new) for old, new in zip(df.columns[:arity], names)],
-                     F.col(TIME), F.col(DIFF))
+    return df.select(*[col(old).alias(new) for old, new in zip(df.columns[:arity], names)],
+                     col(TIME), col(DIFF))
 
 
 def union_all(frames: Sequence[DataFrame]) -> DataFrame | None:

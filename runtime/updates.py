@@ -100,9 +100,15 @@ class Leaf:
         return None if self.table is None else self.table.nbytes
 
 
-def _nullable(table: pa.Table) -> pa.Table:
-    """``table`` with every field nullable, so that batches of one trace concatenate."""
-    return table.cast(pa.schema([f.with_nullable(True) for f in table.schema]))
+def _normalized(table: pa.Table) -> pa.Table:
+    """``table`` with every field nullable and timestamps without a zone (Spark hands out
+    its UTC timestamps zoned, writes arrive without one), so batches of a trace concatenate."""
+    fields = []
+    for f in table.schema:
+        if pa.types.is_timestamp(f.type) and f.type.tz is not None:
+            f = f.with_type(pa.timestamp(f.type.unit))
+        fields.append(f.with_nullable(True))
+    return table.cast(pa.schema(fields))
 
 
 def consolidated_arrow(table: pa.Table) -> pa.Table:
@@ -120,7 +126,7 @@ def stored(spark: SparkSession, table: pa.Table) -> Leaf:
     checkpointed into the executors."""
     if table.num_rows > LOCAL_LEAF_ROWS:
         return Leaf(spark.createDataFrame(table).localCheckpoint(eager=True), table.num_rows)
-    return Leaf(None, table.num_rows, _nullable(table), spark)
+    return Leaf(None, table.num_rows, _normalized(table), spark)
 
 
 def materialize(spark: SparkSession, df: DataFrame, small: bool) -> Leaf | None:

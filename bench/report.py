@@ -46,4 +46,31 @@ def table(report: dict[str, Any]) -> str:
             f"{first['batches']} / {last['batches']}; JVM peak heap "
             f"{'-' if heap is None else f'{heap / 2**20:.0f} MiB'}, peak RSS "
             f"{(memory.get('peak_rss_bytes') or 0) / 2**20:.0f} MiB")
-    return "\n".join(lines + [""] + extra)
+    return "\n".join(lines + [""] + extra + [""] + targets(report))
+
+
+def targets(report: dict[str, Any]) -> list[str]:
+    """The issue's targets that this run's figures speak to, each met or missed and by how
+    much (W1 latency and ratio, catch-up speedup, arrangement rows against input rows)."""
+    out = []
+    for result in report["results"]:
+        name, mv = result["workload"], result["matview"]
+        median = mv["latency"].get("median")
+        spark = result.get("spark", {}).get("ratio_median")
+        if name == "w1" and median is not None:
+            out.append(_target("W1 median batch <= 0.4 s", median <= 0.4, f"{median:.3f} s"))
+        if name == "w1" and spark is not None:
+            out.append(_target("W1 >= 8x Spark recompute", spark >= 8, f"{spark:.2f}x"))
+        catchup = mv.get("catchup")
+        if catchup:
+            out.append(_target(f"{name} catch-up >= 20x stepping", catchup["speedup"] >= 20,
+                               f"{catchup['speedup']:.1f}x over {catchup['batches']} batches"))
+        last = mv["state"][-1]
+        ratio = last["table_rows"] / max(last["live_rows"], 1)
+        out.append(_target(f"{name} arrangement rows <= 3x input rows", ratio <= 3,
+                           f"{ratio:.2f}x"))
+    return out
+
+
+def _target(what: str, met: bool, figure: str) -> str:
+    return f"target {what}: {'met' if met else 'MISSED'} ({figure})"

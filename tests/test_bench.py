@@ -9,6 +9,7 @@ import pytest
 
 from bench import w1, w2
 from bench.measure import Mismatch, check_equal
+from bench.report import table
 from bench.run import run_workload
 
 
@@ -25,6 +26,9 @@ def test_workload_agrees_with_baselines(spark, workload) -> None:  # type: ignor
     assert figures["state"][-1]["table_rows"] >= figures["state"][-1]["live_rows"]
     for baseline in ("spark", "duckdb"):
         assert len(result[baseline]["ratio"]) == 3
+    printed = table({"environment": {"session": "classic"}, "results": [result]})
+    assert f"| {workload.name} | matview |" in printed
+    assert f"target {workload.name} catch-up >= 20x stepping:" in printed
 
 
 def test_generators_are_deterministic_and_delete_live_rows() -> None:

@@ -373,6 +373,8 @@ class Engine:
         leaf = materialize(self.spark, frame, small)
         if leaf is None:
             return None, 0
+        if leaf.table is not None:  # the rows are at hand: no second Spark job to count
+            return leaf, int(pc.sum(pc.abs(leaf.table[DIFF])).as_py())
         return leaf, int(leaf.df.select(F.sum(F.abs(F.col(DIFF)))).first()[0] or 0)
 
     def begin(self) -> None:

@@ -117,12 +117,10 @@ class Trace:
         table = pa.concat_tables(tables, promote_options="permissive")
         if any(b.upper > upto for b in self.batches):
             table = table.filter(pc.less_equal(table[TIME], upto))
-        table = table.drop_columns([TIME])
-        names = [c for c in table.column_names if c != DIFF]
-        summed = table.group_by(names, use_threads=False).aggregate([(DIFF, "sum")])
-        counts = summed[f"{DIFF}_sum"].to_numpy(zero_copy_only=False)
+        summed = consolidated_arrow(table.drop_columns([TIME]))
+        counts = summed[DIFF].to_numpy(zero_copy_only=False)
         keep = np.repeat(np.arange(len(counts)), np.maximum(counts, 0))
-        return summed.select(names).take(pa.array(keep, pa.int64()))
+        return summed.drop_columns([DIFF]).take(pa.array(keep, pa.int64()))
 
     def compact(self, since: int) -> None:
         """Allow times before ``since`` to be forgotten, and merge batches if there are too

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from datetime import date, datetime
 from decimal import ROUND_HALF_UP, Context, Decimal, InvalidOperation, localcontext
 
+from matview.ir import intervals, jsonb
 from matview.ir.functions import EvalError, lookup
 from matview.ir.scalar import Call, Case, Cast, Col, Lit, Scalar, type_of
 from matview.ir.types import INT_RANGE, INTEGER_KINDS, TIMESTAMP, Kind, SqlType
@@ -92,6 +93,8 @@ def _conform(value: object, sql_type: SqlType) -> object:
     widen implicitly (int or Decimal to float, int to Decimal, date to datetime)."""
     if isinstance(value, bool):
         return value
+    if isinstance(value, list):
+        return tuple(value)
     if sql_type.kind is Kind.DOUBLE and isinstance(value, int | Decimal):
         return float(value)
     if sql_type.kind is Kind.NUMERIC and isinstance(value, int):
@@ -144,6 +147,19 @@ def cast_value(value: object, to: SqlType) -> object:
             return _conform(value, TIMESTAMP)
         if isinstance(value, str):
             return _parse_datetime(value, to)
+    if kind is Kind.JSONB and isinstance(value, str):
+        try:
+            return jsonb.canonical(value)
+        except jsonb.JsonError as error:
+            raise EvalError(str(error)) from None
+    if kind is Kind.INTERVAL and isinstance(value, str):
+        try:
+            return intervals.parse(value)
+        except intervals.IntervalError as error:
+            raise EvalError(str(error)) from None
+    if kind is Kind.ARRAY and isinstance(value, tuple | list):
+        assert to.element is not None
+        return tuple(cast_value(v, to.element) for v in value)
     raise _cannot_cast(value, to)
 
 

@@ -16,13 +16,18 @@ from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
+from matview.ir.intervals import Interval, shift
 from matview.ir.types import (
     BOOLEAN,
     INT,
     INTEGER_KINDS,
+    MZ_TIMESTAMP,
+    NULLTYPE,
     TEXT,
+    TIMESTAMP,
     Kind,
     SqlType,
+    array_of,
     common_type,
 )
 
@@ -207,11 +212,26 @@ def _is_integral(types: Sequence[SqlType]) -> bool:
     return all(t.kind in INTEGER_KINDS + (Kind.NULL,) for t in types)
 
 
-for _name, _symbol, _py, _sp in (
-    ("add", "+", lambda a, b: a + b, lambda F, a, b: a + b),
-    ("sub", "-", lambda a, b: a - b, lambda F, a, b: a - b),
-):
-    register(Function(_name, _numeric, _py, _sp, (2, 2), _symbol, may_fail=True))
+def _additive(types: list[SqlType]) -> SqlType:
+    """``+``/``-``: numbers, or a TIMESTAMP or DATE shifted by an INTERVAL (it second)."""
+    kinds = [t.kind for t in types]
+    if Kind.INTERVAL in kinds:
+        if kinds[0] in (Kind.TIMESTAMP, Kind.DATE, Kind.NULL) and kinds[1] is Kind.INTERVAL:
+            return TIMESTAMP
+        raise TypeError(f"operator does not accept {types[0]} and {types[1]}")
+    return _numeric(types)
+
+
+def _add(a: Any, b: Any) -> Any:
+    return shift(a, b) if isinstance(b, Interval) else a + b
+
+
+def _sub(a: Any, b: Any) -> Any:
+    return shift(a, -b) if isinstance(b, Interval) else a - b
+
+
+register(Function("add", _additive, _add, lambda F, a, b: a + b, (2, 2), "+", may_fail=True))
+register(Function("sub", _additive, _sub, lambda F, a, b: a - b, (2, 2), "-", may_fail=True))
 register(Function("mul", _product, lambda a, b: a * b, lambda F, a, b: a * b, (2, 2), "*",
                   may_fail=True))
 
@@ -253,3 +273,22 @@ register(Function("coalesce", _common,
                   lambda F, *a: F.coalesce(*a), (1, 64), handles_null=True))
 register(Function("nullif", lambda t: t[0], lambda a, b: None if a == b else a,
                   lambda F, a, b: F.nullif(a, b), (2, 2), handles_null=True))
+
+
+def _not_evaluable(*args: Any) -> Any:
+    raise EvalError("mz_now() can only be evaluated in a temporal filter")
+
+
+register(Function("mz_now", lambda t: MZ_TIMESTAMP, _not_evaluable, _not_evaluable, (0, 0),
+                  handles_null=True))
+
+
+def _array_type(types: list[SqlType]) -> SqlType:
+    element = NULLTYPE
+    for t in types:
+        element = common_type(element, t)
+    return array_of(element)
+
+
+register(Function("array", _array_type, lambda *a: tuple(a), lambda F, *a: F.array(*a),
+                  (0, 10_000), handles_null=True))

@@ -16,43 +16,42 @@ from math import prod
 from typing import Any
 
 from matview.ir.evaluate import DECIMAL_CONTEXT, cast_value, evaluate, promote
+from matview.ir.linear_logic import BOTTOM, join_function, steps_logic
 from matview.ir.relation import (
     Aggregate,
     Constant,
-    Filter,
     Get,
     Join,
     Linear,
-    Map,
-    Project,
     Reduce,
     Relation,
-    Step,
     Union,
-    step_types,
 )
-from matview.ir.scalar import Scalar, type_of
+from matview.ir.scalar import Scalar
+from matview.ir.table_functions import DEFAULT_ROW_LIMIT
 from matview.ir.types import SqlType
 
 Row = tuple[object, ...]
 
 
-def interpret(rel: Relation, tables: Mapping[str, Counter[Row]]) -> Counter[Row]:
-    """The multiset ``rel`` denotes when each table ``name`` holds ``tables[name]``."""
+def interpret(rel: Relation, tables: Mapping[str, Counter[Row]], now: int = BOTTOM,
+              limit: int = DEFAULT_ROW_LIMIT) -> Counter[Row]:
+    """The multiset ``rel`` denotes at time ``now`` (what ``mz_now()`` reads) when each table
+    ``name`` holds ``tables[name]``; ``limit`` bounds the rows of a table function call."""
     if isinstance(rel, Get):
         return _consolidate(tables[rel.name].items())
     if isinstance(rel, Constant):
         return _consolidate((tuple(values), mult) for values, mult in rel.rows)
     if isinstance(rel, Linear):
-        return _linear(rel, interpret(rel.input, tables))
+        return _linear(rel, interpret(rel.input, tables, now, limit), now, limit)
     if isinstance(rel, Join):
-        return _join(rel, [interpret(i, tables) for i in rel.inputs])
+        return _join(rel, [interpret(i, tables, now, limit) for i in rel.inputs])
     if isinstance(rel, Union):
         return _consolidate(
-            entry for i in rel.inputs for entry in interpret(i, tables).items()
+            entry for i in rel.inputs for entry in interpret(i, tables, now, limit).items()
         )
     if isinstance(rel, Reduce):
-        return _reduce(rel, interpret(rel.input, tables))
+        return _reduce(rel, interpret(rel.input, tables, now, limit))
     raise TypeError(f"not a relation: {rel!r}")
 
 
@@ -64,37 +63,12 @@ def _consolidate(entries: Iterable[tuple[Row, int]]) -> Counter[Row]:
     return Counter({row: mult for row, mult in total.items() if mult != 0})
 
 
-def _linear(rel: Linear, rows: Counter[Row]) -> Counter[Row]:
-    types = rel.input.types
-    out = []
-    for row, mult in rows.items():
-        result = _apply_steps(rel.steps, row, types)
-        if result is not None:
-            out.append((result, mult))
-    return _consolidate(out)
-
-
-def _apply_steps(steps: Sequence[Step], row: Row, types: tuple[SqlType, ...]) -> Row | None:
-    """``row`` after ``steps``, or None when a filter drops it."""
-    for step in steps:
-        if isinstance(step, Filter):
-            # Every predicate is evaluated, so that an error does not depend on their order.
-            verdicts = [evaluate(p, row, types) for p in step.predicates]
-            if not all(v is True for v in verdicts):
-                return None
-        elif isinstance(step, Map):
-            # Each expression sees the columns appended before it.
-            values, so_far = list(row), list(types)
-            for expr in step.exprs:
-                values.append(evaluate(expr, values, so_far))
-                so_far.append(type_of(expr, so_far))
-            row = tuple(values)
-        elif isinstance(step, Project):
-            row = tuple(row[i] for i in step.outputs)
-        else:
-            raise TypeError(f"not a linear step: {step!r}")
-        types = step_types(step, types)
-    return row
+def _linear(rel: Linear, rows: Counter[Row], now: int, limit: int) -> Counter[Row]:
+    """The updates ``join_function`` makes of the static input (each row at time ⊥) that are
+    in effect at ``now``."""
+    logic = steps_logic(rel.steps, rel.input.types, limit)
+    updates = join_function(logic, ((row, BOTTOM, mult) for row, mult in rows.items()))
+    return _consolidate((row, diff) for row, time, diff in updates if time <= now)
 
 
 def _join(rel: Join, inputs: list[Counter[Row]]) -> Counter[Row]:
@@ -102,7 +76,8 @@ def _join(rel: Join, inputs: list[Counter[Row]]) -> Counter[Row]:
     out = []
     for combination in product(*(list(rows.items()) for rows in inputs)):
         row = tuple(v for part, _ in combination for v in part)
-        if all(_all_equal(exprs, row, types) for exprs in rel.equivalences):
+        if all(_all_equal(exprs, row, types) for exprs in rel.equivalences) and all(
+                evaluate(p, row, types) is True for p in rel.predicates):
             out.append((row, prod(mult for _, mult in combination)))
     return _consolidate(out)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from matview.ir.scalar import Scalar, type_of
+from matview.ir.scalar import Call, Scalar, type_of
 from matview.ir.types import BIGINT, NUMERIC_MAX, Kind, SqlType
 
 
@@ -88,7 +88,26 @@ class Project:
     outputs: tuple[int, ...]
 
 
-Step = Map | Filter | Project
+@dataclass(frozen=True)
+class FlatMap:
+    """Linear step: each row is repeated once per row of the table functions ``calls``
+    (``table_functions``), with their columns appended; several calls run in lockstep (as
+    PostgreSQL's ``ROWS FROM``), the shorter ones padded with NULLs. ``ordinality`` appends
+    the BIGINT position 1, 2, ... of each output row."""
+
+    calls: tuple[Call, ...]
+    ordinality: bool = False
+
+
+@dataclass(frozen=True)
+class Repeat:
+    """Linear step (``repeat_row``): the row with its multiplicity multiplied by ``count``
+    (an integer expression; negative retracts, 0 or NULL drops the row)."""
+
+    count: Scalar
+
+
+Step = Map | Filter | Project | FlatMap | Repeat
 
 
 def step_types(step: Step, types: tuple[SqlType, ...]) -> tuple[SqlType, ...]:
@@ -100,16 +119,39 @@ def step_types(step: Step, types: tuple[SqlType, ...]) -> tuple[SqlType, ...]:
         return tuple(out)
     if isinstance(step, Project):
         return tuple(types[i] for i in step.outputs)
+    if isinstance(step, FlatMap):
+        from matview.ir.table_functions import output_types
+
+        added = tuple(t for call in step.calls for t in output_types(call, types))
+        return types + added + ((BIGINT,) if step.ordinality else ())
     return types
+
+
+def step_scalars(step: Step) -> tuple[Scalar, ...]:
+    """The scalar expressions ``step`` evaluates (a FlatMap's call arguments)."""
+    if isinstance(step, Map):
+        return step.exprs
+    if isinstance(step, Filter):
+        return step.predicates
+    if isinstance(step, FlatMap):
+        return tuple(a for call in step.calls for a in call.args)
+    if isinstance(step, Repeat):
+        return (step.count,)
+    return ()
 
 
 @dataclass(frozen=True)
 class Linear(Relation):
-    """The general linear operator (``join_function``): ``steps`` applied in order to each row.
+    """The general linear operator (``join_function``, seed 000): ``steps`` applied in order.
 
-    Meaning: each input update ``(r, t, d)`` becomes ``(r', t, d)`` for the row ``r'`` the
-    steps produce from ``r`` (none when a filter drops it). Linear: ``L(A + B) = L(A) + L(B)``,
-    so the delta rule is the operator itself applied to the input batch. State: none.
+    Meaning: each step is a logic ``row -> [(row', time', diff')]`` (``linear_logic``), the
+    steps compose by ``followed_by``, and each input update ``(r, t, d)`` becomes the updates
+    ``(r', t ⊔ t', d * d')``. Map, Filter, Project and FlatMap emit ``time' = ⊥``; Repeat
+    scales ``diff'``; a Filter predicate over ``mz_now()`` (a temporal filter) emits ``(r,
+    lower, +1)`` and ``(r, upper, -1)``, so a row is present exactly while the predicate holds.
+    Linear: ``L(A + B) = L(A) + L(B)``, so the delta rule is the operator itself applied to the
+    input batch. State: none, except that with a temporal filter the updates whose time lies
+    beyond the frontier wait in the operator until the frontier passes them.
     Two stacked ``Linear`` nodes are one ``Linear`` with the steps concatenated.
     """
 
@@ -138,7 +180,9 @@ class Join(Relation):
     """The n-ary equi-join of ``inputs`` (their columns concatenated in order).
 
     Each tuple of ``equivalences`` lists expressions over the concatenated columns that must
-    all be equal (SQL ``=``: NULL never matches). Delta rule (delta query, seeds 001/003): path
+    all be equal (SQL ``=``: NULL never matches). ``predicates`` (none of them temporal) must
+    all be TRUE on a joined row; each is evaluated in every delta path as soon as the inputs
+    it reads are bound. Delta rule (delta query, seeds 001/003): path
     i joins input i's changes at time ``t`` with every other input j, seeing j's updates with
     time ``<= t`` when ``j < i`` and ``< t`` when ``j > i`` (Alt/Neu order), so simultaneous
     changes count once; the output update has time ``t`` and the product of the diffs.
@@ -148,6 +192,7 @@ class Join(Relation):
     inputs: tuple[Relation, ...]
     equivalences: tuple[tuple[Scalar, ...], ...]
     plan: JoinPlan | None = None
+    predicates: tuple[Scalar, ...] = ()
 
     @property
     def types(self) -> tuple[SqlType, ...]:

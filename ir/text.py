@@ -14,11 +14,14 @@ Operators (the grammar is ``grammar.lark``):
 - ``Get NAME (FIELD TYPE, ...)``
 - ``Constant (TYPE, ...) [(VALUE, ...) xMULTIPLICITY; ...]``, e.g.
   ``Constant (int, text) [(1, 'a') x1; (2, null) x-3]``; ``Constant (int) []`` is empty.
-- ``Linear [STEP; ...]`` with steps ``filter PRED, ...``, ``map EXPR, ...`` and
-  ``project (#i, ...)``: ``Linear [filter (#2 > 0), (#1 = 3); map lower(#1); project (#3)]``.
-- ``Join on=(A = B = C, D = E) plan=KIND[(1, 2), (0, 2), (0, 1)]``: the equivalence classes
-  (``on=()`` when none), then the join plan's kind and one order of input indexes per path;
-  ``plan=`` is left out when the join has no plan. An empty class has no text form.
+- ``Linear [STEP; ...]`` with steps ``filter PRED, ...``, ``map EXPR, ...``,
+  ``project (#i, ...)``, ``flat_map CALL, ... [with ordinality]`` (table functions) and
+  ``repeat_row EXPR``: ``Linear [filter (#2 > 0), (mz_now() < #1); map lower(#1);
+  flat_map generate_series(1, #0) with ordinality; project (#3)]``.
+- ``Join on=(A = B = C, D = E) where=(PRED, ...) plan=KIND[(1, 2), (0, 2), (0, 1)]``: the
+  equivalence classes (``on=()`` when none), the predicates evaluated inside the join
+  (``where=`` left out when none), then the join plan's kind and one order of input indexes
+  per path; ``plan=`` is left out when the join has no plan. An empty class has no text form.
 - ``Reduce group_key=(EXPR, ...) aggregates=(count(*), sum(EXPR), ...)``, ``*`` standing for
   an aggregate without an expression.
 - ``Union``.
@@ -33,8 +36,10 @@ integers are ``int`` (``5``, ``-5``, but ``5::bigint``), quoted strings ``text``
 ``false`` ``boolean``, and ``null`` the NULL type (``null::int`` is an int NULL). Doubles print
 ``repr`` (``1.5::double``, ``'inf'::double``), numerics their exact ``Decimal`` text
 (``1.50::numeric(10,2)``), dates and timestamps ISO text (``'2024-01-31'::date``,
-``'2024-01-31 10:00:00.500000'::timestamp``). Inside a Constant, values print without the suffix:
-the header gives their types.
+``'2024-01-31 10:00:00.500000'::timestamp``), intervals PostgreSQL's output text
+(``'1 day 00:05:00'::interval``), jsonb its canonical text (``'{"a":1}'::jsonb``). Array
+types print ``int[]``; array values have no literal form (``array(1, 2)`` is a call).
+Inside a Constant, values print without the suffix: the header gives their types.
 
 Strings are quoted SQL-style, ``'it''s'``; names (tables, fields, functions, aggregates, join
 kinds) print bare when they are identifiers other than a keyword of the grammar, else quoted
@@ -62,12 +67,14 @@ from pathlib import Path
 from lark import Lark, Token, Transformer, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedToken
 from lark.lexer import PatternStr
+from matview.ir import intervals
 from matview.ir.functions import REGISTRY, by_symbol
 from matview.ir.relation import (
     Aggregate,
     Constant,
     Field,
     Filter,
+    FlatMap,
     Get,
     Join,
     JoinPlan,
@@ -76,6 +83,7 @@ from matview.ir.relation import (
     Project,
     Reduce,
     Relation,
+    Repeat,
     Step,
     Union,
     inputs_of,
@@ -89,6 +97,7 @@ from matview.ir.types import (
     TEXT,
     Kind,
     SqlType,
+    array_of,
     type_from_name,
 )
 
@@ -169,6 +178,8 @@ def _render_header(rel: Relation) -> str:
         return f"Linear [{'; '.join(_render_step(s) for s in rel.steps)}]"
     if isinstance(rel, Join):
         text = f"Join on=({', '.join(_render_equivalence(e) for e in rel.equivalences)})"
+        if rel.predicates:
+            text += f" where=({_render_scalars(rel.predicates)})"
         if rel.plan is not None:
             orders = ", ".join(f"({', '.join(map(str, o))})" for o in rel.plan.orders)
             text += f" plan={_render_name(rel.plan.kind)}[{orders}]"
@@ -190,6 +201,11 @@ def _render_row(values: tuple[object, ...], multiplicity: int, types: tuple[SqlT
 def _render_step(step: Step) -> str:
     if isinstance(step, Project):
         return f"project ({', '.join(f'#{i}' for i in step.outputs)})"
+    if isinstance(step, FlatMap):
+        return f"flat_map {_render_scalars(step.calls)}" + (
+            " with ordinality" if step.ordinality else "")
+    if isinstance(step, Repeat):
+        return f"repeat_row {render_scalar(step.count)}"
     name, exprs = ("filter", step.predicates) if isinstance(step, Filter) else ("map", step.exprs)
     return f"{name} {_render_scalars(exprs)}" if exprs else name
 
@@ -210,6 +226,9 @@ def _render_scalars(exprs: tuple[Scalar, ...]) -> str:
 
 
 def _render_type(t: SqlType) -> str:
+    if t.kind is Kind.ARRAY:
+        assert t.element is not None
+        return _render_type(t.element) + "[]"
     if type_from_name(t.kind.value, t.precision, t.scale) != t:
         raise ValueError(f"{t!r} is not in the normal form of types.type_from_name")
     return str(t)
@@ -251,6 +270,10 @@ def _render_value(value: object, t: SqlType) -> str:
         return _quote(value.isoformat(), "'")
     if kind is Kind.TIMESTAMP and isinstance(value, datetime):
         return _quote(value.isoformat(" "), "'")
+    if kind is Kind.INTERVAL and isinstance(value, intervals.Interval):
+        return _quote(intervals.render(value), "'")
+    if kind is Kind.JSONB and isinstance(value, str):
+        return _quote(value, "'")
     raise ValueError(f"{value!r} is not a value of type {t}")
 
 
@@ -355,6 +378,13 @@ _INPUTS = {0: "no inputs", 1: "one input"}
 
 
 @dataclass(frozen=True)
+class _Where:
+    """A join's ``where=(...)`` predicates."""
+
+    predicates: tuple[Scalar, ...]
+
+
+@dataclass(frozen=True)
 class _Header:
     """A parsed operator line: it takes ``inputs`` inputs (any number when None)."""
 
@@ -403,6 +433,10 @@ def _read_value(token: Token, t: SqlType) -> object:
                 return date.fromisoformat(text)
             if kind is Kind.TIMESTAMP:
                 return datetime.fromisoformat(text)
+            if kind is Kind.INTERVAL:
+                return intervals.parse(text)
+            if kind is Kind.JSONB:
+                return text
     except (ValueError, ArithmeticError):
         pass
     raise _Invalid(f"{token} is not a value of type {t}", token)
@@ -462,11 +496,25 @@ class _Builder(Transformer[Token, object]):
     def project(self, *columns: Token) -> Project:
         return Project(tuple(_column(c) for c in columns))
 
-    def join(self, *children: tuple[Scalar, ...] | JoinPlan | None) -> _Header:
-        *classes, plan = children
+    def flat_map(self, calls: tuple[Scalar, ...], ordinality: Token | None) -> FlatMap:
+        if not calls or not all(isinstance(c, Call) for c in calls):
+            raise _Invalid("flat_map takes table function calls", ordinality or Token("", ""))
+        return FlatMap(tuple(c for c in calls if isinstance(c, Call)), ordinality is not None)
+
+    def repeat(self, count: Scalar) -> Repeat:
+        return Repeat(count)
+
+    def join(self, *children: tuple[Scalar, ...] | JoinPlan | _Where | None) -> _Header:
+        *classes, where, plan = children
         equivalences = tuple(c for c in classes if isinstance(c, tuple))
         assert plan is None or isinstance(plan, JoinPlan)
-        return _Header("Join", None, lambda inputs: Join(inputs, equivalences, plan))
+        predicates = () if where is None else where.predicates
+        assert isinstance(predicates, tuple)
+        return _Header("Join", None,
+                       lambda inputs: Join(inputs, equivalences, plan, predicates))
+
+    def join_where(self, predicates: tuple[Scalar, ...]) -> _Where:
+        return _Where(predicates)
 
     def equivalence(self, *exprs: Scalar) -> tuple[Scalar, ...]:
         return exprs
@@ -529,7 +577,8 @@ class _Builder(Transformer[Token, object]):
     def value(self, token: Token) -> Token:
         return token
 
-    def type(self, name: Token, precision: Token | None, scale: Token | None) -> SqlType:
+    def type(self, name: Token, precision: Token | None, scale: Token | None,
+             array: bool | None) -> SqlType:
         try:
             t = type_from_name(str(name), None if precision is None else int(precision),
                                None if scale is None else int(scale))
@@ -537,7 +586,10 @@ class _Builder(Transformer[Token, object]):
             raise _Invalid(str(e), name) from None
         if precision is not None and t.kind is not Kind.NUMERIC:
             raise _Invalid(f"type {t} takes no precision", precision)
-        return t
+        return t if array is None else array_of(t)
+
+    def array_suffix(self) -> bool:
+        return True
 
     def name(self, token: Token) -> Token:
         """The name ``token`` spells, still a token for its position."""

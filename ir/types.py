@@ -21,6 +21,10 @@ class Kind(Enum):
     TEXT = "text"
     DATE = "date"
     TIMESTAMP = "timestamp"
+    INTERVAL = "interval"
+    JSONB = "jsonb"
+    ARRAY = "array"
+    MZ_TIMESTAMP = "mz_timestamp"
     NULL = "null"
 
 
@@ -31,15 +35,25 @@ INT_RANGE = {Kind.INT: (-(2**31), 2**31 - 1), Kind.BIGINT: (-(2**63), 2**63 - 1)
 
 @dataclass(frozen=True)
 class SqlType:
-    """A column type: a kind, with precision and scale for NUMERIC."""
+    """A column type: a kind, with precision and scale for NUMERIC and the element type for
+    ARRAY (one-dimensional arrays, ``int[]``).
+
+    INTERVAL values (``intervals.Interval``) exist in expressions only, never in a column.
+    JSONB values are JSON text in the canonical form of ``jsonb.canonical``. MZ_TIMESTAMP is
+    the type of ``mz_now()``, the logical time in milliseconds since the Unix epoch: it
+    compares with TIMESTAMP, DATE and integers, and appears only in temporal filters.
+    """
 
     kind: Kind
     precision: int | None = None
     scale: int | None = None
+    element: SqlType | None = None
 
     def __str__(self) -> str:
         if self.kind is Kind.NUMERIC and self.precision is not None:
             return f"numeric({self.precision},{self.scale or 0})"
+        if self.kind is Kind.ARRAY:
+            return f"{self.element}[]"
         return self.kind.value
 
     @property
@@ -54,6 +68,9 @@ DOUBLE = SqlType(Kind.DOUBLE)
 TEXT = SqlType(Kind.TEXT)
 DATE = SqlType(Kind.DATE)
 TIMESTAMP = SqlType(Kind.TIMESTAMP)
+INTERVAL = SqlType(Kind.INTERVAL)
+JSONB = SqlType(Kind.JSONB)
+MZ_TIMESTAMP = SqlType(Kind.MZ_TIMESTAMP)
 NULLTYPE = SqlType(Kind.NULL)
 NUMERIC_MAX = SqlType(Kind.NUMERIC, 38, 0)
 
@@ -64,12 +81,21 @@ _BY_NAME = {
     "double": DOUBLE, "double precision": DOUBLE, "float": DOUBLE, "float8": DOUBLE,
     "text": TEXT, "varchar": TEXT, "string": TEXT, "char": TEXT,
     "date": DATE, "timestamp": TIMESTAMP, "null": NULLTYPE,
+    "interval": INTERVAL, "jsonb": JSONB, "mz_timestamp": MZ_TIMESTAMP,
 }
 
 
+def array_of(element: SqlType) -> SqlType:
+    """The type of one-dimensional arrays of ``element`` values."""
+    return SqlType(Kind.ARRAY, element=element)
+
+
 def type_from_name(name: str, precision: int | None = None, scale: int | None = None) -> SqlType:
-    """The type spelled ``name`` (case-insensitive), e.g. ``numeric`` with (12, 2)."""
-    key = name.lower()
+    """The type spelled ``name`` (case-insensitive), e.g. ``numeric`` with (12, 2), or
+    ``int[]`` (precision and scale then belong to the element type)."""
+    key = name.lower().strip()
+    if key.endswith("[]"):
+        return array_of(type_from_name(key[:-2], precision, scale))
     if key in ("numeric", "decimal"):
         return SqlType(Kind.NUMERIC, precision if precision is not None else 38,
                        scale if scale is not None else 0)
@@ -99,4 +125,11 @@ def common_type(a: SqlType, b: SqlType) -> SqlType:
         return a if order.index(a.kind) >= order.index(b.kind) else b
     if {a.kind, b.kind} == {Kind.DATE, Kind.TIMESTAMP}:
         return TIMESTAMP
+    if a.kind is Kind.ARRAY and b.kind is Kind.ARRAY:
+        assert a.element is not None and b.element is not None
+        return array_of(common_type(a.element, b.element))
+    if Kind.MZ_TIMESTAMP in (a.kind, b.kind):
+        other = b if a.kind is Kind.MZ_TIMESTAMP else a
+        if other.kind in (Kind.MZ_TIMESTAMP, Kind.TIMESTAMP, Kind.DATE) + INTEGER_KINDS:
+            return MZ_TIMESTAMP
     raise TypeError(f"types {a} and {b} cannot be matched")

@@ -3,6 +3,7 @@
     python -m bench quick                      # every workload at its default size
     python -m bench w1 --orders 10000000 --batches 20
     python -m bench w2 --session connect
+    python -m bench w3 --events 1000000
     python -m bench tpch --sf 0.1
     python -m bench config                     # the measurements behind the Spark settings
 
@@ -31,9 +32,9 @@ RESULTS = Path(__file__).parent / "results"
 
 
 def _workloads(args: argparse.Namespace) -> list[Workload]:
-    from bench import tpch, w1, w2
+    from bench import tpch, w1, w2, w3
 
-    names = ["w1", "w2", "tpch"] if args.workload == "quick" else [args.workload]
+    names = ["w1", "w2", "w3", "tpch"] if args.workload == "quick" else [args.workload]
     out = []
     for name in names:
         if name == "w1":
@@ -46,9 +47,9 @@ def _workloads(args: argparse.Namespace) -> list[Workload]:
             catchup = args.catchup if args.workload == "tpch" else min(args.catchup, 10)
             out.append(tpch.make(sf=args.sf, batches=args.batches or 10, catchup=catchup,
                                  seed=args.seed))
-        else:
-            raise SystemExit("w3 needs mz_now() temporal filters, which matview does not "
-                             "support yet (the linear operator issue)")
+        elif name == "w3":
+            out.append(w3.make(events=args.events, batches=args.batches or 20,
+                               catchup=args.catchup, seed=args.seed))
     return out
 
 
@@ -92,6 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--orders", type=int, default=1_000_000, help="W1 orders")
     parser.add_argument("--edges", type=int, default=200_000, help="W2 edges")
+    parser.add_argument("--events", type=int, default=1_000_000, help="W3 initial events")
     parser.add_argument("--sf", type=float, default=0.1, help="TPC-H scale factor")
     parser.add_argument("--baselines", default="spark,duckdb")
     parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",

@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import datetime, timedelta
 
 import duckdb
 import pyarrow as pa
@@ -31,15 +32,23 @@ def timed(into: dict[str, float], name: str) -> Iterator[None]:
         into[name] = into.get(name, 0.0) + time.perf_counter() - start
 
 
+def at_clock(sql: str, clock: int) -> str:
+    """``sql`` with ``mz_now()`` replaced by the TIMESTAMP of logical time ``clock`` (ms), for
+    the engines that recompute: they read the view at that time."""
+    moment = datetime(1970, 1, 1) + timedelta(milliseconds=clock)
+    return sql.replace("mz_now()", f"TIMESTAMP '{moment.isoformat(sep=' ')}'")
+
+
 class Matview:
     """matview on the given SparkSession, with a manual clock: batch ``i`` commits at time
-    ``clock_base + i`` so that two runs of the same batches produce the same timestamps."""
+    ``clock_base + i`` (or at the batch's own clock) so that two runs of the same batches
+    produce the same timestamps."""
 
     name = "matview"
 
     def __init__(self, spark: SparkSession, workload: Workload) -> None:
         self.workload = workload
-        self.con: Connection = matview.connect(spark=spark, clock=0)
+        self.con: Connection = matview.connect(spark=spark, clock=workload.clock)
 
     def load_tables(self) -> None:
         for table in self.workload.tables:
@@ -51,8 +60,11 @@ class Matview:
             self.con.execute(f"CREATE MATERIALIZED VIEW {name} AS {sql}")
 
     def apply(self, batch: Batch, at: int) -> None:
-        """Commit ``batch`` as one transaction at logical time ``at``."""
-        self.con.advance_time(max(at, self.con.now))
+        """Commit ``batch`` as one transaction at logical time ``at`` (the batch's clock when
+        it has one; a batch without rows only moves the clock)."""
+        self.con.advance_time(max(at if batch.clock is None else batch.clock, self.con.now))
+        if not batch.size:
+            return
         with self.con.transaction():
             for name, rows in batch.deletes.items():
                 self.con.delete(name, rows)
@@ -79,6 +91,7 @@ class SparkRecompute:
         self.spark = spark
         self.workload = workload
         self.tables: dict[str, DataFrame] = {}
+        self.clock = workload.clock
 
     def _register(self, name: str, df: DataFrame) -> None:
         df = df.localCheckpoint(eager=True)
@@ -90,6 +103,7 @@ class SparkRecompute:
             self._register(table.name, self.spark.createDataFrame(table.rows))
 
     def apply(self, batch: Batch) -> None:
+        self.clock = self.clock if batch.clock is None else batch.clock
         for table in self.workload.tables:
             if table.name not in batch.deletes and table.name not in batch.inserts:
                 continue
@@ -102,7 +116,7 @@ class SparkRecompute:
             self._register(table.name, df)
 
     def read(self) -> dict[str, pa.Table]:
-        return {name: self.spark.sql(sql).toArrow()
+        return {name: self.spark.sql(at_clock(sql, self.clock)).toArrow()
                 for name, sql in self.workload.views.items()}
 
 
@@ -116,6 +130,7 @@ class DuckDBRecompute:
         self.workload = workload
         self.db = duckdb.connect()
         self.db.execute("SET threads = 2")
+        self.clock = workload.clock
 
     def _run(self, sql: str, rows: pa.Table) -> None:
         """Run ``sql``, in which ``_rows`` names ``rows``."""
@@ -130,6 +145,7 @@ class DuckDBRecompute:
             self._run(f"CREATE TABLE {table.name} AS SELECT * FROM _rows", table.rows)
 
     def apply(self, batch: Batch) -> None:
+        self.clock = self.clock if batch.clock is None else batch.clock
         for table in self.workload.tables:
             if table.name in batch.deletes:
                 self._delete(table, batch.deletes[table.name])
@@ -142,5 +158,5 @@ class DuckDBRecompute:
         self._run(f"DELETE FROM {table.name} USING _rows WHERE {match}", rows.select(table.key))
 
     def read(self) -> dict[str, pa.Table]:
-        return {name: self.db.sql(sql).to_arrow_table()
+        return {name: self.db.sql(at_clock(sql, self.clock)).to_arrow_table()
                 for name, sql in self.workload.views.items()}

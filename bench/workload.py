@@ -46,7 +46,9 @@ class Workload:
     """``views`` maps a view name to its SELECT, written in SQL that matview, Spark SQL and
     DuckDB all accept with the same meaning. ``batches`` are applied in order after the
     views were built; ``catchup`` are further batches for the catch-up measurement.
-    ``params`` records the sizes and seed that generated it."""
+    ``params`` records the sizes and seed that generated it; ``clock`` is the logical time
+    (milliseconds) when the tables are loaded and the views built, which the baselines put
+    in place of ``mz_now()``."""
 
     name: str
     tables: tuple[Table, ...]
@@ -54,3 +56,4 @@ class Workload:
     batches: list[Batch]
     catchup: list[Batch]
     params: dict[str, object]
+    clock: int = 0

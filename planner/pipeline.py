@@ -6,20 +6,25 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from matview.ir.relation import Relation
+from matview.planner.canonicalize_linear import canonicalize_linear
+from matview.planner.flat_map_to_map import flat_map_to_map
 from matview.planner.flatten_joins import flatten_joins
+from matview.planner.fold_constants import fold_constants
 from matview.planner.fuse_linear import fuse_linear
-from matview.planner.join_equivalences import join_equivalences
 from matview.planner.join_plan import join_plan
-from matview.planner.predicate_pushdown import predicate_pushdown
+from matview.planner.push_linear_into_joins import push_linear_into_joins
 
 Transform = Callable[[Relation], Relation]
 
 LOGICAL: tuple[Transform, ...] = (
     flatten_joins,
     fuse_linear,
-    join_equivalences,
-    predicate_pushdown,
+    flat_map_to_map,  # its Filter(FALSE) and Maps of literals are for fold_constants
+    fold_constants,
+    canonicalize_linear,  # filters first, so that push_linear_into_joins sees them lead
+    push_linear_into_joins,
     fuse_linear,
+    canonicalize_linear,  # the steps pushed into join inputs and the Project left above
 )
 PHYSICAL: tuple[Transform, ...] = (join_plan,)
 

@@ -1,12 +1,13 @@
-"""Function-call syntax lowered to scalars: CAST, the supported built-in functions, and the
-errors for functions matview does not have."""
+"""Function-call syntax lowered to scalars: CAST (``ARRAY[]::int[]`` included), the supported
+built-in functions, and the errors for functions matview does not have."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from matview.ir.types import INT, TEXT, SqlType
+from matview.ir.scalar import Call, Cast
+from matview.ir.types import INT, TEXT, Kind, SqlType
 from matview.sql.coerce import TypedScalar, call, coerce, explicit_cast, unify
 from matview.sql.datatypes import sql_type
 from matview.sql.dialect import Matview
@@ -32,7 +33,12 @@ _ARGUMENTS = {exp.Substring: ("this", "start", "length"), exp.Round: ("this", "d
 def bind_call(binder: ExprBinder, node: exp.Expr) -> TypedScalar:
     """The scalar a function call (or other expression without an operator rule) denotes."""
     if type(node) is exp.Cast:
-        return explicit_cast(binder.bind(node.this), sql_type(node.to), node)
+        to = sql_type(node.to)
+        if isinstance(node.this, exp.Array) and not node.this.expressions:
+            if to.kind is not Kind.ARRAY:
+                raise SqlTypeError.at(f"cannot cast type array to {to}", node)
+            return TypedScalar(Cast(Call("array", ()), to), to)
+        return explicit_cast(binder.bind(node.this), to, node)
     if type(node) in _SIGNATURES:
         return _builtin(binder, node)
     if isinstance(node, exp.Coalesce):

@@ -1,8 +1,12 @@
-"""SQL type names (sqlglot ``DataType`` nodes) to matview types."""
+"""SQL type names (sqlglot ``DataType`` nodes) to matview types.
+
+``sql_type`` accepts every type an expression may have (``CAST(x AS interval)``);
+``column_type`` only the types a stored column may have: INTERVAL exists in expressions only.
+"""
 
 from __future__ import annotations
 
-from matview.ir.types import SqlType, type_from_name
+from matview.ir.types import Kind, SqlType, array_of, type_from_name
 from matview.sql.errors import SqlTypeError, UnsupportedError
 from sqlglot import exp
 
@@ -21,15 +25,29 @@ _NAMES = {
     DType.BOOLEAN: "boolean",
     DType.DATE: "date",
     DType.TIMESTAMP: "timestamp",
+    DType.INTERVAL: "interval",
+    DType.JSONB: "jsonb",
 }
 """Accepted types. SMALLINT and REAL widen to INT and DOUBLE; length limits of character
 types are not enforced."""
 
 MAX_PRECISION = 38
 
+NOT_STORABLE = (Kind.INTERVAL, Kind.MZ_TIMESTAMP)
+"""Kinds no column of a table or a query's result may have."""
+
 
 def sql_type(node: exp.DataType) -> SqlType:
     """The matview type a SQL type name denotes."""
+    if node.this == DType.ARRAY:
+        if not node.expressions:
+            raise UnsupportedError.at("arrays need an element type (int[], text[], ...)", node)
+        element = sql_type(node.expressions[0])
+        if element.kind is Kind.ARRAY:
+            raise UnsupportedError.at("multidimensional arrays are not supported", node)
+        return array_of(element)
+    if node.this == DType.JSON:
+        raise UnsupportedError.at("type json is not supported; use jsonb", node)
     name = _NAMES.get(node.this)
     if name is None:
         raise UnsupportedError.at(f"type {node.this.value.lower()} is not supported", node)
@@ -45,3 +63,21 @@ def sql_type(node: exp.DataType) -> SqlType:
         raise SqlTypeError.at(
             f"NUMERIC scale {scale} must be between 0 and precision {precision}", node)
     return type_from_name(name, precision, scale)
+
+
+def storable(sql_type: SqlType) -> bool:
+    """Whether a column (of a table, a view or a query's result) may have ``sql_type``."""
+    if sql_type.kind is Kind.ARRAY:
+        assert sql_type.element is not None
+        return sql_type.element.kind not in NOT_STORABLE + (Kind.ARRAY, Kind.NULL)
+    return sql_type.kind not in NOT_STORABLE
+
+
+def column_type(node: exp.DataType, column: str) -> SqlType:
+    """The type of table column ``column`` declared as ``node``."""
+    result = sql_type(node)
+    if not storable(result):
+        raise UnsupportedError.at(
+            f'column "{column}" cannot have type {result}: intervals exist only in expressions '
+            "(ts + INTERVAL '5 minutes'); store a number or a timestamp instead", node)
+    return result

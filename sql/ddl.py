@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from matview.ir.relation import Field
 from matview.sql.catalog import ObjectKind
 from matview.sql.context import Context
-from matview.sql.datatypes import sql_type
+from matview.sql.datatypes import column_type
 from matview.sql.dialect import Matview
 from matview.sql.errors import DuplicateObjectError, SqlError, UnsupportedError
 from matview.sql.names import normalize, relation_name
@@ -38,7 +38,8 @@ def bind_create_table(node: exp.Create) -> CreateTable:
         if column.args.get("constraints"):
             raise UnsupportedError.at("column constraints are not supported yet",
                                       column.args["constraints"][0])
-        fields.append(Field(normalize(column.this), sql_type(column.args["kind"])))
+        name = normalize(column.this)
+        fields.append(Field(name, column_type(column.args["kind"], name)))
     _check_unique([f.name for f in fields], schema.expressions)
     return CreateTable(relation_name(schema.this), tuple(fields), bool(node.args.get("exists")))
 

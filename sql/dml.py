@@ -1,6 +1,7 @@
 """Data manipulation: INSERT, DELETE and UPDATE of a table.
 
-``INSERT ... VALUES`` of constants becomes one ``Constant`` of converted values; any other
+``INSERT ... VALUES`` of constants (arrays of constants included: Python tuples) becomes one
+``Constant`` of converted values; any other
 source is a plan yielding whole rows of the table (omitted columns NULL).
 """
 
@@ -11,7 +12,7 @@ from collections.abc import Sequence
 from matview.ir.evaluate import cast_value
 from matview.ir.functions import EvalError
 from matview.ir.relation import Constant, Linear, Map, Relation, Union
-from matview.ir.scalar import Cast, Col, Lit, Scalar
+from matview.ir.scalar import Call, Cast, Col, Lit, Scalar
 from matview.sql.catalog import CatalogItem
 from matview.sql.coerce import TypedScalar, assignment_cast
 from matview.sql.context import Context
@@ -154,7 +155,9 @@ def _values(source: exp.Values, item: CatalogItem, targets: Sequence[int]) -> Re
 
 
 def _is_constant(expr: Scalar) -> bool:
-    """A literal, or casts of one: foldable before the statement runs."""
+    """A literal, casts of one, or an array of them: foldable before the statement runs."""
+    if isinstance(expr, Call):
+        return expr.func == "array" and all(_is_constant(a) for a in expr.args)
     return isinstance(expr, Lit) or isinstance(expr, Cast) and _is_constant(expr.expr)
 
 
@@ -174,5 +177,7 @@ def _folded(
 def _fold(expr: Scalar) -> object:
     if isinstance(expr, Cast):
         return cast_value(_fold(expr.expr), expr.to)
+    if isinstance(expr, Call):
+        return tuple(_fold(a) for a in expr.args)
     assert isinstance(expr, Lit)
     return expr.value

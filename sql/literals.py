@@ -1,4 +1,4 @@
-"""Literal constants: numbers, strings, booleans and NULL, typed as in PostgreSQL.
+"""Literal constants: numbers, strings, booleans, NULL and intervals, typed as in PostgreSQL.
 
 Integers are INT when they fit 32 bits, else BIGINT, else NUMERIC; decimals are NUMERIC with
 the written precision and scale; numbers with an exponent are DOUBLE.
@@ -9,11 +9,12 @@ from __future__ import annotations
 import re
 from decimal import Decimal
 
+from matview.ir import intervals
 from matview.ir.scalar import Lit
-from matview.ir.types import BOOLEAN, DOUBLE, INT_RANGE, NULLTYPE, TEXT, Kind, SqlType
+from matview.ir.types import BOOLEAN, DOUBLE, INT_RANGE, INTERVAL, NULLTYPE, TEXT, Kind, SqlType
 from matview.sql.coerce import TypedScalar
 from matview.sql.datatypes import MAX_PRECISION
-from matview.sql.errors import SqlTypeError
+from matview.sql.errors import SqlTypeError, UnsupportedError
 from sqlglot import exp
 
 
@@ -47,3 +48,18 @@ def _number(node: exp.Literal, negative: bool) -> TypedScalar:
         raise SqlTypeError.at(f"numeric literal {text} is out of range", node)
     numeric = SqlType(Kind.NUMERIC, precision, scale)
     return TypedScalar(Lit(value, numeric), numeric)
+
+
+def interval(node: exp.Interval) -> TypedScalar:
+    """``INTERVAL '5 minutes'`` (or sqlglot's ``INTERVAL '5' MINUTE``) as a constant."""
+    value, unit = node.this, node.args.get("unit")
+    if not isinstance(value, exp.Literal) or (unit is not None and not isinstance(unit, exp.Var)):
+        raise UnsupportedError.at(
+            f"{node.sql(dialect='postgres')} is not supported: write INTERVAL '<n> <unit> ...'",
+            node)
+    text = value.name if unit is None else f"{value.name} {unit.name}"
+    try:
+        parsed = intervals.parse(text)
+    except intervals.IntervalError as error:
+        raise SqlTypeError.at(str(error), node) from None
+    return TypedScalar(Lit(parsed, INTERVAL), INTERVAL)

@@ -12,6 +12,7 @@ UNNAMED = "?column?"
 _TYPE_NAMES = {
     Kind.BOOLEAN: "bool", Kind.INT: "int4", Kind.BIGINT: "int8", Kind.DOUBLE: "float8",
     Kind.NUMERIC: "numeric", Kind.TEXT: "text", Kind.DATE: "date", Kind.TIMESTAMP: "timestamp",
+    Kind.INTERVAL: "interval", Kind.JSONB: "jsonb",
 }
 
 
@@ -29,7 +30,11 @@ def relation_name(table: exp.Table) -> str:
 
 
 def type_name(sql_type: SqlType) -> str:
-    """PostgreSQL's internal name of a type, used as a column name (``SELECT 1::int``)."""
+    """PostgreSQL's internal name of a type, used as a column name (``SELECT 1::int``); an
+    array type's is its element's with a leading underscore (``_int4``)."""
+    if sql_type.kind is Kind.ARRAY:
+        assert sql_type.element is not None
+        return "_" + type_name(sql_type.element)
     return _TYPE_NAMES[sql_type.kind]
 
 
@@ -48,6 +53,14 @@ def output_name(node: exp.Expr) -> str:
         return "bool"
     if isinstance(node, exp.Case):
         return "case"
+    if isinstance(node, exp.GenerateSeries):
+        return "generate_series"
+    if isinstance(node, (exp.Explode, exp.Unnest)):
+        return "unnest"
+    if isinstance(node, exp.Interval):
+        return "interval"
+    if isinstance(node, exp.Array):
+        return "array"
     if isinstance(node, exp.Anonymous):
         return node.name.lower()
     if isinstance(node, exp.Func) and not isinstance(node, exp.Binary):

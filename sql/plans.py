@@ -4,7 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from matview.ir.relation import Constant, Filter, Linear, Map, Project, Relation, Step
+from matview.ir.relation import (
+    Constant,
+    Filter,
+    FlatMap,
+    Linear,
+    Map,
+    Project,
+    Relation,
+    Step,
+    step_types,
+)
 from matview.ir.scalar import Col, Scalar
 
 UNIT = Constant((((), 1),), ())
@@ -17,13 +27,19 @@ def linear(rel: Relation, steps: Sequence[Step]) -> Relation:
 
 
 def compute(
-    rel: Relation, exprs: Sequence[Scalar], predicates: Sequence[Scalar] = ()
+    rel: Relation, exprs: Sequence[Scalar], predicates: Sequence[Scalar] = (),
+    flat_map: FlatMap | None = None,
 ) -> Relation:
-    """The rows of ``rel`` on which ``predicates`` hold, each turned into the values of
-    ``exprs``; plain column references are projected rather than computed."""
+    """The rows of ``rel`` on which ``predicates`` hold, each (expanded by ``flat_map``, whose
+    columns ``exprs`` may read) turned into the values of ``exprs``; plain column references
+    are projected rather than computed."""
     steps: list[Step] = [Filter(tuple(predicates))] if predicates else []
+    arity = rel.arity
+    if flat_map is not None:
+        steps.append(flat_map)
+        arity = len(step_types(flat_map, rel.types))
     computed = [e for e in exprs if not isinstance(e, Col)]
-    outputs, next_computed = [], rel.arity
+    outputs, next_computed = [], arity
     for expr in exprs:
         if isinstance(expr, Col):
             outputs.append(expr.index)
@@ -32,6 +48,6 @@ def compute(
             next_computed += 1
     if computed:
         steps.append(Map(tuple(computed)))
-    if outputs != list(range(rel.arity + len(computed))):
+    if outputs != list(range(arity + len(computed))):
         steps.append(Project(tuple(outputs)))
     return linear(rel, steps)

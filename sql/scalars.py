@@ -2,19 +2,23 @@
 
 ``ExprBinder`` lowers operators, predicates and literals; function calls are in ``calls``.
 Subclasses change what columns and aggregate calls denote (``grouping.GroupedBinder``).
+Table function calls are errors unless a ``table_functions.SelectListCalls`` binds them (the
+select list); ``mz_now()`` is an error here (``temporal`` binds it where it is allowed).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+from matview.ir.intervals import Interval
 from matview.ir.scalar import Case, Col, Lit
-from matview.ir.types import BOOLEAN, TEXT, SqlType
-from matview.sql import calls
-from matview.sql.coerce import TypedScalar, call, cast, require, unify
-from matview.sql.errors import SqlError, UnsupportedError
-from matview.sql.literals import literal
+from matview.ir.types import BOOLEAN, TEXT, TIMESTAMP, Kind, SqlType
+from matview.sql import calls, temporal
+from matview.sql.coerce import TypedScalar, call, cast, is_string_literal, require, unify
+from matview.sql.errors import SqlError, SqlTypeError, UnsupportedError
+from matview.sql.literals import interval, literal
 from matview.sql.scope import Scope
+from matview.sql.table_functions import SelectListCalls, table_call
 from sqlglot import exp
 
 ARITHMETIC = {exp.Add: "add", exp.Sub: "sub", exp.Mul: "mul", exp.Div: "div", exp.Mod: "mod"}
@@ -27,11 +31,16 @@ AGGREGATES = (exp.Count, exp.Sum, exp.Avg, exp.Min, exp.Max)
 
 class ExprBinder:
     """Lowers expressions over the columns of ``scope``; an aggregate call is an error with
-    ``aggregate_error`` as its message."""
+    ``aggregate_error`` as its message, a table function call one with ``srf_error`` unless
+    ``table_calls`` binds them."""
 
-    def __init__(self, scope: Scope, aggregate_error: str) -> None:
+    def __init__(self, scope: Scope, aggregate_error: str,
+                 srf_error: str = "set-returning functions are not allowed here",
+                 table_calls: SelectListCalls | None = None) -> None:
         self.scope = scope
         self.aggregate_error = aggregate_error
+        self.srf_error = srf_error
+        self.table_calls = table_calls
 
     def bind(self, node: exp.Expr) -> TypedScalar:
         """The typed scalar ``node`` denotes."""
@@ -40,6 +49,13 @@ class ExprBinder:
             return handler(self, node)
         if isinstance(node, AGGREGATES):
             return self.aggregate(node)
+        found = table_call(node)
+        if found is not None:
+            if self.table_calls is None:
+                raise SqlError.at(self.srf_error, node)
+            return self.table_calls.bind(found)
+        if temporal.is_mz_now(node):
+            raise temporal.misuse(node)
         return calls.bind_call(self, node)
 
     def predicate(self, node: exp.Expr, clause: str) -> TypedScalar:
@@ -68,7 +84,29 @@ class ExprBinder:
     def _neg(self, node: exp.Neg) -> TypedScalar:
         if isinstance(node.this, exp.Literal) and not node.this.is_string:
             return literal(node.this, negative=True)
-        return call("neg", [self.bind(node.this)], node)
+        value = self.bind(node.this)
+        if isinstance(value.expr, Lit) and isinstance(value.expr.value, Interval):
+            return TypedScalar(Lit(-value.expr.value, value.type), value.type)
+        return call("neg", [value], node)
+
+    def _interval(self, node: exp.Interval) -> TypedScalar:
+        return interval(node)
+
+    def _array(self, node: exp.Array) -> TypedScalar:
+        """``ARRAY[...]``: the elements cast to their common type (text for string literals,
+        when all are); ``ARRAY[]`` has no type unless cast (``calls``)."""
+        if not node.expressions:
+            raise SqlTypeError.at("cannot determine the type of an empty array; "
+                                  "write its type: ARRAY[]::int[]", node)
+        elements = unify([self.bind(x) for x in node.expressions], node,
+                         lambda a, b: f"ARRAY types {a} and {b} cannot be matched")
+        if elements[0].type.kind is Kind.NULL:
+            elements = [cast(e, TEXT) for e in elements]
+        if elements[0].type.kind is Kind.ARRAY:
+            raise UnsupportedError.at("multidimensional arrays are not supported", node)
+        if elements[0].type.kind in (Kind.INTERVAL, Kind.MZ_TIMESTAMP):
+            raise UnsupportedError.at(f"arrays of {elements[0].type} are not supported", node)
+        return call("array", elements, node)
 
     def _arithmetic(self, node: exp.Binary) -> TypedScalar:
         return self.binary(ARITHMETIC[type(node)], node.this, node.expression, node)
@@ -84,8 +122,20 @@ class ExprBinder:
         def mismatch(a: SqlType, b: SqlType) -> str:
             return f"operator does not exist: {a} {symbol} {b}"
 
-        operands = unify([self.bind(left), self.bind(right)], node, mismatch)
+        values = [self.bind(left), self.bind(right)]
+        if func in ("add", "sub") and any(v.type.kind is Kind.INTERVAL for v in values):
+            return self._shift(func, values, node, mismatch)
+        operands = unify(values, node, mismatch)
         return call(func, operands, node, mismatch(operands[0].type, operands[1].type))
+
+    def _shift(self, func: str, values: list[TypedScalar], node: exp.Expr,
+               mismatch: Callable[[SqlType, SqlType], str]) -> TypedScalar:
+        """A timestamp or date plus or minus an interval (``interval + timestamp`` too)."""
+        if func == "add" and values[0].type.kind is Kind.INTERVAL:
+            values.reverse()
+        if is_string_literal(values[0]):
+            values[0] = cast(values[0], TIMESTAMP, node)
+        return call(func, values, node, mismatch(values[0].type, values[1].type))
 
     def _connective(self, node: exp.And | exp.Or) -> TypedScalar:
         word = node.key.upper()
@@ -166,6 +216,8 @@ _HANDLERS: dict[type[exp.Expr], Callable[[ExprBinder, exp.Expr], TypedScalar]] =
     exp.Null: ExprBinder._literal,
     exp.Paren: ExprBinder._paren,
     exp.Neg: ExprBinder._neg,
+    exp.Interval: ExprBinder._interval,
+    exp.Array: ExprBinder._array,
     **dict.fromkeys(ARITHMETIC, ExprBinder._arithmetic),
     **dict.fromkeys(COMPARISON, ExprBinder._comparison),
     exp.And: ExprBinder._connective,

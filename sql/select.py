@@ -1,8 +1,10 @@
 """One SELECT block lowered to a plan.
 
-Without aggregation: ``Linear(from) [Filter(ON and WHERE conditions), Map, Project]``. With
-GROUP BY, aggregates or HAVING: ``Linear(from) [Filter] -> Reduce(keys, aggregates) ->
-Linear [Filter(HAVING), Map, Project]``. DISTINCT adds a ``Reduce`` over all output columns.
+Without aggregation: ``Linear(from) [Filter(ON and WHERE conditions), Map, Project]``, with
+a ``FlatMap`` after the filter when the select list calls table functions. With GROUP BY,
+aggregates or HAVING: ``Linear(from) [Filter] -> Reduce(keys, aggregates) -> Linear
+[Filter(HAVING), Map, Project]``. DISTINCT adds a ``Reduce`` over all output columns.
+No output column may have a type that only exists in expressions (INTERVAL).
 """
 
 from __future__ import annotations
@@ -11,9 +13,11 @@ from dataclasses import dataclass
 
 from matview.ir.relation import Reduce, Relation
 from matview.ir.scalar import Col
+from matview.sql import table_functions, temporal
 from matview.sql.coerce import TypedScalar
 from matview.sql.context import Context
-from matview.sql.errors import SqlError, UnsupportedError
+from matview.sql.datatypes import storable
+from matview.sql.errors import SqlError, SqlTypeError, UnsupportedError
 from matview.sql.from_clause import bind_from
 from matview.sql.grouping import GroupedBinder, group_keys, has_aggregate
 from matview.sql.names import output_name
@@ -55,20 +59,31 @@ def bind_select(select: exp.Select, ctx: Context) -> Query:
         raise UnsupportedError.at("SELECT DISTINCT ON is not supported yet", distinct)
     rel, scope, conditions = bind_from(select, ctx)
     where = select.args.get("where")
+    group, having, order = (select.args.get(k) for k in ("group", "having", "order"))
+    for clause, word in ((where, "WHERE"), (group, "GROUP BY"), (having, "HAVING")):
+        table_functions.reject(clause, word)
     if where is not None:
         binder = ExprBinder(scope, "aggregate functions are not allowed in WHERE")
-        conditions.append(binder.predicate(where.this, "WHERE").expr)
+        conditions.extend(temporal.conditions(binder, where.this, "WHERE"))
     items = _select_items(select, scope)
-    group, having, order = (select.args.get(k) for k in ("group", "having", "order"))
     nodes = [item.node for item in items] + ([having] if having else []) + (
         [o.this for o in order.expressions] if order else [])
-    if group is not None or having is not None or any(has_aggregate(n) for n in nodes):
+    grouped = group is not None or having is not None or any(has_aggregate(n) for n in nodes)
+    srf = next((c for i in items for c in table_functions.table_calls(i.node)), None)
+    calls = table_functions.SelectListCalls(scope, rel.arity)
+    if srf is not None and (grouped or distinct is not None):
+        raise UnsupportedError.at("set-returning functions in the select list are not "
+                                  "supported with GROUP BY, aggregates or DISTINCT yet",
+                                  srf.node)
+    if grouped:
         keys = group_keys(group, scope, [(i.name, i.node) for i in items]) if group else []
         binder = GroupedBinder(scope, keys)
     else:
-        binder = ExprBinder(scope, "aggregate functions are not allowed here")
+        binder = ExprBinder(scope, "aggregate functions are not allowed here",
+                            table_calls=calls)
     values = [item.bind(binder) for item in items]
     names = tuple(item.name for item in items)
+    _check_output_types(items, values)
     exprs = [v.expr for v in values]
 
     def match(node: exp.Expr) -> int | None:
@@ -82,11 +97,19 @@ def bind_select(select: exp.Select, ctx: Context) -> Query:
                          tuple(binder.keys), tuple(binder.aggregates))
         plan: Relation = compute(grouped, exprs, having_pred)
     else:
-        plan = compute(rel, exprs, conditions)
+        plan = compute(rel, exprs, conditions, calls.step())
     if distinct is not None:
         plan = Reduce(plan, tuple(Col(i) for i in range(len(exprs))), ())
     limit, offset = limit_offset(select)
     return Query(plan, names, order_keys, limit, offset)
+
+
+def _check_output_types(items: list[SelectItem], values: list[TypedScalar]) -> None:
+    for item, value in zip(items, values, strict=True):
+        if not storable(value.type):
+            raise SqlTypeError.at(
+                f'column "{item.name}" has type {value.type}, which a query cannot return: '
+                "intervals exist only in expressions (ts + INTERVAL '5 minutes')", item.node)
 
 
 def _select_items(select: exp.Select, scope: Scope) -> list[SelectItem]:

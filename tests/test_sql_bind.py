@@ -268,7 +268,8 @@ ERRORS = [
     ("SELECT a FROM t INTERSECT SELECT a FROM u", UnsupportedError,
      "INTERSECT is not supported yet", 1, 8),
     ("SELECT a FROM t, LATERAL (SELECT 1) x", UnsupportedError,
-     "LATERAL is not supported yet", 1, 34),
+     "LATERAL subqueries are not supported yet; table functions in FROM (which are lateral "
+     "without the keyword) are", 1, 34),
     ("SELECT a FROM t ORDER BY c", UnsupportedError,
      "ORDER BY expressions that are not in the select list are not supported yet", 1, 26),
     ("SELECT a FROM t UNION SELECT a, d FROM u", SqlError,
@@ -291,7 +292,9 @@ ERRORS = [
     ("INSERT INTO v VALUES (1, 2)", SqlError, 'cannot insert into view "v"', 1, 13),
     ("CREATE TABLE z (a int, A text)", DuplicateObjectError,
      'column "a" specified more than once', 1, 24),
-    ("CREATE TABLE z (a interval)", UnsupportedError, "type interval is not supported", 1, 17),
+    ("CREATE TABLE z (a interval)", UnsupportedError,
+     'column "a" cannot have type interval: intervals exist only in expressions '
+     "(ts + INTERVAL '5 minutes'); store a number or a timestamp instead", 1, 17),
     ("CREATE VIEW w AS SELECT a FROM t LIMIT 1", UnsupportedError,
      "LIMIT and OFFSET in a view definition are not supported yet", 1, 40),
     ("ALTER TABLE t ADD COLUMN z int", UnsupportedError, "ALTER TABLE is not supported", 1, 13),

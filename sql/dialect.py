@@ -6,6 +6,9 @@ Added syntax:
 * ``SHOW TABLES | VIEWS | MATERIALIZED VIEWS | COLUMNS FROM <name>``, parsed into sqlglot's
   ``Show`` (``this`` the upper-case kind, ``target`` the relation for COLUMNS).
 
+Changed: an interval literal whose text is more than one ``<number> <unit>`` pair, like
+``INTERVAL '1 day 02:00'``, keeps its whole text (sqlglot would keep its first pair only).
+
 The dialect registers itself with sqlglot under the name ``matview``.
 """
 
@@ -68,6 +71,15 @@ class MatviewParser(PostgresParser):
         if statement is None:
             self.raise_error("Expected a statement to explain")
         return self.expression(Explain(this=statement, stage=stage))
+
+    def _parse_interval_span(self, this: exp.Expr,
+                             parse_function_unit: bool = True) -> exp.Interval:
+        if this is not None and this.is_string:
+            text = this.name
+            parts = exp.INTERVAL_STRING_RE.findall(text)
+            if len(parts) == 1 and not exp.INTERVAL_STRING_RE.fullmatch(text):
+                return self.expression(exp.Interval(this=this))
+        return super()._parse_interval_span(this, parse_function_unit)
 
     def _parse_show_columns(self) -> exp.Show:
         if not self._match_set((TokenType.FROM, TokenType.IN)):

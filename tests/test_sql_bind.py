@@ -4,12 +4,27 @@ the statement dataclasses, and errors with their messages and positions."""
 from __future__ import annotations
 
 import datetime
+from collections import Counter
 from decimal import Decimal
 from pathlib import Path
 
 import pytest
 from golden import run_golden
-from matview.ir.relation import Constant, Field, Get, Join, Linear, Reduce, Union
+from matview.ir.interpret import interpret
+from matview.ir.intervals import Interval
+from matview.ir.linear_logic import is_temporal, temporal_parts
+from matview.ir.relation import (
+    Constant,
+    Field,
+    Filter,
+    FlatMap,
+    Get,
+    Join,
+    Linear,
+    Reduce,
+    Repeat,
+    Union,
+)
 from matview.ir.scalar import Call, Cast, Col, Lit
 from matview.ir.text import render_plan, render_scalar
 from matview.ir.types import (
@@ -18,6 +33,7 @@ from matview.ir.types import (
     DATE,
     DOUBLE,
     INT,
+    INTERVAL,
     JSONB,
     NULLTYPE,
     TEXT,
@@ -324,3 +340,152 @@ def test_error_classes_share_a_base() -> None:
                  UnsupportedError):
         assert issubclass(kind, SqlError)
     assert str(SqlError("plain")) == "plain"
+
+
+# ---- issue 4: table functions, temporal filters, INTERVAL, ARRAY, JSONB (semantics through
+# the reference interpreter) ---------------------------------------------------------------
+
+TABLES = {
+    "t": Counter({(1, "x", 10): 1, (3, "y", 30): 1, (None, "z", 0): 1}),
+    "u": Counter({(1, 1.5): 1, (3, 2.5): 1}),
+    "w": Counter({
+        (1, (1, 2, None), '{"a":1,"b":[true,null]}', datetime.datetime(2024, 1, 1, 0, 0), "a,b"),
+        (2, (), "[1,\"x\",null]", datetime.datetime(2024, 1, 1, 1, 0), ""),
+    }),
+}
+
+
+def rows(sql: str, now: int | None = None) -> Counter:
+    stmt = one(sql)
+    assert isinstance(stmt, Query)
+    if now is None:
+        return interpret(stmt.plan, TABLES)
+    return interpret(stmt.plan, TABLES, now=now)
+
+
+def millis(moment: datetime.datetime) -> int:
+    return int((moment - datetime.datetime(1970, 1, 1)).total_seconds() * 1000)
+
+
+@pytest.mark.parametrize(("sql", "expected"), [
+    ("SELECT * FROM generate_series(1, 3)", [(1,), (2,), (3,)]),
+    ("SELECT * FROM generate_series(5, 1, -2) WITH ORDINALITY AS g(v, n)",
+     [(5, 1), (3, 2), (1, 3)]),
+    ("SELECT t.a, g FROM t, generate_series(1, t.a) AS g", [(1, 1), (3, 1), (3, 2), (3, 3)]),
+    ("SELECT t.a, g.x, u.d FROM t, LATERAL generate_series(1, t.a) AS g(x) JOIN u ON u.a = g.x",
+     [(1, 1, 1.5), (3, 1, 1.5), (3, 3, 2.5)]),
+    ("SELECT k, v, n FROM w, unnest(w.arr) WITH ORDINALITY AS u(v, n)",
+     [(1, 1, 1), (1, 2, 2), (1, None, 3)]),
+    ("SELECT * FROM unnest(ARRAY[1, 2, 3], ARRAY['a']) AS u(n, s)",
+     [(1, "a"), (2, None), (3, None)]),
+    ("SELECT k, part FROM w, string_to_table(s, ',') AS part", [(1, "a"), (1, "b")]),
+    ("SELECT * FROM regexp_matches('a1b22', '([a-z])([0-9]+)', 'g')",
+     [(("a", "1"),), (("b", "22"),)]),
+    ("SELECT key, value FROM (SELECT j FROM w WHERE k = 1) AS x, jsonb_each(x.j)",
+     [("a", "1"), ("b", "[true,null]")]),
+    ("SELECT value FROM jsonb_array_elements_text('[1, \"x\", null, {\"b\": 2}]')",
+     [("1",), ("x",), (None,), ('{"b":2}',)]),
+    ("SELECT k, value FROM (SELECT * FROM w WHERE k = 2) AS w2, jsonb_array_elements(w2.j)",
+     [(2, "1"), (2, '"x"'), (2, "null")]),
+    ("SELECT * FROM generate_series(TIMESTAMP '2024-01-01', '2024-01-01 12:00', "
+     "INTERVAL '6 hours')",
+     [(datetime.datetime(2024, 1, 1, h),) for h in (0, 6, 12)]),
+    ("SELECT a FROM t, repeat_row(2) WHERE a = 1", [(1,), (1,)]),
+    ("SELECT a, generate_series(1, a), generate_series(1, 2) * 10 FROM t WHERE a > 0",
+     [(1, 1, 10), (1, None, 20), (3, 1, 10), (3, 2, 20), (3, 3, None)]),
+    ("SELECT unnest(ARRAY['a', 'b']), generate_series(1, 3)",
+     [("a", 1), ("b", 2), (None, 3)]),
+    ("SELECT ts + INTERVAL '1 day 02:30', INTERVAL '1 month' + ts FROM w WHERE k = 1",
+     [(datetime.datetime(2024, 1, 2, 2, 30), datetime.datetime(2024, 2, 1))]),
+    ("SELECT ARRAY[k, 10], '{1,NULL}'::int[], ARRAY[]::text[] FROM w WHERE k = 1",
+     [((1, 10), (1, None), ())]),
+    ("SELECT '{\"b\": 1.50, \"a\": [1e3]}'::jsonb, j::text FROM w WHERE k = 1",
+     [('{"a":[1000.0],"b":1.5}', '{"a":1,"b":[true,null]}')]),
+])
+def test_semantics(sql: str, expected: list[tuple]) -> None:
+    assert rows(sql) == Counter(expected)
+
+
+def test_table_function_reads_only_items_before_it() -> None:
+    with pytest.raises(SqlError, match='invalid reference to FROM-clause entry for table "u"'):
+        one("SELECT * FROM t, generate_series(1, u.a), u")
+
+
+def test_temporal_filter_semantics() -> None:
+    sql = ("SELECT k FROM w WHERE mz_now() >= ts AND mz_now() < ts + INTERVAL '30 minutes'")
+    start = millis(datetime.datetime(2024, 1, 1))
+    assert rows(sql, now=start - 1) == Counter()
+    assert rows(sql, now=start) == Counter({(1,): 1})
+    assert rows(sql, now=start + 30 * 60_000) == Counter()
+    assert rows(sql, now=start + 60 * 60_000) == Counter({(2,): 1})
+    between = "SELECT k FROM w WHERE mz_now() BETWEEN ts AND ts + INTERVAL '1 minute'"
+    assert rows(between, now=start + 60_000) == Counter({(1,): 1})
+    assert rows(between, now=start + 60_001) == Counter()
+
+
+def test_temporal_predicates_are_normalized() -> None:
+    stmt = one("SELECT k FROM w WHERE ts <= mz_now() AND mz_now() BETWEEN ts AND k AND k > 1")
+    assert isinstance(stmt, Query) and isinstance(stmt.plan, Linear)
+    [filter_step] = [s for s in stmt.plan.steps if isinstance(s, Filter)]
+    temporal = [p for p in filter_step.predicates if is_temporal(p)]
+    assert [temporal_parts(p) for p in temporal] == [("ge", Col(3)), ("ge", Col(3)),
+                                                      ("le", Col(0))]
+    assert Call("gt", (Col(0), Lit(1, INT))) in filter_step.predicates
+
+
+def test_table_function_plan_shapes() -> None:
+    stmt = one("SELECT * FROM t, generate_series(1, t.a) WITH ORDINALITY, u")
+    assert isinstance(stmt, Query)
+    join = stmt.plan
+    assert isinstance(join, Join)
+    assert join.inputs[0] == Linear(Get("t", T), (FlatMap(
+        (Call("generate_series", (Lit(1, INT), Col(0))),), True),))
+    assert stmt.column_names == ("a", "b", "c", "generate_series", "ordinality", "a", "d")
+    assert stmt.plan.types[3:5] == (INT, BIGINT)
+    repeat = one("SELECT * FROM t, repeat_row(t.a)")
+    assert isinstance(repeat, Query)
+    assert repeat.plan == Linear(Get("t", T), (Repeat(Col(0)),))
+
+
+def test_insert_arrays_and_jsonb_fold_to_constants() -> None:
+    stmt = one("INSERT INTO w VALUES (1, ARRAY[1, 2], '{\"b\": 2, \"a\": 1}', '2024-01-01', 'x'),"
+               " (2, '{3,NULL}', NULL, NULL, NULL), (3, ARRAY[]::int[], '[]', NULL, NULL)")
+    assert isinstance(stmt, Insert) and isinstance(stmt.source, Constant)
+    assert [values[:3] for values, _ in stmt.source.rows] == [
+        (1, (1, 2), '{"a":1,"b":2}'), (2, (3, None), None), (3, (), "[]")]
+    assert stmt.source.types == tuple(f.type for f in W)
+
+
+def test_create_table_with_array_and_jsonb_columns() -> None:
+    stmt = one("CREATE TABLE z (a int[], b text[], c jsonb, d bigint[])")
+    assert isinstance(stmt, CreateTable)
+    assert [f.type for f in stmt.fields] == [array_of(INT), array_of(TEXT), JSONB,
+                                             array_of(BIGINT)]
+
+
+def test_interval_literals() -> None:
+    stmt = one("SELECT ts + INTERVAL '5 minutes', ts - INTERVAL '2' HOUR, "
+               "ts + '1 day 02:00'::interval FROM n")
+    assert isinstance(stmt, Query) and isinstance(stmt.plan, Linear)
+    exprs = stmt.plan.steps[0].exprs  # type: ignore[union-attr]
+    assert exprs == (
+        Call("add", (Col(2), Lit(Interval(0, 0, 300_000_000), INTERVAL))),
+        Call("sub", (Col(2), Lit(Interval(0, 0, 7_200_000_000), INTERVAL))),
+        Call("add", (Col(2), Lit(Interval(0, 1, 7_200_000_000), INTERVAL))),
+    )
+    assert stmt.plan.types == (TIMESTAMP, TIMESTAMP, TIMESTAMP)
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT * FROM w WHERE mz_now() < ts + INTERVAL '1 day 02:00' AND k > 1",
+    "SELECT k, g, n FROM w, generate_series(1, w.k) WITH ORDINALITY AS g(g, n)",
+    "SELECT * FROM w, LATERAL unnest(arr) WITH ORDINALITY AS u(v, n)",
+    "SELECT k, unnest(arr), ARRAY[]::int[], '{1}'::int[] FROM w",
+    "SELECT e.key FROM w, jsonb_each(j) AS e "
+    "WHERE mz_now() BETWEEN ts AND ts + INTERVAL '5' MINUTE",
+])
+def test_view_text_binds_to_the_same_plan(sql: str) -> None:
+    view = one(f"CREATE VIEW x AS {sql}")
+    assert isinstance(view, CreateView)
+    [again] = parse(view.query_sql, catalog())
+    assert isinstance(again, Query) and again.plan == view.plan

@@ -60,3 +60,17 @@ def test_printed_query_binds_to_the_same_plan(sql: str, catalog: DictCatalog) ->
     [again] = split(printed)
     first, second = bind_statement(tree, catalog), bind_statement(again, catalog)
     assert isinstance(first, Query) and first == second
+
+
+@pytest.mark.parametrize(("sql", "text", "unit"), [
+    ("SELECT INTERVAL '1 day 02:00'", "1 day 02:00", None),
+    ("SELECT INTERVAL '1 day 2 hours'", "1 day 2 hours", None),
+    ("SELECT INTERVAL '5 minutes'", "5", "MINUTES"),
+    ("SELECT INTERVAL '5' MINUTE", "5", "MINUTE"),
+])
+def test_interval_literals_keep_their_text(sql: str, text: str, unit: str | None) -> None:
+    tree = sqlglot.parse_one(sql, dialect=Matview)
+    interval = tree.expressions[0]
+    assert isinstance(interval, exp.Interval) and interval.this.name == text
+    assert (interval.args.get("unit").name if interval.args.get("unit") else None) == unit
+    assert sqlglot.parse_one(tree.sql(dialect=Matview), dialect=Matview) == tree

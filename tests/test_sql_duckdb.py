@@ -137,6 +137,14 @@ QUERIES = [
     "SELECT id, amount FROM orders ORDER BY amount, id",
     "SELECT id, amount FROM orders ORDER BY amount DESC, id",
     "SELECT name FROM customers UNION SELECT tag FROM tags ORDER BY 1 LIMIT 4",
+    # table functions in FROM (lateral) and in the select list (lockstep)
+    "SELECT * FROM generate_series(1, 3)",
+    "SELECT * FROM generate_series(10, 1, -3) AS g(v)",
+    "SELECT o.id, g.v FROM orders o, generate_series(1, o.amount) AS g(v) WHERE o.id < 4",
+    "SELECT t.tag, g.v FROM tags t JOIN generate_series(1, t.id) AS g(v) ON g.v > 1",
+    "SELECT x.v FROM unnest(ARRAY[3, 1, NULL]) AS x(v)",
+    "SELECT id, unnest(ARRAY[id, cust]) FROM orders WHERE id < 5",
+    "SELECT id, unnest(ARRAY[1, 2, 3]) * 10, unnest(ARRAY['a', 'b']) FROM tags WHERE id = 1",
 ]
 
 

@@ -4,7 +4,8 @@ select-list form (``SELECT a, generate_series(1, a) FROM t``).
 
 Argument conversions: the bounds of ``generate_series`` over timestamps may be string literals
 (read as TIMESTAMP) and its step must be a constant interval; ``regexp_matches`` needs a
-constant pattern and flags; the ``jsonb_*`` functions read a string literal as JSONB.
+constant pattern and flags; the ``jsonb_*`` functions read a string literal as JSONB (and
+take TEXT values as the registry does).
 
 In the select list, every table function call (at any depth of an expression) becomes one
 call of a single ``FlatMap`` step applied after WHERE, so that several calls run in lockstep
@@ -120,8 +121,8 @@ def bind_call(binder: ExprBinder, found: TableCall) -> BoundCall:
         args = _series_args(args, found)
     elif found.name == "regexp_matches":
         _check_regexp(args, found)
-    elif found.name.startswith("jsonb_"):
-        args = [_jsonb_arg(args[0], found, signature)]
+    elif found.name.startswith("jsonb_") and is_string_literal(args[0]):
+        args = [cast(args[0], JSONB, found.args[0])]
     types = [a.type for a in args]
     try:
         columns = fn.columns(types)
@@ -178,15 +179,6 @@ def _check_regexp(args: list[TypedScalar], found: TableCall) -> None:
     if unknown:
         raise SqlError.at(f'invalid regular expression option: "{"".join(sorted(unknown))}"',
                           found.args[2])
-
-
-def _jsonb_arg(arg: TypedScalar, found: TableCall, signature: str) -> TypedScalar:
-    """A string literal is read as JSONB; a TEXT value must be cast explicitly."""
-    if is_string_literal(arg):
-        return cast(arg, JSONB, found.args[0])
-    if arg.type.kind is Kind.TEXT:
-        raise SqlTypeError.at(f"{signature} (cast the argument with ::jsonb)", found.node)
-    return arg
 
 
 class SelectListCalls:

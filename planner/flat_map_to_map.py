@@ -2,7 +2,7 @@
 
     FlatMap([f1..fn], ord)  =>  Map(v1 ++ .. ++ vn ++ [1::bigint if ord])
                                     when the longest fi yields exactly one row
-    FlatMap([f1..fn], ord)  =>  Filter(FALSE)    when every fi yields no row
+    FlatMap([f1..fn], ord)  =>  Filter(FALSE), Map(NULL, ..)   when every fi yields no row
     Repeat(1)               =>  (nothing)
     Repeat(0), Repeat(NULL) =>  Filter(FALSE)
 
@@ -58,22 +58,23 @@ def _call_rows(call: Call, types: tuple[SqlType, ...]) -> list[tuple[Scalar, ...
     return None
 
 
-def _rewrite(step: Step, types: tuple[SqlType, ...]) -> Step | None:
-    """The Map or Filter ``step`` is, the step itself, or None when it is the identity."""
+def _rewrite(step: Step, types: tuple[SqlType, ...]) -> list[Step]:
+    """The Map or Filter ``step`` is (or the step itself); none when it is the identity."""
     if isinstance(step, Repeat) and _constant(step.count):
         try:
             count = evaluate(step.count, [], [])
         except EvalError:
-            return step
-        return None if count == 1 else NO_ROW if not count else step
+            return [step]
+        return [] if count == 1 else [NO_ROW] if not count else [step]
     if not isinstance(step, FlatMap):
-        return step
+        return [step]
     results = [_call_rows(c, types) for c in step.calls]
     if any(r is None for r in results):
-        return step
+        return [step]
     length = max(len(r) for r in results if r is not None)
     if length == 0:
-        return NO_ROW
+        # The columns the FlatMap would append, so that the types stay.
+        return [NO_ROW, Map(tuple(Lit(None, t) for t in step_types(step, types)[len(types):]))]
     exprs: list[Scalar] = []
     for call, result in zip(step.calls, results):
         assert result is not None
@@ -81,7 +82,7 @@ def _rewrite(step: Step, types: tuple[SqlType, ...]) -> Step | None:
                      (Lit(None, t) for t in output_types(call, types)))
     if step.ordinality:
         exprs.append(Lit(1, BIGINT))
-    return Map(tuple(exprs))
+    return [Map(tuple(exprs))]
 
 
 def _to_map(plan: Relation) -> Relation:
@@ -90,9 +91,7 @@ def _to_map(plan: Relation) -> Relation:
     steps: list[Step] = []
     types = plan.input.types
     for step in plan.steps:
-        new = _rewrite(step, types)
-        if new is not None:
-            steps.append(new)
+        steps.extend(_rewrite(step, types))
         types = step_types(step, types)
     return Linear(plan.input, tuple(steps)) if steps else plan.input
 

@@ -3,16 +3,18 @@
 Scalars (each rewrite keeps the expression's type, or is not made):
 
     f(l1, .., ln)                       =>  l        l = evaluate(f(l1, .., ln)), literals li
+    f(.., NULL, ..)                     =>  NULL     f strict (not ``handles_null``)
     TRUE AND x  =>  x      FALSE AND x  =>  FALSE     (and symmetrically, and for OR:
     FALSE OR x  =>  x      TRUE OR x    =>  TRUE       NULL stays, as three-valued logic says)
     NOT NOT x   =>  x
-    CASE WHEN FALSE|NULL THEN v .. END  =>  CASE .. END
+    CASE WHEN c THEN v .. END           =>  CASE .. END    c a conjunction with a FALSE|NULL
     CASE WHEN TRUE THEN v .. END        =>  v
     CASE ELSE d END                     =>  d
 
 Relations (``∅`` is ``Constant (types) []``):
 
     Linear(X, [.., Filter(.., TRUE, ..), ..])       =>  Linear(X, [.., Filter(..), ..])
+    Linear(X, [.., Filter(.., p AND q, ..), ..])    =>  Linear(X, [.., Filter(.., p, q, ..), ..])
     Linear(X, [.., Filter(.., FALSE|NULL, ..), ..]) =>  ∅
     Linear(∅, S)  =>  ∅        Join(.., ∅, ..)  =>  ∅        Join(I, E, [.., FALSE|NULL, ..]) => ∅
     Union(.., ∅, ..)  =>  Union(..)                 Reduce(∅, K ≠ ())  =>  ∅
@@ -29,7 +31,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from matview.ir.evaluate import evaluate
-from matview.ir.functions import EvalError
+from matview.ir.functions import EvalError, lookup
 from matview.ir.relation import (
     Aggregate,
     Constant,
@@ -45,7 +47,18 @@ from matview.ir.relation import (
     Union,
     step_types,
 )
-from matview.ir.scalar import TRUE, Call, Case, Cast, Lit, Scalar, children, transform, type_of
+from matview.ir.scalar import (
+    TRUE,
+    Call,
+    Case,
+    Cast,
+    Lit,
+    Scalar,
+    children,
+    conjuncts,
+    transform,
+    type_of,
+)
 from matview.ir.text import render_scalar
 from matview.ir.types import BOOLEAN, SqlType
 from matview.planner.walk import bottom_up
@@ -59,11 +72,13 @@ def fold_scalar(expr: Scalar, types: Sequence[SqlType]) -> Scalar:
     def fold(node: Scalar) -> Scalar:
         simpler = _simplify(node)
         if simpler is not node:
-            try:
-                if type_of(simpler, types) == type_of(node, types):
-                    return simpler
-            except (TypeError, KeyError):
-                pass
+            want = type_of(node, types)
+            if type_of(simpler, types) == want:
+                return simpler
+            if isinstance(simpler, Lit):
+                cast = _evaluated(Cast(simpler, want), types)
+                if isinstance(cast, Lit):
+                    return cast
         return _evaluated(node, types)
 
     return transform(expr, fold)
@@ -88,7 +103,7 @@ def _simplify(node: Scalar) -> Scalar:
         for cond, value in node.whens:
             if cond == TRUE:
                 return Case(tuple(whens), value) if whens else value
-            if isinstance(cond, Lit) and cond.value is not True:
+            if any(is_false(c) for c in conjuncts(cond)):
                 continue
             whens.append((cond, value))
         if len(whens) < len(node.whens):
@@ -101,6 +116,9 @@ def _evaluated(node: Scalar, types: Sequence[SqlType]) -> Scalar:
     with a text form."""
     if not isinstance(node, (Call, Cast, Case)) or node == Call("mz_now", ()):
         return node
+    if isinstance(node, Call) and not lookup(node.func).handles_null and any(
+            c == Lit(None, c.type) for c in node.args if isinstance(c, Lit)):
+        return Lit(None, type_of(node, types))  # a strict function of NULL
     if not all(isinstance(c, Lit) for c in children(node)):
         return node
     try:
@@ -133,7 +151,7 @@ def _fold_step(step: Step, types: tuple[SqlType, ...]) -> Step | None:
             types = (*types, type_of(exprs[-1], types))
         return Map(tuple(exprs))
     if isinstance(step, Filter):
-        preds = [fold_scalar(p, types) for p in step.predicates]
+        preds = [c for p in step.predicates for c in conjuncts(fold_scalar(p, types))]
         if any(is_false(p) for p in preds):
             return None
         return Filter(tuple(p for p in preds if p != TRUE))
@@ -163,7 +181,7 @@ def _fold(plan: Relation) -> Relation:
         if any(is_empty(i) for i in plan.inputs):
             return _empty(plan)
         types = plan.types
-        preds = [fold_scalar(p, types) for p in plan.predicates]
+        preds = [c for p in plan.predicates for c in conjuncts(fold_scalar(p, types))]
         if any(is_false(p) for p in preds):
             return _empty(plan)
         return replace(

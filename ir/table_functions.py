@@ -159,7 +159,7 @@ def _spark_series(F: Any, types: list[SqlType], limit: int, literals: Sequence[o
     out_type = "bigint" if _series_types(types) == (BIGINT,) else "int"
     start, stop = start.cast("bigint"), stop.cast("bigint")
     step = F.lit(1).cast("bigint") if step is None else step.cast("bigint")
-    count = F.when(((stop - start) >= 0) == (step > 0),
+    count = F.when((stop == start) | ((stop > start) == (step > 0)),
                    F.floor((stop - start) / step) + 1).otherwise(F.lit(0))
     message = too_many_rows_message("generate_series", limit)
     empty = F.array().cast(f"array<{out_type}>")
@@ -230,8 +230,9 @@ def _text_args(name: str) -> Callable[[list[SqlType]], tuple[SqlType, ...]]:
     return columns
 
 
-def _string_to_table(limit: int, text: str, sep: str | None) -> list[tuple[object, ...]]:
-    if text == "":
+def _string_to_table(limit: int, text: str | None,
+                     sep: str | None) -> list[tuple[object, ...]]:
+    if text is None or text == "":
         return []
     if sep is None:
         return [(ch,) for ch in text]
@@ -359,7 +360,9 @@ def _spark_elements(as_text: bool) -> Callable[..., Any]:
     def lower(F: Any, types: list[SqlType], limit: int, literals: Sequence[object],
               text: Any) -> Any:
         values = F.parse_json(text).cast("array<variant>")
-        return F.transform(values, (lambda v: v.cast("string")) if as_text else F.to_json)
+        # a one-argument lambda: ``transform`` passes the index to a two-parameter function
+        return F.transform(values, (lambda v: v.cast("string")) if as_text
+                           else (lambda v: F.to_json(v)))
     return lower
 
 

@@ -35,17 +35,23 @@ paramstyle = "qmark"
 
 def connect(path: str | None = None, *, spark: SparkSession | None = None,
             master: str | None = None, clock: int | None = None,
-            config: Mapping[str, str] | None = None) -> Connection:
+            config: Mapping[str, str] | None = None,
+            max_table_function_rows: int | None = None) -> Connection:
     """Open a matview database (PEP 249 connection).
 
     ``clock=None`` reads the wall clock in milliseconds; an integer starts a manual clock
     there, moved with ``advance_time``. ``spark`` reuses a SparkSession; ``master`` names a
     Spark master or a Spark Connect server (``sc://host:15002``); by default Spark starts in
-    local mode on first use. ``config`` overrides Spark settings.
+    local mode on first use. ``config`` overrides Spark settings. ``max_table_function_rows``
+    is the most rows a table function may produce for one input row before the statement
+    fails (default ``matview.ir.table_functions.DEFAULT_ROW_LIMIT``, a million).
     """
     from matview.connection import Connection
+    from matview.ir.table_functions import DEFAULT_ROW_LIMIT
 
-    return Connection(path, spark=spark, master=master, clock=clock, config=config)
+    limit = DEFAULT_ROW_LIMIT if max_table_function_rows is None else max_table_function_rows
+    return Connection(path, spark=spark, master=master, clock=clock, config=config,
+                      max_table_function_rows=limit)
 
 
 def __getattr__(name: str) -> Any:

@@ -13,6 +13,7 @@ from pyspark.sql import functions as F
 from matview.clock import TimestampOracle
 from matview.engine import Engine, Result, rows_of
 from matview.errors import InterfaceError, ProgrammingError, translated
+from matview.ir.table_functions import DEFAULT_ROW_LIMIT
 from matview.runtime.session import configure, start_session
 from matview.runtime.types import column_names, spark_type, update_schema
 from matview.runtime.updates import DIFF
@@ -99,8 +100,12 @@ class Connection:
 
     def __init__(self, path: str | None = None, *, spark: SparkSession | None = None,
                  master: str | None = None, clock: int | None = None,
-                 config: Mapping[str, str] | None = None) -> None:
+                 config: Mapping[str, str] | None = None,
+                 max_table_function_rows: int = DEFAULT_ROW_LIMIT) -> None:
+        if max_table_function_rows < 1:
+            raise ProgrammingError("max_table_function_rows must be at least 1")
         self.path = path
+        self._row_limit = max_table_function_rows
         self._spark = spark
         self._master = master
         self._config = dict(config or {})
@@ -123,7 +128,7 @@ class Connection:
                 else:
                     spark = self._spark
                     configure(spark)
-            self._engine = Engine(spark, self._oracle)
+            self._engine = Engine(spark, self._oracle, self._row_limit)
         return self._engine
 
     @property

@@ -23,7 +23,7 @@ from sqlglot import exp
 
 from matview.catalog import Entry, LiveCatalog
 from matview.clock import TimestampOracle
-from matview.errors import ProgrammingError
+from matview.errors import DataError, ProgrammingError
 from matview.ir.relation import (
     Constant,
     Field,
@@ -35,12 +35,13 @@ from matview.ir.relation import (
     Relation,
     gets,
 )
+from matview.ir.table_functions import DEFAULT_ROW_LIMIT
 from matview.ir.text import render_plan
 from matview.ir.types import TEXT, SqlType
 from matview.planner.pipeline import optimize, physical
 from matview.runtime.dataflow import Dataflow
 from matview.runtime.linear import apply_steps
-from matview.runtime.trace import Trace
+from matview.runtime.trace import NegativeRows, Trace
 from matview.runtime.types import column_names, spark_type, update_schema
 from matview.runtime.updates import DIFF, TIME, Leaf, consolidate, materialize, stored
 from matview.sql.catalog import CatalogItem
@@ -106,6 +107,11 @@ def _bind_parameters(tree: exp.Expression, params: Sequence[object]) -> exp.Expr
     return tree
 
 
+NEGATIVE_ROWS = ("the result holds a row with negative multiplicity, which no SQL row can "
+                 "have (repeat_row with a negative count retracted more copies than there "
+                 "were)")
+
+
 def rows_of(table: pa.Table) -> list[tuple[object, ...]]:
     """Arrow rows as Python tuples (SQL TIMESTAMP has no zone: values come back naive)."""
     columns = []
@@ -119,9 +125,12 @@ def rows_of(table: pa.Table) -> list[tuple[object, ...]]:
 class Engine:
     """Runs statements against one catalog on one SparkSession."""
 
-    def __init__(self, spark: SparkSession, oracle: TimestampOracle) -> None:
+    def __init__(self, spark: SparkSession, oracle: TimestampOracle,
+                 max_table_function_rows: int = DEFAULT_ROW_LIMIT) -> None:
         self.spark = spark
         self.oracle = oracle
+        self.row_limit = max_table_function_rows
+        """The most rows a table function may produce for one input row."""
         self.catalog = LiveCatalog()
         self.cursors: dict[int, tuple[str, int]] = {}
         """Open subscriptions: id -> (collection name, time up to which it has read)."""
@@ -178,7 +187,7 @@ class Engine:
         plan = physical(stmt.plan)
         self._refresh({g.name for g in gets(plan)})
         now = self.oracle.read()
-        flow = Dataflow(plan, self.spark, self.trace_of, as_of=now)
+        flow = Dataflow(plan, self.spark, self.trace_of, as_of=now, limit=self.row_limit)
         step = flow.prepare(now)
         leaf = step.materialized()
         step.commit()
@@ -254,8 +263,13 @@ class Engine:
             schema = update_schema(stmt.plan.types)
             table = pa.table([pa.array([], f.type) for f in list(schema)[:arity]], names=names)
         else:
-            rows = df.where(F.col(DIFF) > 0).select(
-                *names, F.explode(F.array_repeat(F.lit(1), F.col(DIFF).cast("int"))).alias("_x"))
+            # a row held with negative multiplicity (repeat_row can retract more copies than
+            # exist) fails the read in the same job instead of being hidden
+            copies = F.when(F.col(DIFF) < 0, F.raise_error(F.concat(
+                F.lit(NEGATIVE_ROWS + " (multiplicity "), F.col(DIFF).cast("string"),
+                F.lit(")")))).otherwise(F.col(DIFF))
+            rows = df.select(
+                *names, F.explode(F.array_repeat(F.lit(1), copies.cast("int"))).alias("_x"))
             if stmt.order_by:
                 rows = rows.orderBy(*[self._order(names[i], desc, nulls_first)
                                       for i, desc, nulls_first in stmt.order_by])
@@ -280,7 +294,11 @@ class Engine:
         if not isinstance(plan, Get):
             return None
         self._refresh({plan.name})
-        return self.trace_of(plan.name).held_rows(self.oracle.read())
+        try:
+            return self.trace_of(plan.name).held_rows(self.oracle.read())
+        except NegativeRows as error:
+            raise DataError(f"{plan.name}: {NEGATIVE_ROWS} (multiplicity {error.args[0]})"
+                            ) from None
 
     def evaluate(self, plan: Relation) -> DataFrame | None:
         """``plan``'s contents at the current time, as consolidated updates, run once as a
@@ -288,7 +306,8 @@ class Engine:
         plan = physical(plan)
         self._refresh({g.name for g in gets(plan)})
         now = self.oracle.read()
-        return Dataflow(plan, self.spark, self.trace_of, as_of=now).prepare(now).output
+        flow = Dataflow(plan, self.spark, self.trace_of, as_of=now, limit=self.row_limit)
+        return flow.prepare(now).output
 
     def trace_of(self, name: str) -> Trace:
         entry = self.catalog.entries[name]

@@ -21,6 +21,7 @@ from matview.ir.relation import (
     Union,
     gets,
 )
+from matview.ir.table_functions import DEFAULT_ROW_LIMIT
 from matview.runtime.join import JoinOp
 from matview.runtime.linear import LinearOp, UnionOp
 from matview.runtime.operator import Delta, Operator, StepContext
@@ -35,25 +36,33 @@ class PlanError(ValueError):
     """The plan cannot be run (a node the runtime does not execute)."""
 
 
-def build(plan: Relation, spark: SparkSession, trace_of: Callable[[str], Trace]) -> Operator:
-    """The operator tree running ``plan``; ``trace_of`` finds the trace of a stored name."""
+def build(plan: Relation, spark: SparkSession, trace_of: Callable[[str], Trace],
+          limit: int = DEFAULT_ROW_LIMIT) -> Operator:
+    """The operator tree running ``plan``; ``trace_of`` finds the trace of a stored name,
+    ``limit`` is the most rows a table function may produce for one input row."""
     if isinstance(plan, Get):
         return GetOp(plan.types, trace=trace_of(plan.name))
     if isinstance(plan, Constant):
         return ConstantOp(plan.types, rows=plan.rows)
     if isinstance(plan, Linear):
-        return LinearOp(plan.types, input=build(plan.input, spark, trace_of), steps=plan.steps)
+        linear = LinearOp(plan.types, input=build(plan.input, spark, trace_of, limit),
+                          steps=plan.steps, limit=limit)
+        if linear.temporal:
+            linear.pending = Trace(spark, linear.arity)
+        return linear
     if isinstance(plan, Union):
-        return UnionOp(plan.types, inputs=tuple(build(p, spark, trace_of) for p in plan.inputs))
+        return UnionOp(plan.types, inputs=tuple(build(p, spark, trace_of, limit)
+                                                for p in plan.inputs))
     if isinstance(plan, Join):
-        inputs = tuple(build(p, spark, trace_of) for p in plan.inputs)
+        inputs = tuple(build(p, spark, trace_of, limit) for p in plan.inputs)
         for op in inputs:
             op.require_history()
         order = plan.plan or JoinPlan("delta", tuple(
             tuple(j for j in range(len(inputs)) if j != i) for i in range(len(inputs))))
-        return JoinOp(plan.types, inputs=inputs, equivalences=plan.equivalences, plan=order)
+        return JoinOp(plan.types, inputs=inputs, equivalences=plan.equivalences, plan=order,
+                      predicates=plan.predicates)
     if isinstance(plan, Reduce):
-        op = ReduceOp(plan.types, input=build(plan.input, spark, trace_of),
+        op = ReduceOp(plan.types, input=build(plan.input, spark, trace_of, limit),
                       group_key=plan.group_key, aggregates=plan.aggregates)
         op.output = Trace(spark, len(op.full_names()))
         if any(a.func in ("min", "max") for a in plan.aggregates):
@@ -107,13 +116,14 @@ class Dataflow:
     output is correct from time ``as_of`` on (the first step reads every input's snapshot)."""
 
     def __init__(self, plan: Relation, spark: SparkSession,
-                 trace_of: Callable[[str], Trace], as_of: int) -> None:
+                 trace_of: Callable[[str], Trace], as_of: int,
+                 limit: int = DEFAULT_ROW_LIMIT) -> None:
         self.plan = plan
         self.spark = spark
         self.as_of = as_of
         self.frontier = as_of - 1
         self.reads = {g.name for g in gets(plan)}
-        self.root = build(plan, spark, trace_of)
+        self.root = build(plan, spark, trace_of, limit)
         for op in operators(self.root):
             if isinstance(op, JoinOp) and op.keep_history:
                 op.output = Trace(spark, op.arity)
@@ -125,20 +135,41 @@ class Dataflow:
         """The traces this dataflow owns (not the shared traces of its sources)."""
         owned: list[Trace] = []
         for op in operators(self.root):
-            for trace in (getattr(op, "output", None), getattr(op, "values", None)):
+            for trace in (getattr(op, "output", None), getattr(op, "values", None),
+                          getattr(op, "pending", None)):
                 if isinstance(trace, Trace):
                     owned.append(trace)
         return owned
 
+    def temporal(self) -> list[LinearOp]:
+        """The operators holding future updates (those with a temporal filter)."""
+        return [op for op in operators(self.root) if isinstance(op, LinearOp) and op.temporal]
+
+    def next_time(self) -> int | None:
+        """The earliest time at which an update waits in a temporal operator (None: none)."""
+        times = [t for t in (op.next_time() for op in self.temporal()) if t is not None]
+        return min(times, default=None)
+
     def prepare(self, upper: int) -> PendingStep:
-        """Compute the output updates with times in ``(frontier, upper]``, consolidated."""
+        """Compute the output updates with times in ``(frontier, upper]``, consolidated.
+
+        A step runs when a source changed in that range or a temporal operator holds
+        updates due in it. All input updates share one time only on the first step, or
+        when every source change has one time and no temporal operator may release or
+        emit updates at other times."""
+        for op in operators(self.root):
+            op.abandon()
         probe = StepContext(self.spark, self.frontier, upper, self.as_of, True)
         pending = sum(op.pending_rows(probe) for op in self.sources())
         times = {r for op in self.sources() for r in op.pending_times(probe)}
-        single = len(times) <= 1 and all(lo == hi for lo, hi in times)
+        temporal = self.temporal()
+        waiting = sum(op.pending.rows for op in temporal if op.pending is not None)
+        due = self.next_time()
+        single = (len(times) <= 1 and all(lo == hi for lo, hi in times)
+                  and (probe.first or not temporal))
         ctx = StepContext(self.spark, self.frontier, upper, self.as_of,
-                          pending <= SMALL_BATCH_ROWS, single)
-        if not ctx.first and pending == 0:
+                          pending + waiting <= SMALL_BATCH_ROWS, single)
+        if not ctx.first and pending == 0 and (due is None or due > upper):
             return PendingStep(self, None, ctx.lower, upper, True)
         return PendingStep(self, self.root.delta(ctx), ctx.lower, upper, ctx.small)
 

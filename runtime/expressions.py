@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from decimal import Decimal
 
 from matview.ir.functions import lookup
+from matview.ir.intervals import Interval
 from matview.ir.scalar import Call, Case, Cast, Col, Lit, Scalar, type_of
-from matview.ir.types import INTEGER_KINDS, Kind, SqlType
+from matview.ir.types import INTEGER_KINDS, TIMESTAMP, Kind, SqlType
 from matview.runtime.types import spark_type
 from pyspark.sql import Column
 from pyspark.sql import functions as F
@@ -17,6 +19,8 @@ def compile_scalar(expr: Scalar, columns: Sequence[Column], types: Sequence[SqlT
     if isinstance(expr, Col):
         return columns[expr.index]
     if isinstance(expr, Lit):
+        if isinstance(expr.value, Interval):
+            return interval_literal(expr.value)
         return F.lit(expr.value).cast(spark_type(expr.type))
     if isinstance(expr, Cast):
         return _cast(compile_scalar(expr.expr, columns, types), type_of(expr.expr, types), expr.to)
@@ -31,18 +35,47 @@ def compile_scalar(expr: Scalar, columns: Sequence[Column], types: Sequence[SqlT
         fn = lookup(expr.func)
         args = [compile_scalar(a, columns, types) for a in expr.args]
         arg_types = [type_of(a, types) for a in expr.args]
+        result_type = fn.returns(arg_types)
+        if expr.func in ("add", "sub") and arg_types[1].kind is Kind.INTERVAL:
+            # a DATE shifted by an interval is a TIMESTAMP (PostgreSQL), not a DATE (Spark)
+            args[0] = args[0].cast(spark_type(TIMESTAMP))
+        if expr.func == "array":
+            assert result_type.element is not None
+            element = spark_type(result_type.element)
+            args = [a.cast(element) for a in args]
         if fn.typed_spark is not None:
             out = fn.typed_spark(F, arg_types, *args)
         else:
             out = fn.spark(F, *args)
-        result_type = fn.returns(arg_types)
-        return out.cast(spark_type(result_type)) if result_type.is_numeric else out
+        if result_type.is_numeric or result_type.kind is Kind.ARRAY:
+            return out.cast(spark_type(result_type))
+        return out
     raise TypeError(f"cannot compile {expr!r}")
+
+
+def interval_literal(value: Interval) -> Column:
+    """An INTERVAL constant as a Spark calendar interval (months, days and microseconds kept
+    apart, so adding it to a timestamp shifts months first, then days, then time)."""
+    seconds = F.lit(str(Decimal(value.micros).scaleb(-6))).cast("decimal(18,6)")
+    return F.make_interval(F.lit(0), F.lit(value.months), F.lit(0), F.lit(value.days),
+                           F.lit(0), F.lit(0), seconds)
 
 
 def _cast(value: Column, source: SqlType, to: SqlType) -> Column:
     """PostgreSQL's cast: numbers round to the nearest integer (numeric half away from zero,
-    double half to even) instead of truncating as Spark does."""
+    double half to even) instead of truncating as Spark does; text to JSONB parses and prints
+    the canonical form; arrays cast element by element."""
+    if to.kind is Kind.ARRAY and source.kind is Kind.ARRAY:
+        assert to.element is not None and source.element is not None
+        element_from, element_to = source.element, to.element
+        return F.transform(value, lambda x: _cast(x, element_from, element_to)).cast(
+            spark_type(to))
+    if to.kind is Kind.JSONB:
+        if source.kind is Kind.JSONB:
+            return value
+        return F.to_json(F.parse_json(value.cast("string")))
+    if source.kind is Kind.JSONB and to.kind is Kind.TEXT:
+        return value
     if to.kind in INTEGER_KINDS and source.kind is Kind.NUMERIC:
         value = F.round(value, 0)
     elif to.kind in INTEGER_KINDS and source.kind is Kind.DOUBLE:

@@ -40,10 +40,14 @@ def _prefixed(df: DataFrame, index: int, arity: int) -> DataFrame:
 @dataclass
 class JoinOp(Operator):
     """``Join`` executed as a delta query; keeps an arrangement of its own output only when a
-    consumer needs the join's history."""
+    consumer needs the join's history (it holds the joined rows that passed ``predicates``).
+
+    Each of ``predicates`` is evaluated in every path right after the lookup that binds the
+    last input it reads (on the path's own input when it reads only that one)."""
 
     inputs: tuple[Operator, ...] = ()
     equivalences: tuple[tuple[Scalar, ...], ...] = ()
+    predicates: tuple[Scalar, ...] = ()
     plan: JoinPlan | None = None
     keep_history: bool = False
     output: Trace | None = None
@@ -78,6 +82,24 @@ class JoinOp(Operator):
                     conditions.append(self._compile(anchor, refs) == self._compile(member, refs))
         return conditions
 
+    def _checks(self, bound: frozenset[int], new: int | None) -> list[Column]:
+        """The predicates that become checkable when input ``new`` joins inputs ``bound``
+        (``new`` None: the predicates reading only the inputs ``bound``)."""
+        offsets = [0]
+        for op in self.inputs:
+            offsets.append(offsets[-1] + op.arity)
+
+        def input_of(c: int) -> int:
+            return max(i for i in range(len(self.inputs)) if offsets[i] <= c)
+
+        refs, checks = self._column_refs(), []
+        for pred in self.predicates:
+            used = {input_of(c) for c in columns_used(pred)}
+            now = bound if new is None else bound | {new}
+            if used <= now and (new is None or not used <= bound):
+                checks.append(self._compile(pred, refs))
+        return checks
+
     def _compile(self, expr: Scalar | None, refs: list[Column]) -> Column:
         assert expr is not None
         return compile_scalar(expr, refs, self.types)
@@ -85,7 +107,7 @@ class JoinOp(Operator):
     def _path(self, ctx: StepContext, i: int, start: DataFrame,
               others: list[DataFrame | None]) -> DataFrame | None:
         path = _prefixed(start, i, self.inputs[i].arity)
-        own = self._conditions(frozenset(), i)
+        own = self._conditions(frozenset(), i) + self._checks(frozenset({i}), None)
         if own:
             path = path.where(functools.reduce(Column.__and__, own))
         bound = frozenset({i})
@@ -100,6 +122,9 @@ class JoinOp(Operator):
             condition = functools.reduce(Column.__and__, self._conditions(bound, j), seen)
             path = lookup(path, other, condition, "inner", ctx.small, build="left")
             path = path.withColumn(f"_d{i}", col(f"_d{i}") * col(f"_d{j}"))
+            checks = self._checks(bound, j)
+            if checks:
+                path = path.where(functools.reduce(Column.__and__, checks))
             bound = bound | {j}
         names = [f"j{k}_c{c}" for k, op in enumerate(self.inputs) for c in range(op.arity)]
         return path.select(*[col(n).alias(f"c{x}") for x, n in enumerate(names)],
@@ -137,6 +162,9 @@ class JoinOp(Operator):
     def commit(self) -> None:
         if self._staged is not None and self.output is not None:
             self.output.append(*self._staged)
+        self._staged = None
+
+    def abandon(self) -> None:
         self._staged = None
 
     def children(self) -> tuple[Operator, ...]:

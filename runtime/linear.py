@@ -1,80 +1,317 @@
-"""The general linear operator on Spark: a ``Linear`` node's steps as one select/filter
-pipeline of native Column expressions over each update batch."""
+"""The general linear operator on Spark: a ``Linear`` node's steps as one select / filter /
+explode pipeline of native Column expressions over each update batch (``linear_logic`` states
+the meaning this lowering implements).
+
+- ``Map`` and ``Project`` are selects, the plain predicates of a ``Filter`` a ``where``.
+- ``FlatMap`` builds each table function's rows as an ARRAY column (its registered Spark
+  lowering) and explodes it (``posexplode`` for ordinality); several calls are zipped with
+  ``arrays_zip`` (a NULL array counting as empty), so the longest decides the row count and
+  the others are padded with NULLs.
+- ``Repeat`` multiplies ``_diff`` by the count and drops rows where it is NULL or 0.
+- The temporal predicates of a ``Filter`` give each row its validity ``[lower, upper)``
+  (``linear_logic.validity``), carried as hidden columns through the later steps (a second
+  temporal filter narrows them); at the end one explode turns each row into
+  ``(r, max(t, lower), +d)`` and, when it has an upper bound, ``(r, max(t, upper), -d)``.
+
+Spark's optimizer collapses the selects and filters, so a whole ``Linear`` runs as one
+projection/filter/generate pipeline with no Python evaluation.
+"""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from matview.ir.relation import Filter, Map, Project, Step, step_types
-from matview.ir.scalar import conjoin, may_fail
-from matview.ir.types import SqlType
+import pyarrow.compute as pc
+from matview.ir import table_functions
+from matview.ir.linear_logic import TOP, is_temporal, temporal_parts
+from matview.ir.relation import (
+    Filter,
+    FlatMap,
+    Map,
+    Project,
+    Repeat,
+    Step,
+    step_scalars,
+    step_types,
+)
+from matview.ir.scalar import Call, Scalar, conjoin, may_fail, type_of
+from matview.ir.types import INTEGER_KINDS, Kind, SqlType
 from matview.runtime.expressions import compile_scalar
 from matview.runtime.operator import Delta, Operator, StepContext
-from matview.runtime.types import col, column_names
-from matview.runtime.updates import DIFF, TIME, union_all
+from matview.runtime.trace import Trace
+from matview.runtime.types import col, column_names, spark_type
+from matview.runtime.updates import DIFF, TIME, Leaf, stored, union_all
 from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+LOWER = "_lower"
+UPPER = "_upper"
+"""Hidden columns of the validity bounds of rows past a temporal filter (NULL: no bound)."""
 
 
-def apply_steps(df: DataFrame, steps: Sequence[Step], types: Sequence[SqlType]) -> DataFrame:
-    """Apply linear ``steps`` to update batch ``df`` whose data columns have ``types``.
+def is_temporal_steps(steps: Sequence[Step]) -> bool:
+    """Whether ``steps`` hold a temporal filter (a predicate over ``mz_now()``)."""
+    return any(isinstance(s, Filter) and any(is_temporal(p) for p in s.predicates)
+               for s in steps)
 
-    Maps and projections become one ``select`` each and filters a ``where``; Spark's
-    optimizer collapses them into a single projection/filter pipeline.
-    """
+
+def apply_steps(df: DataFrame, steps: Sequence[Step], types: Sequence[SqlType],
+                limit: int = table_functions.DEFAULT_ROW_LIMIT) -> DataFrame:
+    """Apply linear ``steps`` to update batch ``df`` whose data columns have ``types``;
+    ``limit`` is the most rows a table function may produce for one input row.
+
+    The result's times are the output times of ``join_function``: with a temporal filter
+    they may lie beyond the batch's times (future insertions and retractions)."""
     types = tuple(types)
+    bounded = False
     for step in steps:
-        names = column_names(len(types))
-        current = [col(n) for n in names]
+        current = [col(n) for n in column_names(len(types))]
+        keep = ([col(LOWER), col(UPPER)] if bounded else []) + [col(TIME), col(DIFF)]
         if isinstance(step, Map):
             new_types = step_types(step, types)
             exprs: list[Column] = []
             for i, expr in enumerate(step.exprs):
                 exprs.append(compile_scalar(expr, current + exprs, new_types[:len(types) + i]))
             named = [e.alias(f"c{len(types) + i}") for i, e in enumerate(exprs)]
-            df = df.select(*current, *named, TIME, DIFF)
+            df = df.select(*current, *named, *keep)
         elif isinstance(step, Filter):
-            df = df.where(compile_scalar(conjoin(step.predicates), current, types))
+            plain = [p for p in step.predicates if not is_temporal(p)]
+            if plain:
+                df = df.where(compile_scalar(conjoin(plain), current, types))
+            temporal = [temporal_parts(p) for p in step.predicates if is_temporal(p)]
+            if temporal:
+                df = _bound(df, temporal, current, types, bounded)
+                bounded = True
         elif isinstance(step, Project):
             df = df.select(*[current[i].alias(f"c{j}") for j, i in enumerate(step.outputs)],
-                           TIME, DIFF)
+                           *keep)
+        elif isinstance(step, Repeat):
+            count = compile_scalar(step.count, current, types).cast("bigint")
+            df = df.select(*current, *keep[:-1], (col(DIFF) * count).alias(DIFF))
+            df = df.where(col(DIFF) != 0)
+        elif isinstance(step, FlatMap):
+            df = _flat_map(df, step, current, types, keep, limit)
+        else:
+            raise TypeError(f"not a linear step: {step!r}")
         types = step_types(step, types)
+    if bounded:
+        current = [col(n) for n in column_names(len(types))]
+        insert = F.struct(F.greatest(col(TIME), col(LOWER)).alias(TIME), col(DIFF).alias(DIFF))
+        retract = F.struct(F.greatest(col(TIME), col(UPPER)).alias(TIME),
+                           (-col(DIFF)).alias(DIFF))
+        updates = F.when(col(UPPER).isNull(), F.array(insert)).otherwise(
+            F.array(insert, retract))
+        df = df.select(*current, F.inline(updates))
     return df
+
+
+def _bound(df: DataFrame, temporal: list[tuple[str, Scalar]], current: list[Column],
+           types: tuple[SqlType, ...], bounded: bool) -> DataFrame:
+    """Narrow (or set) the hidden bounds by the temporal predicates ``mz_now() OP e``, and
+    drop the rows with a NULL bound or an empty validity, as ``linear_logic.validity``."""
+    lows: list[Column] = [col(LOWER)] if bounded else []
+    highs: list[Column] = [col(UPPER)] if bounded else []
+    checks: list[Column] = []
+    for op, expr in temporal:
+        kind = type_of(expr, types).kind
+        value = compile_scalar(expr, current, types)
+        checks.append(value.isNotNull())
+        if kind in (Kind.TIMESTAMP, Kind.DATE):
+            micros = F.unix_micros(value.cast("timestamp"))
+            rest = F.pmod(micros, F.lit(1000))
+            floor = F.call_function("div", micros - rest, F.lit(1000))
+            ceil = floor + F.when(rest == 0, F.lit(0)).otherwise(F.lit(1))
+        elif kind in INTEGER_KINDS + (Kind.NULL, Kind.MZ_TIMESTAMP):
+            floor = ceil = value.cast("bigint")
+        else:
+            raise TypeError(f"mz_now() cannot be compared with {type_of(expr, types)}")
+        below_top = floor < F.lit(TOP)
+        if op in ("ge", "eq"):
+            lows.append(ceil)
+        if op == "gt":
+            checks.append(below_top)  # valid from past the largest time: never
+            lows.append(F.when(below_top, floor + 1))
+        if op in ("le", "eq"):
+            highs.append(F.when(below_top, floor + 1))  # past the largest time: no bound
+        if op == "lt":
+            highs.append(ceil)
+    null = F.lit(None).cast("bigint")
+    lower = null if not lows else lows[0] if len(lows) == 1 else F.greatest(*lows)
+    upper = null if not highs else highs[0] if len(highs) == 1 else F.least(*highs)
+    ok = functools.reduce(Column.__and__, checks)
+    df = df.select(*current, lower.alias(LOWER), upper.alias(UPPER), ok.alias("_ok"),
+                   col(TIME), col(DIFF))
+    df = df.where(col("_ok") & (col(LOWER).isNull() | col(UPPER).isNull()
+                                | (col(LOWER) < col(UPPER))))
+    return df.select(*current, col(LOWER), col(UPPER), col(TIME), col(DIFF))
+
+
+def _array_type(out: tuple[SqlType, ...]) -> T.DataType:
+    """The Spark type of a table function's rows: scalars for one column, else structs."""
+    if len(out) == 1:
+        return T.ArrayType(spark_type(out[0]))
+    return T.ArrayType(T.StructType([T.StructField(f"c{i}", spark_type(t))
+                                     for i, t in enumerate(out)]))
+
+
+def _rows_array(call: Call, current: list[Column], types: tuple[SqlType, ...],
+                limit: int) -> tuple[Column, tuple[SqlType, ...]]:
+    """Call ``call``'s rows on each input row as an ARRAY column, and their column types."""
+    fn = table_functions.lookup(call.func)
+    arg_types = [type_of(a, types) for a in call.args]
+    args = [compile_scalar(a, current, types) for a in call.args]
+    out = table_functions.output_types(call, types)
+    array = fn.spark(F, arg_types, limit, table_functions.literal_values(call), *args)
+    return array.cast(_array_type(out)), out
+
+
+def _flat_map(df: DataFrame, step: FlatMap, current: list[Column],
+              types: tuple[SqlType, ...], keep: list[Column], limit: int) -> DataFrame:
+    arrays = [_rows_array(c, current, types, limit) for c in step.calls]
+    if not arrays:
+        return df.where(F.lit(False))
+    if len(arrays) == 1:
+        array = arrays[0][0]
+        elements = [(col("_e"), arrays[0][1])]
+    else:
+        # NULL arrays count as empty, so the longest array decides the number of rows
+        df = df.select(*current, *keep, *[F.coalesce(a, F.array().cast(_array_type(out)))
+                                          .alias(f"_a{k}") for k, (a, out) in enumerate(arrays)])
+        array = F.arrays_zip(*[col(f"_a{k}") for k in range(len(arrays))])
+        elements = [(col("_e")[f"_a{k}"], out) for k, (_, out) in enumerate(arrays)]
+    if step.ordinality:
+        df = df.select(*current, *keep, F.posexplode(array).alias("_pos", "_e"))
+    else:
+        df = df.select(*current, *keep, F.explode(array).alias("_e"))
+    added: list[Column] = []
+    for element, out in elements:
+        if len(out) == 1:
+            added.append(element)
+        else:
+            added.extend(element[f"c{i}"] for i in range(len(out)))
+    if step.ordinality:
+        added.append((col("_pos") + 1).cast("bigint"))
+    n = len(types)
+    return df.select(*current, *[c.alias(f"c{n + i}") for i, c in enumerate(added)], *keep)
 
 
 @dataclass
 class LinearOp(Operator):
-    """``Linear``: stateless; its delta and its history are its input's, transformed."""
+    """``Linear``: its delta is the input's delta transformed by ``apply_steps``.
+
+    Without a temporal filter it is stateless and its history is its input's, transformed.
+    With one, the output updates whose time lies beyond the step's ``upper`` (future
+    insertions and retractions) wait in ``pending`` (state: a trace of them, held as Arrow
+    when small) and are released by the step whose ``(lower, upper]`` holds their time;
+    released updates are dropped from the state when the step commits. Its history is the
+    input's history transformed, keeping the times ``<= lower``.
+    """
 
     input: Operator | None = None
     steps: tuple[Step, ...] = ()
+    limit: int = table_functions.DEFAULT_ROW_LIMIT
+    pending: Trace | None = None
+    _staged: tuple[Leaf | None, int, int, int] | None = field(default=None, init=False)
+
+    @property
+    def temporal(self) -> bool:
+        return is_temporal_steps(self.steps)
 
     def _apply(self, df: DataFrame) -> DataFrame:
         assert self.input is not None
-        return apply_steps(df, self.steps, self.input.types)
+        return apply_steps(df, self.steps, self.input.types, self.limit)
 
     def compute(self, ctx: StepContext) -> Delta | None:
         assert self.input is not None
         delta = self.input.delta(ctx)
+        if self.temporal:
+            return self._compute_temporal(ctx, delta)
         if delta is None:
             return None
         # a step that may raise must run within this step, so that it fails the step
         return Delta(self._apply(delta.df), None if self._fallible else delta.rows)
 
+    def _compute_temporal(self, ctx: StepContext, delta: Delta | None) -> Delta | None:
+        """Release the pending updates due in ``(lower, upper]``, and split this step's
+        output into the updates due now and those that must wait (one Spark job)."""
+        assert self.pending is not None
+        parts: list[DataFrame] = []
+        rows = 0
+        released = None if ctx.first else self.pending.read(after=ctx.lower, upto=ctx.upper)
+        if released is not None:
+            parts.append(released)
+            rows += sum(b.leaf.rows for b in self.pending.batches
+                        if b.upper > ctx.lower and b.lower <= ctx.upper)
+        future: Leaf | None = None
+        first = last = 0
+        if delta is not None:
+            out = self._apply(delta.df)
+            if ctx.small:
+                table = out.toArrow()
+                now_rows = table.filter(pc.less_equal(table[TIME], ctx.upper))
+                later = table.filter(pc.greater(table[TIME], ctx.upper))
+                if now_rows.num_rows:
+                    leaf = stored(ctx.spark, now_rows)
+                    parts.append(leaf.df)
+                    rows += leaf.rows
+                if later.num_rows:
+                    future = stored(ctx.spark, later)
+                    bounds = pc.min_max(later[TIME]).as_py()
+                    first, last = bounds["min"], bounds["max"]
+            else:
+                leaf_df = out.localCheckpoint(eager=True)
+                due = col(TIME) <= ctx.upper
+                stats = leaf_df.agg(
+                    F.count(F.when(due, 1)).alias("now"), F.count(F.when(~due, 1)).alias("later"),
+                    F.min(F.when(~due, col(TIME))).alias("first"), F.max(TIME).alias("last"),
+                ).first()
+                assert stats is not None
+                if stats["now"]:
+                    parts.append(leaf_df.where(due))
+                    rows += stats["now"]
+                if stats["later"]:
+                    future = Leaf(leaf_df.where(~due), stats["later"])
+                    first, last = stats["first"], stats["last"]
+        self._staged = (future, first, last, ctx.upper)
+        df = union_all(parts)
+        return None if df is None else Delta(df, rows)
+
+    def next_time(self) -> int | None:
+        """The earliest time of a pending update (None when none wait)."""
+        if self.pending is None or not self.pending.batches:
+            return None
+        return min(b.lower for b in self.pending.batches)
+
     @property
     def _fallible(self) -> bool:
-        exprs = [e for s in self.steps if isinstance(s, Map) for e in s.exprs] + [
-            p for s in self.steps if isinstance(s, Filter) for p in s.predicates]
-        return any(may_fail(e) for e in exprs)
+        exprs = [e for s in self.steps for e in step_scalars(s)]
+        return any(may_fail(e) for e in exprs) or any(
+            isinstance(s, FlatMap | Repeat) for s in self.steps)
 
     def history(self, ctx: StepContext) -> DataFrame | None:
         assert self.input is not None
         df = self.input.history(ctx)
-        return None if df is None else self._apply(df)
+        if df is None:
+            return None
+        out = self._apply(df)
+        return out.where(col(TIME) <= ctx.lower) if self.temporal else out
 
     def require_history(self) -> None:
         assert self.input is not None
         self.input.require_history()
+
+    def commit(self) -> None:
+        if self._staged is not None and self.pending is not None:
+            future, first, last, upto = self._staged
+            self.pending.discard(upto)
+            self.pending.append(future, first, last)
+        self._staged = None
+
+    def abandon(self) -> None:
+        self._staged = None
 
     def children(self) -> tuple[Operator, ...]:
         assert self.input is not None

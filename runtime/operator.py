@@ -88,5 +88,8 @@ class Operator:
     def commit(self) -> None:
         """Apply the state staged in the last step."""
 
+    def abandon(self) -> None:
+        """Forget state staged by a step that was not committed (it failed)."""
+
     def children(self) -> tuple[Operator, ...]:
         return ()

@@ -315,6 +315,9 @@ class ReduceOp(Operator):
         return None if df is None else df.select(*[f"c{i}" for i in range(self.arity)],
                                                  TIME, DIFF)
 
+    def abandon(self) -> None:
+        self._staged = []
+
     def commit(self) -> None:
         for trace, leaf, lower, upper in self._staged:
             trace.append(leaf, lower, upper)

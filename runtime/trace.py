@@ -33,6 +33,11 @@ MAX_BATCHES = 8
 """Batches a trace keeps before it merges: a merge is a Spark job, so not after every step."""
 
 
+class NegativeRows(ValueError):
+    """A collection holds a row with negative multiplicity (the argument), which a read
+    cannot show."""
+
+
 @dataclass(frozen=True)
 class Batch:
     """A leaf batch whose updates all have times in ``[lower, upper]``."""
@@ -110,7 +115,8 @@ class Trace:
 
     def held_rows(self, upto: int) -> pa.Table | None:
         """The collection's rows at ``upto`` (each repeated by its multiplicity), computed in
-        Arrow when every batch it needs is held in the driver; None otherwise."""
+        Arrow when every batch it needs is held in the driver; None otherwise. Raises
+        ``NegativeRows`` when a row's multiplicity is negative."""
         tables = [b.leaf.table for b in self.batches if b.lower <= upto]
         if not tables or any(t is None for t in tables):
             return None
@@ -119,8 +125,34 @@ class Trace:
             table = table.filter(pc.less_equal(table[TIME], upto))
         summed = consolidated_arrow(table.drop_columns([TIME]))
         counts = summed[DIFF].to_numpy(zero_copy_only=False)
+        if len(counts) and counts.min() < 0:
+            raise NegativeRows(int(counts.min()))
         keep = np.repeat(np.arange(len(counts)), np.maximum(counts, 0))
         return summed.drop_columns([DIFF]).take(pa.array(keep, pa.int64()))
+
+    def discard(self, upto: int) -> None:
+        """Forget every update with time ``<= upto`` (a temporal operator's released updates:
+        they are in its output now). Batches held in the driver are cut in Arrow; others
+        keep their leaf behind a filter, their row count an upper bound."""
+        kept: list[Batch] = []
+        for batch in self.batches:
+            if batch.upper <= upto:
+                continue
+            if batch.lower > upto:
+                kept.append(batch)
+                continue
+            table = batch.leaf.table
+            if table is not None:
+                table = table.filter(pc.greater(table[TIME], upto))
+                if table.num_rows:
+                    kept.append(Batch(Leaf(None, table.num_rows, table, self.spark), upto + 1,
+                                      batch.upper))
+                continue
+            leaf = Leaf(batch.leaf.df.where(col(TIME) > upto), batch.leaf.rows)
+            kept.append(Batch(leaf, upto + 1, batch.upper))
+        if len(kept) != len(self.batches) or any(a is not b for a, b in zip(kept, self.batches)):
+            self.batches = kept
+            self._reads = {}
 
     def compact(self, since: int) -> None:
         """Allow times before ``since`` to be forgotten, and merge batches if there are too

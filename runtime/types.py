@@ -14,24 +14,35 @@ from pyspark.sql.utils import is_remote
 
 
 def spark_type(t: SqlType) -> T.DataType:
-    """The Spark type storing values of ``t``."""
+    """The Spark type storing values of ``t``: JSONB as its canonical text, ARRAY as an
+    ArrayType, INTERVAL (in expressions only) as a calendar interval."""
     if t.kind is Kind.NUMERIC:
         return T.DecimalType(t.precision or 38, t.scale or 0)
+    if t.kind is Kind.ARRAY:
+        assert t.element is not None
+        return T.ArrayType(spark_type(t.element))
     return {
         Kind.BOOLEAN: T.BooleanType(), Kind.INT: T.IntegerType(), Kind.BIGINT: T.LongType(),
         Kind.DOUBLE: T.DoubleType(), Kind.TEXT: T.StringType(), Kind.DATE: T.DateType(),
         Kind.TIMESTAMP: T.TimestampType(), Kind.NULL: T.StringType(),
+        Kind.JSONB: T.StringType(), Kind.INTERVAL: T.CalendarIntervalType(),
+        Kind.MZ_TIMESTAMP: T.LongType(),
     }[t.kind]
 
 
 def arrow_type(t: SqlType) -> pa.DataType:
-    """The Arrow type carrying values of ``t`` across the Python/JVM boundary."""
+    """The Arrow type carrying values of ``t`` across the Python/JVM boundary (INTERVAL
+    values never cross it: they exist in expressions only)."""
     if t.kind is Kind.NUMERIC:
         return pa.decimal128(t.precision or 38, t.scale or 0)
+    if t.kind is Kind.ARRAY:
+        assert t.element is not None
+        return pa.list_(arrow_type(t.element))
     return {
         Kind.BOOLEAN: pa.bool_(), Kind.INT: pa.int32(), Kind.BIGINT: pa.int64(),
         Kind.DOUBLE: pa.float64(), Kind.TEXT: pa.string(), Kind.DATE: pa.date32(),
-        Kind.TIMESTAMP: pa.timestamp("us"), Kind.NULL: pa.string(),
+        Kind.TIMESTAMP: pa.timestamp("us"), Kind.NULL: pa.string(), Kind.JSONB: pa.string(),
+        Kind.MZ_TIMESTAMP: pa.int64(),
     }[t.kind]
 
 

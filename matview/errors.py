@@ -66,6 +66,11 @@ _SPARK_CONDITIONS = {
 def _spark_message(error: PySparkException) -> tuple[type[Error], str]:
     condition = error.getCondition() or ""
     detail = str(error).splitlines()[0] if str(error) else condition
+    if condition.startswith("USER_RAISED_EXCEPTION"):
+        # raised by matview's own lowering (a table function's row limit, a negative
+        # multiplicity in a read): the message is already the user's
+        text = detail.removeprefix("[USER_RAISED_EXCEPTION]").strip()
+        return DataError, text.split(" SQLSTATE:")[0]
     for key, message in _SPARK_CONDITIONS.items():
         if condition.startswith(key) or key in detail:
             return DataError, f"{message} ({detail})"

@@ -47,6 +47,11 @@ PLANS: dict[str, Relation] = {
         (Col(3),),
         (Aggregate("count", None), Aggregate("sum", Col(1)), Aggregate("min", Col(1)),
          Aggregate("max", Col(1)), Aggregate("count", Col(1)))),
+    "join_where": Join((A, B), ((Col(0), Col(2)),), predicates=(
+        Call("gt", (Col(1), Lit(0, BIGINT))),
+        Call("ne", (Col(3), Lit("q", TEXT))),
+        Call("lt", (Col(1), Call("add", (Col(2), Lit(5, INT))))))),
+    "cross_where": Join((A, B), (), predicates=(Call("eq", (Col(0), Col(2))),)),
     "global": Reduce(A, (), (Aggregate("count", None), Aggregate("sum", Col(1)),
                              Aggregate("max", Col(1)))),
     "union_map": Union((

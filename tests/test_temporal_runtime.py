@@ -158,3 +158,25 @@ def test_engine_releases_when_the_clock_advances(spark) -> None:  # type: ignore
     assert sub.fetch() == [(at, 1, 1, 90), (120, 1, 2, 120), (140, -1, 1, 90),
                            (170, -1, 2, 120)]
     con.close()
+
+
+def test_engine_negative_multiplicity_and_row_limit_are_errors(spark) -> None:  # type: ignore[no-untyped-def]
+    con = matview.connect(spark=spark, clock=0, max_table_function_rows=5)
+    con.execute("CREATE TABLE t (k INT, s TEXT)")
+    try:
+        con.execute("CREATE MATERIALIZED VIEW r AS SELECT t.s FROM t, repeat_row(t.k)")
+        con.execute("CREATE MATERIALIZED VIEW g AS SELECT t.k, x FROM t, "
+                    "generate_series(1, t.k) AS x")
+    except matview.NotSupportedError:
+        pytest.skip("the SQL binder does not accept table functions yet")
+    con.insert("t", [(2, "a")])
+    assert con.execute("SELECT * FROM r").fetchall() == [("a",), ("a",)]
+    assert sorted(con.execute("SELECT * FROM g").fetchall()) == [(2, 1), (2, 2)]
+    con.insert("t", [(-3, "a")])
+    for query in ("SELECT * FROM r", "SELECT * FROM r ORDER BY s"):  # Arrow and Spark reads
+        with pytest.raises(matview.DataError, match="negative multiplicity"):
+            con.execute(query)
+    con.insert("t", [(7, "c")])
+    with pytest.raises(matview.DataError, match="more than 5 rows"):
+        con.execute("SELECT * FROM g")
+    con.close()

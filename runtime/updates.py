@@ -122,9 +122,10 @@ def consolidated_arrow(table: pa.Table) -> pa.Table:
 
 
 def stored(spark: SparkSession, table: pa.Table) -> Leaf:
-    """Update rows held in the driver as a leaf: a local relation when small, else
-    checkpointed into the executors."""
-    if table.num_rows > LOCAL_LEAF_ROWS:
+    """Update rows held in the driver as a leaf: a local relation when small (and free of
+    arrays), else checkpointed into the executors."""
+    if table.num_rows > LOCAL_LEAF_ROWS or any(pa.types.is_nested(f.type) for f in table.schema):
+        # Arrow cannot group by nested values (arrays), so their consolidation runs in Spark
         return Leaf(spark.createDataFrame(table).localCheckpoint(eager=True), table.num_rows)
     return Leaf(None, table.num_rows, _normalized(table), spark)
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from bench import w1, w2
+from bench import w1, w2, w3
 from bench.measure import Mismatch, check_equal
 from bench.report import table
 from bench.run import run_workload
@@ -17,7 +17,8 @@ from bench.run import run_workload
     w1.make(orders=3_000, customers=300, batches=3, catchup=3, changes=40, moves=3, seed=1),
     w2.make(edges=600, nodes=120, hubs=2, hub_degree=60, batches=3, catchup=3, changes=10,
             seed=2),
-], ids=["w1", "w2"])
+    w3.make(events=2_000, rate=20, tick_ms=5_000, batches=3, catchup=3, seed=3),
+], ids=["w1", "w2", "w3"])
 def test_workload_agrees_with_baselines(spark, workload) -> None:  # type: ignore[no-untyped-def]
     result = run_workload(spark, workload)
     figures = result["matview"]

@@ -200,16 +200,25 @@ class Join(Relation):
 
     def offsets(self) -> list[int]:
         """The position of each input's first column in the concatenated row."""
-        out, at = [], 0
-        for rel in self.inputs:
-            out.append(at)
-            at += rel.arity
-        return out
+        return offsets_of([rel.arity for rel in self.inputs])
 
     def input_of(self, column: int) -> int:
         """The input that column ``column`` of the concatenated row comes from."""
-        offsets = self.offsets()
-        return max(i for i, off in enumerate(offsets) if off <= column)
+        return input_at(self.offsets(), column)
+
+
+def offsets_of(arities: Sequence[int]) -> list[int]:
+    """The position of each part's first column when rows of ``arities`` are concatenated."""
+    out, at = [], 0
+    for arity in arities:
+        out.append(at)
+        at += arity
+    return out
+
+
+def input_at(offsets: Sequence[int], column: int) -> int:
+    """The part (of a concatenation with ``offsets``) that ``column`` comes from."""
+    return max(i for i, off in enumerate(offsets) if off <= column)
 
 
 AGGREGATES = ("count", "sum", "min", "max")

@@ -32,6 +32,7 @@ from dataclasses import replace
 
 from matview.ir.evaluate import evaluate
 from matview.ir.functions import EvalError, lookup
+from matview.ir.linear_logic import MZ_NOW
 from matview.ir.relation import (
     Aggregate,
     Constant,
@@ -114,7 +115,7 @@ def _simplify(node: Scalar) -> Scalar:
 def _evaluated(node: Scalar, types: Sequence[SqlType]) -> Scalar:
     """``node`` as a literal, when its operands are literals and it evaluates to a value
     with a text form."""
-    if not isinstance(node, (Call, Cast, Case)) or node == Call("mz_now", ()):
+    if not isinstance(node, (Call, Cast, Case)) or node == MZ_NOW:
         return node
     if isinstance(node, Call) and not lookup(node.func).handles_null and any(
             c == Lit(None, c.type) for c in node.args if isinstance(c, Lit)):

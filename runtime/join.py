@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass, field
 
-from matview.ir.relation import JoinPlan
+from matview.ir.relation import JoinPlan, input_at, offsets_of
 from matview.ir.scalar import Scalar, columns_used
 from matview.runtime.expressions import compile_scalar
 from matview.runtime.operator import Delta, Operator, StepContext
@@ -53,18 +53,14 @@ class JoinOp(Operator):
     output: Trace | None = None
     _staged: tuple[Leaf | None, int, int] | None = field(default=None, init=False)
 
+    def _reads(self, expr: Scalar) -> frozenset[int]:
+        """The inputs whose columns ``expr`` reads."""
+        offsets = offsets_of([op.arity for op in self.inputs])
+        return frozenset(input_at(offsets, c) for c in columns_used(expr))
+
     def _members(self) -> list[list[tuple[Scalar, frozenset[int]]]]:
         """Each equivalence class's members with the set of inputs each one reads."""
-        offsets, at = [], 0
-        for op in self.inputs:
-            offsets.append(at)
-            at += op.arity
-
-        def input_of(col: int) -> int:
-            return max(i for i, off in enumerate(offsets) if off <= col)
-
-        return [[(m, frozenset(input_of(c) for c in columns_used(m))) for m in cls]
-                for cls in self.equivalences]
+        return [[(m, self._reads(m)) for m in cls] for cls in self.equivalences]
 
     def _column_refs(self) -> list[Column]:
         return [col(f"j{i}_c{k}") for i, op in enumerate(self.inputs) for k in range(op.arity)]
@@ -85,16 +81,9 @@ class JoinOp(Operator):
     def _checks(self, bound: frozenset[int], new: int | None) -> list[Column]:
         """The predicates that become checkable when input ``new`` joins inputs ``bound``
         (``new`` None: the predicates reading only the inputs ``bound``)."""
-        offsets = [0]
-        for op in self.inputs:
-            offsets.append(offsets[-1] + op.arity)
-
-        def input_of(c: int) -> int:
-            return max(i for i in range(len(self.inputs)) if offsets[i] <= c)
-
         refs, checks = self._column_refs(), []
         for pred in self.predicates:
-            used = {input_of(c) for c in columns_used(pred)}
+            used = self._reads(pred)
             now = bound if new is None else bound | {new}
             if used <= now and (new is None or not used <= bound):
                 checks.append(self._compile(pred, refs))

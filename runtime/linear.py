@@ -243,8 +243,7 @@ class LinearOp(Operator):
         released = None if ctx.first else self.pending.read(after=ctx.lower, upto=ctx.upper)
         if released is not None:
             parts.append(released)
-            rows += sum(b.leaf.rows for b in self.pending.batches
-                        if b.upper > ctx.lower and b.lower <= ctx.upper)
+            rows += self.pending.rows_between(ctx.lower, ctx.upper)
         future: Leaf | None = None
         first = last = 0
         if delta is not None:

@@ -22,9 +22,7 @@ class GetOp(Operator):
     def pending_rows(self, ctx: StepContext) -> int:
         """How many update rows the step will read (an upper bound)."""
         assert self.trace is not None
-        after = None if ctx.first else ctx.lower
-        return sum(b.leaf.rows for b in self.trace.batches
-                   if (after is None or b.upper > after) and b.lower <= ctx.upper)
+        return self.trace.rows_between(None if ctx.first else ctx.lower, ctx.upper)
 
     def pending_times(self, ctx: StepContext) -> set[tuple[int, int]]:
         """The time ranges of the batches the step will read (the first step reads one)."""

@@ -64,6 +64,12 @@ class Trace:
         """Update rows held (the state size, before consolidation across batches)."""
         return sum(b.leaf.rows for b in self.batches)
 
+    def rows_between(self, after: int | None, upto: int) -> int:
+        """Update rows of the batches a ``read(after, upto)`` reads (an upper bound on the
+        rows it returns)."""
+        return sum(b.leaf.rows for b in self.batches
+                   if (after is None or b.upper > after) and b.lower <= upto)
+
     @property
     def upper(self) -> int:
         """The largest time any held update may have."""

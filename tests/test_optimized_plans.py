@@ -8,12 +8,9 @@ from pathlib import Path
 
 from golden import run_golden
 from matview.ir.relation import Field
-from matview.ir.text import parse_plan, render_plan
 from matview.ir.types import BIGINT, INT, JSONB, TEXT, TIMESTAMP, array_of
-from matview.planner.pipeline import optimize, physical
 from matview.sql.catalog import CatalogItem
-from matview.sql.parse import parse
-from matview.sql.statements import CreateView, Query
+from test_plans import plan_text
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -33,18 +30,6 @@ class Catalog:
         return self.items.get(name)
 
 
-STAGES = {"optimized": optimize, "physical": physical}
-
-
-def _plan(directive: str, sql: str) -> str:
-    stage = dict(part.split("=") for part in directive.split()[1:]).get("stage", "optimized")
-    (stmt,) = parse(sql, Catalog())
-    assert isinstance(stmt, (Query, CreateView))
-    plan = STAGES[stage](stmt.plan)
-    text = render_plan(plan)
-    assert parse_plan(text) == plan, "the printed plan must parse back into the same plan"
-    return text
-
-
 def test_optimized_plans(rewrite: bool) -> None:
-    run_golden(FIXTURES / "optimized_plans.test", _plan, rewrite)
+    run_golden(FIXTURES / "optimized_plans.test",
+               lambda d, sql: plan_text(d, sql, Catalog()), rewrite)

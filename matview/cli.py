@@ -1,0 +1,129 @@
+"""The ``matview`` command line.
+
+    matview explain [--setup FILE.sql] [--stage STAGE] [--format FORMAT] [--with OPTION]...
+                    [--output FILE] SQL
+
+``explain`` opens an in-process database (``matview.connect()``), runs the statements of
+the setup file (``CREATE TABLE ...; CREATE MATERIALIZED VIEW ...;``), then prints
+``Connection.explain(SQL, stage, format, options)``. ``SQL`` is one statement, or
+``MATERIALIZED VIEW name`` for a view the setup created. ``--stage`` is ``raw``,
+``decorrelated``, ``optimized`` (the default), ``physical``, ``trace`` (the optimizer trace)
+or ``analyze``; ``--format`` is ``text`` (the default), ``json`` or ``dot``, printed or
+written to ``--output``, or ``png`` / ``svg``: the DOT drawn by Graphviz's ``dot`` into
+``--output`` (install Graphviz: ``apt install graphviz`` or ``brew install graphviz``).
+``--with`` adds an EXPLAIN option (``arity``, ``types``, ``keys``,
+``humanized expressions``); it may repeat.
+
+Exit status: 0 on success, 1 when matview (or Graphviz) reports an error, printed as
+``error: ...`` on stderr, 2 for a usage error or when Graphviz is missing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import matview
+from matview.planner.pipeline import STAGES
+from matview.sql.dialect import EXPLAIN_OPTIONS
+
+TEXT_FORMATS = ("text", "json", "dot")
+IMAGE_FORMATS = ("png", "svg")
+MISSING_DOT = (
+    "--format {fmt} draws the plan with Graphviz, but graphviz's `dot` is not on "
+    "PATH; install Graphviz (`apt install graphviz` or `brew install graphviz`), or use "
+    "--format dot and render the DOT text elsewhere"
+)
+
+
+class UsageError(Exception):
+    """The command line asks for something that cannot run; exit status 2."""
+
+
+class Failure(Exception):
+    """A step of the command failed; exit status 1."""
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the ``matview`` command with ``argv`` (default ``sys.argv[1:]``); the exit status."""
+    try:
+        args = _parser().parse_args(argv)
+        return explain(args)
+    except SystemExit as stop:  # argparse: --help, or a usage error already printed
+        return stop.code if isinstance(stop.code, int) else 2
+    except UsageError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    except (matview.Error, Failure, OSError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+
+
+def explain(args: argparse.Namespace) -> int:
+    """``matview explain``: print (or draw) the plan ``args`` ask for."""
+    dot = _graphviz(args.format, args.output)
+    with matview.connect() as con:
+        if args.setup is not None:
+            con.execute(args.setup.read_text())
+        fmt = "dot" if dot is not None else args.format
+        text = con.explain(args.sql, stage=args.stage, format=fmt, options=args.options)
+    if dot is not None:
+        _draw(dot, args.format, text, args.output)
+    elif args.output is not None:
+        args.output.write_text(_line_ended(text))
+    else:
+        sys.stdout.write(_line_ended(text))
+    return 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="matview", description="matview: incremental "
+                                     "materialized views in SQL, maintained on Apache Spark")
+    commands = parser.add_subparsers(dest="command", required=True)
+    sub = commands.add_parser("explain", help="show the plan of a query",
+                              description="Show the plan of a query at a stage, in a format.")
+    sub.add_argument("sql", metavar="SQL",
+                     help="one statement, or MATERIALIZED VIEW name (made by --setup)")
+    sub.add_argument("--setup", type=Path, metavar="FILE.sql",
+                     help="statements to run first (CREATE TABLE ...; ...)")
+    sub.add_argument("--stage", default="optimized", choices=(*STAGES, "trace", "analyze"))
+    sub.add_argument("--format", default="text", choices=TEXT_FORMATS + IMAGE_FORMATS,
+                     help="png and svg need Graphviz's dot and --output")
+    sub.add_argument("--with", dest="options", action="append", default=[],
+                     choices=EXPLAIN_OPTIONS, metavar="OPTION",
+                     help="an EXPLAIN option: " + ", ".join(EXPLAIN_OPTIONS))
+    sub.add_argument("--output", type=Path, metavar="FILE",
+                     help="write to FILE instead of standard output")
+    return parser
+
+
+def _graphviz(fmt: str, output: Path | None) -> str | None:
+    """The path of Graphviz's ``dot`` when ``fmt`` is an image format (checked before any
+    work is done), else None."""
+    if fmt not in IMAGE_FORMATS:
+        return None
+    if output is None:
+        raise UsageError(f"--format {fmt} needs --output FILE")
+    dot = shutil.which("dot")
+    if dot is None:
+        raise UsageError(MISSING_DOT.format(fmt=fmt))
+    return dot
+
+
+def _draw(dot: str, fmt: str, text: str, output: Path) -> None:
+    """Render the DOT ``text`` into ``output`` as ``fmt`` with Graphviz's ``dot``."""
+    done = subprocess.run([dot, f"-T{fmt}", "-o", str(output)], input=text, text=True,
+                          capture_output=True, check=False)
+    if done.returncode != 0:
+        raise Failure(f"graphviz's dot exited with status {done.returncode}: {done.stderr.strip()}")
+
+
+def _line_ended(text: str) -> str:
+    return text if text.endswith("\n") else text + "\n"
+
+
+if __name__ == "__main__":
+    sys.exit(main())

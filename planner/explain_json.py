@@ -1,0 +1,287 @@
+"""EXPLAIN ... AS JSON: the one JSON form of plans, physical dataflows and optimizer traces.
+
+Every function returns a JSON-ready value (dicts, lists, ``str``, ``int``, ``bool`` and
+``None`` only; ANALYZE's ``seconds`` is a ``float``) that is deterministic: no object ids, no
+set order, no paths. Keys appear in the order given here. Scalar expressions are strings in
+the IR text form (``matview.ir.text.render_scalar``: ``#3`` is column 3, ``(#0 + 1)``,
+``cast(#1 as text)``); types are strings in the IR text form (``int``, ``numeric(10,2)``,
+``text[]``).
+
+**Document** (``explain_document``): the body object of the stage, with two keys in front::
+
+    {"version": 1, "stage": STAGE, ...body}
+
+``version`` is 1 for this schema; it changes only when a key changes meaning or goes away
+(new keys may be added). ``STAGE`` is ``raw``, ``decorrelated`` or ``optimized`` (the body
+is a PLAN), ``physical`` or ``analyze`` (a DATAFLOW) or ``trace`` (a TRACE).
+
+**PLAN** (``plan_json``): one object per operator, the plan's root first::
+
+    {"operator": KIND, ...attributes..., "arity": N, "types": [TYPE, ...],
+     "inputs": [PLAN, ...]}
+
+with ``KIND`` and its attributes:
+
+- ``"Get"``: ``"name"`` (the stored collection, unquoted), ``"fields"``:
+  ``[{"name": NAME, "type": TYPE}, ...]``.
+- ``"Constant"``: ``"rows"``: ``[{"values": [VALUE, ...], "multiplicity": INT}, ...]``, each
+  value the text of the value as inside a Constant of the IR text form (``1``, ``'a'``,
+  ``null``, ``'2024-01-31'``; the column's type is in ``types``).
+- ``"Linear"``: ``"steps"``, in order, each one of
+  ``{"step": "filter", "predicates": [SCALAR, ...]}``,
+  ``{"step": "map", "exprs": [SCALAR, ...]}``,
+  ``{"step": "project", "columns": [INT, ...]}``,
+  ``{"step": "flat_map", "calls": [SCALAR, ...], "ordinality": BOOL}``,
+  ``{"step": "repeat_row", "count": SCALAR}``.
+- ``"Join"``: ``"equivalences"``: ``[[SCALAR, ...], ...]`` (each class's expressions over the
+  concatenated input columns are all equal), ``"predicates"``: ``[SCALAR, ...]``, ``"plan"``:
+  ``{"kind": "delta", "orders": [[INT, ...], ...]}`` (``orders[i]``: the inputs path ``i``
+  looks up, in order) or ``null`` before physical planning.
+- ``"Reduce"``: ``"group_key"``: ``[SCALAR, ...]``, ``"aggregates"``:
+  ``[{"func": "count" | "sum" | "min" | "max", "expr": SCALAR | null}, ...]`` (``null``
+  for ``count(*)``).
+- ``"Union"``: no attributes.
+
+**DATAFLOW** (``dataflow_json``), the physical dataflow of ``planner.dataflow_graph``::
+
+    {"operators": [OPERATOR, ...], "arrangements": [ARRANGEMENT, ...], "root": ID}
+
+``ID`` is an operator's number ``k`` (printed ``%k`` in text), inputs before consumers.
+
+- OPERATOR: ``{"id": ID, "operator": KIND, "text": LINE, "inputs": [ID, ...],
+  "arrangements": [NAME, ...], "paths": [PATH, ...], "statistics": STATISTICS}``:
+  ``LINE`` is the operator's own line of the IR text form (``ir.text.render_line``);
+  ``arrangements`` those it maintains; ``paths`` only on a Join, one per input;
+  ``statistics`` only in ANALYZE.
+- PATH: ``{"input": I, "operator": ID, "lookups": [LOOKUP, ...]}``: path ``I`` starts from
+  the changes of input ``I`` (operator ``ID``) and looks the other inputs up in order.
+- LOOKUP: ``{"input": J, "operator": ID, "key": [SCALAR, ...], "time": "<=" | "<",
+  "arrangements": [NAME, ...]}``: input ``J`` (operator ``ID``) found by ``key``
+  (expressions over input ``J``'s own columns; ``[]`` is a cross product), its updates seen
+  at times ``<=`` or ``<`` the change's time, read from ``arrangements``.
+- ARRANGEMENT: ``{"name": NAME, "role": "shared" | "owned", "purpose": TEXT,
+  "maintained_by": ID | null, "read_by": [ID, ...], "looked_up_by": [{"operator": ID,
+  "paths": [I, ...]}, ...]}``: a shared arrangement is a table's or materialized view's
+  (``name`` is the collection's), read by the Gets ``read_by``; an owned one (``%k.output``,
+  ``%k.values``, ``%k.pending``) is maintained by operator ``k``. ``looked_up_by``: the
+  Joins whose delta paths ``paths`` look it up. Arrangements are listed in the order of the
+  operators that read or maintain them (``arrangement_names``).
+- STATISTICS (ANALYZE): ``{"steps": INT, "rows_in": INT, "rows_out": INT, "seconds": FLOAT,
+  "arrangements": [{"name": NAME, "rows": INT, "bytes": INT}, ...]}``: what the operator
+  did over the dataflow's committed steps, and the size of the arrangements it holds or
+  reads.
+
+**TRACE** (``trace_json``), for EXPLAIN OPTIMIZER TRACE::
+
+    {"steps": [{"transform": NAME, "changed": BOOL, "plan": PLAN | null}, ...]}
+
+one step per transform in the order they run, with the plan after it, ``null`` when the
+transform changed nothing (the plan is the previous one). The first step is the plan the
+transforms start from, named ``raw``, with ``changed`` true.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import networkx as nx
+from matview.ir.relation import (
+    Constant,
+    Filter,
+    FlatMap,
+    Get,
+    Join,
+    Linear,
+    Map,
+    Project,
+    Reduce,
+    Relation,
+    Repeat,
+    Step,
+    Union,
+    inputs_of,
+)
+from matview.ir.scalar import Scalar
+from matview.ir.text import _render_type, _render_value, render_line, render_scalar
+from matview.planner.dataflow_graph import (
+    DeltaPath,
+    arrangements,
+    history_arrangements,
+    operators,
+    root,
+)
+
+if TYPE_CHECKING:
+    from matview.planner.physical_text import OperatorStats
+
+VERSION = 1
+"""The version of the schema documented above."""
+
+Json = dict[str, Any]
+
+
+def explain_document(stage: str, body: Json) -> Json:
+    """The EXPLAIN document of ``stage`` holding ``body`` (see the module docstring)."""
+    clash = sorted(body.keys() & {"version", "stage"})
+    if clash:
+        raise ValueError(f"an EXPLAIN body must not hold {', '.join(clash)}")
+    return {"version": VERSION, "stage": stage, **body}
+
+
+def plan_json(rel: Relation) -> Json:
+    """The logical plan ``rel`` as a PLAN object."""
+    return {
+        "operator": type(rel).__name__,
+        **_attributes(rel),
+        "arity": rel.arity,
+        "types": [_render_type(t) for t in rel.types],
+        "inputs": [plan_json(child) for child in inputs_of(rel)],
+    }
+
+
+def dataflow_json(graph: nx.DiGraph, stats: Sequence[OperatorStats] | None = None) -> Json:
+    """The physical dataflow ``graph`` (``planner.dataflow_graph``) as a DATAFLOW object;
+    with ``stats`` (one entry per operator, in operator order) each operator's STATISTICS."""
+    if stats is not None and len(stats) != len(operators(graph)):
+        raise ValueError(f"{len(stats)} statistics for {len(operators(graph))} operators")
+    return {
+        "operators": [_operator_json(graph, op, None if stats is None else stats[op])
+                      for op in operators(graph)],
+        "arrangements": [_arrangement_json(graph, name) for name in arrangement_names(graph)],
+        "root": root(graph),
+    }
+
+
+def arrangement_names(graph: nx.DiGraph) -> list[str]:
+    """The arrangement nodes in the order of the operators that read or maintain them."""
+    names: dict[str, None] = {}
+    for op in operators(graph):
+        for name in (*_edges_into(graph, op, "reads"), *arrangements(graph, op)):
+            names.setdefault(name, None)
+    return list(names)
+
+
+def trace_json(steps: Sequence[tuple[str, Relation, bool]]) -> Json:
+    """The optimizer trace ``steps`` (transform name, plan after it, whether it changed the
+    plan) as a TRACE object."""
+    return {
+        "steps": [
+            {"transform": name, "changed": changed, "plan": plan_json(plan) if changed else None}
+            for name, plan, changed in steps
+        ],
+    }
+
+
+# ---- plans -------------------------------------------------------------------------------
+
+
+def _attributes(rel: Relation) -> Json:
+    """The attributes of operator ``rel`` (see PLAN in the module docstring)."""
+    if isinstance(rel, Get):
+        return {"name": rel.name,
+                "fields": [{"name": f.name, "type": _render_type(f.type)} for f in rel.fields]}
+    if isinstance(rel, Constant):
+        return {"rows": [
+            {"values": [_render_value(v, t) for v, t in zip(values, rel.column_types,
+                                                            strict=True)],
+             "multiplicity": multiplicity}
+            for values, multiplicity in rel.rows]}
+    if isinstance(rel, Linear):
+        return {"steps": [_step_json(step) for step in rel.steps]}
+    if isinstance(rel, Join):
+        plan = None if rel.plan is None else {
+            "kind": rel.plan.kind, "orders": [list(order) for order in rel.plan.orders]}
+        return {"equivalences": [_scalars(cls) for cls in rel.equivalences],
+                "predicates": _scalars(rel.predicates), "plan": plan}
+    if isinstance(rel, Reduce):
+        return {"group_key": _scalars(rel.group_key), "aggregates": [
+            {"func": a.func, "expr": None if a.expr is None else render_scalar(a.expr)}
+            for a in rel.aggregates]}
+    if isinstance(rel, Union):
+        return {}
+    raise TypeError(f"not a relation: {rel!r}")
+
+
+def _step_json(step: Step) -> Json:
+    if isinstance(step, Filter):
+        return {"step": "filter", "predicates": _scalars(step.predicates)}
+    if isinstance(step, Map):
+        return {"step": "map", "exprs": _scalars(step.exprs)}
+    if isinstance(step, Project):
+        return {"step": "project", "columns": list(step.outputs)}
+    if isinstance(step, FlatMap):
+        return {"step": "flat_map", "calls": _scalars(step.calls),
+                "ordinality": step.ordinality}
+    if isinstance(step, Repeat):
+        return {"step": "repeat_row", "count": render_scalar(step.count)}
+    raise TypeError(f"not a linear step: {step!r}")
+
+
+def _scalars(exprs: Sequence[Scalar]) -> list[str]:
+    return [render_scalar(e) for e in exprs]
+
+
+# ---- dataflows ---------------------------------------------------------------------------
+
+
+def _operator_json(graph: nx.DiGraph, op: int, stats: OperatorStats | None) -> Json:
+    node = graph.nodes[op]
+    out: Json = {
+        "id": op,
+        "operator": node["kind"],
+        "text": render_line(node["relation"]),
+        "inputs": list(node["inputs"]),
+        "arrangements": arrangements(graph, op),
+    }
+    if "paths" in node:
+        out["paths"] = [_path_json(graph, path) for path in node["paths"]]
+    if stats is not None:
+        out["statistics"] = _statistics_json(stats)
+    return out
+
+
+def _statistics_json(stats: OperatorStats) -> Json:
+    return {
+        "steps": stats.steps, "rows_in": stats.rows_in, "rows_out": stats.rows_out,
+        "seconds": stats.seconds,
+        "arrangements": [{"name": a.name, "rows": a.rows, "bytes": a.bytes}
+                         for a in stats.arrangements],
+    }
+
+
+def _path_json(graph: nx.DiGraph, path: DeltaPath) -> Json:
+    return {
+        "input": path.input,
+        "operator": path.operator,
+        "lookups": [
+            {"input": lookup.input, "operator": lookup.operator, "key": _scalars(lookup.key),
+             "time": lookup.time,
+             "arrangements": history_arrangements(graph, lookup.operator)}
+            for lookup in path.lookups],
+    }
+
+
+def _arrangement_json(graph: nx.DiGraph, name: str) -> Json:
+    node = graph.nodes[name]
+    maintainers = _edges_into(graph, name, "maintains")
+    return {
+        "name": name,
+        "role": node["role"],
+        "purpose": node["purpose"],
+        "maintained_by": maintainers[0] if maintainers else None,
+        "read_by": sorted(_edges_from(graph, name, "reads")),
+        "looked_up_by": [
+            {"operator": op, "paths": sorted(graph.edges[name, op]["paths"])}
+            for op in sorted(_edges_from(graph, name, "lookup"))],
+    }
+
+
+def _edges_into(graph: nx.DiGraph, node: int | str, kind: str) -> list[Any]:
+    """The sources of the ``kind`` edges into ``node``."""
+    return [n for n in graph.predecessors(node) if graph.edges[n, node]["kind"] == kind]
+
+
+def _edges_from(graph: nx.DiGraph, node: int | str, kind: str) -> list[Any]:
+    """The targets of the ``kind`` edges out of ``node``."""
+    return [n for n in graph.successors(node) if graph.edges[node, n]["kind"] == kind]

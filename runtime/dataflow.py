@@ -3,6 +3,9 @@
 ``Dataflow.prepare(upper)`` computes the plan's output delta for the times in
 ``(frontier, upper]``; the returned ``PendingStep`` applies the operators' staged state only
 when ``commit`` is called, so a step that fails midway changes nothing.
+
+``Dataflow.analyze()`` reports, per operator, what it did over the committed steps of the
+dataflow's life (``OperatorStats``) and the size of the arrangements it reads or owns.
 """
 
 from __future__ import annotations
@@ -24,12 +27,19 @@ from matview.ir.relation import (
 from matview.ir.table_functions import DEFAULT_ROW_LIMIT
 from matview.runtime.join import JoinOp
 from matview.runtime.linear import LinearOp, UnionOp
-from matview.runtime.operator import Delta, Operator, StepContext
+from matview.runtime.operator import (
+    ArrangementStats,
+    Delta,
+    Operator,
+    OperatorStats,
+    StepContext,
+)
 from matview.runtime.reduce import ReduceOp
 from matview.runtime.sources import ConstantOp, GetOp
 from matview.runtime.trace import Trace
 from matview.runtime.updates import SMALL_BATCH_ROWS, Leaf, consolidate, materialize
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.utils import is_remote
 
 
 class PlanError(ValueError):
@@ -41,7 +51,7 @@ def build(plan: Relation, spark: SparkSession, trace_of: Callable[[str], Trace],
     """The operator tree running ``plan``; ``trace_of`` finds the trace of a stored name,
     ``limit`` is the most rows a table function may produce for one input row."""
     if isinstance(plan, Get):
-        return GetOp(plan.types, trace=trace_of(plan.name))
+        return GetOp(plan.types, trace=trace_of(plan.name), name=plan.name)
     if isinstance(plan, Constant):
         return ConstantOp(plan.types, rows=plan.rows)
     if isinstance(plan, Linear):
@@ -102,22 +112,24 @@ class PendingStep:
         if self.delta.leaf is not None:
             return self.delta.leaf
         if self.delta.rows is not None:
-            return Leaf(self.delta.df, self.delta.rows)
+            return Leaf(self.delta.df, self.delta.rows, exact=self.delta.count == self.delta.rows)
         return materialize(self.dataflow.spark, consolidate(self.delta.df), self.small)
 
     def commit(self) -> None:
         for op in operators(self.dataflow.root):
             op.commit()
+            op.meter.commit()
         self.dataflow.frontier = self.upper
 
 
 class Dataflow:
     """The operators of ``plan``, reading stored collections through ``trace_of``, whose
-    output is correct from time ``as_of`` on (the first step reads every input's snapshot)."""
+    output is correct from time ``as_of`` on (the first step reads every input's snapshot).
+    ``measure=False`` turns the operators' meters off (``analyze`` then reports zeros)."""
 
     def __init__(self, plan: Relation, spark: SparkSession,
                  trace_of: Callable[[str], Trace], as_of: int,
-                 limit: int = DEFAULT_ROW_LIMIT) -> None:
+                 limit: int = DEFAULT_ROW_LIMIT, measure: bool = True) -> None:
         self.plan = plan
         self.spark = spark
         self.as_of = as_of
@@ -127,6 +139,7 @@ class Dataflow:
         for op in operators(self.root):
             if isinstance(op, JoinOp) and op.keep_history:
                 op.output = Trace(spark, op.arity)
+            op.meter.enabled = measure
 
     def sources(self) -> list[GetOp]:
         return [op for op in operators(self.root) if isinstance(op, GetOp)]
@@ -159,6 +172,8 @@ class Dataflow:
         emit updates at other times."""
         for op in operators(self.root):
             op.abandon()
+            op.meter.abandon()
+            op.meter.harvest()
         probe = StepContext(self.spark, self.frontier, upper, self.as_of, True)
         pending = sum(op.pending_rows(probe) for op in self.sources())
         times = {r for op in self.sources() for r in op.pending_times(probe)}
@@ -173,6 +188,48 @@ class Dataflow:
             return PendingStep(self, None, ctx.lower, upper, True)
         return PendingStep(self, self.root.delta(ctx), ctx.lower, upper, ctx.small)
 
+    def analyze(self) -> list[OperatorStats]:
+        """What every operator did over the committed steps so far, in ``operators`` order
+        (inputs before consumers: entry i is the plan's operator ``%i``), with the sizes of
+        the arrangements it reads (a ``Get``'s stored collection, "shared") or owns
+        ("owned", named ``%i.output``, ``%i.values`` or ``%i.pending``). Runs no Spark job;
+        it first lets Spark deliver the row counts of the jobs that have run (see
+        ``OperatorStats`` for what is counted)."""
+        _drain_listeners(self.spark)
+        ops = list(operators(self.root))
+        for op in ops:
+            op.meter.harvest()
+        out: list[OperatorStats] = []
+        for i, op in enumerate(ops):
+            arrangements: list[ArrangementStats] = []
+            if isinstance(op, GetOp):
+                assert op.trace is not None
+                arrangements.append(ArrangementStats(op.name, "shared", op.trace.rows,
+                                                     op.trace.bytes))
+            for attr in ("output", "values", "pending"):
+                trace = getattr(op, attr, None)
+                if isinstance(trace, Trace):
+                    arrangements.append(ArrangementStats(f"%{i}.{attr}", "owned", trace.rows,
+                                                         trace.bytes))
+            rows_in = op.meter.rows if isinstance(op, GetOp) else sum(
+                child.meter.rows for child in op.children())
+            out.append(OperatorStats(op.kind, op.meter.steps, rows_in, op.meter.rows,
+                                     op.meter.seconds, tuple(arrangements)))
+        return out
+
     def compact(self, since: int) -> None:
         for trace in self.state():
             trace.compact(since)
+
+
+def _drain_listeners(spark: SparkSession) -> None:
+    """Wait until Spark's listener bus has delivered the events of the jobs that have run:
+    an observation's count arrives through it, after the job's action returned. (Spark
+    Connect clients receive the counts with the results instead: nothing to wait for.)"""
+    jsc = getattr(spark.sparkContext, "_jsc", None) if not is_remote() else None
+    if jsc is None:
+        return
+    try:
+        jsc.sc().listenerBus().waitUntilEmpty()
+    except Exception:  # an internal method: counting what has arrived is still right
+        pass

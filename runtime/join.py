@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from matview.ir.relation import JoinPlan, input_at, offsets_of
 from matview.ir.scalar import Scalar, columns_used
@@ -44,6 +45,8 @@ class JoinOp(Operator):
 
     Each of ``predicates`` is evaluated in every path right after the lookup that binds the
     last input it reads (on the path's own input when it reads only that one)."""
+
+    kind: ClassVar[str] = "Join"
 
     inputs: tuple[Operator, ...] = ()
     equivalences: tuple[tuple[Scalar, ...], ...] = ()
@@ -139,7 +142,7 @@ class JoinOp(Operator):
             return Delta(out, None)
         leaf = materialize(ctx.spark, consolidate(out), ctx.small)
         self._staged = (leaf, ctx.as_of if ctx.first else ctx.lower + 1, ctx.upper)
-        return None if leaf is None else Delta(None, leaf.rows, leaf)
+        return None if leaf is None else Delta(None, leaf.rows, leaf, count=leaf.rows)
 
     def history(self, ctx: StepContext) -> DataFrame | None:
         assert self.output is not None, "join history read without require_history"

@@ -22,6 +22,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import pyarrow.compute as pc
 from matview.ir import table_functions
@@ -210,6 +211,8 @@ class LinearOp(Operator):
     input's history transformed, keeping the times ``<= lower``.
     """
 
+    kind: ClassVar[str] = "Linear"
+
     input: Operator | None = None
     steps: tuple[Step, ...] = ()
     limit: int = table_functions.DEFAULT_ROW_LIMIT
@@ -232,7 +235,8 @@ class LinearOp(Operator):
         if delta is None:
             return None
         # a step that may raise must run within this step, so that it fails the step
-        return Delta(self._apply(delta.df), None if self._fallible else delta.rows)
+        return Delta(self._apply(delta.df), None if self._fallible else delta.rows,
+                     count=delta.count if self._keeps_rows else None)
 
     def _compute_temporal(self, ctx: StepContext, delta: Delta | None) -> Delta | None:
         """Release the pending updates due in ``(lower, upper]``, and split this step's
@@ -240,10 +244,13 @@ class LinearOp(Operator):
         assert self.pending is not None
         parts: list[DataFrame] = []
         rows = 0
-        released = None if ctx.first else self.pending.read(after=ctx.lower, upto=ctx.upper)
+        count: int | None = 0
+        released, released_count = (None, 0) if ctx.first else self.pending.read_counted(
+            after=ctx.lower, upto=ctx.upper)
         if released is not None:
             parts.append(released)
             rows += self.pending.rows_between(ctx.lower, ctx.upper)
+            count = released_count
         future: Leaf | None = None
         first = last = 0
         if delta is not None:
@@ -256,6 +263,7 @@ class LinearOp(Operator):
                     leaf = stored(ctx.spark, now_rows)
                     parts.append(leaf.df)
                     rows += leaf.rows
+                    count = None if count is None else count + leaf.rows
                 if later.num_rows:
                     future = stored(ctx.spark, later)
                     bounds = pc.min_max(later[TIME]).as_py()
@@ -271,18 +279,24 @@ class LinearOp(Operator):
                 if stats["now"]:
                     parts.append(leaf_df.where(due))
                     rows += stats["now"]
+                    count = None if count is None else count + stats["now"]
                 if stats["later"]:
                     future = Leaf(leaf_df.where(~due), stats["later"])
                     first, last = stats["first"], stats["last"]
         self._staged = (future, first, last, ctx.upper)
         df = union_all(parts)
-        return None if df is None else Delta(df, rows)
+        return None if df is None else Delta(df, rows, count=count)
 
     def next_time(self) -> int | None:
         """The earliest time of a pending update (None when none wait)."""
         if self.pending is None or not self.pending.batches:
             return None
         return min(b.lower for b in self.pending.batches)
+
+    @property
+    def _keeps_rows(self) -> bool:
+        """Whether every input row gives exactly one output row (maps and projections)."""
+        return all(isinstance(s, Map | Project) for s in self.steps)
 
     @property
     def _fallible(self) -> bool:
@@ -321,6 +335,8 @@ class LinearOp(Operator):
 class UnionOp(Operator):
     """``Union``: the sum of its inputs' deltas and histories. Stateless."""
 
+    kind: ClassVar[str] = "Union"
+
     inputs: tuple[Operator, ...] = ()
 
     def compute(self, ctx: StepContext) -> Delta | None:
@@ -330,7 +346,9 @@ class UnionOp(Operator):
         df = union_all([p.df for p in parts])
         assert df is not None
         sizes = [p.rows for p in parts]
-        return Delta(df, None if None in sizes else sum(s for s in sizes if s is not None))
+        counts = [p.count for p in parts]
+        return Delta(df, None if None in sizes else sum(s for s in sizes if s is not None),
+                     count=None if None in counts else sum(c for c in counts if c is not None))
 
     def history(self, ctx: StepContext) -> DataFrame | None:
         return union_all([f for f in (op.history(ctx) for op in self.inputs) if f is not None])

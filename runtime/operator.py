@@ -5,15 +5,25 @@ in ``(lower, upper]`` (on the first step, the whole snapshot at ``as_of``). Oper
 look up other collections also ask their inputs for ``history``: the input collection's
 updates with times ``<= lower``. Operators with state stage their new state during the step
 and apply it in ``commit``, which the dataflow calls only once the whole step succeeded.
+
+Every operator also keeps a ``Meter`` of what it did over the committed steps of its life
+(``Dataflow.analyze`` reports it as ``OperatorStats``): steps, output rows and time. Counting
+output rows adds no Spark job: a delta whose exact size is known without one (``Delta.count``)
+is counted as it is; any other is observed (``DataFrame.observe``) and its count read, without
+waiting, once the job that computed it has run, which may be after the step committed (a
+dataflow's output kept as it is is computed by its readers).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import threading
+import time
+from dataclasses import dataclass, field, replace
+from typing import Any, ClassVar
 
 from matview.ir.types import SqlType
-from matview.runtime.updates import Leaf
-from pyspark.sql import DataFrame, SparkSession
+from matview.runtime.updates import Leaf, row_count
+from pyspark.sql import DataFrame, Observation, SparkSession
 
 
 @dataclass(frozen=True)
@@ -40,11 +50,14 @@ class Delta:
     """An output delta. ``rows`` is set when its plan is only narrow operators over
     materialized leaves holding at most that many rows, so keeping it as it is costs no
     recomputation of earlier work; None when keeping it needs a materialization. ``leaf``
-    is set when the delta is a stored batch itself (then ``frame`` may be left out)."""
+    is set when the delta is a stored batch itself (then ``frame`` may be left out).
+    ``count`` is the exact number of its update rows when that is known without a Spark
+    job (a materialized batch, rows cut in Arrow), else None (``rows`` is only a bound)."""
 
     frame: DataFrame | None
     rows: int | None
     leaf: Leaf | None = None
+    count: int | None = None
 
     @property
     def df(self) -> DataFrame:
@@ -58,12 +71,149 @@ class Delta:
         return self.rows is not None
 
 
+@dataclass(frozen=True)
+class ArrangementStats:
+    """The size of one arrangement (``Trace``) an operator reads or owns, now.
+
+    ``role`` is "shared" for a stored collection's trace read by a ``Get`` (``name`` is the
+    collection's), "owned" for the dataflow's own state (``name`` is ``%<id>.<attribute>``:
+    output, values or pending). ``rows`` counts the update rows held (``Trace.rows``),
+    ``bytes`` their size (``Trace.bytes``: exact for batches held in the driver as Arrow,
+    estimated from the schema for batches held in Spark)."""
+
+    name: str
+    role: str
+    rows: int
+    bytes: int
+
+
+@dataclass(frozen=True)
+class OperatorStats:
+    """What one operator of a dataflow did over the committed steps of its life.
+
+    ``kind`` is the IR node it runs. ``steps`` counts the committed steps in which it
+    computed a delta. ``rows_out`` is the exact number of update rows of its output deltas
+    as produced (before any consumer consolidates them), summed over those steps;
+    ``rows_in`` is the sum of its inputs' ``rows_out`` (for a ``Get``, its own: the rows it
+    read; a ``Constant`` reads none). A delta that no Spark job has computed yet (a
+    dataflow's output kept as it is, until a reader reads it) is counted once one has; one
+    that Spark's optimizer left out of the job that used it (proved empty, or joined with
+    nothing) counts 0.
+
+    ``seconds`` is the wall-clock time spent in its own ``compute``, less the time spent
+    computing its inputs' deltas (reading their history is its own time). It holds the
+    Spark jobs the operator runs itself (materializing its state or its output, which also
+    computes the lazy plans of the deltas its inputs gave it), but not the job computing
+    the dataflow's final output when that is left lazy: it is charged to whoever triggers
+    it (the engine's materialization after the step, a reader, nobody if never read)."""
+
+    kind: str
+    steps: int
+    rows_in: int
+    rows_out: int
+    seconds: float
+    arrangements: tuple[ArrangementStats, ...] = ()
+
+
+class _Nesting(threading.local):
+    """Per thread, the time spent in the nested ``compute`` calls of the computes running."""
+
+    def __init__(self) -> None:
+        self.stack: list[float] = []
+
+
+_nesting = _Nesting()
+
+MAX_WAITING = 4096
+"""Observations of committed steps kept waiting for their job, per operator: beyond this the
+oldest are dropped (their deltas were not computed in that many steps: likely never)."""
+
+
+def _observed(obs: Any) -> int | None:
+    """The row count of ``obs`` once the first job whose plan held its frame has run, else
+    None (never waits). When that job's optimized plan left the frame out (Spark proved the
+    frame empty, or that a join would drop all of it), its metrics row is empty: no rows
+    were computed, and it counts 0."""
+    jo = getattr(obs, "_jo", None)
+    if jo is not None:  # classic session: the JVM Observation's future
+        future = jo.future()
+        if not future.isCompleted():
+            return None
+        try:
+            row = future.value().get().get()
+            return int(row.getLong(0)) if row.length() else 0
+        except Exception:  # the future failed: its job failed, having counted nothing
+            return 0
+    result = getattr(obs, "_result", None)  # Spark Connect: filled in by the client
+    return int(result["rows"]) if result else None
+
+
+@dataclass
+class Meter:
+    """The counters behind ``OperatorStats``; a step's figures are staged while it runs and
+    added only by ``commit`` (an abandoned step counts nothing)."""
+
+    enabled: bool = True
+    steps: int = 0
+    rows: int = 0
+    seconds: float = 0.0
+    _staged: tuple[float, int, Any] | None = None
+    _waiting: list[Any] = field(default_factory=list)
+
+    def stage(self, seconds: float, delta: Delta | None) -> Delta | None:
+        """Record a step's compute; returns ``delta`` as consumers must use it (observed
+        when its size is not known)."""
+        known, obs = 0, None
+        if delta is not None:
+            count = delta.count
+            if count is None and delta.leaf is not None and delta.leaf.exact:
+                count = delta.leaf.rows
+            if count is not None:
+                known = count
+            else:
+                obs = Observation()
+                delta = replace(delta, frame=delta.df.observe(obs, row_count()), leaf=None)
+        self._staged = (seconds, known, obs)
+        return delta
+
+    def commit(self) -> None:
+        if self._staged is not None:
+            seconds, known, obs = self._staged
+            self.steps += 1
+            self.seconds += seconds
+            self.rows += known
+            if obs is not None:
+                self._waiting.append(obs)
+                del self._waiting[:-MAX_WAITING]
+            self._staged = None
+        self.harvest()
+
+    def abandon(self) -> None:
+        self._staged = None
+
+    def harvest(self) -> None:
+        """Count the observed deltas of committed steps whose job has run."""
+        if not self._waiting:
+            return
+        waiting = []
+        for obs in self._waiting:
+            rows = _observed(obs)
+            if rows is None:
+                waiting.append(obs)
+            else:
+                self.rows += rows
+        self._waiting = waiting
+
+
 @dataclass
 class Operator:
-    """A node of a running dataflow."""
+    """A node of a running dataflow. ``kind`` names the IR node it runs."""
+
+    kind: ClassVar[str] = ""
 
     types: tuple[SqlType, ...]
     _memo: tuple[StepContext, Delta | None] | None = field(default=None, init=False, repr=False)
+    meter: Meter = field(default_factory=Meter, init=False, repr=False, compare=False)
 
     @property
     def arity(self) -> int:
@@ -72,8 +222,21 @@ class Operator:
     def delta(self, ctx: StepContext) -> Delta | None:
         """The output updates of this step (memoized per step), or None when there are none."""
         if self._memo is None or self._memo[0] is not ctx:
-            self._memo = (ctx, self.compute(ctx))
+            self._memo = (ctx, self._measured(ctx) if self.meter.enabled else self.compute(ctx))
         return self._memo[1]
+
+    def _measured(self, ctx: StepContext) -> Delta | None:
+        """``compute``, timed less the time of the nested computes of its inputs."""
+        stack = _nesting.stack
+        start = time.perf_counter()
+        stack.append(0.0)
+        try:
+            out = self.compute(ctx)
+            return self.meter.stage(time.perf_counter() - start - stack[-1], out)
+        finally:
+            stack.pop()
+            if stack:  # all of it, counting included, is the consumer's inputs' time
+                stack[-1] += time.perf_counter() - start
 
     def compute(self, ctx: StepContext) -> Delta | None:
         raise NotImplementedError

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from matview.ir.relation import Aggregate
 from matview.ir.scalar import Scalar
@@ -61,6 +62,8 @@ def _key_match(left: list[str], right: list[str]) -> Column:
 class ReduceOp(Operator):
     """``Reduce``: see the module docstring. ``output`` arranges the output with hidden
     accumulators; ``values`` arranges (key, min/max arguments) when there are min/max."""
+
+    kind: ClassVar[str] = "Reduce"
 
     input: Operator | None = None
     group_key: tuple[Scalar, ...] = ()
@@ -176,8 +179,8 @@ class ReduceOp(Operator):
         shown = [f"c{i}" for i in range(self.arity)] + [TIME, DIFF]
         if leaf.table is not None:
             return Delta(None, leaf.rows, Leaf(None, leaf.rows, leaf.table.select(shown),
-                                               ctx.spark))
-        return Delta(leaf.df.select(*shown), leaf.rows)
+                                               ctx.spark), count=leaf.rows)
+        return Delta(leaf.df.select(*shown), leaf.rows, count=leaf.rows)
 
     def _restricted(self, ctx: StepContext) -> bool:
         """Whether the step reads the state of the touched keys only (a semi-join), rather

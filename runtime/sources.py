@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import pyarrow as pa
 from matview.runtime.operator import Delta, Operator, StepContext
@@ -15,9 +16,13 @@ from pyspark.sql import DataFrame
 @dataclass
 class GetOp(Operator):
     """Reads a table's or materialized view's trace: the delta is the trace's updates in
-    ``(lower, upper]``; on the first step the snapshot at ``as_of``. No state of its own."""
+    ``(lower, upper]``; on the first step the snapshot at ``as_of``. No state of its own.
+    ``name`` is the stored collection's."""
+
+    kind: ClassVar[str] = "Get"
 
     trace: Trace | None = None
+    name: str = ""
 
     def pending_rows(self, ctx: StepContext) -> int:
         """How many update rows the step will read (an upper bound)."""
@@ -36,10 +41,11 @@ class GetOp(Operator):
         assert self.trace is not None
         rows = self.pending_rows(ctx)
         if ctx.first:
-            df = self.trace.read(upto=ctx.upper)
-            return None if df is None else Delta(advance_times(df, ctx.as_of), rows)
-        df = self.trace.read(after=ctx.lower, upto=ctx.upper)
-        return None if df is None else Delta(df, rows)
+            df, count = self.trace.read_counted(upto=ctx.upper)
+            return None if df is None else Delta(advance_times(df, ctx.as_of), rows,
+                                                 count=count)
+        df, count = self.trace.read_counted(after=ctx.lower, upto=ctx.upper)
+        return None if df is None else Delta(df, rows, count=count)
 
     def history(self, ctx: StepContext) -> DataFrame | None:
         assert self.trace is not None
@@ -49,6 +55,8 @@ class GetOp(Operator):
 @dataclass
 class ConstantOp(Operator):
     """A constant collection: all its rows at ``as_of`` on the first step, nothing after."""
+
+    kind: ClassVar[str] = "Constant"
 
     rows: tuple[tuple[tuple[object, ...], int], ...] = ()
 
@@ -65,7 +73,7 @@ class ConstantOp(Operator):
         if not ctx.first:
             return None
         df = self._frame(ctx, ctx.as_of)
-        return None if df is None else Delta(df, len(self.rows))
+        return None if df is None else Delta(df, len(self.rows), count=len(self.rows))
 
     def history(self, ctx: StepContext) -> DataFrame | None:
         return None if ctx.first else self._frame(ctx, ctx.as_of)

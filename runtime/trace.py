@@ -55,14 +55,23 @@ class Trace:
         self.arity = arity
         self.batches: list[Batch] = []
         self.since = -(2**63)
-        self._reads: dict[tuple[int | None, int | None], DataFrame | None] = {}
+        self._reads: dict[tuple[int | None, int | None], tuple[DataFrame | None, int | None]] = {}
         """Reads since the batches last changed: every dataflow reading this trace in one
         refresh asks for the same ranges, and building a plan from Arrow costs a JVM call."""
 
     @property
     def rows(self) -> int:
-        """Update rows held (the state size, before consolidation across batches)."""
+        """Update rows held (the state size, before consolidation across batches); an upper
+        bound when a batch's size is (``Leaf.exact`` False: a view's output kept as a lazy
+        filter, a Spark batch cut by ``discard``)."""
         return sum(b.leaf.rows for b in self.batches)
+
+    @property
+    def bytes(self) -> int:
+        """Bytes held: exact (Arrow ``nbytes``) for the batches held in the driver; for the
+        batches held in Spark an estimate, their rows times Spark's default size of a row of
+        their schema (``updates.default_size``). Runs no Spark job."""
+        return sum(b.leaf.size() for b in self.batches)
 
     def rows_between(self, after: int | None, upto: int) -> int:
         """Update rows of the batches a ``read(after, upto)`` reads (an upper bound on the
@@ -86,12 +95,20 @@ class Trace:
 
         The batches held in the driver are cut to the range and concatenated in Arrow, so
         they reach Spark as one local relation (no job to broadcast, one scan)."""
+        return self.read_counted(after, upto)[0]
+
+    def read_counted(self, after: int | None = None, upto: int | None = None
+                     ) -> tuple[DataFrame | None, int | None]:
+        """``read``, and the exact number of update rows it returns when that is known
+        without a Spark job (every batch it reads from Spark is read whole and its size is
+        exact; batches held in the driver are cut in Arrow), else None."""
         if (after, upto) not in self._reads:
             self._reads[(after, upto)] = self._read(after, upto)
         return self._reads[(after, upto)]
 
-    def _read(self, after: int | None, upto: int | None) -> DataFrame | None:
+    def _read(self, after: int | None, upto: int | None) -> tuple[DataFrame | None, int | None]:
         tables, frames = [], []
+        count: int | None = 0
         for batch in self.batches:
             if (after is not None and batch.upper <= after) or (
                 upto is not None and batch.lower > upto
@@ -107,6 +124,8 @@ class Trace:
                                    pc.less_equal(times, upto if high else 2**63 - 1))
                     table = table.filter(keep)
                 tables.append(table)
+                if count is not None:
+                    count += table.num_rows
                 continue
             df = batch.leaf.df
             if low:
@@ -114,10 +133,13 @@ class Trace:
             if high:
                 df = df.where(col(TIME) <= upto)
             frames.append(df)
+            count = None if count is None or low or high or not batch.leaf.exact \
+                else count + batch.leaf.rows
         local = pa.concat_tables(tables, promote_options="permissive") if tables else None
         if local is not None and local.num_rows:
             frames.insert(0, self.spark.createDataFrame(local))
-        return union_all(frames)
+        df = union_all(frames)
+        return df, (None if df is None else count)
 
     def held_rows(self, upto: int) -> pa.Table | None:
         """The collection's rows at ``upto`` (each repeated by its multiplicity), computed in
@@ -154,7 +176,7 @@ class Trace:
                     kept.append(Batch(Leaf(None, table.num_rows, table, self.spark), upto + 1,
                                       batch.upper))
                 continue
-            leaf = Leaf(batch.leaf.df.where(col(TIME) > upto), batch.leaf.rows)
+            leaf = Leaf(batch.leaf.df.where(col(TIME) > upto), batch.leaf.rows, exact=False)
             kept.append(Batch(leaf, upto + 1, batch.upper))
         if len(kept) != len(self.batches) or any(a is not b for a, b in zip(kept, self.batches)):
             self.batches = kept

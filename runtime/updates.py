@@ -15,6 +15,8 @@ import pyarrow.compute as pc
 from matview.runtime.types import col, column_names
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
+from pyspark.sql.utils import is_remote
 
 TIME = "_time"
 DIFF = "_diff"
@@ -76,16 +78,48 @@ def lookup(left: DataFrame, right: DataFrame, on: Column, how: str, small: bool,
     return left.join(right, on, how)
 
 
+@functools.cache
+def _row_count(remote: bool) -> Column:
+    return F.count(F.lit(1)).alias("rows")
+
+
+def row_count() -> Column:
+    """The aggregate observing a batch's number of update rows (made once)."""
+    return _row_count(is_remote())
+
+
+def default_size(dt: T.DataType) -> int:
+    """Spark's ``DataType.defaultSize``: the size in bytes it assumes for a value of ``dt``
+    when it estimates plan sizes (strings 20, decimals 8 or 16, arrays one element...)."""
+    if isinstance(dt, T.StructType):
+        return sum(default_size(f.dataType) for f in dt.fields)
+    if isinstance(dt, T.ArrayType):
+        return default_size(dt.elementType)
+    if isinstance(dt, T.MapType):
+        return default_size(dt.keyType) + default_size(dt.valueType)
+    if isinstance(dt, T.DecimalType):
+        return 8 if dt.precision <= 18 else 16
+    if isinstance(dt, T.StringType | T.VarcharType | T.CharType):
+        return 20
+    sizes: list[tuple[type, int]] = [
+        (T.BooleanType, 1), (T.ByteType, 1), (T.NullType, 1), (T.ShortType, 2),
+        (T.IntegerType, 4), (T.FloatType, 4), (T.DateType, 4), (T.YearMonthIntervalType, 4),
+        (T.BinaryType, 100), (T.CalendarIntervalType, 16)]
+    return next((size for kind, size in sizes if isinstance(dt, kind)), 8)
+
+
 @dataclass(eq=False)
 class Leaf:
     """A materialized batch of ``rows`` update rows: ``frame`` is a leaf plan (local rows or
     a checkpoint); ``table`` holds the rows as Arrow when they are kept in the driver, and
-    then the plan is made from it (on ``spark``) only when first asked for."""
+    then the plan is made from it (on ``spark``) only when first asked for. ``exact`` is
+    False when ``rows`` is only an upper bound (a filtered plan over a batch of that size)."""
 
     frame: DataFrame | None
     rows: int
     table: pa.Table | None = None
     spark: SparkSession | None = None
+    exact: bool = True
 
     @property
     def df(self) -> DataFrame:
@@ -98,6 +132,14 @@ class Leaf:
     def bytes(self) -> int | None:
         """The Arrow size of rows kept in the driver."""
         return None if self.table is None else self.table.nbytes
+
+    def size(self) -> int:
+        """Bytes held: the exact Arrow size of rows kept in the driver; for rows held in
+        Spark an estimate, ``rows`` times Spark's default size of a row of the schema (no
+        Spark job: the schema is the plan's)."""
+        if self.table is not None:
+            return self.table.nbytes
+        return self.rows * default_size(self.df.schema) if self.rows else 0
 
 
 def _normalized(table: pa.Table) -> pa.Table:

@@ -148,6 +148,12 @@ def is_temporal(expr: Scalar) -> bool:
     return expr == MZ_NOW or any(is_temporal(c) for c in children(expr))
 
 
+def is_temporal_steps(steps: Sequence[Step]) -> bool:
+    """Whether ``steps`` hold a temporal filter (a predicate over ``mz_now()``)."""
+    return any(isinstance(s, Filter) and any(is_temporal(p) for p in s.predicates)
+               for s in steps)
+
+
 def temporal_parts(pred: Scalar) -> tuple[str, Scalar]:
     """``(OP, e)`` of a normalized temporal predicate ``mz_now() OP e``."""
     if (not isinstance(pred, Call) or pred.func not in TEMPORAL_OPERATORS

@@ -1,4 +1,5 @@
-"""The one text form of the IR: ``render_plan``/``parse_plan``, ``render_scalar``/``parse_scalar``.
+"""The one text form of the IR: ``render_plan``/``parse_plan``, ``render_scalar``/``parse_scalar``,
+and ``render_line``, the one printer of an operator's line (EXPLAIN's renderers call it).
 
 A plan is an indented tree in the style of Materialize's EXPLAIN: one operator per line, each
 input two spaces deeper than its consumer, inputs in order::
@@ -46,19 +47,45 @@ kinds) print bare when they are identifiers other than a keyword of the grammar,
 ``"two words"``. A string or name holding an unprintable character (a newline, say) prints as
 ``E'...'`` (``E"..."``) with Python's backslash escapes, so every operator stays on one line.
 
-``parse_plan(render_plan(p)) == p`` for every plan whose literals hold values of their type
-(``int`` for int, ``float`` for double, ``Decimal`` for numeric, ...) and whose types are in
-the normal form of ``types.type_from_name``; ``render_plan`` raises ``ValueError`` on other
-plans. NaN never equals itself: a double NaN parses as ``math.nan``, so only plans holding that
-very object compare equal after a round trip. ``parse_plan`` skips lines of spaces; malformed
-text raises ``PlanSyntaxError``.
+EXPLAIN options (``RenderOptions``) add to what a line says about its operator, never change
+the plan the text denotes:
+
+- ``arity``, ``types`` and ``keys`` append an annotation in the style of Materialize's EXPLAIN:
+  two spaces, then a comment holding the fields asked for, in this order::
+
+      Linear [project (#1, #0)]  // { arity: 2, types: (bigint, text), keys: ((#1)) }
+
+  ``arity`` is the number of output columns, ``types`` their types, ``keys`` the unique keys
+  (``keys.unique_keys``), each a parenthesized list of columns: ``keys: ((#0), (#1, #2))``;
+  ``keys: ()`` when none is known, ``keys: (())`` for the empty key (at most one row).
+- ``humanized`` prints a column reference ``#i`` whose name is known (``column_names``) as
+  ``#i{name}``, the name bare or quoted as other names: ``#0{id}``, ``#1{"two words"}``. A
+  reference is named after the row it reads: in a Linear step, the row after the steps before
+  it (in a map, also after the expressions before it in the map); in a Join's ``on=`` and
+  ``where=``, the inputs' rows concatenated; in a Reduce, its input's row; in ``keys``, the
+  operator's output.
+
+A ``//`` outside a quoted string or name starts a comment, which runs to the end of the line; a
+line holding only a comment is skipped. ``#i{name}`` parses as column i whatever the name. So
+parsing reads past annotations and names: ``render_plan(parse_plan(t), o) == t`` for every text
+``t`` that ``render_plan`` printed with options ``o``.
+
+``parse_plan(render_plan(p, o)) == p``, whatever the options ``o``, for every plan whose
+literals hold values of their type (``int`` for int, ``float`` for double, ``Decimal`` for
+numeric, ...) and whose types are in the normal form of ``types.type_from_name``;
+``render_plan`` raises ``ValueError`` on other plans. (``arity``, ``types`` and ``keys`` also
+need the plan's column types, as ``humanized`` needs those before a ``flat_map``: rendering
+with them raises what ``Relation.types`` raises on a plan that does not type-check.) NaN never
+equals itself: a double NaN parses as ``math.nan``, so only plans holding that very object
+compare equal after a round trip. ``parse_plan`` skips lines of spaces; malformed text raises
+``PlanSyntaxError``.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
 from decimal import Decimal
@@ -68,7 +95,9 @@ from lark import Lark, Token, Transformer, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedToken
 from lark.lexer import PatternStr
 from matview.ir import intervals
+from matview.ir.column_names import column_names, linear_column_names, name_at
 from matview.ir.functions import REGISTRY, by_symbol
+from matview.ir.keys import unique_keys
 from matview.ir.relation import (
     Aggregate,
     Constant,
@@ -125,24 +154,50 @@ _PYTHON_TYPE_DEFAULTS = {int: INT, str: TEXT, bool: BOOLEAN, type(None): NULLTYP
 # ---- rendering ---------------------------------------------------------------------------
 
 
-def render_plan(rel: Relation) -> str:
-    """The text of the plan ``rel``: one line per operator, without a final newline."""
+@dataclass(frozen=True)
+class RenderOptions:
+    """What ``render_plan`` and ``render_line`` add to the plain text of each operator line:
+    its ``arity``, column ``types`` and unique ``keys`` (``keys.unique_keys``) in a trailing
+    annotation, and (``humanized``) the name of each column reference where it is known."""
+
+    arity: bool = False
+    types: bool = False
+    keys: bool = False
+    humanized: bool = False
+
+
+PLAIN = RenderOptions()
+"""The options of the plain text form: no annotation, bare column references."""
+
+
+def render_plan(rel: Relation, options: RenderOptions = PLAIN) -> str:
+    """The text of the plan ``rel``: one line per operator (``render_line``), without a final
+    newline."""
     lines: list[str] = []
-    _render_node(rel, 0, lines)
+    _render_node(rel, 0, lines, options)
     return "\n".join(lines)
 
 
-def render_scalar(expr: Scalar) -> str:
-    """The text of the scalar expression ``expr``."""
+def render_line(rel: Relation, options: RenderOptions = PLAIN) -> str:
+    """The line of ``rel``'s own operator, without indentation and without its inputs,
+    followed by its annotation when ``options`` ask for one."""
+    text = _render_header(rel, options.humanized)
+    annotation = _render_annotation(rel, options)
+    return f"{text}  // {{ {annotation} }}" if annotation else text
+
+
+def render_scalar(expr: Scalar, names: Sequence[str | None] = ()) -> str:
+    """The text of the scalar expression ``expr``; column ``#i`` prints ``#i{name}`` when
+    ``names[i]`` is a name (``humanized``), bare ``#i`` otherwise."""
     if isinstance(expr, Col):
-        return f"#{expr.index}"
+        return _render_column(expr.index, names)
     if isinstance(expr, Lit):
         text = _render_value(expr.value, expr.type)
         if _PYTHON_TYPE_DEFAULTS.get(type(expr.value)) == expr.type:
             return text
         return f"{text}::{_render_type(expr.type)}"
     if isinstance(expr, Call):
-        args = [render_scalar(a) for a in expr.args]
+        args = [render_scalar(a, names) for a in expr.args]
         symbol = _operator_symbol(expr)
         if symbol is not None and len(args) == 2:
             return f"({args[0]} {symbol} {args[1]})"
@@ -152,21 +207,23 @@ def render_scalar(expr: Scalar) -> str:
         return f"{_render_name(expr.func)}({', '.join(args)})"
     if isinstance(expr, Case):
         whens = "".join(
-            f"when {render_scalar(c)} then {render_scalar(v)} " for c, v in expr.whens
+            f"when {render_scalar(c, names)} then {render_scalar(v, names)} "
+            for c, v in expr.whens
         )
-        return f"case {whens}else {render_scalar(expr.default)} end"
+        return f"case {whens}else {render_scalar(expr.default, names)} end"
     if isinstance(expr, Cast):
-        return f"cast({render_scalar(expr.expr)} as {_render_type(expr.to)})"
+        return f"cast({render_scalar(expr.expr, names)} as {_render_type(expr.to)})"
     raise TypeError(f"not a scalar expression: {expr!r}")
 
 
-def _render_node(rel: Relation, depth: int, lines: list[str]) -> None:
-    lines.append(INDENT * depth + _render_header(rel))
+def _render_node(rel: Relation, depth: int, lines: list[str], options: RenderOptions) -> None:
+    lines.append(INDENT * depth + render_line(rel, options))
     for child in inputs_of(rel):
-        _render_node(child, depth + 1, lines)
+        _render_node(child, depth + 1, lines, options)
 
 
-def _render_header(rel: Relation) -> str:
+def _render_header(rel: Relation, humanized: bool) -> str:
+    """The operator line of ``rel``; ``humanized`` names the columns its expressions read."""
     if isinstance(rel, Get):
         fields = ", ".join(f"{_render_name(f.name)} {_render_type(f.type)}" for f in rel.fields)
         return f"Get {_render_name(rel.name)} ({fields})"
@@ -175,21 +232,52 @@ def _render_header(rel: Relation) -> str:
         rows = "; ".join(_render_row(values, n, rel.column_types) for values, n in rel.rows)
         return f"Constant ({types}) [{rows}]"
     if isinstance(rel, Linear):
-        return f"Linear [{'; '.join(_render_step(s) for s in rel.steps)}]"
+        names = linear_column_names(rel) if humanized else [()] * (len(rel.steps) + 1)
+        steps = map(_render_step, rel.steps, names, names[1:])
+        return f"Linear [{'; '.join(steps)}]"
     if isinstance(rel, Join):
-        text = f"Join on=({', '.join(_render_equivalence(e) for e in rel.equivalences)})"
+        names = column_names(rel) if humanized else ()
+        classes = ", ".join(_render_equivalence(e, names) for e in rel.equivalences)
+        text = f"Join on=({classes})"
         if rel.predicates:
-            text += f" where=({_render_scalars(rel.predicates)})"
+            text += f" where=({_render_scalars(rel.predicates, names)})"
         if rel.plan is not None:
             orders = ", ".join(f"({', '.join(map(str, o))})" for o in rel.plan.orders)
             text += f" plan={_render_name(rel.plan.kind)}[{orders}]"
         return text
     if isinstance(rel, Reduce):
-        aggregates = ", ".join(_render_aggregate(a) for a in rel.aggregates)
-        return f"Reduce group_key=({_render_scalars(rel.group_key)}) aggregates=({aggregates})"
+        names = column_names(rel.input) if humanized else ()
+        group_key = _render_scalars(rel.group_key, names)
+        aggregates = ", ".join(_render_aggregate(a, names) for a in rel.aggregates)
+        return f"Reduce group_key=({group_key}) aggregates=({aggregates})"
     if isinstance(rel, Union):
         return "Union"
     raise TypeError(f"not a relation: {rel!r}")
+
+
+def _render_annotation(rel: Relation, options: RenderOptions) -> str:
+    """The fields of ``rel``'s annotation that ``options`` ask for, in the order arity, types,
+    keys (empty when none)."""
+    fields = []
+    if options.arity:
+        fields.append(f"arity: {rel.arity}")
+    if options.types:
+        fields.append(f"types: ({', '.join(_render_type(t) for t in rel.types)})")
+    if options.keys:
+        names = column_names(rel) if options.humanized else ()
+        keys = ", ".join(_render_columns(key, names) for key in unique_keys(rel))
+        fields.append(f"keys: ({keys})")
+    return ", ".join(fields)
+
+
+def _render_column(index: int, names: Sequence[str | None]) -> str:
+    name = name_at(names, index)
+    return f"#{index}" if name is None else f"#{index}{{{_render_name(name)}}}"
+
+
+def _render_columns(indexes: Sequence[int], names: Sequence[str | None]) -> str:
+    """``(#i, #j, ...)``."""
+    return f"({', '.join(_render_column(i, names) for i in indexes)})"
 
 
 def _render_row(values: tuple[object, ...], multiplicity: int, types: tuple[SqlType, ...]) -> str:
@@ -198,31 +286,36 @@ def _render_row(values: tuple[object, ...], multiplicity: int, types: tuple[SqlT
     return f"({', '.join(map(_render_value, values, types))}) x{multiplicity}"
 
 
-def _render_step(step: Step) -> str:
+def _render_step(step: Step, names: Sequence[str | None], after: Sequence[str | None]) -> str:
+    """``step``, reading a row whose columns have ``names`` and making one whose columns have
+    ``after``: each expression of a map also reads the columns appended before it."""
+    if isinstance(step, Map) and step.exprs:
+        exprs = (render_scalar(e, after[: len(names) + i]) for i, e in enumerate(step.exprs))
+        return f"map {', '.join(exprs)}"
     if isinstance(step, Project):
-        return f"project ({', '.join(f'#{i}' for i in step.outputs)})"
+        return f"project {_render_columns(step.outputs, names)}"
     if isinstance(step, FlatMap):
-        return f"flat_map {_render_scalars(step.calls)}" + (
+        return f"flat_map {_render_scalars(step.calls, names)}" + (
             " with ordinality" if step.ordinality else "")
     if isinstance(step, Repeat):
-        return f"repeat_row {render_scalar(step.count)}"
+        return f"repeat_row {render_scalar(step.count, names)}"
     name, exprs = ("filter", step.predicates) if isinstance(step, Filter) else ("map", step.exprs)
-    return f"{name} {_render_scalars(exprs)}" if exprs else name
+    return f"{name} {_render_scalars(exprs, names)}" if exprs else name
 
 
-def _render_equivalence(exprs: tuple[Scalar, ...]) -> str:
+def _render_equivalence(exprs: tuple[Scalar, ...], names: Sequence[str | None]) -> str:
     if not exprs:
         raise ValueError("a join equivalence class must not be empty")
-    return " = ".join(render_scalar(e) for e in exprs)
+    return " = ".join(render_scalar(e, names) for e in exprs)
 
 
-def _render_aggregate(aggregate: Aggregate) -> str:
-    arg = "*" if aggregate.expr is None else render_scalar(aggregate.expr)
+def _render_aggregate(aggregate: Aggregate, names: Sequence[str | None]) -> str:
+    arg = "*" if aggregate.expr is None else render_scalar(aggregate.expr, names)
     return f"{_render_name(aggregate.func)}({arg})"
 
 
-def _render_scalars(exprs: tuple[Scalar, ...]) -> str:
-    return ", ".join(render_scalar(e) for e in exprs)
+def _render_scalars(exprs: tuple[Scalar, ...], names: Sequence[str | None]) -> str:
+    return ", ".join(render_scalar(e, names) for e in exprs)
 
 
 def _render_type(t: SqlType) -> str:
@@ -288,8 +381,9 @@ def _quote(text: str, mark: str) -> str:
 
 
 def parse_plan(text: str) -> Relation:
-    """The plan ``text`` (as ``render_plan`` prints it) denotes; lines of spaces are skipped."""
-    lines = [(n, line) for n, line in enumerate(text.split("\n"), 1) if line.strip(" ")]
+    """The plan ``text`` (as ``render_plan`` prints it, with any options) denotes; lines of
+    spaces and lines of a comment alone are skipped."""
+    lines = [(n, line) for n, line in enumerate(text.split("\n"), 1) if not _blank(line)]
     if not lines:
         raise PlanSyntaxError("no plan", 1, 1)
     at = 0
@@ -330,6 +424,11 @@ def parse_scalar(text: str) -> Scalar:
     expr = _parse(text, "scalar", 1)
     assert isinstance(expr, Scalar)
     return expr
+
+
+def _blank(line: str) -> bool:
+    """Whether ``line`` holds nothing but spaces and a comment."""
+    return line.lstrip(" ")[:2] in ("", "//")
 
 
 def _indent(line: str) -> int:
@@ -442,10 +541,6 @@ def _read_value(token: Token, t: SqlType) -> object:
     raise _Invalid(f"{token} is not a value of type {t}", token)
 
 
-def _column(token: Token) -> int:
-    return int(token[1:])
-
-
 @v_args(inline=True)
 class _Builder(Transformer[Token, object]):
     """Builds IR objects from parse trees; each method is named after its grammar rule."""
@@ -493,8 +588,8 @@ class _Builder(Transformer[Token, object]):
     def map(self, exprs: tuple[Scalar, ...]) -> Map:
         return Map(exprs)
 
-    def project(self, *columns: Token) -> Project:
-        return Project(tuple(_column(c) for c in columns))
+    def project(self, *columns: int) -> Project:
+        return Project(columns)
 
     def flat_map(self, calls: tuple[Scalar, ...], ordinality: Token | None) -> FlatMap:
         if not calls or not all(isinstance(c, Call) for c in calls):
@@ -545,8 +640,15 @@ class _Builder(Transformer[Token, object]):
     def scalars(self, *exprs: Scalar) -> tuple[Scalar, ...]:
         return exprs
 
-    def column(self, token: Token) -> Col:
-        return Col(_column(token))
+    def column(self, index: int) -> Col:
+        return Col(index)
+
+    def column_ref(self, token: Token, name: Token | None) -> int:
+        """The index of a column reference; its name (``#i{name}``) says nothing more."""
+        return int(token[1:])
+
+    def column_name(self, name: Token) -> Token:
+        return name
 
     def literal(self, token: Token, t: SqlType | None) -> Lit:
         t = _IMPLICIT_TYPE[token.type] if t is None else t

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import networkx as nx
 
+from matview.ir.relation import Relation
 from matview.runtime.dataflow import Dataflow
 from matview.runtime.trace import Trace
 from matview.sql.catalog import CatalogItem
@@ -15,11 +16,13 @@ from matview.sql.catalog import CatalogItem
 @dataclass
 class Entry:
     """A stored object; tables and materialized views have a trace (their arrangement),
-    materialized views also the dataflow maintaining it."""
+    materialized views also the dataflow maintaining it and the raw plan it was created
+    with (what EXPLAIN ... FOR MATERIALIZED VIEW shows)."""
 
     item: CatalogItem
     trace: Trace | None = None
     dataflow: Dataflow | None = None
+    plan: Relation | None = None
 
 
 class LiveCatalog:

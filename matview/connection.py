@@ -150,6 +150,16 @@ class Connection:
     def execute(self, sql: str, params: Sequence[object] | None = None) -> Cursor:
         return self.cursor().execute(sql, params)
 
+    def explain(self, sql: str, stage: str = "optimized", format: str = "text",
+                options: Sequence[str] = ()) -> str:
+        """``EXPLAIN`` of ``sql`` (one statement, or ``MATERIALIZED VIEW name``): ``stage`` is
+        ``raw``, ``decorrelated``, ``optimized``, ``physical``, ``trace`` (the optimizer
+        trace) or ``analyze`` (a materialized view's running dataflow); ``format`` is
+        ``text``, ``json`` or ``dot``; ``options`` are EXPLAIN's ``WITH`` options."""
+        engine = self._engine_for_use()
+        with translated():
+            return engine.explain(sql, stage, format, options)
+
     def begin(self) -> None:
         """Open a transaction: the writes until ``commit`` (``INSERT ... VALUES``, ``insert``,
         ``delete``) share one logical time and become visible together. Reads inside it

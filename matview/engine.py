@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime
 import decimal
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -36,16 +37,17 @@ from matview.ir.relation import (
     gets,
 )
 from matview.ir.table_functions import DEFAULT_ROW_LIMIT
-from matview.ir.text import render_plan
 from matview.ir.types import TEXT, SqlType
-from matview.planner.pipeline import optimize, physical
+from matview.planner.explain import explain_analyze, explain_plan, explain_trace
+from matview.planner.pipeline import STAGES, physical
 from matview.runtime.dataflow import Dataflow
 from matview.runtime.linear import apply_steps
 from matview.runtime.trace import NegativeRows, Trace
 from matview.runtime.types import column_names, spark_type, update_schema
 from matview.runtime.updates import DIFF, TIME, Leaf, consolidate, materialize, stored
 from matview.sql.catalog import CatalogItem
-from matview.sql.dialect import Matview
+from matview.sql.dialect import EXPLAIN_FORMATS, EXPLAIN_OPTIONS, Matview
+from matview.sql.dialect import Explain as ExplainTree
 from matview.sql.parse import bind_statement, split
 from matview.sql.statements import (
     CreateTable,
@@ -150,6 +152,30 @@ class Engine:
             result = self.run(bind_statement(tree, self.catalog))
         return result
 
+    def explain(self, sql: str, stage: str, fmt: str, options: Sequence[str]) -> str:
+        """EXPLAIN of one statement (or ``MATERIALIZED VIEW name``) at ``stage`` (a plan
+        stage, ``trace`` or ``analyze``) in ``fmt``, as text."""
+        stages = (*STAGES, "trace", "analyze")
+        for value, allowed, what in ((stage, stages, "stage"), (fmt, EXPLAIN_FORMATS, "format"),
+                                     *((o, EXPLAIN_OPTIONS, "option") for o in options)):
+            if value.lower() not in [a.lower() for a in allowed]:
+                raise ProgrammingError(f"unknown EXPLAIN {what} {value!r}; expected one of "
+                                       + ", ".join(a.lower() for a in allowed))
+        view = re.fullmatch(r"\s*materialized\s+view\s+(.+?)\s*;?\s*", sql, re.I | re.S)
+        if view is not None:
+            target = sqlglot.exp.to_table(view.group(1), dialect=Matview)
+        else:
+            trees = split(sql)
+            if len(trees) != 1:
+                raise ProgrammingError("explain() takes exactly one statement")
+            target = trees[0]
+        tree = ExplainTree(this=target, stage=stage.lower(), format=fmt.lower(),
+                           options=[exp.var(o.lower()) for o in options],
+                           view=view is not None)
+        result = self.run(bind_statement(tree, self.catalog))
+        assert result.table is not None
+        return str(result.table.column(0)[0].as_py())
+
     def run(self, stmt: object) -> Result:
         if self.transaction is not None and not (
                 isinstance(stmt, Insert) and isinstance(stmt.source, Constant)):
@@ -194,7 +220,7 @@ class Engine:
         trace = Trace(self.spark, len(fields))
         trace.append(leaf, now, now)
         item = CatalogItem(stmt.name, "materialized view", fields, stmt.query_sql)
-        self.catalog.add(Entry(item, trace=trace, dataflow=flow), depends)
+        self.catalog.add(Entry(item, trace=trace, dataflow=flow, plan=stmt.plan), depends)
         return Result()
 
     def _referenced(self, query_sql: str) -> set[str]:
@@ -241,12 +267,28 @@ class Engine:
         return Result(("name",), (TEXT,), pa.table({"name": self.catalog.of_kind(kind)}))
 
     def _explain(self, stmt: Explain) -> Result:
-        plan = stmt.query.plan
-        staged = {"raw": plan, "optimized": optimize(plan), "physical": physical(plan)}
-        if stmt.stage not in staged:
-            raise ProgrammingError(f"unknown EXPLAIN stage {stmt.stage}")
-        text = render_plan(staged[stmt.stage])
+        if stmt.stage == "analyze":
+            assert stmt.view is not None
+            self._refresh({stmt.view})
+            flow = self.catalog.entries[stmt.view].dataflow
+            assert flow is not None
+            text = explain_analyze(flow.plan, flow.analyze(), stmt.format,
+                                   f"Dataflow of materialized view {stmt.view}:")
+        else:
+            plan = self._explained_plan(stmt)
+            text = (explain_trace(plan, stmt.format, stmt.options) if stmt.stage == "trace"
+                    else explain_plan(plan, stmt.stage, stmt.format, stmt.options))
         return Result(("plan",), (TEXT,), pa.table({"plan": [text]}))
+
+    def _explained_plan(self, stmt: Explain) -> Relation:
+        """The raw plan EXPLAIN shows: the explained query's, or the one the materialized
+        view was created with."""
+        if stmt.query is not None:
+            return stmt.query.plan
+        assert stmt.view is not None
+        raw = self.catalog.entries[stmt.view].plan
+        assert raw is not None
+        return raw
 
     # --- reads --------------------------------------------------------------------------
 

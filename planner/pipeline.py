@@ -1,5 +1,11 @@
 """The optimizer: an ordered tuple of transforms, each a pure function IR -> IR that keeps
-the plan's output schema, followed by physical planning."""
+the plan's output schema, followed by physical planning.
+
+The stages EXPLAIN shows: ``raw`` (the binder's plan), ``decorrelated`` (after
+``DECORRELATE``), ``optimized`` (after ``LOGICAL``), ``physical`` (after ``PHYSICAL``).
+``DECORRELATE`` is empty: the binder rejects subqueries in expressions (the only
+correlated ones), and inlines subqueries in FROM, so its plans hold nothing to decorrelate.
+"""
 
 from __future__ import annotations
 
@@ -27,9 +33,11 @@ LOGICAL: tuple[Transform, ...] = (
     canonicalize_linear,  # the steps pushed into join inputs and the Project left above
 )
 PHYSICAL: tuple[Transform, ...] = (join_plan,)
+DECORRELATE: tuple[Transform, ...] = ()
+STAGES = ("raw", "decorrelated", "optimized", "physical")
 
 
-def trace(plan: Relation, transforms: tuple[Transform, ...] = LOGICAL + PHYSICAL
+def trace(plan: Relation, transforms: tuple[Transform, ...] = DECORRELATE + LOGICAL + PHYSICAL
           ) -> list[tuple[str, Relation]]:
     """The plan after each transform, by name."""
     steps = []
@@ -39,16 +47,26 @@ def trace(plan: Relation, transforms: tuple[Transform, ...] = LOGICAL + PHYSICAL
     return steps
 
 
-def optimize(plan: Relation) -> Relation:
-    """The logical optimizations of ``plan`` (the OPTIMIZED stage)."""
-    for transform in LOGICAL:
+def _run(plan: Relation, transforms: tuple[Transform, ...]) -> Relation:
+    for transform in transforms:
         plan = transform(plan)
     return plan
+
+
+def optimize(plan: Relation) -> Relation:
+    """The logical optimizations of ``plan`` (the OPTIMIZED stage)."""
+    return _run(_run(plan, DECORRELATE), LOGICAL)
 
 
 def physical(plan: Relation) -> Relation:
     """``plan`` optimized, with every join's implementation chosen (the PHYSICAL stage)."""
-    plan = optimize(plan)
-    for transform in PHYSICAL:
-        plan = transform(plan)
-    return plan
+    return _run(optimize(plan), PHYSICAL)
+
+
+def at_stage(plan: Relation, stage: str) -> Relation:
+    """``plan`` (a raw plan) at ``stage``, one of ``STAGES``."""
+    staged = {"raw": lambda p: p, "decorrelated": lambda p: _run(p, DECORRELATE),
+              "optimized": optimize, "physical": physical}
+    if stage not in staged:
+        raise ValueError(f"unknown plan stage {stage!r}; expected one of {', '.join(STAGES)}")
+    return staged[stage](plan)

@@ -26,7 +26,7 @@ from typing import ClassVar
 
 import pyarrow.compute as pc
 from matview.ir import table_functions
-from matview.ir.linear_logic import TOP, is_temporal, temporal_parts
+from matview.ir.linear_logic import TOP, is_temporal, is_temporal_steps, temporal_parts
 from matview.ir.relation import (
     Filter,
     FlatMap,
@@ -51,12 +51,6 @@ from pyspark.sql import types as T
 LOWER = "_lower"
 UPPER = "_upper"
 """Hidden columns of the validity bounds of rows past a temporal filter (NULL: no bound)."""
-
-
-def is_temporal_steps(steps: Sequence[Step]) -> bool:
-    """Whether ``steps`` hold a temporal filter (a predicate over ``mz_now()``)."""
-    return any(isinstance(s, Filter) and any(is_temporal(p) for p in s.predicates)
-               for s in steps)
 
 
 def apply_steps(df: DataFrame, steps: Sequence[Step], types: Sequence[SqlType],

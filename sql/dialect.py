@@ -2,7 +2,12 @@
 
 Added syntax:
 
-* ``EXPLAIN [[RAW | OPTIMIZED | PHYSICAL] PLAN FOR] <statement>``, parsed into ``Explain``;
+* ``EXPLAIN [[RAW | DECORRELATED | OPTIMIZED | PHYSICAL] PLAN] [WITH (option, ...)]
+  [AS TEXT | AS JSON | AS DOT] FOR <statement | MATERIALIZED VIEW name>``, and ``EXPLAIN
+  <statement>`` alone, parsed into ``Explain``; ``EXPLAIN OPTIMIZER TRACE [WITH (...)]
+  [AS TEXT | AS JSON] FOR ...`` (stage ``trace``) and ``EXPLAIN ANALYZE [AS TEXT | AS JSON]
+  MATERIALIZED VIEW name`` (stage ``analyze``) too. Options are ``arity``, ``types``,
+  ``keys`` and ``humanized expressions``;
 * ``SHOW TABLES | VIEWS | MATERIALIZED VIEWS | COLUMNS FROM <name>``, parsed into sqlglot's
   ``Show`` (``this`` the upper-case kind, ``target`` the relation for COLUMNS).
 
@@ -16,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from matview.sql.errors import SqlSyntaxError
 from sqlglot import exp
 from sqlglot.dialects.postgres import Postgres
 from sqlglot.generators.postgres import PostgresGenerator
@@ -25,12 +31,18 @@ from sqlglot.trie import new_trie
 
 
 class Explain(exp.Expression):
-    """``EXPLAIN``: ``this`` is the explained statement, ``stage`` the plan stage (or None)."""
+    """``EXPLAIN``: ``this`` is the explained statement (or, with ``view`` set, the name of
+    the explained materialized view), ``stage`` the lower-case stage (None: not written),
+    ``format`` the lower-case format (None: not written), ``options`` the lower-case option
+    names (a list of ``exp.Var``, in the order written)."""
 
-    arg_types = {"this": True, "stage": False}
+    arg_types = {"this": True, "stage": False, "format": False, "options": False,
+                 "view": False}
 
 
-EXPLAIN_STAGES = ("RAW", "OPTIMIZED", "PHYSICAL")
+EXPLAIN_STAGES = ("RAW", "DECORRELATED", "OPTIMIZED", "PHYSICAL")
+EXPLAIN_FORMATS = ("TEXT", "JSON", "DOT")
+EXPLAIN_OPTIONS = ("arity", "types", "keys", "humanized expressions")
 
 
 def _show(kind: str) -> Callable[[MatviewParser], exp.Show]:
@@ -60,17 +72,71 @@ class MatviewParser(PostgresParser):
     def _parse_explain_or_describe(self) -> exp.Expr:
         if self._prev.text.upper() != "EXPLAIN":
             return self._parse_describe()
+        if self._match_text_seq("ANALYZE"):
+            return self._parse_explain_analyze()
         stage = None
-        if self._match_texts(EXPLAIN_STAGES):
+        if self._match_text_seq("OPTIMIZER", "TRACE"):
+            stage = "trace"
+        elif self._match_texts(EXPLAIN_STAGES):
             stage = self._prev.text.lower()
-            if not self._match_text_seq("PLAN", "FOR"):
-                self.raise_error("Expected PLAN FOR")
-        else:
-            self._match_text_seq("PLAN", "FOR")
+            if not self._match_text_seq("PLAN"):
+                self.raise_error("Expected PLAN")
+        headed = stage is not None or self._match_text_seq("PLAN")
+        options = self._parse_explain_options()
+        fmt = self._parse_explain_format()
+        if headed or options is not None or fmt is not None:
+            if not self._match(TokenType.FOR):
+                self.raise_error("Expected FOR")
+        if self._match_text_seq("MATERIALIZED", "VIEW"):
+            return self.expression(Explain(this=self._parse_table_parts(), stage=stage,
+                                           format=fmt, options=options, view=True))
         statement = self._parse_statement()
         if statement is None:
             self.raise_error("Expected a statement to explain")
-        return self.expression(Explain(this=statement, stage=stage))
+        return self.expression(Explain(this=statement, stage=stage, format=fmt,
+                                       options=options))
+
+    def _parse_explain_analyze(self) -> Explain:
+        fmt = self._parse_explain_format()
+        if not self._match_text_seq("MATERIALIZED", "VIEW"):
+            self.raise_error("EXPLAIN ANALYZE explains a materialized view: expected "
+                             "MATERIALIZED VIEW name")
+        return self.expression(Explain(this=self._parse_table_parts(), stage="analyze",
+                                       format=fmt, view=True))
+
+    def _parse_explain_options(self) -> list[exp.Var] | None:
+        """``WITH (option, ...)`` (None when absent; a ``WITH`` not followed by ``(`` starts
+        the explained query's common table expressions)."""
+        if not (self._curr and self._curr.token_type == TokenType.WITH and self._next
+                and self._next.token_type == TokenType.L_PAREN):
+            return None
+        self._advance(2)
+        options: list[exp.Var] = []
+        while True:
+            first, words = self._curr, []
+            while self._curr and self._curr.token_type not in (TokenType.COMMA,
+                                                                 TokenType.R_PAREN):
+                words.append(self._curr.text.lower())
+                self._advance()
+            option = " ".join(words)
+            if option not in EXPLAIN_OPTIONS:
+                line, col = (first.line, first.col - len(first.text) + 1) if first else (
+                    None, None)
+                raise SqlSyntaxError(f'unknown EXPLAIN option "{option}"; expected one of '
+                                     + ", ".join(EXPLAIN_OPTIONS), line, col)
+            options.append(exp.var(option))
+            if not self._match(TokenType.COMMA):
+                break
+        if not self._match(TokenType.R_PAREN):
+            self.raise_error("Expected )")
+        return options
+
+    def _parse_explain_format(self) -> str | None:
+        if not self._match(TokenType.ALIAS):
+            return None
+        if not self._match_texts(EXPLAIN_FORMATS):
+            self.raise_error("Expected TEXT, JSON or DOT after AS")
+        return self._prev.text.lower()
 
     def _parse_interval_span(self, this: exp.Expr,
                              parse_function_unit: bool = True) -> exp.Interval:
@@ -88,9 +154,23 @@ class MatviewParser(PostgresParser):
 
 
 def _explain_sql(self: PostgresGenerator, expression: Explain) -> str:
-    stage = expression.args.get("stage")
-    prefix = f"EXPLAIN {stage.upper()} PLAN FOR" if stage else "EXPLAIN"
-    return f"{prefix} {self.sql(expression, 'this')}"
+    stage, fmt = expression.args.get("stage"), expression.args.get("format")
+    options = expression.args.get("options")
+    target = self.sql(expression, "this")
+    if expression.args.get("view"):
+        target = f"MATERIALIZED VIEW {target}"
+    if stage == "analyze":
+        return " ".join(["EXPLAIN ANALYZE", *([f"AS {fmt.upper()}"] if fmt else []), target])
+    words = ["EXPLAIN"]
+    if stage:
+        words.append("OPTIMIZER TRACE" if stage == "trace" else f"{stage.upper()} PLAN")
+    if options:
+        words.append("WITH (" + ", ".join(o.name.upper() for o in options) + ")")
+    if fmt:
+        words.append(f"AS {fmt.upper()}")
+    if len(words) > 1:
+        words.append("FOR")
+    return " ".join([*words, target])
 
 
 class MatviewGenerator(PostgresGenerator):

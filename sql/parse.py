@@ -8,13 +8,15 @@ from matview.sql import ddl, dml
 from matview.sql.catalog import Catalog
 from matview.sql.context import Context
 from matview.sql.dialect import Explain, Matview
-from matview.sql.errors import SqlSyntaxError, UnsupportedError
+from matview.sql.errors import SqlSyntaxError, UnknownObjectError, UnsupportedError
+from matview.sql.names import relation_name
 from matview.sql.query import bind_query
 from matview.sql.statements import CreateView, Query, Statement
 from matview.sql.statements import Explain as ExplainStatement
 from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
+_STAGE_NAMES = {"trace": "OPTIMIZER TRACE", "analyze": "ANALYZE"}
 _STATEMENT_NAMES = {
     exp.TruncateTable: "TRUNCATE", exp.Transaction: "BEGIN", exp.Commit: "COMMIT",
     exp.Rollback: "ROLLBACK", exp.Describe: "DESCRIBE", exp.Values: "VALUES",
@@ -41,11 +43,28 @@ def bind_statement(tree: exp.Expr, catalog: Catalog) -> Statement:
     """The bound statement ``tree`` (from ``split``) denotes against ``catalog``."""
     ctx = Context(catalog)
     if isinstance(tree, Explain):
-        explained = _bind(tree.this, ctx)
-        if not isinstance(explained, (Query, CreateView)):
-            raise UnsupportedError.at(f"EXPLAIN {_name(tree.this)} is not supported", tree)
-        return ExplainStatement(tree.args.get("stage") or "optimized", explained)
+        return _bind_explain(tree, ctx)
     return _bind(tree, ctx)
+
+
+def _bind_explain(tree: Explain, ctx: Context) -> ExplainStatement:
+    stage = tree.args.get("stage") or "optimized"
+    fmt = tree.args.get("format") or "text"
+    if fmt == "dot" and stage in ("trace", "analyze"):
+        raise UnsupportedError.at(f"EXPLAIN {_STAGE_NAMES[stage]} has no DOT format", tree)
+    options = tuple(o.name for o in tree.args.get("options") or ())
+    if tree.args.get("view"):
+        name = relation_name(tree.this)
+        item = ctx.catalog.lookup(name)
+        if item is None or item.kind != "materialized view":
+            what = "does not exist" if item is None else f"is a {item.kind}"
+            raise UnknownObjectError.at(
+                f'materialized view "{name}" {what}', tree.this)
+        return ExplainStatement(stage, fmt, options, view=name)
+    explained = _bind(tree.this, ctx)
+    if not isinstance(explained, (Query, CreateView)):
+        raise UnsupportedError.at(f"EXPLAIN {_name(tree.this)} is not supported", tree)
+    return ExplainStatement(stage, fmt, options, query=explained)
 
 
 def _bind(tree: exp.Expr, ctx: Context) -> Statement:

@@ -96,12 +96,22 @@ class Show:
     name: str | None = None
 
 
+ExplainStage = Literal["raw", "decorrelated", "optimized", "physical", "trace", "analyze"]
+ExplainFormat = Literal["text", "json", "dot"]
+
+
 @dataclass(frozen=True)
 class Explain:
-    """``EXPLAIN``: the plan of ``query`` at ``stage`` (``raw`` or ``optimized``)."""
+    """``EXPLAIN``: the plan at ``stage`` (``trace``: after each optimizer transform;
+    ``analyze``: the running dataflow's statistics) of ``query``, or of the materialized
+    view ``view``, in ``format``, annotated with ``options`` (``arity``, ``types``, ``keys``,
+    ``humanized expressions``)."""
 
-    stage: str
-    query: Query | CreateView
+    stage: ExplainStage
+    format: ExplainFormat
+    options: tuple[str, ...]
+    query: Query | CreateView | None = None
+    view: str | None = None
 
 
 Statement = CreateTable | Insert | Delete | Update | Query | CreateView | Drop | Show | Explain

@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import math
 import re
+import subprocess
+import sys
 from datetime import UTC, date, datetime
 from decimal import Decimal
+from functools import cache
+from itertools import product
 from pathlib import Path
 
 import pytest
 from golden import read_cases, run_golden, write_cases
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from matview.ir.functions import REGISTRY
 from matview.ir.relation import (
@@ -19,6 +23,7 @@ from matview.ir.relation import (
     Constant,
     Field,
     Filter,
+    FlatMap,
     Get,
     Join,
     JoinPlan,
@@ -27,13 +32,20 @@ from matview.ir.relation import (
     Project,
     Reduce,
     Relation,
+    Repeat,
+    Step,
     Union,
+    inputs_of,
+    step_types,
 )
 from matview.ir.scalar import Call, Case, Cast, Col, Lit, Scalar
 from matview.ir.text import (
+    PLAIN,
     PlanSyntaxError,
+    RenderOptions,
     parse_plan,
     parse_scalar,
+    render_line,
     render_plan,
     render_scalar,
 )
@@ -59,12 +71,22 @@ ORDERS = Get("orders", (Field("id", INT), Field("cust", INT), Field("amount", BI
 CUSTOMERS = Get("customers", (Field("id", INT), Field("region", TEXT)))
 
 
-def assert_round_trip(plan: Relation) -> str:
-    """Check both round trips of ``plan`` and return its text."""
-    text = render_plan(plan)
+OPTIONS = [RenderOptions(*flags) for flags in product((False, True), repeat=4)]
+"""Every combination of the render options."""
+HUMANIZED = RenderOptions(humanized=True)
+EVERYTHING = RenderOptions(arity=True, types=True, keys=True, humanized=True)
+
+
+def options_id(options: RenderOptions) -> str:
+    return "+".join(k for k, v in vars(options).items() if v) or "plain"
+
+
+def assert_round_trip(plan: Relation, options: RenderOptions = PLAIN) -> str:
+    """Check both round trips of ``plan`` rendered with ``options`` and return its text."""
+    text = render_plan(plan, options)
     parsed = parse_plan(text)
     assert parsed == plan
-    assert render_plan(parsed) == text
+    assert render_plan(parsed, options) == text
     return text
 
 
@@ -406,16 +428,323 @@ def compound_plans(children: st.SearchStrategy[Relation]) -> st.SearchStrategy[R
 plans = st.recursive(gets | constants(), compound_plans, max_leaves=6)
 
 
+@pytest.mark.parametrize("options", [PLAIN, HUMANIZED], ids=options_id)
 @settings(max_examples=100, deadline=None)
-@given(plans)
-def test_generated_plans_round_trip(plan: Relation) -> None:
-    assert_round_trip(plan)
+@given(plan=plans)
+def test_generated_plans_round_trip(plan: Relation, options: RenderOptions) -> None:
+    """Also humanized: column names need no types, so plans of any shape have them."""
+    assert_round_trip(plan, options)
 
 
 @settings(max_examples=200, deadline=None)
 @given(scalars)
 def test_generated_scalars_round_trip(expr: Scalar) -> None:
     assert_scalar_round_trip(expr)
+
+
+# ---- generated well-typed plans: the annotations, and the keys' property test --------------
+
+TABLES = (
+    Get("t", (Field("a", INT), Field("b", INT), Field("c", BIGINT))),
+    Get("u", (Field("d", INT), Field("two words", TEXT))),
+    Get("map", (Field("x//y", TEXT), Field("it's", BOOLEAN), Field("a}b", INT))),
+)
+"""The tables typed plans read: names that print bare and quoted (in ``#i{name}`` too)."""
+TYPED_VALUES: dict[Kind, tuple[object, ...]] = {
+    Kind.INT: (1, 2, 0, -1, 3),
+    Kind.BIGINT: (1, 2, 0, -1, 3),
+    Kind.TEXT: ("a", "b", "", "x // y"),
+    Kind.BOOLEAN: (True, False),
+}
+"""Few values of each type, so that rows collide. (The strategies over a row's types are
+cached: building and validating them anew for every draw would be most of the time taken.)"""
+INTEGERS = (Kind.INT, Kind.BIGINT)
+
+
+@cache
+def typed_values(t: SqlType) -> st.SearchStrategy[object]:
+    """A value of type ``t``, NULL now and then."""
+    return st.sampled_from((*TYPED_VALUES[t.kind], None))
+
+
+def columns_of(types: tuple[SqlType, ...], kinds: tuple[Kind, ...]) -> list[int]:
+    return [i for i, t in enumerate(types) if t.kind in kinds]
+
+
+@cache
+def int_exprs(types: tuple[SqlType, ...], depth: int = 2) -> st.SearchStrategy[Scalar]:
+    """Integer expressions over rows of ``types``."""
+    leaves = st.builds(Lit, typed_values(INT), st.just(INT))
+    if ints := columns_of(types, INTEGERS):
+        leaves = leaves | st.sampled_from(ints).map(Col)
+    if depth == 0:
+        return leaves
+    sub = int_exprs(types, depth - 1)
+    return leaves | st.builds(lambda f, a, b: Call(f, (a, b)),
+                              st.sampled_from(["add", "sub", "mul", "coalesce"]), sub, sub)
+
+
+@cache
+def bool_exprs(types: tuple[SqlType, ...], depth: int = 2) -> st.SearchStrategy[Scalar]:
+    """Boolean expressions over rows of ``types``."""
+    ints = int_exprs(types, 1)
+    leaves = st.one_of(
+        st.builds(lambda f, a, b: Call(f, (a, b)),
+                  st.sampled_from(["eq", "lt", "ge", "ne"]), ints, ints),
+        ints.map(lambda e: Call("is_null", (e,))),
+        st.sampled_from(columns_of(types, (Kind.BOOLEAN,)) or [None]).map(
+            lambda i: Lit(True, BOOLEAN) if i is None else Col(i)),
+    )
+    if depth == 0:
+        return leaves
+    sub = bool_exprs(types, depth - 1)
+    return leaves | sub.map(lambda e: Call("not", (e,))) | st.builds(
+        lambda f, a, b: Call(f, (a, b)), st.sampled_from(["and", "or"]), sub, sub)
+
+
+@cache
+def map_exprs(types: tuple[SqlType, ...]) -> st.SearchStrategy[Scalar]:
+    """What a map appends: bare columns (which keep their names) and computed values."""
+    texts = columns_of(types, (Kind.TEXT,))
+    lowered = st.sampled_from(texts).map(lambda i: Call("lower", (Col(i),))) if texts \
+        else st.nothing()
+    bare = st.integers(0, len(types) - 1).map(Col) if types else st.nothing()
+    return st.one_of(bare, int_exprs(types), bool_exprs(types, 1), lowered)
+
+
+@cache
+def table_calls(types: tuple[SqlType, ...]) -> st.SearchStrategy[Call]:
+    ints = int_exprs(types, 1)
+    return st.one_of(
+        st.builds(lambda a, b: Call("generate_series", (a, b)), ints, typed_values(INT).map(
+            lambda v: Lit(v, INT))),
+        ints.map(lambda e: Call("unnest", (Call("array", (e, Lit(1, INT))),))),
+    )
+
+
+@cache
+def typed_steps(types: tuple[SqlType, ...]) -> st.SearchStrategy[Step]:
+    """One step of a Linear over rows of ``types``."""
+    ints = columns_of(types, (Kind.INT,))
+    counts = st.sampled_from(ints).map(Col) if ints else st.nothing()
+    return st.one_of(
+        st.lists(bool_exprs(types), min_size=1, max_size=2).map(lambda p: Filter(tuple(p))),
+        st.lists(map_exprs(types), min_size=1, max_size=2).map(lambda e: Map(tuple(e))),
+        st.lists(st.integers(0, len(types) - 1), max_size=4).map(lambda o: Project(tuple(o)))
+        if types else st.just(Project(())),
+        st.builds(FlatMap, st.lists(table_calls(types), min_size=1, max_size=2).map(tuple),
+                  st.booleans()),
+        st.builds(Repeat, counts | typed_values(INT).map(lambda v: Lit(v, INT))),
+    )
+
+
+@st.composite
+def typed_linears(draw: st.DrawFn, input: Relation) -> Linear:
+    steps: list[Step] = []
+    types = input.types
+    for _ in range(draw(st.integers(1, 4))):
+        steps.append(draw(typed_steps(types)))
+        types = step_types(steps[-1], types)
+    return Linear(input, tuple(steps))
+
+
+@st.composite
+def typed_joins(draw: st.DrawFn, inputs: list[Relation]) -> Join:
+    types = tuple(t for i in inputs for t in i.types)
+    ints = columns_of(types, INTEGERS)
+    pair = st.lists(st.sampled_from(ints).map(Col), min_size=2, max_size=3).map(tuple)
+    classes = draw(st.lists(pair, max_size=2)) if ints else []
+    predicates = draw(st.lists(bool_exprs(types, 1), max_size=1))
+    plan = draw(st.none() | join_plans)
+    return Join(tuple(inputs), tuple(classes), plan, tuple(predicates))
+
+
+@st.composite
+def typed_reduces(draw: st.DrawFn, input: Relation) -> Reduce:
+    types = input.types
+    columns = st.integers(0, len(types) - 1) if types else st.nothing()
+    ints = columns_of(types, INTEGERS)
+    group_key = draw(st.lists(columns.map(Col) | int_exprs(types, 1), max_size=2))
+    aggregates = draw(st.lists(st.one_of(
+        st.just(Aggregate("count", None)),
+        st.builds(Aggregate, st.sampled_from(["count", "min", "max"]), columns.map(Col)),
+        st.sampled_from(ints).map(lambda i: Aggregate("sum", Col(i))) if ints else st.nothing(),
+    ), max_size=3))
+    return Reduce(input, tuple(group_key), tuple(aggregates))
+
+
+@st.composite
+def typed_unions(draw: st.DrawFn, input: Relation) -> Union:
+    filtered = Linear(input, (Filter((draw(bool_exprs(input.types, 1)),)),))
+    return Union(tuple(draw(st.lists(st.sampled_from([input, filtered]), min_size=1,
+                                     max_size=3))))
+
+
+@st.composite
+def typed_constants(draw: st.DrawFn) -> Constant:
+    """Constants, half of them of distinct rows of multiplicity 1 (which have a key), the
+    others of rows from a pool of two (often repeated), of any multiplicity."""
+    types = tuple(draw(st.lists(st.sampled_from([INT, BIGINT, TEXT, BOOLEAN]), max_size=3)))
+    row = st.tuples(*(typed_values(t) for t in types))
+    if draw(st.booleans()):
+        rows = [(r, 1) for r in draw(st.lists(row, max_size=3, unique=True))]
+    else:
+        pool = st.sampled_from(draw(st.lists(row, min_size=1, max_size=2)))
+        rows = draw(st.lists(st.tuples(pool, st.sampled_from([1, 1, 2, -1, 0])), max_size=3))
+    return Constant(tuple(rows), types)
+
+
+def typed_plans(depth: int = 3) -> st.SearchStrategy[Relation]:
+    """Plans whose expressions type-check (``rel.types`` works) reading ``TABLES``; leaves
+    include grouped tables, so that joins and the steps above them often have keys."""
+    tables = st.sampled_from(TABLES)
+    leaves = tables | typed_constants() | tables.flatmap(typed_reduces)
+    if depth == 0:
+        return leaves
+    inner = typed_plans(depth - 1)
+    return st.one_of(
+        leaves,
+        inner.flatmap(typed_linears),
+        inner.flatmap(typed_reduces),
+        st.lists(inner, max_size=3).flatmap(typed_joins),
+        inner.flatmap(typed_unions),
+    )
+
+
+TYPED = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@TYPED
+@given(plan=typed_plans())
+def test_typed_plans_round_trip_with_every_option(plan: Relation) -> None:
+    """With every combination of options, the text parses back to the plan and renders back
+    to itself; without ``humanized`` each line is the plain line, then two spaces and the
+    annotation. (One plan for all combinations: drawing a plan costs more than 16 renders.)"""
+    plain = render_plan(plan).split("\n")
+    for options in OPTIONS:
+        text = assert_round_trip(plan, options)
+        if not options.humanized:
+            for line, bare in zip(text.split("\n"), plain, strict=True):
+                rest = line.removeprefix(bare)
+                assert rest == "" if options == PLAIN else re.fullmatch(r"  // \{ .* \}", rest)
+
+
+def all_nodes(rel: Relation) -> list[Relation]:
+    return [rel, *(n for child in inputs_of(rel) for n in all_nodes(child))]
+
+
+@settings(TYPED, max_examples=30)
+@given(plan=typed_plans())
+def test_every_line_is_render_line(plan: Relation) -> None:
+    """``render_plan`` is ``render_line`` of each node, indented by its depth, depth first."""
+    depths = [len(line) - len(line.lstrip(" ")) for line in render_plan(plan).split("\n")]
+    expected = [
+        " " * depth + render_line(node, EVERYTHING)
+        for node, depth in zip(all_nodes(plan), depths, strict=True)
+    ]
+    assert render_plan(plan, EVERYTHING).split("\n") == expected
+
+
+# ---- annotations and humanized text ------------------------------------------------------
+
+
+JOIN = Join((ORDERS, CUSTOMERS), ((Col(1), Col(4)),), JoinPlan("delta", ((1,), (0,))),
+            (call("gt", Col(2), Col(0)),))
+
+
+@pytest.mark.parametrize(("options", "line"), [
+    (PLAIN, "Join on=(#1 = #4) where=((#2 > #0)) plan=delta[(1), (0)]"),
+    (RenderOptions(arity=True), "Join on=(#1 = #4) where=((#2 > #0)) plan=delta[(1), (0)]"
+                                "  // { arity: 6 }"),
+    (RenderOptions(types=True, keys=True),
+     "Join on=(#1 = #4) where=((#2 > #0)) plan=delta[(1), (0)]"
+     "  // { types: (int, int, bigint, text, int, text), keys: () }"),
+    (HUMANIZED, "Join on=(#1{cust} = #4{id}) where=((#2{amount} > #0{id})) plan=delta[(1), (0)]"),
+])
+def test_render_line(options: RenderOptions, line: str) -> None:
+    assert render_line(JOIN, options) == line
+    assert render_plan(JOIN, options).split("\n")[0] == line
+
+
+@pytest.mark.parametrize(("plan", "annotation"), [
+    (Reduce(ORDERS, (Col(1), Col(0)), (Aggregate("count", None),)),
+     "arity: 3, types: (int, int, bigint), keys: ((#0{cust}, #1{id}))"),
+    (Reduce(ORDERS, (), (Aggregate("sum", Col(2)),)),
+     "arity: 1, types: (numeric(38,0)), keys: (())"),
+    (Join((Reduce(ORDERS, (Col(1),), ()), Reduce(CUSTOMERS, (Col(0), Col(1)), ())), ()),
+     "arity: 3, types: (int, int, text), keys: ((#0{cust}, #1{id}, #2{region}))"),
+    (Constant((((1, "a"), 1), ((2, "a"), 1)), (INT, TEXT)),
+     "arity: 2, types: (int, text), keys: ((#0, #1))"),
+    (Constant((), ()), "arity: 0, types: (), keys: (())"),
+    (ORDERS, "arity: 4, types: (int, int, bigint, text), keys: ()"),
+])
+def test_annotation_fields(plan: Relation, annotation: str) -> None:
+    """Keys print as a list of keys, each a list of columns: none is ``()``, the empty key
+    ``(())``; humanized, key columns carry the names of the operator's output columns."""
+    assert render_line(plan, EVERYTHING).endswith(f"  // {{ {annotation} }}")
+
+
+def test_humanized_names_follow_each_step() -> None:
+    plan = Reduce(Linear(ORDERS, (
+        Map((Col(3), call("lower", Col(3)), Col(4))),
+        FlatMap((call("generate_series", Col(0), Col(1)),)),
+        Filter((call("gt", Col(7), Col(2)),)),
+        Project((6, 4, 1, 5, 7)),
+        Repeat(Col(2)),
+    )), (Col(1), Col(3), Col(4)), (Aggregate("max", Col(0)),))
+    assert render_plan(plan, HUMANIZED).split("\n")[:2] == [
+        "Reduce group_key=(#1{note}, #3, #4) aggregates=(max(#0{note}))",
+        "  Linear [map #3{note}, lower(#3{note}), #4{note}; "
+        "flat_map generate_series(#0{id}, #1{cust}); filter (#7 > #2{amount}); "
+        "project (#6{note}, #4{note}, #1{cust}, #5, #7); repeat_row #2{cust}]",
+    ]
+
+
+@pytest.mark.parametrize(("text", "plan"), [
+    ("Get t (a int)  // { arity: 1 }", Get("t", (Field("a", INT),))),
+    ("Get t (a int)//", Get("t", (Field("a", INT),))),
+    ("// a comment line\nUnion  // {\n  // another one\n\n  Get t ()   // x // y",
+     Union((Get("t", ()),))),
+    ("Linear [map '//', #0{\"//\"}, #0{a}, #0 { \"a b\" }, #0{E\"\\n\"}, #0{map}]\n  Get t ()",
+     Linear(Get("t", ()), (Map((Lit("//", TEXT), Col(0), Col(0), Col(0), Col(0), Col(0))),))),
+    ("Linear [project (#1{x}, #0)]\n  Get t ()", Linear(Get("t", ()), (Project((1, 0)),))),
+    ("Get \"a//b\" (\"//\" int)", Get("a//b", (Field("//", INT),))),
+])
+def test_comments_and_column_names_are_ignored(text: str, plan: Relation) -> None:
+    assert parse_plan(text) == plan
+
+
+@pytest.mark.parametrize(("text", "line", "column", "message"), [
+    ("Linear [map #0{a]\n  Get t ()", 1, 17, "unexpected ']'"),
+    ("Linear [map #0{}]\n  Get t ()", 1, 16, "unexpected '}'"),
+    ("Linear [map #0{1}]\n  Get t ()", 1, 16, "unexpected '1', expected name, quoted_name"),
+    ("Linear [map {a}]\n  Get t ()", 1, 13, "unexpected '{'"),
+    ("Get t (a int) / x", 1, 15, "unexpected '/'"),
+    ("Union\n  // comment\n Get t ()", 3, 2, "expected an indentation of 2 spaces"),
+])
+def test_malformed_names_and_comments(text: str, line: int, column: int, message: str) -> None:
+    with pytest.raises(PlanSyntaxError, match=f"^line {line}, column {column}: ") as error:
+        parse_plan(text)
+    assert message in str(error.value)
+
+
+def test_exported_from_the_package_in_a_fresh_interpreter() -> None:
+    """``matview.ir`` exports the text form, loaded on first use: other IR imports do not
+    build its parser."""
+    script = "\n".join([
+        "import sys",
+        "import matview.ir.relation",
+        "assert 'matview.ir.text' not in sys.modules",
+        "import matview.ir",
+        "plan = matview.ir.parse_plan('Get t (a int)')",
+        "print(matview.ir.render_plan(plan, matview.ir.RenderOptions(arity=True)))",
+        "from matview.ir import RenderOptions, parse_plan, render_plan",
+        "assert render_plan(parse_plan('Union')) == 'Union' and RenderOptions().keys is False",
+    ])
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "Get t (a int)  // { arity: 1 }\n"
 
 
 # ---- golden files ------------------------------------------------------------------------
@@ -428,6 +757,21 @@ def roundtrip(directive: str, text: str) -> str:
 
 def test_golden_roundtrip(rewrite: bool) -> None:
     run_golden(FIXTURES / "ir_text.test", roundtrip, rewrite)
+
+
+def explain(directive: str, text: str) -> str:
+    """``explain OPTION ...``: the plan rendered with the named ``RenderOptions`` (checking
+    that the rendered text parses back to the plan)."""
+    word, *flags = directive.split()
+    assert word == "explain" and set(flags) <= set(vars(PLAIN)), directive
+    plan = parse_plan(text)
+    out = render_plan(plan, RenderOptions(**{flag: True for flag in flags}))
+    assert parse_plan(out) == plan
+    return out
+
+
+def test_golden_explain(rewrite: bool) -> None:
+    run_golden(FIXTURES / "ir_explain.test", explain, rewrite)
 
 
 GOLDEN = """\

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 import sqlglot
 from matview.sql.dialect import Explain, Matview
+from matview.sql.errors import SqlSyntaxError
 from matview.sql.parse import bind_statement, split
 from matview.sql.statements import Query
 from sqlglot import exp
@@ -19,6 +20,16 @@ from test_sql_duckdb import QUERIES, DictCatalog, environment
     ("EXPLAIN OPTIMIZED PLAN FOR CREATE MATERIALIZED VIEW v AS SELECT 1",
      "EXPLAIN OPTIMIZED PLAN FOR CREATE MATERIALIZED VIEW v AS SELECT 1"),
     ("EXPLAIN PHYSICAL PLAN FOR SELECT 1", "EXPLAIN PHYSICAL PLAN FOR SELECT 1"),
+    ("explain decorrelated plan with (arity, humanized expressions) as json for select 1",
+     "EXPLAIN DECORRELATED PLAN WITH (ARITY, HUMANIZED EXPRESSIONS) AS JSON FOR SELECT 1"),
+    ("EXPLAIN WITH (types) FOR SELECT 1", "EXPLAIN WITH (TYPES) FOR SELECT 1"),
+    ("EXPLAIN AS DOT FOR MATERIALIZED VIEW v", "EXPLAIN AS DOT FOR MATERIALIZED VIEW v"),
+    ("explain optimizer trace with (keys) for select 1",
+     "EXPLAIN OPTIMIZER TRACE WITH (KEYS) FOR SELECT 1"),
+    ("explain analyze materialized view v", "EXPLAIN ANALYZE MATERIALIZED VIEW v"),
+    ("EXPLAIN ANALYZE AS JSON MATERIALIZED VIEW v", "EXPLAIN ANALYZE AS JSON MATERIALIZED VIEW v"),
+    ("EXPLAIN WITH w AS (SELECT 1) SELECT * FROM w",
+     "EXPLAIN WITH w AS (SELECT 1) SELECT * FROM w"),
     ("show tables", "SHOW TABLES"),
     ("SHOW VIEWS", "SHOW VIEWS"),
     ("show materialized views", "SHOW MATERIALIZED VIEWS"),
@@ -37,9 +48,16 @@ def test_explain_tree() -> None:
     assert isinstance(tree.this, exp.Select)
 
 
-def test_explain_stage_needs_plan_for() -> None:
-    with pytest.raises(sqlglot.ParseError):
-        sqlglot.parse_one("EXPLAIN RAW SELECT 1", dialect=Matview)
+@pytest.mark.parametrize(("sql", "message"), [
+    ("EXPLAIN RAW SELECT 1", "Expected PLAN"),
+    ("EXPLAIN PLAN SELECT 1", "Expected FOR"),
+    ("EXPLAIN AS XML FOR SELECT 1", "Expected TEXT, JSON or DOT"),
+    ("EXPLAIN ANALYZE SELECT 1", "expected MATERIALIZED VIEW name"),
+    ("EXPLAIN WITH (arity FOR SELECT 1", "unknown EXPLAIN option"),
+])
+def test_malformed_explain(sql: str, message: str) -> None:
+    with pytest.raises((sqlglot.ParseError, SqlSyntaxError), match=message):
+        sqlglot.parse_one(sql, dialect=Matview)
 
 
 def test_other_statements_stay_postgres() -> None:

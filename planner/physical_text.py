@@ -1,0 +1,149 @@
+"""The TEXT form of a physical dataflow (EXPLAIN PHYSICAL PLAN) and of its statistics
+(EXPLAIN ANALYZE): one renderer for both.
+
+The dataflow prints as an indented tree under ``Explained Query:``, one operator per line,
+``%k`` (its id, see ``dataflow_graph``) then the operator as ``ir.text`` prints it, inputs
+two spaces deeper. Lines between an operator and its inputs describe it:
+
+- ``implementation: delta`` for a join, then one line per delta path:
+  ``path i from %a: %b[KEY] <=, %c[KEY] <``: the changes of input ``i`` (operator ``%a``)
+  look up ``%b`` by ``KEY`` (expressions over ``%b``'s own columns; ``[]`` is a cross
+  product) seeing its updates at times ``<=`` the change's time, then ``%c`` at times ``<``.
+- ``lookups: %b in NAME (reused), ...``: the arrangements each lookup reads. ``reused``
+  arrangements exist anyway (a stored collection's, a Reduce's output); ``created`` ones
+  exist only for these lookups (a join's output).
+- ``arrangements: creates NAME (what it holds)``: state the operator maintains.
+- with statistics (ANALYZE): ``steps=S rows_in=I rows_out=O time=T.TTTs`` and
+  ``arrangement NAME: rows=R bytes=B``.
+
+Then (with no blank lines, so that goldens hold whole plans) ``Used Indexes:`` lists the
+shared arrangements (stored collections) the dataflow reads, with the operators reading and
+looking them up, and one ``Source NAME`` section per stored collection whose Get has steps
+pushed into it (the Linear right above it), showing them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+import networkx as nx
+from matview.ir.relation import Get, Join, Linear
+from matview.ir.text import PLAIN, RenderOptions, render_line, render_scalar
+from matview.planner.dataflow_graph import (
+    DeltaPath,
+    arrangements,
+    history_arrangements,
+    operators,
+    root,
+)
+
+
+class ArrangementSize(Protocol):
+    """The size of an arrangement a running dataflow holds or reads."""
+
+    name: str
+    rows: int
+    bytes: int
+
+
+class OperatorStats(Protocol):
+    """What a running operator did over its life (``runtime.dataflow.Dataflow.analyze``)."""
+
+    steps: int
+    rows_in: int
+    rows_out: int
+    seconds: float
+    arrangements: Sequence[ArrangementSize]
+
+
+def render_dataflow(graph: nx.DiGraph, options: RenderOptions = PLAIN,
+                    stats: Sequence[OperatorStats] | None = None,
+                    title: str = "Explained Query:") -> str:
+    """The TEXT form of ``graph`` (see the module docstring); with ``stats`` (one entry per
+    operator, in operator order) the ANALYZE form."""
+    lines = [title]
+    _render_operator(graph, root(graph), 1, options, stats, lines)
+    lines += _used_indexes(graph)
+    lines += _sources(graph, options)
+    return "\n".join(lines)
+
+
+def _render_operator(graph: nx.DiGraph, op: int, depth: int, options: RenderOptions,
+                     stats: Sequence[OperatorStats] | None, lines: list[str]) -> None:
+    node = graph.nodes[op]
+    pad = "  " * depth
+    lines.append(f"{pad}%{op} {render_line(node['relation'], options)}")
+    detail = pad + "  "
+    if isinstance(node["relation"], Join):
+        lines.append(f"{detail}implementation: {_kind(node['relation'])}")
+        lines += [f"{detail}  {_path(path)}" for path in node["paths"]]
+        lines.append(f"{detail}lookups: " + ", ".join(_lookups(graph, op)))
+    for name in arrangements(graph, op):
+        lines.append(f"{detail}arrangements: creates {name} ({graph.nodes[name]['purpose']})")
+    if stats is not None:
+        lines += _statistics(stats[op], detail)
+    for child in node["inputs"]:
+        _render_operator(graph, child, depth + 1, options, stats, lines)
+
+
+def _kind(join: Join) -> str:
+    return join.plan.kind if join.plan is not None else "delta"
+
+
+def _path(path: DeltaPath) -> str:
+    steps = [f"%{lk.operator}[{', '.join(render_scalar(k) for k in lk.key)}] {lk.time}"
+             for lk in path.lookups]
+    return f"path {path.input} from %{path.operator}: " + ", ".join(steps)
+
+
+def _lookups(graph: nx.DiGraph, op: int) -> list[str]:
+    out = []
+    for child in graph.nodes[op]["inputs"]:
+        for name in history_arrangements(graph, child):
+            created = graph.nodes[name]["role"] == "owned" and isinstance(
+                graph.nodes[_owner(graph, name)]["relation"], Join)
+            out.append(f"%{child} in {name} ({'created' if created else 'reused'})")
+    return out or ["none"]
+
+
+def _owner(graph: nx.DiGraph, name: str) -> int:
+    return next(iter(graph.predecessors(name)))
+
+
+def _statistics(stats: OperatorStats, pad: str) -> list[str]:
+    lines = [f"{pad}steps={stats.steps} rows_in={stats.rows_in} rows_out={stats.rows_out} "
+             f"time={stats.seconds:.3f}s"]
+    lines += [f"{pad}arrangement {a.name}: rows={a.rows} bytes={a.bytes}"
+              for a in stats.arrangements]
+    return lines
+
+
+def _used_indexes(graph: nx.DiGraph) -> list[str]:
+    shared = sorted(n for n in graph.nodes
+                    if isinstance(n, str) and graph.nodes[n]["role"] == "shared")
+    if not shared:
+        return []
+    lines = ["Used Indexes:"]
+    for name in shared:
+        uses = []
+        for reader in sorted(graph.successors(name)):
+            edge = graph.edges[name, reader]
+            if edge["kind"] == "reads":
+                uses.append(f"read by %{reader}")
+            else:
+                paths = sorted(edge["paths"])
+                word = "path" if len(paths) == 1 else "paths"
+                uses.append(f"looked up by %{reader} ({word} {', '.join(map(str, paths))})")
+        lines.append(f"  - {name} ({'; '.join(uses)})")
+    return lines
+
+
+def _sources(graph: nx.DiGraph, options: RenderOptions) -> list[str]:
+    lines = []
+    for op in operators(graph):
+        rel = graph.nodes[op]["relation"]
+        if not isinstance(rel, Linear) or not isinstance(rel.input, Get):
+            continue
+        lines += [f"Source {rel.input.name} (%{op})", f"  {render_line(rel, options)}"]
+    return lines

@@ -271,6 +271,7 @@ def _render_annotation(rel: Relation, options: RenderOptions) -> str:
 
 
 def _render_column(index: int, names: Sequence[str | None]) -> str:
+    """``#index``, with ``{name}`` when ``names`` name the column."""
     name = name_at(names, index)
     return f"#{index}" if name is None else f"#{index}{{{_render_name(name)}}}"
 

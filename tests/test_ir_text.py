@@ -6,6 +6,7 @@ import math
 import re
 import subprocess
 import sys
+from collections.abc import Callable
 from datetime import UTC, date, datetime
 from decimal import Decimal
 from functools import cache
@@ -451,8 +452,8 @@ TABLES = (
 )
 """The tables typed plans read: names that print bare and quoted (in ``#i{name}`` too)."""
 TYPED_VALUES: dict[Kind, tuple[object, ...]] = {
-    Kind.INT: (1, 2, 0, -1, 3),
-    Kind.BIGINT: (1, 2, 0, -1, 3),
+    Kind.INT: (2, 1, 0, -1, 3),
+    Kind.BIGINT: (2, 1, 0, -1, 3),
     Kind.TEXT: ("a", "b", "", "x // y"),
     Kind.BOOLEAN: (True, False),
 }
@@ -539,11 +540,17 @@ def typed_steps(types: tuple[SqlType, ...]) -> st.SearchStrategy[Step]:
 
 
 @st.composite
-def typed_linears(draw: st.DrawFn, input: Relation) -> Linear:
+def typed_linears(
+    draw: st.DrawFn,
+    input: Relation,
+    steps_over: Callable[[tuple[SqlType, ...]], st.SearchStrategy[Step]] = typed_steps,
+) -> Linear:
+    """A Linear over ``input`` of one to four steps, each drawn from ``steps_over`` the
+    types of the row before it."""
     steps: list[Step] = []
     types = input.types
     for _ in range(draw(st.integers(1, 4))):
-        steps.append(draw(typed_steps(types)))
+        steps.append(draw(steps_over(types)))
         types = step_types(steps[-1], types)
     return Linear(input, tuple(steps))
 

@@ -12,7 +12,8 @@ dataflow of that plan has:
 - **Arrangement nodes** are strings: a stored collection's name for the shared arrangement
   of a table or materialized view (``role="shared"``), ``%k.output`` / ``%k.values`` /
   ``%k.pending`` for the state operator ``k`` owns (``role="owned"``; ``purpose`` says
-  what it holds).
+  what it holds). ``reused`` says whether the arrangement exists anyway (a stored
+  collection's, a Reduce's) rather than only for the lookups of a consumer (a Join's output).
 - **Edges**: ``kind="input"`` from an input operator to its consumer (``position``);
   ``kind="reads"`` from a shared arrangement to the Get reading it; ``kind="maintains"``
   from an operator to an arrangement it owns; ``kind="lookup"`` from an arrangement to a
@@ -125,7 +126,8 @@ def _add(graph: nx.DiGraph, rel: Relation) -> int:
     for position, child in enumerate(children):
         graph.add_edge(child, op, kind="input", position=position)
     if isinstance(rel, Get):
-        graph.add_node(rel.name, role="shared", purpose=f"the updates of {rel.name}")
+        graph.add_node(rel.name, role="shared", purpose=f"the updates of {rel.name}",
+                       reused=True)
         graph.add_edge(rel.name, op, kind="reads")
     elif isinstance(rel, Reduce):
         _own(graph, op, "output", "the output rows by group key, with their accumulators")
@@ -136,9 +138,9 @@ def _add(graph: nx.DiGraph, rel: Relation) -> int:
     return op
 
 
-def _own(graph: nx.DiGraph, op: int, what: str, purpose: str) -> None:
+def _own(graph: nx.DiGraph, op: int, what: str, purpose: str, reused: bool = True) -> None:
     name = f"%{op}.{what}"
-    graph.add_node(name, role="owned", purpose=purpose)
+    graph.add_node(name, role="owned", purpose=purpose, reused=reused)
     graph.add_edge(op, name, kind="maintains")
 
 
@@ -147,7 +149,8 @@ def _require_history(graph: nx.DiGraph, op: int) -> None:
     rel = graph.nodes[op]["relation"]
     if isinstance(rel, Join):
         if not arrangements(graph, op):
-            _own(graph, op, "output", "the joined rows, for the lookups of a consumer")
+            _own(graph, op, "output", "the joined rows, for the lookups of a consumer",
+                 reused=False)
     elif isinstance(rel, (Linear, Union)):
         for child in graph.nodes[op]["inputs"]:
             _require_history(graph, child)

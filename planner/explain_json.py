@@ -60,12 +60,14 @@ with ``KIND`` and its attributes:
   (expressions over input ``J``'s own columns; ``[]`` is a cross product), its updates seen
   at times ``<=`` or ``<`` the change's time, read from ``arrangements``.
 - ARRANGEMENT: ``{"name": NAME, "role": "shared" | "owned", "purpose": TEXT,
-  "maintained_by": ID | null, "read_by": [ID, ...], "looked_up_by": [{"operator": ID,
-  "paths": [I, ...]}, ...]}``: a shared arrangement is a table's or materialized view's
-  (``name`` is the collection's), read by the Gets ``read_by``; an owned one (``%k.output``,
-  ``%k.values``, ``%k.pending``) is maintained by operator ``k``. ``looked_up_by``: the
-  Joins whose delta paths ``paths`` look it up. Arrangements are listed in the order of the
-  operators that read or maintain them (``arrangement_names``).
+  "reused": BOOL, "maintained_by": ID | null, "read_by": [ID, ...],
+  "looked_up_by": [{"operator": ID, "paths": [I, ...]}, ...]}``: a shared arrangement is a
+  table's or materialized view's (``name`` is the collection's), read by the Gets
+  ``read_by``; an owned one (``%k.output``, ``%k.values``, ``%k.pending``) is maintained
+  by operator ``k``. ``looked_up_by``: the Joins whose delta paths ``paths`` look it up.
+  Arrangements are listed in the order of the operators that read or maintain them
+  (``arrangement_names``). ``reused`` is false for an arrangement that exists only for the
+  lookups of a consumer (a join's output).
 - STATISTICS (ANALYZE): ``{"steps": INT, "rows_in": INT, "rows_out": INT, "seconds": FLOAT,
   "arrangements": [{"name": NAME, "rows": INT, "bytes": INT}, ...]}``: what the operator
   did over the dataflow's committed steps, and the size of the arrangements it holds or
@@ -269,6 +271,7 @@ def _arrangement_json(graph: nx.DiGraph, name: str) -> Json:
         "name": name,
         "role": node["role"],
         "purpose": node["purpose"],
+        "reused": node["reused"],
         "maintained_by": maintainers[0] if maintainers else None,
         "read_by": sorted(_edges_from(graph, name, "reads")),
         "looked_up_by": [

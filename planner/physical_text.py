@@ -101,14 +101,9 @@ def _lookups(graph: nx.DiGraph, op: int) -> list[str]:
     out = []
     for child in graph.nodes[op]["inputs"]:
         for name in history_arrangements(graph, child):
-            created = graph.nodes[name]["role"] == "owned" and isinstance(
-                graph.nodes[_owner(graph, name)]["relation"], Join)
-            out.append(f"%{child} in {name} ({'created' if created else 'reused'})")
+            out.append(f"%{child} in {name} "
+                       f"({'reused' if graph.nodes[name]['reused'] else 'created'})")
     return out or ["none"]
-
-
-def _owner(graph: nx.DiGraph, name: str) -> int:
-    return next(iter(graph.predecessors(name)))
 
 
 def _statistics(stats: OperatorStats, pad: str) -> list[str]:

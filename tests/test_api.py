@@ -11,15 +11,6 @@ import pytest
 import matview
 
 
-@pytest.fixture()
-def con(spark):  # type: ignore[no-untyped-def]
-    connection = matview.connect(clock=0, spark=spark)
-    connection.execute("CREATE TABLE customers (id INT, region TEXT)")
-    connection.execute("CREATE TABLE orders (id INT, cust INT, amount BIGINT, note TEXT)")
-    connection.execute("INSERT INTO customers VALUES (1, 'eu'), (2, 'us')")
-    return connection
-
-
 def test_issue_example(con) -> None:  # type: ignore[no-untyped-def]
     con.execute("""CREATE MATERIALIZED VIEW by_region AS
                    SELECT c.region, count(*) AS n, sum(o.amount) AS total, max(o.amount) AS top

@@ -14,15 +14,6 @@ JOIN = ("SELECT c.region, count(*) AS n FROM orders o JOIN customers c ON o.cust
         "WHERE o.amount > 0 GROUP BY c.region")
 
 
-@pytest.fixture()
-def con(spark):  # type: ignore[no-untyped-def]
-    connection = matview.connect(clock=0, spark=spark)
-    connection.execute("CREATE TABLE customers (id INT, region TEXT)")
-    connection.execute("CREATE TABLE orders (id INT, cust INT, amount BIGINT, note TEXT)")
-    connection.execute("INSERT INTO customers VALUES (1, 'eu'), (2, 'us')")
-    return connection
-
-
 def _explain(con, sql: str) -> str:  # type: ignore[no-untyped-def]
     (row,) = con.execute(sql).fetchall()
     return str(row[0])

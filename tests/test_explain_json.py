@@ -233,7 +233,8 @@ def test_dataflow_json_of_a_self_join() -> None:
     assert [a["name"] for a in doc["arrangements"]] == [
         "a", "%1.pending", "b", "%6.output", "%6.values"]
     assert arrangements["a"] == {
-        "name": "a", "role": "shared", "purpose": "the updates of a", "maintained_by": None,
+        "name": "a", "role": "shared", "purpose": "the updates of a", "reused": True,
+        "maintained_by": None,
         "read_by": [0, 4], "looked_up_by": [{"operator": 5, "paths": [0, 1, 2]}]}
     assert arrangements["b"]["looked_up_by"] == [{"operator": 5, "paths": [0, 2]}]
     assert arrangements["%1.pending"]["maintained_by"] == 1

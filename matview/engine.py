@@ -215,10 +215,12 @@ class Engine:
         now = self.oracle.read()
         flow = Dataflow(plan, self.spark, self.trace_of, as_of=now, limit=self.row_limit)
         step = flow.prepare(now)
-        leaf = step.materialized()
+        leaf, failed = step.materialized()
         step.commit()
         trace = Trace(self.spark, len(fields))
         trace.append(leaf, now, now)
+        trace.errors = Trace(self.spark, 1)
+        trace.errors.append(failed, now, now)
         item = CatalogItem(stmt.name, "materialized view", fields, stmt.query_sql)
         self.catalog.add(Entry(item, trace=trace, dataflow=flow, plan=stmt.plan), depends)
         return Result()
@@ -336,6 +338,7 @@ class Engine:
         if not isinstance(plan, Get):
             return None
         self._refresh({plan.name})
+        self.check_errors(plan.name)
         try:
             return self.trace_of(plan.name).held_rows(self.oracle.read())
         except NegativeRows as error:
@@ -349,7 +352,18 @@ class Engine:
         self._refresh({g.name for g in gets(plan)})
         now = self.oracle.read()
         flow = Dataflow(plan, self.spark, self.trace_of, as_of=now, limit=self.row_limit)
-        return flow.prepare(now).output
+        step = flow.prepare(now)
+        error = step.error()
+        if error is not None:
+            raise DataError(error)
+        return step.output
+
+    def check_errors(self, name: str) -> None:
+        """Raise the error that materialized view ``name`` holds now, if it holds one."""
+        errors = self.trace_of(name).errors
+        found = None if errors is None else errors.any_row(self.oracle.read())
+        if found is not None:
+            raise DataError(f'materialized view "{name}" holds an error: {found[0]}')
 
     def trace_of(self, name: str) -> Trace:
         entry = self.catalog.entries[name]
@@ -372,10 +386,11 @@ class Engine:
             if flow is None or flow.frontier >= now:
                 continue
             step = flow.prepare(now)
-            leaf = step.materialized()
+            leaf, failed = step.materialized()
             step.commit()
-            assert entry.trace is not None
+            assert entry.trace is not None and entry.trace.errors is not None
             entry.trace.append(leaf, step.lower + 1, now)
+            entry.trace.errors.append(failed, step.lower + 1, now)
         self._compact()
 
     def _compact(self) -> None:

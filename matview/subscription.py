@@ -19,8 +19,10 @@ class Subscription:
 
     The first ``fetch`` returns the snapshot at the time of subscribing, then every fetch
     brings the view up to date and returns the changes since the previous one, consolidated
-    per timestamp and in timestamp order. An open subscription holds back compaction of the
-    view's history past the time it has read.
+    per timestamp and in timestamp order. While the view holds an evaluation error, ``fetch``
+    raises it (``DataError``) and returns nothing; once the error is retracted, the next
+    fetch returns every change since the last one that succeeded. An open subscription
+    holds back compaction of the view's history past the time it has read.
     """
 
     def __init__(self, engine: Engine, name: str) -> None:
@@ -46,6 +48,7 @@ class Subscription:
         if self.closed:
             raise ValueError(f"subscription to {self.name} is closed")
         self.engine.refresh(self.name)
+        self.engine.check_errors(self.name)
         _, after = self.engine.cursors[id(self)]
         upper = self.engine.oracle.read()
         trace = self.engine.trace_of(self.name)

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
+import pyarrow.compute as pc
 from matview.ir.relation import (
     Constant,
     Get,
@@ -25,7 +26,8 @@ from matview.ir.relation import (
     gets,
 )
 from matview.ir.table_functions import DEFAULT_ROW_LIMIT
-from matview.runtime.join import JoinOp
+from matview.runtime.checked import ERR, split_errors
+from matview.runtime.join import DEFAULT_JOIN_ROWS, JoinOp
 from matview.runtime.linear import LinearOp, UnionOp
 from matview.runtime.operator import (
     ArrangementStats,
@@ -37,8 +39,21 @@ from matview.runtime.operator import (
 from matview.runtime.reduce import ReduceOp
 from matview.runtime.sources import ConstantOp, GetOp
 from matview.runtime.trace import Trace
-from matview.runtime.updates import SMALL_BATCH_ROWS, Leaf, consolidate, materialize
+from matview.runtime.types import col
+from matview.runtime.updates import (
+    DIFF,
+    SMALL_BATCH_ROWS,
+    TIME,
+    Leaf,
+    any_row,
+    consolidate,
+    data_columns,
+    materialize,
+    stored,
+    union_all,
+)
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 from pyspark.sql.utils import is_remote
 
 
@@ -91,29 +106,56 @@ def operators(root: Operator) -> Iterator[Operator]:
 
 @dataclass
 class PendingStep:
-    """A computed step whose state changes wait for ``commit``."""
+    """A computed step whose state changes wait for ``commit``: its output ``delta`` and
+    the ``errors`` its operators found (updates of one text column, the message)."""
 
     dataflow: Dataflow
     delta: Delta | None
     lower: int
     upper: int
     small: bool
+    errors: Delta | None = None
 
     @property
     def output(self) -> DataFrame | None:
         """The step's output updates, consolidated (a lazy plan)."""
         return None if self.delta is None else consolidate(self.delta.df)
 
-    def materialized(self) -> Leaf | None:
-        """The output updates as a batch to keep: as they are when their plan is already
-        narrow over leaves (readers consolidate), else computed once and consolidated."""
-        if self.delta is None:
+    def error(self) -> str | None:
+        """An error the step's output holds once consolidated (one Spark job), or None."""
+        if self.errors is None:
             return None
-        if self.delta.leaf is not None:
-            return self.delta.leaf
-        if self.delta.rows is not None:
-            return Leaf(self.delta.df, self.delta.rows, exact=self.delta.count == self.delta.rows)
-        return materialize(self.dataflow.spark, consolidate(self.delta.df), self.small)
+        found = any_row(self.errors.df)
+        return None if found is None else str(found[0])
+
+    def materialized(self) -> tuple[Leaf | None, Leaf | None]:
+        """The output updates and the errors as batches to keep: as they are when their
+        plans are already narrow over leaves (readers consolidate), else computed together
+        in one job and consolidated."""
+        if self.errors is None or (_kept(self.delta) and _kept(self.errors)):
+            return _leaf_of(self.delta, self.dataflow.spark, self.small), _leaf_of(
+                self.errors, self.dataflow.spark, self.small)
+        errors = self.errors.df
+        if self.delta is None:
+            return None, materialize(self.dataflow.spark, consolidate(errors), self.small)
+        rows = self.delta.df
+        schema = rows.schema
+        names = data_columns(rows)
+        both = rows.select(*names, F.lit(None).cast("string").alias(ERR), TIME, DIFF).unionByName(
+            errors.select(*[F.lit(None).cast(schema[n].dataType).alias(n) for n in names],
+                          col("c0").alias(ERR), TIME, DIFF))
+        leaf = materialize(self.dataflow.spark, consolidate(both), self.small)
+        if leaf is None:
+            return None, None
+        if leaf.table is not None:
+            table = leaf.table
+            ok = table.filter(pc.is_null(table[ERR])).drop_columns([ERR])
+            failed = table.filter(pc.is_valid(table[ERR])).select([ERR, TIME, DIFF])
+            failed = failed.rename_columns(["c0", TIME, DIFF])
+            return (stored(self.dataflow.spark, ok) if ok.num_rows else None,
+                    stored(self.dataflow.spark, failed) if failed.num_rows else None)
+        ok_df, failed_df = split_errors(leaf.df)
+        return Leaf(ok_df, leaf.rows, exact=False), Leaf(failed_df, leaf.rows, exact=False)
 
     def commit(self) -> None:
         for op in operators(self.dataflow.root):
@@ -122,23 +164,52 @@ class PendingStep:
         self.dataflow.frontier = self.upper
 
 
+def _kept(delta: Delta | None) -> bool:
+    """Whether ``delta`` can be kept as it is (no delta, a batch, or narrow over leaves)."""
+    return delta is None or delta.leaf is not None or delta.rows is not None
+
+
+def _leaf_of(delta: Delta | None, spark: SparkSession, small: bool) -> Leaf | None:
+    """``delta`` as a batch to keep (see ``PendingStep.materialized``)."""
+    if delta is None:
+        return None
+    if delta.leaf is not None:
+        return delta.leaf
+    if delta.rows is not None:
+        return Leaf(delta.df, delta.rows, exact=delta.count == delta.rows)
+    return materialize(spark, consolidate(delta.df), small)
+
+
+def _union(deltas: list[Delta]) -> Delta | None:
+    """The sum of ``deltas`` (None when there are none); its size is bounded when theirs are."""
+    df = union_all([d.df for d in deltas])
+    if df is None:
+        return None
+    sizes = [d.rows for d in deltas]
+    return Delta(df, None if None in sizes else sum(r for r in sizes if r is not None))
+
+
 class Dataflow:
     """The operators of ``plan``, reading stored collections through ``trace_of``, whose
     output is correct from time ``as_of`` on (the first step reads every input's snapshot).
-    ``measure=False`` turns the operators' meters off (``analyze`` then reports zeros)."""
+    ``measure=False`` turns the operators' meters off (``analyze`` then reports zeros);
+    ``max_join_rows`` is the most rows a join may produce in one step."""
 
     def __init__(self, plan: Relation, spark: SparkSession,
                  trace_of: Callable[[str], Trace], as_of: int,
-                 limit: int = DEFAULT_ROW_LIMIT, measure: bool = True) -> None:
+                 limit: int = DEFAULT_ROW_LIMIT, measure: bool = True,
+                 max_join_rows: int = DEFAULT_JOIN_ROWS) -> None:
         self.plan = plan
         self.spark = spark
         self.as_of = as_of
         self.frontier = as_of - 1
         self.reads = {g.name for g in gets(plan)}
         self.root = build(plan, spark, trace_of, limit)
-        for op in operators(self.root):
-            if isinstance(op, JoinOp) and op.keep_history:
-                op.output = Trace(spark, op.arity)
+        for i, op in enumerate(operators(self.root)):
+            if isinstance(op, JoinOp):
+                op.max_rows, op.label = max_join_rows, f"Join %{i}"
+                if op.keep_history:
+                    op.output = Trace(spark, op.arity)
             op.meter.enabled = measure
 
     def sources(self) -> list[GetOp]:
@@ -186,7 +257,9 @@ class Dataflow:
                           pending + waiting <= SMALL_BATCH_ROWS, single)
         if not ctx.first and pending == 0 and (due is None or due > upper):
             return PendingStep(self, None, ctx.lower, upper, True)
-        return PendingStep(self, self.root.delta(ctx), ctx.lower, upper, ctx.small)
+        delta = self.root.delta(ctx)
+        errors = [op.errors for op in operators(self.root) if op.errors is not None]
+        return PendingStep(self, delta, ctx.lower, upper, ctx.small, _union(errors))
 
     def analyze(self) -> list[OperatorStats]:
         """What every operator did over the committed steps so far, in ``operators`` order

@@ -23,7 +23,8 @@ def compile_scalar(expr: Scalar, columns: Sequence[Column], types: Sequence[SqlT
             return interval_literal(expr.value)
         return F.lit(expr.value).cast(spark_type(expr.type))
     if isinstance(expr, Cast):
-        return _cast(compile_scalar(expr.expr, columns, types), type_of(expr.expr, types), expr.to)
+        value = compile_scalar(expr.expr, columns, types)
+        return compile_cast(value, type_of(expr.expr, types), expr.to)
     if isinstance(expr, Case):
         result = None
         for cond, value in expr.whens:
@@ -32,25 +33,29 @@ def compile_scalar(expr: Scalar, columns: Sequence[Column], types: Sequence[SqlT
         assert result is not None
         return result.otherwise(compile_scalar(expr.default, columns, types))
     if isinstance(expr, Call):
-        fn = lookup(expr.func)
         args = [compile_scalar(a, columns, types) for a in expr.args]
-        arg_types = [type_of(a, types) for a in expr.args]
-        result_type = fn.returns(arg_types)
-        if expr.func in ("add", "sub") and arg_types[1].kind is Kind.INTERVAL:
-            # a DATE shifted by an interval is a TIMESTAMP (PostgreSQL), not a DATE (Spark)
-            args[0] = args[0].cast(spark_type(TIMESTAMP))
-        if expr.func == "array":
-            assert result_type.element is not None
-            element = spark_type(result_type.element)
-            args = [a.cast(element) for a in args]
-        if fn.typed_spark is not None:
-            out = fn.typed_spark(F, arg_types, *args)
-        else:
-            out = fn.spark(F, *args)
-        if result_type.is_numeric or result_type.kind is Kind.ARRAY:
-            return out.cast(spark_type(result_type))
-        return out
+        return compile_call(expr.func, args, [type_of(a, types) for a in expr.args])
     raise TypeError(f"cannot compile {expr!r}")
+
+
+def compile_call(func: str, args: list[Column], arg_types: list[SqlType]) -> Column:
+    """The registered function ``func`` applied to compiled ``args`` of ``arg_types``."""
+    fn = lookup(func)
+    result_type = fn.returns(arg_types)
+    if func in ("add", "sub") and arg_types[1].kind is Kind.INTERVAL:
+        # a DATE shifted by an interval is a TIMESTAMP (PostgreSQL), not a DATE (Spark)
+        args = [args[0].cast(spark_type(TIMESTAMP)), *args[1:]]
+    if func == "array":
+        assert result_type.element is not None
+        element = spark_type(result_type.element)
+        args = [a.cast(element) for a in args]
+    if fn.typed_spark is not None:
+        out = fn.typed_spark(F, arg_types, *args)
+    else:
+        out = fn.spark(F, *args)
+    if result_type.is_numeric or result_type.kind is Kind.ARRAY:
+        return out.cast(spark_type(result_type))
+    return out
 
 
 def interval_literal(value: Interval) -> Column:
@@ -61,19 +66,21 @@ def interval_literal(value: Interval) -> Column:
                            F.lit(0), F.lit(0), seconds)
 
 
-def _cast(value: Column, source: SqlType, to: SqlType) -> Column:
+def compile_cast(value: Column, source: SqlType, to: SqlType, safe: bool = False) -> Column:
     """PostgreSQL's cast: numbers round to the nearest integer (numeric half away from zero,
     double half to even) instead of truncating as Spark does; text to JSONB parses and prints
-    the canonical form; arrays cast element by element."""
+    the canonical form; arrays cast element by element. ``safe`` gives NULL instead of
+    raising where the cast fails (Spark's ``try_cast``)."""
     if to.kind is Kind.ARRAY and source.kind is Kind.ARRAY:
         assert to.element is not None and source.element is not None
         element_from, element_to = source.element, to.element
-        return F.transform(value, lambda x: _cast(x, element_from, element_to)).cast(
-            spark_type(to))
+        return F.transform(value, lambda x: compile_cast(x, element_from, element_to, safe)
+                           ).cast(spark_type(to))
     if to.kind is Kind.JSONB:
         if source.kind is Kind.JSONB:
             return value
-        return F.to_json(F.parse_json(value.cast("string")))
+        parse = F.try_parse_json if safe else F.parse_json
+        return F.to_json(parse(value.cast("string")))
     if source.kind is Kind.JSONB and to.kind is Kind.TEXT:
         return value
     if to.kind in INTEGER_KINDS and source.kind is Kind.NUMERIC:
@@ -82,4 +89,4 @@ def _cast(value: Column, source: SqlType, to: SqlType) -> Column:
         value = F.bround(value, 0)
     elif to.kind is Kind.TEXT and source.kind is Kind.BOOLEAN:
         return F.when(value, F.lit("true")).when(~value, F.lit("false"))
-    return value.cast(spark_type(to))
+    return value.try_cast(spark_type(to)) if safe else value.cast(spark_type(to))

@@ -14,8 +14,17 @@ import functools
 from dataclasses import dataclass, field
 from typing import ClassVar
 
+from matview.ir.functions import EvalError
 from matview.ir.relation import JoinPlan, input_at, offsets_of
-from matview.ir.scalar import Scalar, columns_used
+from matview.ir.scalar import Scalar, columns_used, may_fail
+from matview.runtime.checked import (
+    ERR,
+    Checked,
+    compile_checked,
+    described,
+    first_error,
+    split_errors,
+)
 from matview.runtime.expressions import compile_scalar
 from matview.runtime.operator import Delta, Operator, StepContext
 from matview.runtime.trace import Trace
@@ -30,6 +39,16 @@ from matview.runtime.updates import (
     union_all,
 )
 from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+DEFAULT_JOIN_ROWS = 25_000_000
+"""The most update rows one join may produce in one step unless the connection sets
+another (``matview.connect(max_join_rows=...)``): a runaway join fails with an error naming
+it instead of exhausting the JVM's memory."""
+
+
+class RowLimitExceeded(EvalError):
+    """A join would produce more rows in one step than its limit."""
 
 
 def _prefixed(df: DataFrame, index: int, arity: int) -> DataFrame:
@@ -43,6 +62,9 @@ class JoinOp(Operator):
     """``Join`` executed as a delta query; keeps an arrangement of its own output only when a
     consumer needs the join's history (it holds the joined rows that passed ``predicates``).
 
+    A step producing more than ``max_rows`` rows fails: before running when the paths'
+    cross products of known sizes say so, else while running (``_counted``).
+
     Each of ``predicates`` is evaluated in every path right after the lookup that binds the
     last input it reads (on the path's own input when it reads only that one)."""
 
@@ -54,6 +76,9 @@ class JoinOp(Operator):
     plan: JoinPlan | None = None
     keep_history: bool = False
     output: Trace | None = None
+    max_rows: int = DEFAULT_JOIN_ROWS
+    label: str = "Join"
+    """How errors name it (the dataflow numbers it as EXPLAIN PHYSICAL does: ``Join %3``)."""
     _staged: tuple[Leaf | None, int, int] | None = field(default=None, init=False)
 
     def _reads(self, expr: Scalar) -> frozenset[int]:
@@ -81,28 +106,50 @@ class JoinOp(Operator):
                     conditions.append(self._compile(anchor, refs) == self._compile(member, refs))
         return conditions
 
-    def _checks(self, bound: frozenset[int], new: int | None) -> list[Column]:
+    def _checks(self, bound: frozenset[int], new: int | None) -> list[Checked]:
         """The predicates that become checkable when input ``new`` joins inputs ``bound``
-        (``new`` None: the predicates reading only the inputs ``bound``)."""
+        (``new`` None: the predicates reading only the inputs ``bound``), with their errors."""
         refs, checks = self._column_refs(), []
         for pred in self.predicates:
             used = self._reads(pred)
             now = bound if new is None else bound | {new}
             if used <= now and (new is None or not used <= bound):
-                checks.append(self._compile(pred, refs))
+                checks.append(compile_checked(pred, refs, self.types))
         return checks
+
+    def _filter(self, path: DataFrame, checks: list[Checked]) -> DataFrame:
+        """``path`` keeping the rows that pass ``checks`` and, when the join's predicates
+        may fail, the rows on which one fails, with its error in ``_err``."""
+        passed = functools.reduce(Column.__and__, [c.value for c in checks])
+        if not self.checks:
+            return path.where(passed)
+        error = first_error([col(ERR), *[c.error for c in checks]])
+        assert error is not None
+        path = path.withColumn(ERR, error)
+        return path.where(F.coalesce(passed, F.lit(False)) | col(ERR).isNotNull())
 
     def _compile(self, expr: Scalar | None, refs: list[Column]) -> Column:
         assert expr is not None
         return compile_scalar(expr, refs, self.types)
 
+    @property
+    def checks(self) -> bool:
+        """Whether its predicates may fail on some row (it has an error output: the joined
+        rows on which a predicate fails, a bilinear function of the inputs like the join)."""
+        return any(may_fail(p) for p in self.predicates)
+
     def _path(self, ctx: StepContext, i: int, start: DataFrame,
               others: list[DataFrame | None]) -> DataFrame | None:
         path = _prefixed(start, i, self.inputs[i].arity)
-        own = self._conditions(frozenset(), i) + self._checks(frozenset({i}), None)
+        if self.checks:
+            path = path.withColumn(ERR, F.lit(None).cast("string"))
+        own = self._conditions(frozenset(), i)
         if own:
             path = path.where(functools.reduce(Column.__and__, own))
         bound = frozenset({i})
+        checks = self._checks(bound, None)
+        if checks:
+            path = self._filter(path, checks)
         assert self.plan is not None
         for j in self.plan.orders[i]:
             other = others[j]
@@ -116,16 +163,59 @@ class JoinOp(Operator):
             path = path.withColumn(f"_d{i}", col(f"_d{i}") * col(f"_d{j}"))
             checks = self._checks(bound, j)
             if checks:
-                path = path.where(functools.reduce(Column.__and__, checks))
+                path = self._filter(path, checks)
             bound = bound | {j}
         names = [f"j{k}_c{c}" for k, op in enumerate(self.inputs) for c in range(op.arity)]
-        return path.select(*[col(n).alias(f"c{x}") for x, n in enumerate(names)],
+        failed = [described(col(ERR), [col(n) for n in names]).alias(ERR)] if self.checks \
+            else []
+        return path.select(*[col(n).alias(f"c{x}") for x, n in enumerate(names)], *failed,
                            col(f"_t{i}").alias(TIME), col(f"_d{i}").alias(DIFF))
+
+    def _keyed(self, bound: frozenset[int], new: int) -> bool:
+        """Whether an equality links input ``new`` to the inputs ``bound``."""
+        now = bound | {new}
+        return any(any(used <= bound for _, used in cls)
+                   and any(used <= now and not used <= bound for _, used in cls)
+                   for cls in self._members())
+
+    def _estimate(self, ctx: StepContext, i: int, deltas: list[Delta | None]) -> int | None:
+        """A bound on the rows of path ``i`` up to its first lookup by key (the lookups
+        before it are cross products of known sizes), when the sizes are known."""
+        start = deltas[i]
+        rows = None if start is None else start.rows
+        if rows is None:
+            return None
+        bound = frozenset({i})
+        assert self.plan is not None
+        for j in self.plan.orders[i]:
+            old, delta = self.inputs[j].history_rows(ctx), deltas[j]
+            new = 0 if delta is None else delta.rows
+            if self._keyed(bound, j) or old is None or new is None:
+                break
+            rows *= old + new
+            bound = bound | {j}
+        return rows
+
+    def _too_many(self, how: str) -> str:
+        return (f"{self.label} {how} {self.max_rows} rows in one step (raise the limit with "
+                "matview.connect(max_join_rows=...))")
+
+    def _counted(self, out: DataFrame) -> DataFrame:
+        """``out``, failing its job once a partition of it has produced more than
+        ``max_rows`` rows (a small step's output is one partition: then exactly)."""
+        produced = F.monotonically_increasing_id().bitwiseAND(F.lit((1 << 33) - 1))
+        over = F.raise_error(F.lit(self._too_many("produced more than")))
+        return out.where(F.when(produced >= self.max_rows, over).otherwise(F.lit(True)))
 
     def compute(self, ctx: StepContext) -> Delta | None:
         deltas = [op.delta(ctx) for op in self.inputs]
+        for i in range(len(deltas)):
+            estimate = self._estimate(ctx, i, deltas)
+            if estimate is not None and estimate > self.max_rows:
+                raise RowLimitExceeded(self._too_many(f"would produce up to {estimate:,}, more "
+                                                      "than"))
         histories = [op.history(ctx) for op in self.inputs]
-        paths = []
+        paths: list[DataFrame | None] = []
         for i, start in enumerate(deltas):
             if start is None:
                 continue
@@ -138,6 +228,10 @@ class JoinOp(Operator):
         out = union_all([p for p in paths if p is not None])
         if out is None:
             return None
+        out = self._counted(out)
+        if self.checks:
+            out, failed = split_errors(out)
+            self.errors = Delta(failed, None)
         if not self.keep_history:
             return Delta(out, None)
         leaf = materialize(ctx.spark, consolidate(out), ctx.small)
@@ -147,6 +241,11 @@ class JoinOp(Operator):
     def history(self, ctx: StepContext) -> DataFrame | None:
         assert self.output is not None, "join history read without require_history"
         return None if ctx.first else self.output.read(upto=ctx.lower)
+
+    def history_rows(self, ctx: StepContext) -> int | None:
+        if ctx.first:
+            return 0
+        return None if self.output is None else self.output.rows_between(None, ctx.lower)
 
     def require_history(self) -> None:
         self.keep_history = True

@@ -39,6 +39,13 @@ from matview.ir.relation import (
 )
 from matview.ir.scalar import Call, Scalar, conjoin, may_fail, type_of
 from matview.ir.types import INTEGER_KINDS, Kind, SqlType
+from matview.runtime.checked import (
+    ERR,
+    compile_checked,
+    described,
+    first_error,
+    split_errors,
+)
 from matview.runtime.expressions import compile_scalar
 from matview.runtime.operator import Delta, Operator, StepContext
 from matview.runtime.trace import Trace
@@ -54,59 +61,103 @@ UPPER = "_upper"
 
 
 def apply_steps(df: DataFrame, steps: Sequence[Step], types: Sequence[SqlType],
-                limit: int = table_functions.DEFAULT_ROW_LIMIT) -> DataFrame:
+                limit: int = table_functions.DEFAULT_ROW_LIMIT,
+                errors: bool = False) -> DataFrame:
     """Apply linear ``steps`` to update batch ``df`` whose data columns have ``types``;
     ``limit`` is the most rows a table function may produce for one input row.
 
     The result's times are the output times of ``join_function``: with a temporal filter
-    they may lie beyond the batch's times (future insertions and retractions)."""
+    they may lie beyond the batch's times (future insertions and retractions).
+
+    With ``errors`` the result has a column ``_err``: the message of the first evaluation
+    error of the row and an example row (``checked``), NULL for rows that evaluated. A row
+    that failed passes every later step unchanged (filters keep it, table functions give it
+    one row, ``repeat_row`` keeps its diff, temporal filters its time), so that its error
+    reaches the output once, with the row's time and diff."""
     types = tuple(types)
     bounded = False
+    if errors:
+        df = df.withColumn(ERR, F.lit(None).cast("string"))
     for step in steps:
         current = [col(n) for n in column_names(len(types))]
         keep = ([col(LOWER), col(UPPER)] if bounded else []) + [col(TIME), col(DIFF)]
+        if errors:
+            keep.insert(-2, col(ERR))
         if isinstance(step, Map):
             new_types = step_types(step, types)
             exprs: list[Column] = []
+            failed: list[Column | None] = []
             for i, expr in enumerate(step.exprs):
-                exprs.append(compile_scalar(expr, current + exprs, new_types[:len(types) + i]))
+                known = new_types[:len(types) + i]
+                if errors:
+                    checked = compile_checked(expr, current + exprs, known)
+                    exprs.append(checked.value)
+                    failed.append(checked.error)
+                else:
+                    exprs.append(compile_scalar(expr, current + exprs, known))
             named = [e.alias(f"c{len(types) + i}") for i, e in enumerate(exprs)]
-            df = df.select(*current, *named, *keep)
+            df = df.select(*current, *named, *_with_error(keep, current, failed))
         elif isinstance(step, Filter):
             plain = [p for p in step.predicates if not is_temporal(p)]
-            if plain:
+            if plain and errors:
+                checked = compile_checked(conjoin(plain), current, types)
+                if checked.error is not None:
+                    df = df.select(*current, *_with_error(keep, current, [checked.error]))
+                df = df.where(F.coalesce(checked.value, F.lit(False)) | col(ERR).isNotNull())
+            elif plain:
                 df = df.where(compile_scalar(conjoin(plain), current, types))
             temporal = [temporal_parts(p) for p in step.predicates if is_temporal(p)]
             if temporal:
-                df = _bound(df, temporal, current, types, bounded)
+                df = _bound(df, temporal, current, types, bounded, errors)
                 bounded = True
         elif isinstance(step, Project):
             df = df.select(*[current[i].alias(f"c{j}") for j, i in enumerate(step.outputs)],
                            *keep)
         elif isinstance(step, Repeat):
-            count = compile_scalar(step.count, current, types).cast("bigint")
-            df = df.select(*current, *keep[:-1], (col(DIFF) * count).alias(DIFF))
+            if errors:
+                checked = compile_checked(step.count, current, types)
+                df = df.select(*current, *_with_error(keep, current, [checked.error]))
+                count = checked.value.cast("bigint")
+                diff = F.when(col(ERR).isNull(), col(DIFF) * count).otherwise(col(DIFF))
+            else:
+                diff = col(DIFF) * compile_scalar(step.count, current, types).cast("bigint")
+            df = df.select(*current, *keep[:-1], diff.alias(DIFF))
             df = df.where(col(DIFF) != 0)
         elif isinstance(step, FlatMap):
-            df = _flat_map(df, step, current, types, keep, limit)
+            df = _flat_map(df, step, current, types, keep, limit, errors)
         else:
             raise TypeError(f"not a linear step: {step!r}")
         types = step_types(step, types)
     if bounded:
         current = [col(n) for n in column_names(len(types))]
-        insert = F.struct(F.greatest(col(TIME), col(LOWER)).alias(TIME), col(DIFF).alias(DIFF))
+        failed = col(ERR).isNotNull() if errors else F.lit(False)
+        start = F.when(failed, col(TIME)).otherwise(F.greatest(col(TIME), col(LOWER)))
+        insert = F.struct(start.alias(TIME), col(DIFF).alias(DIFF))
         retract = F.struct(F.greatest(col(TIME), col(UPPER)).alias(TIME),
                            (-col(DIFF)).alias(DIFF))
-        updates = F.when(col(UPPER).isNull(), F.array(insert)).otherwise(
+        updates = F.when(col(UPPER).isNull() | failed, F.array(insert)).otherwise(
             F.array(insert, retract))
-        df = df.select(*current, F.inline(updates))
+        df = df.select(*current, *([col(ERR)] if errors else []), F.inline(updates))
     return df
 
 
+def _with_error(keep: list[Column], row: list[Column],
+                failed: list[Column | None]) -> list[Column]:
+    """``keep`` (the hidden columns carried by a step) with ``_err`` set to the row's first
+    error: the one it already had, else the first of this step's ``failed``, followed by
+    the row it was evaluated on."""
+    new = first_error(failed)
+    if new is None:
+        return keep
+    error = F.coalesce(col(ERR), described(new, row))
+    return [error.alias(ERR) if c is col(ERR) else c for c in keep]
+
+
 def _bound(df: DataFrame, temporal: list[tuple[str, Scalar]], current: list[Column],
-           types: tuple[SqlType, ...], bounded: bool) -> DataFrame:
+           types: tuple[SqlType, ...], bounded: bool, errors: bool) -> DataFrame:
     """Narrow (or set) the hidden bounds by the temporal predicates ``mz_now() OP e``, and
-    drop the rows with a NULL bound or an empty validity, as ``linear_logic.validity``."""
+    drop the rows with a NULL bound or an empty validity, as ``linear_logic.validity``
+    (with ``errors``, rows that failed are kept)."""
     lows: list[Column] = [col(LOWER)] if bounded else []
     highs: list[Column] = [col(UPPER)] if bounded else []
     checks: list[Column] = []
@@ -137,11 +188,13 @@ def _bound(df: DataFrame, temporal: list[tuple[str, Scalar]], current: list[Colu
     lower = null if not lows else lows[0] if len(lows) == 1 else F.greatest(*lows)
     upper = null if not highs else highs[0] if len(highs) == 1 else F.least(*highs)
     ok = functools.reduce(Column.__and__, checks)
+    hidden = [col(ERR)] if errors else []
     df = df.select(*current, lower.alias(LOWER), upper.alias(UPPER), ok.alias("_ok"),
-                   col(TIME), col(DIFF))
-    df = df.where(col("_ok") & (col(LOWER).isNull() | col(UPPER).isNull()
-                                | (col(LOWER) < col(UPPER))))
-    return df.select(*current, col(LOWER), col(UPPER), col(TIME), col(DIFF))
+                   *hidden, col(TIME), col(DIFF))
+    valid = col("_ok") & (col(LOWER).isNull() | col(UPPER).isNull()
+                          | (col(LOWER) < col(UPPER)))
+    df = df.where(valid | col(ERR).isNotNull() if errors else valid)
+    return df.select(*current, col(LOWER), col(UPPER), *hidden, col(TIME), col(DIFF))
 
 
 def _array_type(out: tuple[SqlType, ...]) -> T.DataType:
@@ -153,30 +206,41 @@ def _array_type(out: tuple[SqlType, ...]) -> T.DataType:
 
 
 def _rows_array(call: Call, current: list[Column], types: tuple[SqlType, ...],
-                limit: int) -> tuple[Column, tuple[SqlType, ...]]:
-    """Call ``call``'s rows on each input row as an ARRAY column, and their column types."""
+                limit: int) -> tuple[Column, tuple[SqlType, ...], Column | None]:
+    """Call ``call``'s rows on each input row as an ARRAY column, their column types, and
+    the error of its arguments (None when they cannot fail)."""
     fn = table_functions.lookup(call.func)
     arg_types = [type_of(a, types) for a in call.args]
-    args = [compile_scalar(a, current, types) for a in call.args]
+    args = [compile_checked(a, current, types) for a in call.args]
     out = table_functions.output_types(call, types)
-    array = fn.spark(F, arg_types, limit, table_functions.literal_values(call), *args)
-    return array.cast(_array_type(out)), out
+    array = fn.spark(F, arg_types, limit, table_functions.literal_values(call),
+                     *[a.value for a in args])
+    return array.cast(_array_type(out)), out, first_error([a.error for a in args])
 
 
 def _flat_map(df: DataFrame, step: FlatMap, current: list[Column],
-              types: tuple[SqlType, ...], keep: list[Column], limit: int) -> DataFrame:
+              types: tuple[SqlType, ...], keep: list[Column], limit: int,
+              errors: bool) -> DataFrame:
+    """Explode the rows of ``step``'s calls (with ``errors``, a row whose arguments failed
+    gives one row of NULLs carrying its error)."""
     arrays = [_rows_array(c, current, types, limit) for c in step.calls]
+    if errors:
+        df = df.select(*current, *_with_error(keep, current, [a[2] for a in arrays]))
+        failed = col(ERR).isNotNull()
+        arrays = [(F.when(failed, F.array(F.lit(None)).cast(_array_type(out))).otherwise(a),
+                   out, None) for a, out, _ in arrays]
     if not arrays:
-        return df.where(F.lit(False))
+        return df.where(col(ERR).isNotNull() if errors else F.lit(False))
     if len(arrays) == 1:
         array = arrays[0][0]
         elements = [(col("_e"), arrays[0][1])]
     else:
         # NULL arrays count as empty, so the longest array decides the number of rows
         df = df.select(*current, *keep, *[F.coalesce(a, F.array().cast(_array_type(out)))
-                                          .alias(f"_a{k}") for k, (a, out) in enumerate(arrays)])
+                                          .alias(f"_a{k}")
+                                          for k, (a, out, _) in enumerate(arrays)])
         array = F.arrays_zip(*[col(f"_a{k}") for k in range(len(arrays))])
-        elements = [(col("_e")[f"_a{k}"], out) for k, (_, out) in enumerate(arrays)]
+        elements = [(col("_e")[f"_a{k}"], out) for k, (_, out, _) in enumerate(arrays)]
     if step.ordinality:
         df = df.select(*current, *keep, F.posexplode(array).alias("_pos", "_e"))
     else:
@@ -217,9 +281,14 @@ class LinearOp(Operator):
     def temporal(self) -> bool:
         return is_temporal_steps(self.steps)
 
+    @property
+    def checks(self) -> bool:
+        """Whether its steps may fail on some row, so that it has an error output."""
+        return any(may_fail(e) for s in self.steps for e in step_scalars(s))
+
     def _apply(self, df: DataFrame) -> DataFrame:
         assert self.input is not None
-        return apply_steps(df, self.steps, self.input.types, self.limit)
+        return apply_steps(df, self.steps, self.input.types, self.limit, self.checks)
 
     def compute(self, ctx: StepContext) -> Delta | None:
         assert self.input is not None
@@ -228,9 +297,13 @@ class LinearOp(Operator):
             return self._compute_temporal(ctx, delta)
         if delta is None:
             return None
+        out = self._apply(delta.df)
+        rows = None if self._fallible else delta.rows
+        if self.checks:
+            out, failed = split_errors(out)
+            self.errors = Delta(failed, rows)
         # a step that may raise must run within this step, so that it fails the step
-        return Delta(self._apply(delta.df), None if self._fallible else delta.rows,
-                     count=delta.count if self._keeps_rows else None)
+        return Delta(out, rows, count=delta.count if self._keeps_rows else None)
 
     def _compute_temporal(self, ctx: StepContext, delta: Delta | None) -> Delta | None:
         """Release the pending updates due in ``(lower, upper]``, and split this step's
@@ -251,6 +324,14 @@ class LinearOp(Operator):
             out = self._apply(delta.df)
             if ctx.small:
                 table = out.toArrow()
+                if self.checks:
+                    failed = table.filter(pc.is_valid(table[ERR]))
+                    if failed.num_rows:
+                        failed = failed.select([ERR, TIME, DIFF]).rename_columns(
+                            ["c0", TIME, DIFF])
+                        self.errors = Delta(None, failed.num_rows,
+                                            stored(ctx.spark, failed), failed.num_rows)
+                    table = table.filter(pc.is_null(table[ERR])).drop_columns([ERR])
                 now_rows = table.filter(pc.less_equal(table[TIME], ctx.upper))
                 later = table.filter(pc.greater(table[TIME], ctx.upper))
                 if now_rows.num_rows:
@@ -264,6 +345,9 @@ class LinearOp(Operator):
                     first, last = bounds["min"], bounds["max"]
             else:
                 leaf_df = out.localCheckpoint(eager=True)
+                if self.checks:
+                    leaf_df, failed_df = split_errors(leaf_df)
+                    self.errors = Delta(failed_df, None)
                 due = col(TIME) <= ctx.upper
                 stats = leaf_df.agg(
                     F.count(F.when(due, 1)).alias("now"), F.count(F.when(~due, 1)).alias("later"),
@@ -304,7 +388,16 @@ class LinearOp(Operator):
         if df is None:
             return None
         out = self._apply(df)
+        if self.checks:
+            out = split_errors(out)[0]
         return out.where(col(TIME) <= ctx.lower) if self.temporal else out
+
+    def history_rows(self, ctx: StepContext) -> int | None:
+        assert self.input is not None
+        rows = self.input.history_rows(ctx)
+        if rows is None or any(isinstance(s, FlatMap) for s in self.steps):
+            return None
+        return 2 * rows if self.temporal else rows  # an insertion and a retraction each
 
     def require_history(self) -> None:
         assert self.input is not None
@@ -346,6 +439,10 @@ class UnionOp(Operator):
 
     def history(self, ctx: StepContext) -> DataFrame | None:
         return union_all([f for f in (op.history(ctx) for op in self.inputs) if f is not None])
+
+    def history_rows(self, ctx: StepContext) -> int | None:
+        sizes = [op.history_rows(ctx) for op in self.inputs]
+        return None if None in sizes else sum(r for r in sizes if r is not None)
 
     def require_history(self) -> None:
         for op in self.inputs:

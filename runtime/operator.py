@@ -6,6 +6,10 @@ look up other collections also ask their inputs for ``history``: the input colle
 updates with times ``<= lower``. Operators with state stage their new state during the step
 and apply it in ``commit``, which the dataflow calls only once the whole step succeeded.
 
+An operator that evaluates expressions which may fail on some row (division by zero,
+overflow, a bad cast) sets ``errors`` in the step: the failing rows leave its output and
+become error updates there, which the dataflow gathers into its error output.
+
 Every operator also keeps a ``Meter`` of what it did over the committed steps of its life
 (``Dataflow.analyze`` reports it as ``OperatorStats``): steps, output rows and time. Counting
 output rows adds no Spark job: a delta whose exact size is known without one (``Delta.count``)
@@ -214,6 +218,9 @@ class Operator:
     types: tuple[SqlType, ...]
     _memo: tuple[StepContext, Delta | None] | None = field(default=None, init=False, repr=False)
     meter: Meter = field(default_factory=Meter, init=False, repr=False, compare=False)
+    errors: Delta | None = field(default=None, init=False, repr=False, compare=False)
+    """The evaluation errors this operator itself found in the current step, as updates of
+    one text column (the message), or None: errors are data (``runtime.checked``)."""
 
     @property
     def arity(self) -> int:
@@ -222,6 +229,7 @@ class Operator:
     def delta(self, ctx: StepContext) -> Delta | None:
         """The output updates of this step (memoized per step), or None when there are none."""
         if self._memo is None or self._memo[0] is not ctx:
+            self.errors = None
             self._memo = (ctx, self._measured(ctx) if self.meter.enabled else self.compute(ctx))
         return self._memo[1]
 
@@ -244,6 +252,10 @@ class Operator:
     def history(self, ctx: StepContext) -> DataFrame | None:
         """The output updates with times ``<= ctx.lower`` (None on the first step)."""
         raise NotImplementedError
+
+    def history_rows(self, ctx: StepContext) -> int | None:
+        """A bound on the update rows ``history`` returns, when known without a Spark job."""
+        return None
 
     def require_history(self) -> None:
         """Called at build time by a consumer that will ask for ``history``."""

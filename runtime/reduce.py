@@ -25,10 +25,11 @@ import functools
 from dataclasses import dataclass, field
 from typing import ClassVar
 
+import pyarrow.compute as pc
 from matview.ir.relation import Aggregate
-from matview.ir.scalar import Scalar
+from matview.ir.scalar import Scalar, may_fail
 from matview.ir.types import SqlType
-from matview.runtime.expressions import compile_scalar
+from matview.runtime.checked import ERR, compile_checked, described, first_error, split_errors
 from matview.runtime.operator import Delta, Operator, StepContext
 from matview.runtime.trace import Trace
 from matview.runtime.types import col, spark_type
@@ -109,15 +110,26 @@ class ReduceOp(Operator):
         assert self.input is not None
         return self.aggregates[j].type(self.input.types)
 
+    @property
+    def checks(self) -> bool:
+        """Whether its keys or arguments may fail on some row (it has an error output)."""
+        return any(may_fail(e) for e in self.group_key) or any(
+            a.expr is not None and may_fail(a.expr) for a in self.aggregates)
+
     def _prepared(self, df: DataFrame) -> DataFrame:
-        """The input batch as keys ``k*``, aggregate arguments ``a*``, time and diff."""
+        """The input batch as keys ``k*``, aggregate arguments ``a*``, time and diff (and
+        each row's evaluation error ``_err`` when they may fail)."""
         assert self.input is not None
         types, refs = self.input.types, [col(c) for c in data_columns(df)]
-        keys = [compile_scalar(k, refs, types).alias(n) for k, n in zip(self.group_key,
-                                                                          self._keys)]
-        args = [compile_scalar(a.expr, refs, types).alias(f"a{j}")
-                for j, a in enumerate(self.aggregates) if a.expr is not None]
-        return df.select(*keys, *args, TIME, DIFF)
+        keys = [compile_checked(k, refs, types) for k in self.group_key]
+        args = [compile_checked(a.expr, refs, types) for a in self.aggregates
+                if a.expr is not None]
+        names = self._keys + [f"a{j}" for j, a in enumerate(self.aggregates)
+                              if a.expr is not None]
+        error = first_error([e.error for e in keys + args])
+        failed = [] if error is None else [described(error, refs).alias(ERR)]
+        return df.select(*[e.value.alias(n) for e, n in zip(keys + args, names)], *failed,
+                         TIME, DIFF)
 
     def _extreme_values(self, ctx: StepContext, prepared: DataFrame | None,
                         times: DataFrame) -> DataFrame | None:
@@ -160,6 +172,13 @@ class ReduceOp(Operator):
             # computed once: it feeds the changes, the semi-join on the touched keys and the
             # (key, argument) arrangement
             leaf = materialize(ctx.spark, prepared, ctx.small)
+            if leaf is not None and self.checks:
+                ok, failed = split_errors(leaf.df)
+                self.errors = Delta(failed, leaf.rows)
+                table = leaf.table
+                leaf = Leaf(ok, leaf.rows, None if table is None else
+                            table.filter(pc.is_null(table[ERR])).drop_columns([ERR]),
+                            exact=False)
             prepared = None if leaf is None else leaf.df
             if leaf is not None and self._extremes():
                 assert self.values is not None
@@ -167,6 +186,10 @@ class ReduceOp(Operator):
                 pairs = Leaf(leaf.df.select(*args), leaf.rows,
                              None if leaf.table is None else leaf.table.select(args))
                 self._staged.append((self.values, pairs, *self._range(ctx)))
+        elif prepared is not None and self.checks:
+            assert source is not None
+            prepared, failed = split_errors(prepared)
+            self.errors = Delta(failed, source.rows)
         if prepared is None and not first_global:
             return None
         full = self._updates(ctx, prepared)
@@ -210,8 +233,8 @@ class ReduceOp(Operator):
                     weighted = col(f"a{j}").cast(self._sum_spark(j)) * col(DIFF)
                     delta.append(F.when(present, weighted).alias(f"s{j}"))
             parts.append(prepared.select(*self._keys, TIME, *delta))
-        elif not self.group_key:
-            # the first step of a global aggregate without input: its row over nothing
+        if not self.group_key and ctx.first:
+            # the first step of a global aggregate: its row exists even over no input rows
             zero = [F.lit(0).cast("bigint").alias(n) if n[0] in "cn"
                     else F.lit(None).cast(self._sum_spark(int(n[1:]))).alias(n)
                     for n in self.hidden_names()]
@@ -317,6 +340,10 @@ class ReduceOp(Operator):
         df = self.output.read(upto=ctx.lower)
         return None if df is None else df.select(*[f"c{i}" for i in range(self.arity)],
                                                  TIME, DIFF)
+
+    def history_rows(self, ctx: StepContext) -> int | None:
+        assert self.output is not None
+        return 0 if ctx.first else self.output.rows_between(None, ctx.lower)
 
     def abandon(self) -> None:
         self._staged = []

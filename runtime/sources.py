@@ -16,8 +16,9 @@ from pyspark.sql import DataFrame
 @dataclass
 class GetOp(Operator):
     """Reads a table's or materialized view's trace: the delta is the trace's updates in
-    ``(lower, upper]``; on the first step the snapshot at ``as_of``. No state of its own.
-    ``name`` is the stored collection's."""
+    ``(lower, upper]``; on the first step the snapshot at ``as_of``. A materialized view's
+    errors (its trace's ``errors``) are read likewise, as this operator's errors. No state
+    of its own. ``name`` is the stored collection's."""
 
     kind: ClassVar[str] = "Get"
 
@@ -39,17 +40,28 @@ class GetOp(Operator):
 
     def compute(self, ctx: StepContext) -> Delta | None:
         assert self.trace is not None
-        rows = self.pending_rows(ctx)
+        if self.trace.errors is not None:  # a materialized view's errors are its readers'
+            self.errors = self._read(self.trace.errors, ctx)
+        return self._read(self.trace, ctx)
+
+    @staticmethod
+    def _read(trace: Trace, ctx: StepContext) -> Delta | None:
+        """``trace``'s updates of the step (on the first step its snapshot at ``as_of``)."""
+        rows = trace.rows_between(None if ctx.first else ctx.lower, ctx.upper)
         if ctx.first:
-            df, count = self.trace.read_counted(upto=ctx.upper)
+            df, count = trace.read_counted(upto=ctx.upper)
             return None if df is None else Delta(advance_times(df, ctx.as_of), rows,
                                                  count=count)
-        df, count = self.trace.read_counted(after=ctx.lower, upto=ctx.upper)
+        df, count = trace.read_counted(after=ctx.lower, upto=ctx.upper)
         return None if df is None else Delta(df, rows, count=count)
 
     def history(self, ctx: StepContext) -> DataFrame | None:
         assert self.trace is not None
         return None if ctx.first else self.trace.read(upto=ctx.lower)
+
+    def history_rows(self, ctx: StepContext) -> int | None:
+        assert self.trace is not None
+        return 0 if ctx.first else self.trace.rows_between(None, ctx.lower)
 
 
 @dataclass
@@ -77,3 +89,6 @@ class ConstantOp(Operator):
 
     def history(self, ctx: StepContext) -> DataFrame | None:
         return None if ctx.first else self._frame(ctx, ctx.as_of)
+
+    def history_rows(self, ctx: StepContext) -> int | None:
+        return 0 if ctx.first else len(self.rows)

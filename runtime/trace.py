@@ -21,6 +21,7 @@ from matview.runtime.updates import (
     TIME,
     Leaf,
     advance_times,
+    any_row,
     consolidate,
     consolidated_arrow,
     materialize,
@@ -55,6 +56,9 @@ class Trace:
         self.arity = arity
         self.batches: list[Batch] = []
         self.since = -(2**63)
+        self.errors: Trace | None = None
+        """A materialized view's evaluation errors, as a trace of one text column (the
+        message) beside its rows; None for collections that cannot have errors (tables)."""
         self._reads: dict[tuple[int | None, int | None], tuple[DataFrame | None, int | None]] = {}
         """Reads since the batches last changed: every dataflow reading this trace in one
         refresh asks for the same ranges, and building a plan from Arrow costs a JVM call."""
@@ -158,6 +162,15 @@ class Trace:
         keep = np.repeat(np.arange(len(counts)), np.maximum(counts, 0))
         return summed.drop_columns([DIFF]).take(pa.array(keep, pa.int64()))
 
+    def any_row(self, upto: int) -> tuple[object, ...] | None:
+        """A row the collection holds at ``upto``, or None: in Arrow when every batch is
+        held in the driver, else with one Spark job."""
+        held = self.held_rows(upto)
+        if held is not None:
+            return tuple(held.slice(0, 1).to_pylist()[0].values()) if held.num_rows else None
+        df = self.read(upto=upto)
+        return None if df is None else any_row(df)
+
     def discard(self, upto: int) -> None:
         """Forget every update with time ``<= upto`` (a temporal operator's released updates:
         they are in its output now). Batches held in the driver are cut in Arrow; others
@@ -188,6 +201,8 @@ class Trace:
         are merged into one consolidated batch (a geometric merge policy). Batches held in
         the driver merge there, with no Spark job."""
         self.since = max(self.since, since)
+        if self.errors is not None:
+            self.errors.compact(since)
         if len(self.batches) <= MAX_BATCHES:
             return
         start = len(self.batches) - 1

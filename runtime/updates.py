@@ -184,3 +184,12 @@ def materialize(spark: SparkSession, df: DataFrame, small: bool) -> Leaf | None:
     leaf = df.localCheckpoint(eager=True)
     rows = leaf.count()
     return Leaf(leaf, rows) if rows else None
+
+
+def any_row(df: DataFrame) -> tuple[object, ...] | None:
+    """A row that update batch ``df`` holds with positive multiplicity once consolidated
+    over all times (one Spark job), or None."""
+    names = data_columns(df)
+    found = (df.groupBy(*names).agg(F.sum(DIFF).alias(DIFF)).where(col(DIFF) > 0)
+             .select(*names).limit(1).collect())
+    return tuple(found[0]) if found else None

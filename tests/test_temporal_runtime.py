@@ -22,7 +22,9 @@ EVENTS = "Get e (id int, ts bigint)"
 WINDOW = parse_plan("Linear [filter (mz_now() >= #1), (mz_now() < (#1 + 10::bigint))]\n  "
                     + EVENTS)
 FAILING = parse_plan("Linear [filter (mz_now() >= #1), (mz_now() < (#1 + 10::bigint)); "
-                     "map (100 / #0)]\n  " + EVENTS)
+                     "flat_map generate_series(1, #0)]\n  " + EVENTS)
+"""Fails on a row whose id asks for more rows than the dataflow's table function limit (3):
+an error that still fails the step (evaluation errors such as 100 / 0 are data instead)."""
 
 
 def _write(spark, trace: Trace, time: int, rows: list[tuple[int, int, int]]) -> None:  # type: ignore[no-untyped-def]
@@ -99,16 +101,16 @@ def test_one_step_over_many_releases_equals_step_per_time(spark) -> None:  # typ
 def test_failed_step_changes_nothing(spark) -> None:  # type: ignore[no-untyped-def]
     trace = Trace(spark, 2)
     _write(spark, trace, 1, [(1, 5, 1)])
-    flow = Dataflow(FAILING, spark, {"e": trace}.__getitem__, as_of=1)
+    flow = Dataflow(FAILING, spark, {"e": trace}.__getitem__, as_of=1, limit=3)
     _step(flow, 1)
     assert _pending(flow) == 2
-    _write(spark, trace, 3, [(0, 2, 1)])  # 100 / 0 fails
-    with pytest.raises(Exception, match="DIVIDE_BY_ZERO|division by zero"):
+    _write(spark, trace, 3, [(50, 2, 1)])  # 50 rows from one input row: over the limit
+    with pytest.raises(Exception, match="more than 3 rows"):
         _step(flow, 6)
     assert _pending(flow) == 2 and flow.frontier == 1
     trace.batches.pop()  # forget the bad write: the retried step releases as before
     trace._reads = {}
-    assert _step(flow, 6) == Counter({(1, 5, 100, 5): 1})
+    assert _step(flow, 6) == Counter({(1, 5, 1, 5): 1})
     assert _pending(flow) == 1
 
 

@@ -1,0 +1,213 @@
+"""Evaluation errors as data: scalar expressions compiled so that they never raise.
+
+``compile_checked`` compiles an expression into a ``Checked`` pair of Columns: ``value``,
+which never raises (it is NULL where the expression fails), and ``error``, the message of
+the error where it fails and NULL elsewhere (PostgreSQL's messages: ``division by zero``,
+``integer out of range``, ``invalid input syntax for type integer: "x"``...). Operators
+route a row whose error is set to their error output instead of their output, so an error
+is an update like any other: the retraction of the row that caused it retracts it.
+
+Errors follow PostgreSQL's evaluation where it is lazy: ``CASE`` and ``COALESCE`` fail only
+when the failing branch or argument is evaluated. ``AND`` is false when any argument is
+false, and ``OR`` true when any is true, whatever the others (as Materialize evaluates
+them); otherwise they fail when an argument fails. Every other function fails when an
+argument fails, or on its own rule below.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from matview.ir.scalar import Call, Case, Cast, Scalar, may_fail, type_of
+from matview.ir.types import INT_RANGE, INTEGER_KINDS, Kind, SqlType
+from matview.runtime.expressions import compile_call, compile_cast, compile_scalar
+from matview.runtime.types import col, spark_type
+from matview.runtime.updates import DIFF, TIME
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+ERR = "_err"
+"""The hidden column of an update batch holding each row's evaluation error (NULL: none)."""
+
+_TYPE_NAMES = {Kind.INT: "integer", Kind.BIGINT: "bigint", Kind.DOUBLE: "double precision",
+               Kind.NUMERIC: "numeric", Kind.BOOLEAN: "boolean", Kind.DATE: "date",
+               Kind.TIMESTAMP: "timestamp", Kind.JSONB: "json", Kind.TEXT: "text"}
+
+
+@dataclass(frozen=True)
+class Checked:
+    """A compiled expression: ``value`` never raises; ``error`` is the error message where
+    the expression fails (NULL elsewhere), None when the expression cannot fail."""
+
+    value: Column
+    error: Column | None
+
+
+def first_error(errors: Sequence[Column | None]) -> Column | None:
+    """The first of ``errors`` that is set, row by row (None when none can be)."""
+    present = [e for e in errors if e is not None]
+    if not present:
+        return None
+    return present[0] if len(present) == 1 else F.coalesce(*present)
+
+
+def described(error: Column, row: Sequence[Column]) -> Column:
+    """The message ``error`` followed by the row it was found on: ``msg (row: (1, NULL))``."""
+    shown = F.concat_ws(", ", *[F.coalesce(c.cast("string"), F.lit("NULL")) for c in row])
+    return F.concat(error, F.lit(" (row: ("), shown, F.lit("))"))
+
+
+def compile_checked(expr: Scalar, columns: Sequence[Column],
+                    types: Sequence[SqlType]) -> Checked:
+    """``expr`` over ``columns`` of ``types``, with its errors as data (see the module)."""
+    if not may_fail(expr):
+        return Checked(compile_scalar(expr, columns, types), None)
+    if isinstance(expr, Cast):
+        inner = compile_checked(expr.expr, columns, types)
+        source = type_of(expr.expr, types)
+        value = compile_cast(inner.value, source, expr.to, safe=True)
+        own = F.when(inner.value.isNotNull() & value.isNull(), _cast_message(
+            inner.value, source, expr.to))
+        return Checked(value, first_error([inner.error, own]))
+    if isinstance(expr, Case):
+        return _case(expr, columns, types)
+    assert isinstance(expr, Call), expr
+    args = [compile_checked(a, columns, types) for a in expr.args]
+    arg_types = [type_of(a, types) for a in expr.args]
+    if expr.func == "coalesce":
+        return _coalesce(args, arg_types)
+    if expr.func in ("and", "or"):
+        return _connective(expr.func, args, arg_types)
+    values = [a.value for a in args]
+    rule = _RULES.get(expr.func)
+    own = None if rule is None else rule(values, arg_types, type_of(expr, types))
+    error = first_error([*(a.error for a in args), own])
+    raw = compile_call(expr.func, values, arg_types)
+    return Checked(raw if own is None else F.when(own.isNull(), raw), error)
+
+
+def _case(expr: Case, columns: Sequence[Column], types: Sequence[SqlType]) -> Checked:
+    """CASE fails where the condition it evaluates fails, or the branch it takes."""
+    whens = [(compile_checked(c, columns, types), compile_checked(v, columns, types))
+             for c, v in expr.whens]
+    default = compile_checked(expr.default, columns, types)
+    value = None
+    for cond, branch in whens:
+        value = (F.when(cond.value, branch.value) if value is None
+                 else value.when(cond.value, branch.value))
+    assert value is not None
+    value = value.otherwise(default.value)
+    error = default.error if default.error is not None else F.lit(None).cast("string")
+    for cond, branch in reversed(whens):
+        taken = branch.error if branch.error is not None else F.lit(None).cast("string")
+        chosen = F.when(F.coalesce(cond.value, F.lit(False)), taken).otherwise(error)
+        error = chosen if cond.error is None else F.when(cond.error.isNotNull(),
+                                                         cond.error).otherwise(chosen)
+    return Checked(value, error)
+
+
+def _coalesce(args: list[Checked], arg_types: list[SqlType]) -> Checked:
+    """COALESCE evaluates its arguments in order and stops at the first that is not NULL."""
+    error: Column | None = None
+    for arg in reversed(args):
+        if arg.error is None and error is None:
+            continue
+        own = arg.error if arg.error is not None else F.lit(None).cast("string")
+        rest = error if error is not None else F.lit(None).cast("string")
+        error = F.when(own.isNotNull(), own).when(arg.value.isNull(), rest)
+    return Checked(compile_call("coalesce", [a.value for a in args], arg_types), error)
+
+
+def _connective(func: str, args: list[Checked], arg_types: list[SqlType]) -> Checked:
+    """AND (OR) is false (true) when an argument is, whatever the others; else it fails
+    when an argument fails."""
+    decisive = F.lit(func == "or")
+    decided = [F.coalesce((a.value == decisive) & (F.lit(True) if a.error is None
+                                                     else a.error.isNull()), F.lit(False))
+               for a in args]
+    failed = first_error([a.error for a in args])
+    error = None if failed is None else F.when(~_any(decided), failed)
+    return Checked(compile_call(func, [a.value for a in args], arg_types), error)
+
+
+def _any(flags: list[Column]) -> Column:
+    out = flags[0]
+    for flag in flags[1:]:
+        out = out | flag
+    return out
+
+
+def _out_of_range(result: SqlType) -> str:
+    if result.kind is Kind.NUMERIC:
+        return "numeric field overflow"
+    return f"{_TYPE_NAMES.get(result.kind, str(result))} out of range"
+
+
+def _cast_message(value: Column, source: SqlType, to: SqlType) -> Column:
+    if source.kind is Kind.TEXT:
+        name = _TYPE_NAMES.get(to.kind, str(to))
+        return F.concat(F.lit(f'invalid input syntax for type {name}: "'),
+                        value.cast("string"), F.lit('"'))
+    if to.kind in INTEGER_KINDS + (Kind.NUMERIC,):
+        return F.lit(_out_of_range(to))
+    return F.lit(f"cannot cast {source} to {to}")
+
+
+def _all_present(values: Sequence[Column]) -> Column:
+    out = values[0].isNotNull()
+    for v in values[1:]:
+        out = out & v.isNotNull()
+    return out
+
+
+def _exact(try_fn: str) -> Callable[[list[Column], list[SqlType], SqlType], Column | None]:
+    """The rule of ``+``, ``-``, ``*``: numbers whose exact result does not fit the result
+    type (Spark's ``try_`` arithmetic gives NULL then) are out of range."""
+    def rule(args: list[Column], arg_types: list[SqlType], result: SqlType) -> Column | None:
+        if result.kind not in INTEGER_KINDS + (Kind.NUMERIC,):
+            return None
+        exact = F.call_function(try_fn, *args).try_cast(spark_type(result))
+        return F.when(_all_present(args) & exact.isNull(), F.lit(_out_of_range(result)))
+    return rule
+
+
+def _division(args: list[Column], arg_types: list[SqlType], result: SqlType) -> Column:
+    """Division and remainder by zero fail; so does the smallest integer divided by -1."""
+    dividend, divisor = args
+    error = F.when(divisor == 0, F.lit("division by zero"))
+    if result.kind in INTEGER_KINDS:
+        low = INT_RANGE[result.kind][0]
+        error = error.when((dividend == low) & (divisor == -1), F.lit(_out_of_range(result)))
+    return error
+
+
+def _smallest(args: list[Column], arg_types: list[SqlType], result: SqlType) -> Column | None:
+    """Negating (or taking the absolute value of) the smallest integer overflows."""
+    if result.kind not in INTEGER_KINDS:
+        return None
+    return F.when(args[0] == INT_RANGE[result.kind][0], F.lit(_out_of_range(result)))
+
+
+def _substring(args: list[Column], arg_types: list[SqlType], result: SqlType) -> Column | None:
+    if len(args) < 3:
+        return None
+    return F.when(args[2] < 0, F.lit("negative substring length not allowed"))
+
+
+_RULES: dict[str, Callable[[list[Column], list[SqlType], SqlType], Column | None]] = {
+    "add": _exact("try_add"), "sub": _exact("try_subtract"), "mul": _exact("try_multiply"),
+    "div": _division, "mod": _division, "neg": _smallest, "abs": _smallest,
+    "substr": _substring,
+}
+"""Per fallible function, the message Column of its own failure (NULL where it succeeds),
+given its argument values, argument types and result type; functions without a rule here
+(``round``, ``like``) still raise from Spark when they fail."""
+
+
+def split_errors(df: DataFrame) -> tuple[DataFrame, DataFrame]:
+    """An update batch with ``_err`` (``apply_steps(errors=True)``) as its rows that
+    evaluated, and its errors as updates of one text column ``c0``."""
+    ok = df.where(col(ERR).isNull()).drop(ERR)
+    failed = df.where(col(ERR).isNotNull()).select(col(ERR).alias("c0"), col(TIME), col(DIFF))
+    return ok, failed

@@ -29,14 +29,17 @@ if TYPE_CHECKING:
     from matview.connection import Connection
 
 apilevel = "2.0"
-threadsafety = 1
+threadsafety = 2
+"""Threads may share the module and connections (a connection runs one statement at a time,
+and a thread's open transaction holds it until it ends)."""
 paramstyle = "qmark"
 
 
 def connect(path: str | None = None, *, spark: SparkSession | None = None,
             master: str | None = None, clock: int | None = None,
             config: Mapping[str, str] | None = None,
-            max_table_function_rows: int | None = None) -> Connection:
+            max_table_function_rows: int | None = None,
+            max_join_rows: int | None = None) -> Connection:
     """Open a matview database (PEP 249 connection).
 
     ``clock=None`` reads the wall clock in milliseconds; an integer starts a manual clock
@@ -44,14 +47,19 @@ def connect(path: str | None = None, *, spark: SparkSession | None = None,
     Spark master or a Spark Connect server (``sc://host:15002``); by default Spark starts in
     local mode on first use. ``config`` overrides Spark settings. ``max_table_function_rows``
     is the most rows a table function may produce for one input row before the statement
-    fails (default ``matview.ir.table_functions.DEFAULT_ROW_LIMIT``, a million).
+    fails (default ``matview.ir.table_functions.DEFAULT_ROW_LIMIT``, a million);
+    ``max_join_rows`` the most update rows one join may produce in one step (default
+    ``matview.runtime.join.DEFAULT_JOIN_ROWS``). ``path`` (durable storage) is not supported
+    yet and raises ``NotSupportedError``.
     """
     from matview.connection import Connection
     from matview.ir.table_functions import DEFAULT_ROW_LIMIT
+    from matview.runtime.join import DEFAULT_JOIN_ROWS
 
     limit = DEFAULT_ROW_LIMIT if max_table_function_rows is None else max_table_function_rows
+    joins = DEFAULT_JOIN_ROWS if max_join_rows is None else max_join_rows
     return Connection(path, spark=spark, master=master, clock=clock, config=config,
-                      max_table_function_rows=limit)
+                      max_table_function_rows=limit, max_join_rows=joins)
 
 
 def __getattr__(name: str) -> Any:

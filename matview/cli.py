@@ -67,7 +67,7 @@ def explain(args: argparse.Namespace) -> int:
     dot = _graphviz(args.format, args.output)
     with matview.connect() as con:
         if args.setup is not None:
-            con.execute(args.setup.read_text())
+            con.executescript(args.setup.read_text())
         fmt = "dot" if dot is not None else args.format
         text = con.explain(args.sql, stage=args.stage, format=fmt, options=args.options)
     if dot is not None:

@@ -41,6 +41,7 @@ from matview.ir.types import TEXT, SqlType
 from matview.planner.explain import explain_analyze, explain_plan, explain_trace
 from matview.planner.pipeline import STAGES, physical
 from matview.runtime.dataflow import Dataflow
+from matview.runtime.join import DEFAULT_JOIN_ROWS
 from matview.runtime.linear import apply_steps
 from matview.runtime.trace import NegativeRows, Trace
 from matview.runtime.types import column_names, spark_type, update_schema
@@ -128,11 +129,14 @@ class Engine:
     """Runs statements against one catalog on one SparkSession."""
 
     def __init__(self, spark: SparkSession, oracle: TimestampOracle,
-                 max_table_function_rows: int = DEFAULT_ROW_LIMIT) -> None:
+                 max_table_function_rows: int = DEFAULT_ROW_LIMIT,
+                 max_join_rows: int = DEFAULT_JOIN_ROWS) -> None:
         self.spark = spark
         self.oracle = oracle
         self.row_limit = max_table_function_rows
         """The most rows a table function may produce for one input row."""
+        self.join_limit = max_join_rows
+        """The most rows a join may produce in one step."""
         self.catalog = LiveCatalog()
         self.cursors: dict[int, tuple[str, int]] = {}
         """Open subscriptions: id -> (collection name, time up to which it has read)."""
@@ -141,14 +145,22 @@ class Engine:
     # --- statements ---------------------------------------------------------------------
 
     def execute(self, sql: str, params: Sequence[object] | None = None) -> Result:
-        """Run every statement of ``sql``; the result is the last one's."""
+        """Run the one statement ``sql`` (several would let text built from user input run
+        statements of its own: ``executescript`` runs a script)."""
         trees = split(sql)
-        if params is not None:
-            if len(trees) != 1:
-                raise ProgrammingError("parameters need exactly one statement")
-            trees = [_bind_parameters(trees[0], params)]
+        if len(trees) != 1:
+            raise ProgrammingError(
+                "execute() takes one statement, " + ("got none" if not trees else
+                                                     f"got {len(trees)}")
+                + "; use executescript() to run several")
+        tree = trees[0] if params is None else _bind_parameters(trees[0], params)
+        return self.run(bind_statement(tree, self.catalog))
+
+    def execute_script(self, sql: str) -> Result:
+        """Run every statement of ``sql`` in order, each on its own, stopping at the first
+        that fails; the result is the last one's."""
         result = Result()
-        for tree in trees:
+        for tree in split(sql):
             result = self.run(bind_statement(tree, self.catalog))
         return result
 
@@ -213,7 +225,8 @@ class Engine:
         plan = physical(stmt.plan)
         self._refresh({g.name for g in gets(plan)})
         now = self.oracle.read()
-        flow = Dataflow(plan, self.spark, self.trace_of, as_of=now, limit=self.row_limit)
+        flow = Dataflow(plan, self.spark, self.trace_of, as_of=now, limit=self.row_limit,
+                        max_join_rows=self.join_limit)
         step = flow.prepare(now)
         leaf, failed = step.materialized()
         step.commit()
@@ -351,7 +364,8 @@ class Engine:
         plan = physical(plan)
         self._refresh({g.name for g in gets(plan)})
         now = self.oracle.read()
-        flow = Dataflow(plan, self.spark, self.trace_of, as_of=now, limit=self.row_limit)
+        flow = Dataflow(plan, self.spark, self.trace_of, as_of=now, limit=self.row_limit,
+                        max_join_rows=self.join_limit)
         step = flow.prepare(now)
         error = step.error()
         if error is not None:
@@ -411,6 +425,10 @@ class Engine:
 
     # --- writes -------------------------------------------------------------------------
 
+    def table_item(self, name: str) -> CatalogItem:
+        """Table ``name``'s catalog item (ProgrammingError when there is no such table)."""
+        return self._table(name)[0]
+
     def _table(self, name: str) -> tuple[CatalogItem, Trace]:
         entry = self.catalog.entries.get(name)
         if entry is None or entry.item.kind != "table":
@@ -418,11 +436,25 @@ class Engine:
         assert entry.trace is not None
         return entry.item, entry.trace
 
-    def write(self, name: str, updates: DataFrame | pa.Table, small: bool = True) -> int:
+    def write(self, name: str, updates: DataFrame | pa.Table, small: bool = True,
+              retracts: bool = False) -> int:
         """Commit update rows (data columns then ``_diff``) to table ``name`` at a new time,
-        or stage them in the open transaction; returns the number of rows changed."""
+        or stage them in the open transaction; returns the number of rows changed.
+
+        No write may leave a row with a negative multiplicity: Arrow updates with negative
+        diffs, and DataFrames said to hold ``retracts``, are checked against the table (and
+        the transaction's staged writes to it) first; SQL DELETE and UPDATE retract rows
+        read from the table itself, which cannot go negative."""
         _, trace = self._table(name)
         pending = self.transaction
+        if retracts or (isinstance(updates, pa.Table) and updates.num_rows
+                        and pc.min(updates[DIFF]).as_py() < 0):
+            staged = [] if pending is None else [
+                leaf for target, leaf in pending.writes if target is trace and leaf is not None]
+            missing = trace.negative_row(updates, staged)
+            if missing is not None:
+                raise DataError(f'cannot delete {missing} from table "{name}": the table does '
+                                "not hold that many copies of it")
         at = self.oracle.peek_write() if pending is None else pending.at
         leaf, changed = self._leaf(name, updates, small, at)
         if pending is not None:

@@ -80,19 +80,25 @@ def _spark_message(error: PySparkException) -> tuple[type[Error], str]:
 @contextmanager
 def translated() -> Iterator[None]:
     """Re-raise errors from the layers below as PEP 249 exceptions."""
+    from py4j.protocol import Py4JError, Py4JJavaError, Py4JNetworkError
     from pyspark.errors import PySparkException
 
     from matview.ir.functions import EvalError
     from matview.runtime.dataflow import PlanError
     from matview.runtime.session import JavaMissingError
-    from matview.sql.errors import SqlError, UnsupportedError
+    from matview.sql.errors import InvalidValueError, SqlError, UnsupportedError
 
     try:
         yield
     except Error:
         raise
+    except RecursionError as e:
+        raise ProgrammingError("statement is too deeply nested (too many nested expressions "
+                               "or parentheses)") from e
     except UnsupportedError as e:
         raise NotSupportedError(str(e)) from e
+    except InvalidValueError as e:
+        raise DataError(str(e)) from e
     except SqlError as e:
         raise ProgrammingError(str(e)) from e
     except EvalError as e:
@@ -104,3 +110,14 @@ def translated() -> Iterator[None]:
     except PySparkException as e:
         kind, message = _spark_message(e)
         raise kind(message) from e
+    except Py4JJavaError as e:
+        text = str(e.java_exception) if e.java_exception is not None else str(e)
+        if "OutOfMemoryError" in text:
+            raise OperationalError("Spark ran out of memory: " + text.splitlines()[0]) from e
+        raise InternalError("Spark failed: " + text.splitlines()[0]) from e
+    except (Py4JNetworkError, Py4JError, ConnectionError) as e:
+        raise OperationalError(f"lost the connection to Spark's JVM: {e}") from e
+    except MemoryError as e:
+        raise OperationalError("out of memory") from e
+    except Exception as e:
+        raise InternalError(f"matview failed ({type(e).__name__}: {e}); please report it") from e

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
 from pyspark.sql import functions as F
 
+from matview.errors import InterfaceError
 from matview.runtime.types import column_names
 from matview.runtime.updates import DIFF, TIME, union_all
 
@@ -25,9 +28,12 @@ class Subscription:
     holds back compaction of the view's history past the time it has read.
     """
 
-    def __init__(self, engine: Engine, name: str) -> None:
+    def __init__(self, engine: Engine, name: str,
+                 using: Callable[[], AbstractContextManager[Engine]]) -> None:
         self.engine = engine
         self.name = name
+        self._using = using
+        """The connection's guard: the engine for this thread alone, errors translated."""
         engine.refresh(name)
         self.as_of = engine.oracle.read()
         self._snapshot_pending = True
@@ -43,10 +49,14 @@ class Subscription:
 
     def fetch(self) -> list[tuple[object, ...]]:
         """Every change since the last fetch (the snapshot first)."""
+        with self._using():
+            return self._fetch()
+
+    def _fetch(self) -> list[tuple[object, ...]]:
         from matview.engine import rows_of
 
         if self.closed:
-            raise ValueError(f"subscription to {self.name} is closed")
+            raise InterfaceError(f"subscription to {self.name} is closed")
         self.engine.refresh(self.name)
         self.engine.check_errors(self.name)
         _, after = self.engine.cursors[id(self)]
@@ -73,4 +83,5 @@ class Subscription:
         return rows
 
     def close(self) -> None:
-        self.engine.cursors.pop(id(self), None)
+        with self._using():
+            self.engine.cursors.pop(id(self), None)

@@ -26,6 +26,7 @@ from matview.runtime.types import col, spark_type
 from matview.runtime.updates import DIFF, TIME
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 ERR = "_err"
 """The hidden column of an update batch holding each row's evaluation error (NULL: none)."""
@@ -60,7 +61,11 @@ def described(error: Column, row: Sequence[Column]) -> Column:
 
 def compile_checked(expr: Scalar, columns: Sequence[Column],
                     types: Sequence[SqlType]) -> Checked:
-    """``expr`` over ``columns`` of ``types``, with its errors as data (see the module)."""
+    """``expr`` over ``columns`` of ``types``, with its errors as data (see the module).
+
+    ``value`` is built from the arguments' values alone, each fallible function by its
+    variant that gives NULL instead of raising, so it is as large as the plain expression;
+    ``error`` reads the values of the arguments of each fallible function it checks."""
     if not may_fail(expr):
         return Checked(compile_scalar(expr, columns, types), None)
     if isinstance(expr, Cast):
@@ -81,10 +86,10 @@ def compile_checked(expr: Scalar, columns: Sequence[Column],
         return _connective(expr.func, args, arg_types)
     values = [a.value for a in args]
     rule = _RULES.get(expr.func)
-    own = None if rule is None else rule(values, arg_types, type_of(expr, types))
-    error = first_error([*(a.error for a in args), own])
-    raw = compile_call(expr.func, values, arg_types)
-    return Checked(raw if own is None else F.when(own.isNull(), raw), error)
+    safe, own = (None, None) if rule is None else rule(values, arg_types,
+                                                         type_of(expr, types))
+    value = compile_call(expr.func, values, arg_types) if safe is None else safe
+    return Checked(value, first_error([*(a.error for a in args), own]))
 
 
 def _case(expr: Case, columns: Sequence[Column], types: Sequence[SqlType]) -> Checked:
@@ -161,48 +166,80 @@ def _all_present(values: Sequence[Column]) -> Column:
     return out
 
 
-def _exact(try_fn: str) -> Callable[[list[Column], list[SqlType], SqlType], Column | None]:
-    """The rule of ``+``, ``-``, ``*``: numbers whose exact result does not fit the result
-    type (Spark's ``try_`` arithmetic gives NULL then) are out of range."""
-    def rule(args: list[Column], arg_types: list[SqlType], result: SqlType) -> Column | None:
+_Rule = Callable[[list[Column], list[SqlType], SqlType], tuple[Column | None, Column | None]]
+"""A fallible function's value that gives NULL instead of raising (None: its plain
+lowering, which cannot raise there) and its error message Column (None: none), given the
+argument values, argument types and result type."""
+
+
+def _unfit(value: Column, args: list[Column], result: SqlType) -> Column:
+    """Out of range where every argument is present and ``value`` (a ``try_`` result
+    cast to the result type) is not."""
+    return F.when(_all_present(args) & value.isNull(), F.lit(_out_of_range(result)))
+
+
+def _exact(try_fn: str) -> _Rule:
+    """``+``, ``-``, ``*`` of numbers: NULL (Spark's ``try_`` arithmetic) where the exact
+    result does not fit the result type, which is out of range."""
+    def rule(args: list[Column], arg_types: list[SqlType],
+             result: SqlType) -> tuple[Column | None, Column | None]:
         if result.kind not in INTEGER_KINDS + (Kind.NUMERIC,):
-            return None
-        exact = F.call_function(try_fn, *args).try_cast(spark_type(result))
-        return F.when(_all_present(args) & exact.isNull(), F.lit(_out_of_range(result)))
+            return None, None
+        value = F.call_function(try_fn, *args).try_cast(spark_type(result))
+        return value, _unfit(value, args, result)
     return rule
 
 
-def _division(args: list[Column], arg_types: list[SqlType], result: SqlType) -> Column:
-    """Division and remainder by zero fail; so does the smallest integer divided by -1."""
-    dividend, divisor = args
-    error = F.when(divisor == 0, F.lit("division by zero"))
-    if result.kind in INTEGER_KINDS:
-        low = INT_RANGE[result.kind][0]
-        error = error.when((dividend == low) & (divisor == -1), F.lit(_out_of_range(result)))
-    return error
+def _division(try_fn: str) -> _Rule:
+    """``/`` and ``%``: by zero they fail; so does the smallest integer divided by -1.
+    Integers divide exactly as decimals, truncated toward zero by the cast back."""
+    def rule(args: list[Column], arg_types: list[SqlType],
+             result: SqlType) -> tuple[Column | None, Column | None]:
+        dividend, divisor = args
+        if result.kind in INTEGER_KINDS and try_fn == "try_divide":
+            dividend, divisor = (a.cast(T.DecimalType(20, 0)) for a in args)
+        value = F.call_function(try_fn, dividend, divisor).try_cast(spark_type(result))
+        error = F.when(args[1] == 0, F.lit("division by zero"))
+        if result.kind in INTEGER_KINDS + (Kind.NUMERIC,):
+            error = error.when(_all_present(args) & value.isNull(),
+                               F.lit(_out_of_range(result)))
+        return value, error
+    return rule
 
 
-def _smallest(args: list[Column], arg_types: list[SqlType], result: SqlType) -> Column | None:
-    """Negating (or taking the absolute value of) the smallest integer overflows."""
+def _negation(args: list[Column], arg_types: list[SqlType],
+              result: SqlType) -> tuple[Column | None, Column | None]:
+    """Negating the smallest integer overflows."""
     if result.kind not in INTEGER_KINDS:
-        return None
-    return F.when(args[0] == INT_RANGE[result.kind][0], F.lit(_out_of_range(result)))
+        return None, None
+    value = F.try_subtract(F.lit(0).cast(spark_type(result)), args[0])
+    return value, _unfit(value, args, result)
 
 
-def _substring(args: list[Column], arg_types: list[SqlType], result: SqlType) -> Column | None:
+def _absolute(args: list[Column], arg_types: list[SqlType],
+              result: SqlType) -> tuple[Column | None, Column | None]:
+    """The absolute value of the smallest integer overflows."""
+    if result.kind not in INTEGER_KINDS:
+        return None, None
+    smallest = args[0] == INT_RANGE[result.kind][0]
+    return (F.when(~smallest, F.abs(args[0])),
+            F.when(smallest, F.lit(_out_of_range(result))))
+
+
+def _substring(args: list[Column], arg_types: list[SqlType],
+               result: SqlType) -> tuple[Column | None, Column | None]:
     if len(args) < 3:
-        return None
-    return F.when(args[2] < 0, F.lit("negative substring length not allowed"))
+        return None, None
+    return None, F.when(args[2] < 0, F.lit("negative substring length not allowed"))
 
 
-_RULES: dict[str, Callable[[list[Column], list[SqlType], SqlType], Column | None]] = {
+_RULES: dict[str, _Rule] = {
     "add": _exact("try_add"), "sub": _exact("try_subtract"), "mul": _exact("try_multiply"),
-    "div": _division, "mod": _division, "neg": _smallest, "abs": _smallest,
-    "substr": _substring,
+    "div": _division("try_divide"), "mod": _division("try_mod"), "neg": _negation,
+    "abs": _absolute, "substr": _substring,
 }
-"""Per fallible function, the message Column of its own failure (NULL where it succeeds),
-given its argument values, argument types and result type; functions without a rule here
-(``round``, ``like``) still raise from Spark when they fail."""
+"""The functions whose failures are data; a fallible function without a rule (``round``,
+``like``) still raises from Spark when it fails."""
 
 
 def split_errors(df: DataFrame) -> tuple[DataFrame, DataFrame]:

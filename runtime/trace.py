@@ -9,12 +9,13 @@ each read plans over a bounded union of leaves.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from matview.runtime.types import col
+from matview.runtime.types import col, column_names
 from matview.runtime.updates import (
     DIFF,
     SMALL_BATCH_ROWS,
@@ -29,6 +30,7 @@ from matview.runtime.updates import (
     union_all,
 )
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 MAX_BATCHES = 8
 """Batches a trace keeps before it merges: a merge is a Spark job, so not after every step."""
@@ -161,6 +163,30 @@ class Trace:
             raise NegativeRows(int(counts.min()))
         keep = np.repeat(np.arange(len(counts)), np.maximum(counts, 0))
         return summed.drop_columns([DIFF]).take(pa.array(keep, pa.int64()))
+
+    def negative_row(self, updates: DataFrame | pa.Table,
+                     pending: Sequence[Leaf] = ()) -> tuple[object, ...] | None:
+        """A row whose multiplicity would be negative if ``updates`` (data columns and
+        ``_diff``) were added to the updates held and to the batches ``pending``, or None:
+        in Arrow when all of them are held in the driver, else with one Spark job."""
+        leaves = [b.leaf for b in self.batches] + list(pending)
+        names = column_names(self.arity)
+        tables = [leaf.table for leaf in leaves]
+        if isinstance(updates, pa.Table) and all(t is not None for t in tables) and not any(
+                pa.types.is_nested(f.type) for f in updates.schema):
+            parts = [t.select([*names, DIFF]) for t in tables if t is not None]
+            summed = consolidated_arrow(pa.concat_tables(
+                [*parts, updates.select([*names, DIFF])], promote_options="permissive"))
+            below = summed.filter(pc.less(summed[DIFF], 0))
+            return tuple(below.slice(0, 1).to_pylist()[0][n] for n in names) \
+                if below.num_rows else None
+        frame = updates if isinstance(updates, DataFrame) else self.spark.createDataFrame(updates)
+        frames = [leaf.df.select(*names, DIFF) for leaf in leaves]
+        both = union_all([*frames, frame.select(*names, DIFF)])
+        assert both is not None
+        found = (both.groupBy(*names).agg(F.sum(DIFF).alias(DIFF)).where(col(DIFF) < 0)
+                 .select(*names).limit(1).collect())
+        return tuple(found[0]) if found else None
 
     def any_row(self, upto: int) -> tuple[object, ...] | None:
         """A row the collection holds at ``upto``, or None: in Arrow when every batch is

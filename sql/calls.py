@@ -66,6 +66,10 @@ def bind_call(binder: ExprBinder, node: exp.Expr) -> TypedScalar:
 def _builtin(binder: ExprBinder, node: exp.Func) -> TypedScalar:
     func, expected = _SIGNATURES[type(node)]
     names = _ARGUMENTS.get(type(node), ("this",))
+    extra = [k for k, v in node.args.items() if k not in names and v not in (None, False)]
+    if extra:  # sqlglot takes other dialects' arguments (a fourth of SUBSTR: zero_start)
+        raise SqlTypeError.at(f"function {node.sql_name().lower()} takes at most "
+                              f"{len(names)} arguments", node)
     syntax = [node.args.get(name) for name in names]
     if isinstance(node, exp.Substring) and syntax[1] is None:
         syntax[1] = exp.Literal.number(1)

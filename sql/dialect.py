@@ -188,7 +188,8 @@ class Matview(Postgres):
 
     class Tokenizer(Postgres.Tokenizer):
         COMMANDS = Postgres.Tokenizer.COMMANDS - {TokenType.SHOW}
-        KEYWORDS = {**Postgres.Tokenizer.KEYWORDS, "EXPLAIN": TokenType.DESCRIBE}
+        KEYWORDS = {**Postgres.Tokenizer.KEYWORDS, "EXPLAIN": TokenType.DESCRIBE,
+                    "SUBSCRIBE": TokenType.COMMAND}
 
     Parser = MatviewParser
     Generator = MatviewGenerator

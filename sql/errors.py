@@ -51,6 +51,10 @@ class UnsupportedError(SqlError):
     """Valid SQL that matview does not support (yet)."""
 
 
+class InvalidValueError(SqlError):
+    """A constant whose value no column can hold (text with a NUL byte)."""
+
+
 def position(node: exp.Expr | None) -> tuple[int | None, int | None]:
     """Line and column of the leftmost token under ``node`` that carries a position (under its
     nearest ancestor with one, when ``node`` has none, like a type name).

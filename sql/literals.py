@@ -14,7 +14,7 @@ from matview.ir.scalar import Lit
 from matview.ir.types import BOOLEAN, DOUBLE, INT_RANGE, INTERVAL, NULLTYPE, TEXT, Kind, SqlType
 from matview.sql.coerce import TypedScalar
 from matview.sql.datatypes import MAX_PRECISION
-from matview.sql.errors import SqlTypeError, UnsupportedError
+from matview.sql.errors import InvalidValueError, SqlTypeError, UnsupportedError
 from sqlglot import exp
 
 
@@ -25,6 +25,8 @@ def literal(node: exp.Literal | exp.Boolean | exp.Null, negative: bool = False) 
     if isinstance(node, exp.Boolean):
         return TypedScalar(Lit(node.this, BOOLEAN), BOOLEAN)
     if node.is_string:
+        if "\x00" in node.this:
+            raise InvalidValueError.at('invalid byte sequence for encoding "UTF8": 0x00', node)
         return TypedScalar(Lit(node.this, TEXT), TEXT)
     return _number(node, negative)
 

@@ -3,8 +3,11 @@ catalog as it is when the statement runs, or both at once (``parse``)."""
 
 from __future__ import annotations
 
+import re
+
 import sqlglot
 from matview.sql import ddl, dml
+from matview.sql.allowlist import check_supported
 from matview.sql.catalog import Catalog
 from matview.sql.context import Context
 from matview.sql.dialect import Explain, Matview
@@ -35,12 +38,17 @@ def split(sql: str) -> list[exp.Expr]:
     except ParseError as error:
         raise _syntax_error(error) from None
     except TokenError as error:
-        raise SqlSyntaxError(f"syntax error: {error}") from None
+        raise _token_error(error, sql) from None
+    except RecursionError:
+        raise SqlSyntaxError("statement is too deeply nested (too many nested expressions or "
+                             "parentheses)") from None
     return [tree for tree in trees if tree is not None]
 
 
 def bind_statement(tree: exp.Expr, catalog: Catalog) -> Statement:
-    """The bound statement ``tree`` (from ``split``) denotes against ``catalog``."""
+    """The bound statement ``tree`` (from ``split``) denotes against ``catalog``; only the
+    clauses the binder implements are accepted (``allowlist``)."""
+    check_supported(tree)
     ctx = Context(catalog)
     if isinstance(tree, Explain):
         return _bind_explain(tree, ctx)
@@ -84,6 +92,9 @@ def _bind(tree: exp.Expr, ctx: Context) -> Statement:
         return ddl.bind_drop(tree)
     if isinstance(tree, exp.Show):
         return ddl.bind_show(tree)
+    if isinstance(tree, exp.Command) and tree.name.upper() == "SUBSCRIBE":
+        raise UnsupportedError.at("SUBSCRIBE is not supported in SQL yet: follow a view's "
+                                  "changes from Python with con.subscribe(name)", tree)
     if isinstance(tree, exp.Condition):
         first = tree.sql(dialect=Matview).split()[0]
         raise SqlSyntaxError.at(f'syntax error at or near "{first}"', tree)
@@ -98,6 +109,19 @@ def _name(tree: exp.Expr) -> str:
     if isinstance(tree, (exp.Create, exp.Alter, exp.Drop)) and tree.args.get("kind"):
         return f"{tree.key.upper()} {tree.args['kind'].upper()}"
     return _STATEMENT_NAMES.get(type(tree), tree.key.upper())
+
+
+def _token_error(error: TokenError, sql: str) -> SqlSyntaxError:
+    """A tokenizer error positioned where its token starts: sqlglot says ``Missing ' from
+    <line>:<offset>`` for an unterminated string or quoted name."""
+    cause = str(error.__cause__ or error)
+    found = re.fullmatch(r"Missing (.+) from (\d+):(\d+)", cause)
+    if found is None:
+        return SqlSyntaxError(f"syntax error: {error}")
+    delimiter, line, offset = found.group(1), int(found.group(2)), int(found.group(3))
+    column = offset - sql.rfind("\n", 0, offset)
+    what = "string" if delimiter == "'" else "quoted name" if delimiter == '"' else "token"
+    return SqlSyntaxError(f"unterminated {what}: missing {delimiter}", line, column)
 
 
 def _syntax_error(error: ParseError) -> SqlSyntaxError:

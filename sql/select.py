@@ -28,11 +28,6 @@ from matview.sql.scope import Scope
 from matview.sql.statements import Query
 from sqlglot import exp
 
-_UNSUPPORTED_CLAUSES = {
-    "laterals": "LATERAL VIEW", "qualify": "QUALIFY", "windows": "WINDOW", "into": "SELECT INTO",
-    "locks": "FOR UPDATE", "sample": "TABLESAMPLE", "connect": "CONNECT BY",
-}
-
 
 @dataclass(frozen=True)
 class SelectItem:
@@ -51,9 +46,6 @@ class SelectItem:
 
 def bind_select(select: exp.Select, ctx: Context) -> Query:
     """The query ``select`` denotes, including its ORDER BY, LIMIT and OFFSET."""
-    for arg, word in _UNSUPPORTED_CLAUSES.items():
-        if select.args.get(arg):
-            raise UnsupportedError.at(f"{word} is not supported", select.args[arg])
     distinct = select.args.get("distinct")
     if distinct is not None and distinct.args.get("on"):
         raise UnsupportedError.at("SELECT DISTINCT ON is not supported yet", distinct)

@@ -35,7 +35,7 @@ def setup(tmp_path: Path) -> Path:
 def con(spark):  # type: ignore[no-untyped-def]
     """A connection holding what ``SETUP`` creates, to compare the command's output with."""
     connection = matview.connect(spark=spark)
-    connection.execute(SETUP)
+    connection.executescript(SETUP)
     return connection
 
 

@@ -45,6 +45,7 @@ from matview.ir.types import (
 from matview.sql.catalog import CatalogItem
 from matview.sql.errors import (
     DuplicateObjectError,
+    InvalidValueError,
     SqlError,
     SqlSyntaxError,
     SqlTypeError,
@@ -321,6 +322,30 @@ ERRORS = [
     ("ALTER TABLE t ADD COLUMN z int", UnsupportedError, "ALTER TABLE is not supported", 1, 13),
     ("SHOW DATABASES", UnsupportedError, "SHOW DATABASES is not supported", None, None),
     ("SELECT foo(a) FROM t", UnknownObjectError, "function foo does not exist", 1, 8),
+    # clauses the binder does not implement are refused, never ignored (issue 12)
+    ("SELECT t.a FROM t ASOF JOIN u ON t.a = u.a AND t.c >= u.a", UnsupportedError,
+     "ASOF JOIN is not supported", 1, 29),
+    ("SELECT a FROM t DISTRIBUTE BY a", UnsupportedError, "DISTRIBUTE BY is not supported",
+     1, 31),
+    ("SELECT a FROM t CLUSTER BY a", UnsupportedError, "CLUSTER BY is not supported", 1, 28),
+    ("SELECT a FROM t SORT BY a", UnsupportedError, "SORT BY is not supported", 1, 25),
+    ("SELECT a FROM t QUALIFY a > 1", UnsupportedError, "QUALIFY is not supported", 1, 25),
+    ("SELECT a FROM t GROUP BY ROLLUP (a)", UnsupportedError,
+     "GROUP BY ROLLUP clauses are not supported yet", 1, 34),
+    ("SELECT a, (SELECT max(d) FROM u) FROM t", UnsupportedError,
+     "subqueries in expressions are not supported yet", 1, 19),
+    ("SELECT a, row_number() OVER (ORDER BY a) FROM t", UnsupportedError,
+     "window functions are not supported yet", 1, 11),
+    ("SELECT a FROM t WHERE a > ALL (SELECT a FROM u)", UnsupportedError,
+     "subqueries in expressions are not supported yet", 1, 23),
+    ("SELECT substr(b, 1, 2, 3) FROM t", SqlTypeError,
+     "function substring takes at most 3 arguments", 1, 8),
+    ("SELECT 'a\x00b'", InvalidValueError,
+     'invalid byte sequence for encoding "UTF8": 0x00', 1, 8),
+    ("SELECT a\nFROM t WHERE b = 'open", SqlSyntaxError, "unterminated string: missing '",
+     2, 18),
+    ("SUBSCRIBE m", UnsupportedError, "SUBSCRIBE is not supported in SQL yet: follow a view's "
+     "changes from Python with con.subscribe(name)", 1, 11),
 ]
 
 

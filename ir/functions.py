@@ -56,6 +56,9 @@ class Function:
     """When set, the Spark lowering ``typed_spark(F, arg_types, *columns)`` replaces ``spark``."""
     may_fail: bool = False
     """Whether some argument values make it raise (overflow, division by zero, bad input)."""
+    costly: bool = False
+    """Whether its cost is unbounded in its input (pattern matching can backtrack without
+    end): it runs only in Spark, never evaluated in the driver while planning."""
 
 
 REGISTRY: dict[str, Function] = {}
@@ -256,7 +259,7 @@ register(Function("not", _boolean, lambda a: not a, lambda F, a: ~a, (1, 1), "NO
 register(Function("is_null", lambda t: BOOLEAN, lambda a: a is None,
                   lambda F, a: a.isNull(), (1, 1), handles_null=True))
 register(Function("like", lambda t: BOOLEAN, _like, lambda F, a, b: F.like(a, b), (2, 2), "LIKE",
-                  may_fail=True))
+                  may_fail=True, costly=True))
 register(Function("concat", _text, lambda a, b: a + b,
                   lambda F, a, b: F.concat(a, b), (2, 2), "||"))
 register(Function("lower", _text, str.lower, lambda F, a: F.lower(a), (1, 1)))

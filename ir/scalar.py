@@ -143,9 +143,14 @@ def conjuncts(expr: Scalar) -> list[Scalar]:
 
 def conjoin(preds: Sequence[Scalar]) -> Scalar:
     """The AND of ``preds`` (TRUE when empty)."""
-    if not preds:
-        return TRUE
-    result = preds[0]
-    for pred in preds[1:]:
-        result = Call("and", (result, pred))
-    return result
+    return balanced("and", preds) if preds else TRUE
+
+
+def balanced(func: str, args: Sequence[Scalar]) -> Scalar:
+    """``args`` combined by the associative binary ``func`` (AND, OR) as a balanced tree,
+    so that a chain of thousands stays a few levels deep; up to three it is the left-deep
+    chain SQL writes: ``(a AND b) AND c``."""
+    if len(args) == 1:
+        return args[0]
+    middle = (len(args) + 1) // 2
+    return Call(func, (balanced(func, args[:middle]), balanced(func, args[middle:])))

@@ -64,6 +64,9 @@ class TableFunction:
     arity: tuple[int, int]
     names: tuple[str, ...] | None = None
     handles_null: bool = False
+    costly: bool = False
+    """Whether its cost is unbounded in its arguments (a regular expression can backtrack
+    without end): its rows are computed only in Spark, never in the driver while planning."""
 
     def column_names(self, arg_types: list[SqlType]) -> tuple[str, ...]:
         if self.names is not None:
@@ -313,7 +316,7 @@ def _spark_regexp_matches(F: Any, types: list[SqlType], limit: int,
 
 
 register(TableFunction("regexp_matches", _regexp_types, _regexp_matches, _spark_regexp_matches,
-                       (2, 3)))
+                       (2, 3), costly=True))
 
 
 # ---- jsonb ----------------------------------------------------------------------------------

@@ -7,7 +7,8 @@
     Repeat(0), Repeat(NULL) =>  Filter(FALSE)
 
 A call yields a known number of rows when its arguments are constant (no column, no
-``mz_now()``): its rows are computed now, and ``vi`` are their values (NULLs for a call with
+``mz_now()``) and its cost is bounded (not ``costly``: regular expressions run in Spark
+only): its rows are computed now, and ``vi`` are their values (NULLs for a call with
 no row, padded as the lockstep FlatMap pads it). ``unnest(array(e))`` yields exactly the
 one row ``e``. The one row of a FlatMap is the input row with ``vi`` appended and ordinality
 1, which is what the Map appends; a Repeat of 1 multiplies diffs by one. A call whose
@@ -22,7 +23,7 @@ from matview.ir.functions import EvalError
 from matview.ir.linear_logic import is_temporal
 from matview.ir.relation import Filter, FlatMap, Linear, Map, Relation, Repeat, Step, step_types
 from matview.ir.scalar import Call, Cast, Lit, Scalar, columns_used, type_of
-from matview.ir.table_functions import DEFAULT_ROW_LIMIT, output_types, rows
+from matview.ir.table_functions import DEFAULT_ROW_LIMIT, lookup, output_types, rows
 from matview.ir.text import render_scalar
 from matview.ir.types import BIGINT, BOOLEAN, SqlType
 from matview.planner.walk import bottom_up
@@ -41,7 +42,7 @@ def _typed(expr: Scalar, want: SqlType, types: tuple[SqlType, ...]) -> Scalar:
 def _call_rows(call: Call, types: tuple[SqlType, ...]) -> list[tuple[Scalar, ...]] | None:
     """The rows ``call`` yields on every input row, as expressions; None when unknown."""
     out = output_types(call, types)
-    if all(_constant(a) for a in call.args):
+    if all(_constant(a) for a in call.args) and not lookup(call.func).costly:
         try:
             values = rows(call.func, [evaluate(a, [], []) for a in call.args],
                           DEFAULT_ROW_LIMIT)

@@ -2,7 +2,8 @@
 
 Scalars (each rewrite keeps the expression's type, or is not made):
 
-    f(l1, .., ln)                       =>  l        l = evaluate(f(l1, .., ln)), literals li
+    f(l1, .., ln)                       =>  l        l = evaluate(f(l1, .., ln)), literals li,
+                                                     f not ``costly`` (LIKE runs in Spark)
     f(.., NULL, ..)                     =>  NULL     f strict (not ``handles_null``)
     TRUE AND x  =>  x      FALSE AND x  =>  FALSE     (and symmetrically, and for OR:
     FALSE OR x  =>  x      TRUE OR x    =>  TRUE       NULL stays, as three-valued logic says)
@@ -120,8 +121,9 @@ def _evaluated(node: Scalar, types: Sequence[SqlType]) -> Scalar:
     if isinstance(node, Call) and not lookup(node.func).handles_null and any(
             c == Lit(None, c.type) for c in node.args if isinstance(c, Lit)):
         return Lit(None, type_of(node, types))  # a strict function of NULL
-    if not all(isinstance(c, Lit) for c in children(node)):
-        return node
+    if not all(isinstance(c, Lit) for c in children(node)) or (
+            isinstance(node, Call) and lookup(node.func).costly):
+        return node  # not constant, or costly to compute in the driver (LIKE backtracks)
     try:
         literal = Lit(evaluate(node, [], []), type_of(node, types))
         render_scalar(literal)

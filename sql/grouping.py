@@ -19,8 +19,6 @@ from matview.sql.scalars import AGGREGATES, ExprBinder
 from matview.sql.scope import Scope
 from sqlglot import exp
 
-_GROUPING_NAMES = {exp.Rollup: "ROLLUP", exp.Cube: "CUBE", exp.GroupingSets: "GROUPING SETS"}
-
 
 def has_aggregate(node: exp.Expr) -> bool:
     """Whether ``node`` contains an aggregate function call."""
@@ -37,8 +35,6 @@ def group_keys(
     binder = ExprBinder(scope, "aggregate functions are not allowed in GROUP BY")
     keys: list[TypedScalar] = []
     for item in group.expressions:
-        if isinstance(item, (exp.Rollup, exp.Cube, exp.GroupingSets)):
-            raise UnsupportedError.at(f"{_GROUPING_NAMES[type(item)]} is not supported yet", item)
         if isinstance(item, exp.Tuple) and not item.expressions:
             continue
         key = binder.bind(_select_item(item, scope, select_items))

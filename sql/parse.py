@@ -11,13 +11,15 @@ from matview.sql.allowlist import check_supported
 from matview.sql.catalog import Catalog
 from matview.sql.context import Context
 from matview.sql.dialect import Explain, Matview
-from matview.sql.errors import SqlSyntaxError, UnknownObjectError, UnsupportedError
+from matview.sql.errors import SqlError, SqlSyntaxError, UnknownObjectError, UnsupportedError
 from matview.sql.names import relation_name
 from matview.sql.query import bind_query
 from matview.sql.statements import CreateView, Query, Statement
 from matview.sql.statements import Explain as ExplainStatement
 from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
+
+TOO_DEEP = "statement is too deeply nested (too many nested expressions or parentheses)"
 
 _STAGE_NAMES = {"trace": "OPTIMIZER TRACE", "analyze": "ANALYZE"}
 _STATEMENT_NAMES = {
@@ -40,8 +42,7 @@ def split(sql: str) -> list[exp.Expr]:
     except TokenError as error:
         raise _token_error(error, sql) from None
     except RecursionError:
-        raise SqlSyntaxError("statement is too deeply nested (too many nested expressions or "
-                             "parentheses)") from None
+        raise SqlSyntaxError(TOO_DEEP) from None
     return [tree for tree in trees if tree is not None]
 
 
@@ -50,9 +51,12 @@ def bind_statement(tree: exp.Expr, catalog: Catalog) -> Statement:
     clauses the binder implements are accepted (``allowlist``)."""
     check_supported(tree)
     ctx = Context(catalog)
-    if isinstance(tree, Explain):
-        return _bind_explain(tree, ctx)
-    return _bind(tree, ctx)
+    try:
+        if isinstance(tree, Explain):
+            return _bind_explain(tree, ctx)
+        return _bind(tree, ctx)
+    except RecursionError:
+        raise SqlError(TOO_DEEP) from None
 
 
 def _bind_explain(tree: Explain, ctx: Context) -> ExplainStatement:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from matview.ir.intervals import Interval
-from matview.ir.scalar import Case, Col, Lit
+from matview.ir.scalar import Case, Col, Lit, balanced
 from matview.ir.types import BOOLEAN, TEXT, TIMESTAMP, Kind, SqlType
 from matview.sql import calls, temporal
 from matview.sql.coerce import TypedScalar, call, cast, is_string_literal, require, unify
@@ -19,6 +19,7 @@ from matview.sql.errors import SqlError, SqlTypeError, UnsupportedError
 from matview.sql.literals import interval, literal
 from matview.sql.scope import Scope
 from matview.sql.table_functions import SelectListCalls, table_call
+from matview.sql.walk import chain
 from sqlglot import exp
 
 ARITHMETIC = {exp.Add: "add", exp.Sub: "sub", exp.Mul: "mul", exp.Div: "div", exp.Mod: "mod"}
@@ -138,10 +139,11 @@ class ExprBinder:
         return call(func, values, node, mismatch(values[0].type, values[1].type))
 
     def _connective(self, node: exp.And | exp.Or) -> TypedScalar:
+        """A chain of ANDs (ORs), however long, as a balanced tree of its operands."""
         word = node.key.upper()
         args = [require(self.bind(x), BOOLEAN, f"argument of {word}", x)
-                for x in (node.this, node.expression)]
-        return call(node.key, args, node)
+                for x in chain(node, type(node))]
+        return TypedScalar(balanced(node.key, [a.expr for a in args]), BOOLEAN)
 
     def _not(self, node: exp.Not) -> TypedScalar:
         return call("not", [self.predicate(node.this, "NOT")], node)

@@ -26,6 +26,7 @@ from matview.ir.table_functions import REGISTRY
 from matview.ir.types import INTEGER_KINDS, INTERVAL, JSONB, TEXT, TIMESTAMP, Kind, SqlType
 from matview.sql.coerce import TypedScalar, cast, is_string_literal
 from matview.sql.errors import SqlError, SqlTypeError, UnknownObjectError, UnsupportedError
+from matview.sql.walk import outside_queries
 from sqlglot import exp
 
 if TYPE_CHECKING:
@@ -73,12 +74,10 @@ def table_call(node: exp.Expr) -> TableCall | None:
 
 def table_calls(node: exp.Expr) -> Iterator[TableCall]:
     """The table function calls in ``node``, not looking into subqueries."""
-    found = table_call(node)
-    if found is not None:
-        yield found
-    for child in node.iter_expressions():
-        if not isinstance(child, exp.Query):
-            yield from table_calls(child)
+    for sub in outside_queries(node):
+        found = table_call(sub)
+        if found is not None:
+            yield found
 
 
 def reject(node: exp.Expr | None, clause: str) -> None:

@@ -17,6 +17,7 @@ from matview.ir.scalar import Scalar
 from matview.ir.types import INTEGER_KINDS, MZ_TIMESTAMP, TIMESTAMP, Kind
 from matview.sql.coerce import TypedScalar, call, cast, is_string_literal
 from matview.sql.errors import SqlError, SqlTypeError, UnsupportedError
+from matview.sql.walk import chain, outside_queries
 from sqlglot import exp
 
 if TYPE_CHECKING:
@@ -66,11 +67,7 @@ def is_mz_now(node: exp.Expr) -> bool:
 
 def mz_now_calls(node: exp.Expr) -> list[exp.Expr]:
     """The ``mz_now()`` calls in ``node``, not looking into subqueries."""
-    found = [node] if is_mz_now(node) else []
-    for child in node.iter_expressions():
-        if not isinstance(child, exp.Query):
-            found.extend(mz_now_calls(child))
-    return found
+    return [sub for sub in outside_queries(node) if is_mz_now(sub)]
 
 
 def conditions(binder: ExprBinder, node: exp.Expr, clause: str) -> list[Scalar]:
@@ -89,11 +86,7 @@ def conditions(binder: ExprBinder, node: exp.Expr, clause: str) -> list[Scalar]:
 
 
 def _conjuncts(node: exp.Expr) -> list[exp.Expr]:
-    while isinstance(node, exp.Paren):
-        node = node.this
-    if isinstance(node, exp.And):
-        return _conjuncts(node.this) + _conjuncts(node.expression)
-    return [node]
+    return [_unparen(c) for c in chain(node, exp.And)]
 
 
 def _comparisons(node: exp.Expr) -> list[tuple[exp.Expr, str, exp.Expr]]:

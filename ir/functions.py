@@ -273,7 +273,7 @@ register(Function("round", _same, _round,
                   may_fail=True))
 register(Function("coalesce", _common,
                   lambda *a: next((v for v in a if v is not None), None),
-                  lambda F, *a: F.coalesce(*a), (1, 64), handles_null=True))
+                  lambda F, *a: F.coalesce(*a), (1, 10_000), handles_null=True))
 register(Function("nullif", lambda t: t[0], lambda a, b: None if a == b else a,
                   lambda F, a, b: F.nullif(a, b), (2, 2), handles_null=True))
 

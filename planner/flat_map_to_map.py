@@ -8,8 +8,9 @@
 
 A call yields a known number of rows when its arguments are constant (no column, no
 ``mz_now()``) and its cost is bounded (not ``costly``: regular expressions run in Spark
-only): its rows are computed now, and ``vi`` are their values (NULLs for a call with
-no row, padded as the lockstep FlatMap pads it). ``unnest(array(e))`` yields exactly the
+only): at most one of its rows is computed now (a call asking more is left as it is), and
+``vi`` are its values (NULLs for a call with no row, padded as the lockstep FlatMap pads
+it). ``unnest(array(e))`` yields exactly the
 one row ``e``. The one row of a FlatMap is the input row with ``vi`` appended and ordinality
 1, which is what the Map appends; a Repeat of 1 multiplies diffs by one. A call whose
 arguments raise now (or ask too many rows) is left for run time, as is a value without a
@@ -23,7 +24,7 @@ from matview.ir.functions import EvalError
 from matview.ir.linear_logic import is_temporal
 from matview.ir.relation import Filter, FlatMap, Linear, Map, Relation, Repeat, Step, step_types
 from matview.ir.scalar import Call, Cast, Lit, Scalar, columns_used, type_of
-from matview.ir.table_functions import DEFAULT_ROW_LIMIT, lookup, output_types, rows
+from matview.ir.table_functions import lookup, output_types, rows
 from matview.ir.text import render_scalar
 from matview.ir.types import BIGINT, BOOLEAN, SqlType
 from matview.planner.walk import bottom_up
@@ -44,14 +45,13 @@ def _call_rows(call: Call, types: tuple[SqlType, ...]) -> list[tuple[Scalar, ...
     out = output_types(call, types)
     if all(_constant(a) for a in call.args) and not lookup(call.func).costly:
         try:
-            values = rows(call.func, [evaluate(a, [], []) for a in call.args],
-                          DEFAULT_ROW_LIMIT)
+            values = rows(call.func, [evaluate(a, [], []) for a in call.args], 1)
             literals = [tuple(Lit(v, t) for v, t in zip(row, out)) for row in values[:2]]
             for row in literals:
                 for literal in row:
                     render_scalar(literal)
         except (EvalError, ValueError, TypeError):
-            return None
+            return None  # TooManyRows (an EvalError) past one row
         return literals if len(values) <= 1 else None
     if (call.func == "unnest" and isinstance(call.args[0], Call)
             and call.args[0].func == "array" and len(call.args[0].args) == 1):

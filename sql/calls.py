@@ -1,16 +1,24 @@
 """Function-call syntax lowered to scalars: CAST (``ARRAY[]::int[]`` included), the supported
-built-in functions, and the errors for functions matview does not have."""
+built-in functions, and the errors for functions matview does not have.
+
+A call is checked against the function it names as written (``check_call``): sqlglot reads
+other dialects' names into the nodes the binder binds (``div(a, b)`` becomes a cast of a
+division, ``explode_outer`` an ``Explode``), so a node built from a call is bound only when
+written with one of the binder's names for it, and with a number of arguments the function
+takes (the registry's ``arity``).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from matview.ir.functions import lookup
 from matview.ir.scalar import Call, Cast
 from matview.ir.types import INT, TEXT, Kind, SqlType
-from matview.sql.coerce import TypedScalar, call, coerce, explicit_cast, unify
+from matview.sql.coerce import TypedScalar, call, coerce, explicit_cast, is_string_literal, unify
 from matview.sql.datatypes import sql_type
-from matview.sql.dialect import Matview
+from matview.sql.dialect import ARGUMENT_COUNT, CALL_NAMES, WRITTEN_NAME, Matview
 from matview.sql.errors import SqlTypeError, UnknownObjectError, UnsupportedError
 from sqlglot import exp
 
@@ -28,6 +36,65 @@ _SIGNATURES: dict[type[exp.Func], tuple[str, tuple[SqlType | None, ...]]] = {
 """Function name in the registry and argument types (None: any, checked by the registry)."""
 
 _ARGUMENTS = {exp.Substring: ("this", "start", "length"), exp.Round: ("this", "decimals")}
+
+_REGISTERED: dict[type[exp.Expr], str] = {
+    **{kind: name for kind, (name, _) in _SIGNATURES.items()},
+    exp.Coalesce: "coalesce", exp.Nullif: "nullif", exp.Mod: "mod",
+}
+"""The registered function of each node kind the binder lowers to one (its arity applies)."""
+
+_AGGREGATE_ARITY = (1, 1)
+"""Arguments of ``count``, ``sum``, ``avg``, ``min`` and ``max`` (``count(*)``: one, ``*``)."""
+
+_MANY = 1000
+"""An arity bound from which a function is described as taking "at least" its minimum."""
+
+
+def function_name(node: exp.Expr) -> str:
+    """The name a function call is written with, for messages."""
+    if WRITTEN_NAME in node.meta:
+        return str(node.meta[WRITTEN_NAME])
+    if isinstance(node, exp.Anonymous):
+        return node.name.lower()
+    if isinstance(node, exp.Func):
+        return node.sql_name().lower()
+    return node.key.lower()
+
+
+def check_call(node: exp.Expr) -> None:
+    """Raise unless ``node``, when written as a function call, names a function the binder
+    has under that name, and unless it has a number of arguments its function takes (table
+    functions' counts are checked with their arguments, ``table_functions.bind_call``)."""
+    name = function_name(node)
+    if WRITTEN_NAME in node.meta and name not in CALL_NAMES.get(type(node), ()):
+        what = "aggregate function" if isinstance(node, exp.AggFunc) else "function"
+        raise UnsupportedError.at(f"{what} {name} is not supported yet", node)
+    if type(node) in _REGISTERED:
+        check_arity(node, lookup(_REGISTERED[type(node)]).arity)
+    elif isinstance(node, exp.AggFunc) and type(node) in CALL_NAMES:
+        check_arity(node, _AGGREGATE_ARITY)
+
+
+def check_arity(node: exp.Expr, arity: tuple[int, int], given: int | None = None) -> None:
+    """Raise, at ``node``, unless it has ``arity[0]`` to ``arity[1]`` arguments: ``given``, or
+    as many as it was written with."""
+    if given is None:
+        given = node.meta.get(ARGUMENT_COUNT)
+    if given is None:
+        given = sum(len(v) if isinstance(v, list) else 1 for v in node.args.values()
+                    if isinstance(v, exp.Expr) or isinstance(v, list) and v)
+    low, high = arity
+    if low <= given <= high:
+        return
+    if high >= _MANY:
+        expected = f"at least {low}"
+    elif low == high:
+        expected = str(low)
+    else:
+        expected = f"{low} {'or' if high == low + 1 else 'to'} {high}"
+    noun = "argument" if low == 1 and (high == 1 or high >= _MANY) else "arguments"
+    raise SqlTypeError.at(f"function {function_name(node)} takes {expected} {noun} "
+                          f"({given} given)", node)
 
 
 def bind_call(binder: ExprBinder, node: exp.Expr) -> TypedScalar:
@@ -53,12 +120,11 @@ def bind_call(binder: ExprBinder, node: exp.Expr) -> TypedScalar:
         raise UnsupportedError.at("FILTER clauses of aggregates are not supported yet", node)
     if isinstance(node, exp.AggFunc):
         raise UnsupportedError.at(
-            f"aggregate function {node.sql_name().lower()} is not supported yet", node)
+            f"aggregate function {function_name(node)} is not supported yet", node)
     if isinstance(node, exp.Anonymous):
-        raise UnknownObjectError.at(f"function {node.name.lower()} does not exist", node)
+        raise UnknownObjectError.at(f"function {function_name(node)} does not exist", node)
     if isinstance(node, exp.Func):
-        raise UnsupportedError.at(f"function {node.sql_name().lower()} is not supported yet",
-                                  node)
+        raise UnsupportedError.at(f"function {function_name(node)} is not supported yet", node)
     raise UnsupportedError.at(f"expression {node.sql(dialect=Matview)} is not supported yet",
                               node)
 
@@ -66,15 +132,14 @@ def bind_call(binder: ExprBinder, node: exp.Expr) -> TypedScalar:
 def _builtin(binder: ExprBinder, node: exp.Func) -> TypedScalar:
     func, expected = _SIGNATURES[type(node)]
     names = _ARGUMENTS.get(type(node), ("this",))
-    extra = [k for k, v in node.args.items() if k not in names and v not in (None, False)]
-    if extra:  # sqlglot takes other dialects' arguments (a fourth of SUBSTR: zero_start)
-        raise SqlTypeError.at(f"function {node.sql_name().lower()} takes at most "
-                              f"{len(names)} arguments", node)
-    syntax = [node.args.get(name) for name in names]
-    if isinstance(node, exp.Substring) and syntax[1] is None:
-        syntax[1] = exp.Literal.number(1)
-    args = [binder.bind(x) for x in syntax if x is not None]
-    signature = f"function {node.sql_name().lower()}({', '.join(str(a.type) for a in args)})"
+    args = [binder.bind(x) for x in (node.args.get(name) for name in names) if x is not None]
+    if isinstance(node, exp.Substring) and any(is_string_literal(a) for a in args[1:]):
+        # PostgreSQL reads substring(s FROM 'text') as a regular expression match, and
+        # matview prints substr(s, '2') as that in a view's text: both are refused
+        raise UnsupportedError.at(f"{function_name(node)} with a text argument is not "
+                                  "supported yet (substring(s FROM pattern) matches a "
+                                  "regular expression): write integer positions", node)
+    signature = f"function {function_name(node)}({', '.join(str(a.type) for a in args)})"
     coerced = _coerce_all(args, expected)
     if coerced is None:
         raise SqlTypeError.at(f"{signature} does not exist", node)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from matview.ir.relation import Field
+from matview.sql.allowlist import check_arguments
 from matview.sql.catalog import ObjectKind
 from matview.sql.context import Context
 from matview.sql.datatypes import column_type
@@ -19,6 +20,10 @@ from matview.sql.query import bind_query
 from matview.sql.statements import CreateTable, CreateView, Drop, Show, ShowWhat
 from sqlglot import exp
 
+_CREATE = frozenset({"this", "kind", "expression", "exists", "properties", "replace"})
+_DROP = frozenset({"tables", "kind", "exists", "cascade", "restrict", "materialized"})
+"""The arguments of CREATE and DROP the binder reads (``allowlist.check_arguments``)."""
+
 _SHOW: dict[str, ShowWhat] = {
     "TABLES": "tables", "VIEWS": "views", "MATERIALIZED VIEWS": "materialized views",
     "COLUMNS": "columns",
@@ -27,6 +32,9 @@ _SHOW: dict[str, ShowWhat] = {
 
 def bind_create_table(node: exp.Create) -> CreateTable:
     """``CREATE TABLE name (column type, ...)``."""
+    check_arguments(node, _CREATE)
+    if node.args.get("replace"):
+        raise UnsupportedError.at("CREATE OR REPLACE is not supported yet", node)
     if node.expression is not None:
         raise UnsupportedError.at("CREATE TABLE ... AS is not supported yet", node.expression)
     _reject_properties(node)
@@ -48,11 +56,13 @@ def bind_create_view(node: exp.Create, ctx: Context) -> CreateView:
     """``CREATE [MATERIALIZED] VIEW name [(columns)] AS query``; ORDER BY in the query is
     dropped, LIMIT and OFFSET are not supported. Column names may repeat (a reference to a
     repeated name is ambiguous)."""
+    check_arguments(node, _CREATE)
     if node.args.get("replace"):
         raise UnsupportedError.at("CREATE OR REPLACE is not supported yet", node)
     properties = node.args.get("properties")
     materialized = properties is not None and any(
         isinstance(p, exp.MaterializedProperty) for p in properties.expressions)
+    _reject_properties(node, exp.MaterializedProperty)
     target = node.this
     columns = target.expressions if isinstance(target, exp.Schema) else []
     table = target.this if isinstance(target, exp.Schema) else target
@@ -79,6 +89,7 @@ def bind_drop(node: exp.Drop) -> Drop:
         kind = "materialized view" if node.args.get("materialized") else "view"
     else:
         raise UnsupportedError.at(f"DROP {node.kind} is not supported", node)
+    check_arguments(node, _DROP)
     names = tuple(relation_name(t) for t in node.args["tables"])
     return Drop(kind, names, bool(node.args.get("exists")), bool(node.args.get("cascade")))
 
@@ -89,11 +100,13 @@ def bind_show(node: exp.Show) -> Show:
     return Show(_SHOW[node.name], relation_name(target) if target is not None else None)
 
 
-def _reject_properties(node: exp.Create) -> None:
+def _reject_properties(node: exp.Create, *read: type[exp.Expr]) -> None:
+    """Refuse the properties of ``node`` (TEMPORARY, WITH (...), TABLESPACE...) other than
+    the kinds ``read``."""
     properties = node.args.get("properties")
-    if properties is not None and properties.expressions:
-        prop = properties.expressions[0]
-        raise UnsupportedError.at(f"{prop.sql(dialect=Matview)} is not supported", node)
+    for prop in properties.expressions if properties is not None else []:
+        if not isinstance(prop, read):
+            raise UnsupportedError.at(f"{prop.sql(dialect=Matview)} is not supported", node)
 
 
 def _check_unique(names: Sequence[str], nodes: Sequence[exp.Expr]) -> None:

@@ -9,17 +9,29 @@ Added syntax:
   MATERIALIZED VIEW name`` (stage ``analyze``) too. Options are ``arity``, ``types``,
   ``keys`` and ``humanized expressions``;
 * ``SHOW TABLES | VIEWS | MATERIALIZED VIEWS | COLUMNS FROM <name>``, parsed into sqlglot's
-  ``Show`` (``this`` the upper-case kind, ``target`` the relation for COLUMNS).
+  ``Show`` (``this`` the upper-case kind, ``target`` the relation for COLUMNS);
+* ``SUBSCRIBE [TO] <name> ...``, parsed into ``Subscribe`` (which the binder refuses, pointing
+  to the Python API).
 
-Changed: an interval literal whose text is more than one ``<number> <unit>`` pair, like
-``INTERVAL '1 day 02:00'``, keeps its whole text (sqlglot would keep its first pair only).
+Changed:
+
+* a function call keeps the name and the number of arguments it was written with
+  (``WRITTEN_NAME`` and ``ARGUMENT_COUNT`` in its ``meta``), and the calls the binder binds
+  (``CALL_NAMES``) are not checked while parsing: the binder checks them against the
+  function it binds (``calls.check_call``: sqlglot's limits are not matview's, and its errors
+  name no function); a builder of another dialect's function failing on its arguments is a
+  syntax error;
+* an interval literal whose text is more than one ``<number> <unit>`` pair, like
+  ``INTERVAL '1 day 02:00'``, keeps its whole text (sqlglot would keep its first pair only).
 
 The dialect registers itself with sqlglot under the name ``matview``.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
+from typing import Any, TypeVar
 
 from matview.sql.errors import SqlSyntaxError
 from sqlglot import exp
@@ -28,6 +40,8 @@ from sqlglot.generators.postgres import PostgresGenerator
 from sqlglot.parsers.postgres import PostgresParser
 from sqlglot.tokens import TokenType
 from sqlglot.trie import new_trie
+
+E = TypeVar("E", bound=exp.Expr)
 
 
 class Explain(exp.Expression):
@@ -38,6 +52,41 @@ class Explain(exp.Expression):
 
     arg_types = {"this": True, "stage": False, "format": False, "options": False,
                  "view": False}
+
+
+ARGUMENT_COUNT = "argument_count"
+"""``meta`` key of a function call: the number of arguments it was written with."""
+
+WRITTEN_NAME = "written_name"
+"""``meta`` key of a function call: its name as written, lower-case (``substr``, not
+sqlglot's ``SUBSTRING``)."""
+
+
+CALL_NAMES: dict[type[exp.Expr], frozenset[str]] = {
+    exp.Lower: frozenset({"lower"}), exp.Upper: frozenset({"upper"}),
+    exp.Length: frozenset({"length", "char_length", "character_length"}),
+    exp.Substring: frozenset({"substr", "substring"}), exp.Abs: frozenset({"abs"}),
+    exp.Round: frozenset({"round"}), exp.Coalesce: frozenset({"coalesce"}),
+    exp.Nullif: frozenset({"nullif"}), exp.Mod: frozenset({"mod"}),
+    exp.Count: frozenset({"count"}), exp.Sum: frozenset({"sum"}), exp.Avg: frozenset({"avg"}),
+    exp.Min: frozenset({"min"}), exp.Max: frozenset({"max"}),
+    exp.Explode: frozenset({"unnest"}),
+    exp.ExplodingGenerateSeries: frozenset({"generate_series"}),
+}
+"""The node kinds the binder binds from function calls, and the names (PostgreSQL's) under
+which it does; it checks their arguments' count itself (``calls.check_call``)."""
+
+
+class Subscribe(exp.Expression):
+    """``SUBSCRIBE [TO] name ...``: ``this`` is the followed relation (a ``Table``; None when
+    not a name, like a parenthesized query); what follows the name is not kept."""
+
+    arg_types = {"this": False}
+
+
+_SUBSCRIBED = re.compile(r'\s*(?:TO\s+)?(?:"((?:[^"]|"")+)"|([A-Za-z_][\w$]*))(?![\w$.])',
+                         re.IGNORECASE)
+"""The relation name at the start of ``SUBSCRIBE``'s text (quoted, or not)."""
 
 
 EXPLAIN_STAGES = ("RAW", "DECORRELATED", "OPTIMIZED", "PHYSICAL")
@@ -59,6 +108,7 @@ class MatviewParser(PostgresParser):
         **PostgresParser.STATEMENT_PARSERS,
         TokenType.DESCRIBE: lambda self: self._parse_explain_or_describe(),
         TokenType.SHOW: lambda self: self._parse_show(),
+        TokenType.COMMAND: lambda self: self._parse_command(),
     }
 
     SHOW_PARSERS = {
@@ -68,6 +118,53 @@ class MatviewParser(PostgresParser):
         "COLUMNS": lambda self: self._parse_show_columns(),
     }
     SHOW_TRIE = new_trie(key.split(" ") for key in SHOW_PARSERS)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._call_names: list[str] = []
+
+    def _parse_function_call(self, *args: Any, **kwargs: Any) -> exp.Expr | None:
+        """sqlglot's, remembering the name of the call being parsed; a builder of another
+        dialect's function that fails on the arguments given (``var_map(a)``) is a syntax
+        error at the function's name."""
+        name = self._curr
+        self._call_names.append(name.text.lower() if name else "")
+        try:
+            return super()._parse_function_call(*args, **kwargs)
+        except (IndexError, KeyError, TypeError, ValueError):
+            self.raise_error(f"invalid arguments of function {name.text}", name)
+            return None
+        finally:
+            self._call_names.pop()
+
+    def validate_expression(self, expression: E, args: list | None = None) -> E:
+        """An expression built from a function call's ``args`` keeps its name and argument
+        count as written, and is not validated when the binder checks its arguments itself
+        (``CALL_NAMES``); other expressions are validated as sqlglot does."""
+        if args is not None:
+            expression.meta[ARGUMENT_COUNT] = len(args)
+            if self._call_names:
+                expression.meta[WRITTEN_NAME] = self._call_names[-1]
+            if type(expression) in CALL_NAMES:
+                return expression
+        return super().validate_expression(expression, args)
+
+    def _parse_command(self) -> exp.Expr:
+        """``SUBSCRIBE`` (a command token), or another command kept as sqlglot keeps it."""
+        start = self._prev
+        if start.text.upper() != "SUBSCRIBE":
+            return self._parse_as_command(start)
+        rest = self._curr.text if self._curr else ""  # a command's text is one token
+        while self._curr:
+            self._advance()
+        found = _SUBSCRIBED.match(rest)
+        target = None
+        if found and found.group(1):
+            target = exp.table_(exp.Identifier(this=found.group(1).replace('""', '"'),
+                                               quoted=True))
+        elif found and found.group(2):
+            target = exp.table_(exp.Identifier(this=found.group(2), quoted=False))
+        return self.expression(Subscribe(this=target)).update_positions(start)
 
     def _parse_explain_or_describe(self) -> exp.Expr:
         if self._prev.text.upper() != "EXPLAIN":
@@ -174,9 +271,11 @@ def _explain_sql(self: PostgresGenerator, expression: Explain) -> str:
 
 
 class MatviewGenerator(PostgresGenerator):
-    """PostgreSQL's generator, printing matview's EXPLAIN and SHOW statements back."""
+    """PostgreSQL's generator, printing matview's EXPLAIN, SHOW and SUBSCRIBE statements
+    back."""
 
-    TRANSFORMS = {**PostgresGenerator.TRANSFORMS, Explain: _explain_sql}
+    TRANSFORMS = {**PostgresGenerator.TRANSFORMS, Explain: _explain_sql,
+                  Subscribe: lambda self, e: f"SUBSCRIBE {self.sql(e, 'this')}".rstrip()}
 
     def show_sql(self, expression: exp.Show) -> str:
         target = self.sql(expression, "target")

@@ -68,6 +68,12 @@ def bind_update(node: exp.Update, ctx: Context) -> Update:
     assignments: list[tuple[int, Scalar]] = []
     for assignment in node.expressions:
         column = assignment.this
+        if isinstance(column, exp.Column) and column.args.get("table"):
+            raise UnsupportedError.at(f"qualified assignment targets are not supported: write "
+                                      f"SET {column.name} = ...", column)
+        if not isinstance(column, (exp.Column, exp.Identifier)):
+            raise UnsupportedError.at("multiple-column assignments (SET (a, b) = ...) are not "
+                                      "supported yet", column)
         index = _column_index(item, column.this if isinstance(column, exp.Column) else column,
                               column)
         if index in dict(assignments):

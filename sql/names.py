@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from matview.ir.types import Kind, SqlType
 from matview.sql.datatypes import sql_type
-from matview.sql.errors import UnsupportedError
+from matview.sql.errors import SqlSyntaxError, UnsupportedError
 from sqlglot import exp
 
 UNNAMED = "?column?"
@@ -18,7 +18,10 @@ _TYPE_NAMES = {
 
 def normalize(identifier: exp.Identifier) -> str:
     """The name an identifier denotes: unquoted identifiers are case-insensitive (lowercased),
-    quoted ones are taken as written."""
+    quoted ones are taken as written. Anything else in a name's place (``t@x``) is a syntax
+    error."""
+    if not isinstance(identifier, exp.Identifier):
+        raise SqlSyntaxError.at("syntax error: expected a name", identifier)
     return identifier.this if identifier.quoted else identifier.this.lower()
 
 

@@ -10,7 +10,7 @@ from matview.sql import ddl, dml
 from matview.sql.allowlist import check_supported
 from matview.sql.catalog import Catalog
 from matview.sql.context import Context
-from matview.sql.dialect import Explain, Matview
+from matview.sql.dialect import Explain, Matview, Subscribe
 from matview.sql.errors import SqlError, SqlSyntaxError, UnknownObjectError, UnsupportedError
 from matview.sql.names import relation_name
 from matview.sql.query import bind_query
@@ -96,9 +96,10 @@ def _bind(tree: exp.Expr, ctx: Context) -> Statement:
         return ddl.bind_drop(tree)
     if isinstance(tree, exp.Show):
         return ddl.bind_show(tree)
-    if isinstance(tree, exp.Command) and tree.name.upper() == "SUBSCRIBE":
+    if isinstance(tree, Subscribe):
+        name = f"'{relation_name(tree.this)}'" if tree.this is not None else "name"
         raise UnsupportedError.at("SUBSCRIBE is not supported in SQL yet: follow a view's "
-                                  "changes from Python with con.subscribe(name)", tree)
+                                  f"changes from Python with con.subscribe({name})", tree)
     if isinstance(tree, exp.Condition):
         first = tree.sql(dialect=Matview).split()[0]
         raise SqlSyntaxError.at(f'syntax error at or near "{first}"', tree)
@@ -117,15 +118,29 @@ def _name(tree: exp.Expr) -> str:
 
 def _token_error(error: TokenError, sql: str) -> SqlSyntaxError:
     """A tokenizer error positioned where its token starts: sqlglot says ``Missing ' from
-    <line>:<offset>`` for an unterminated string or quoted name."""
+    <line>:<offset>`` for an unterminated string or quoted name, and runs off the end of the
+    text on an unterminated ``/*`` comment (positioned at its opening ``/*``)."""
     cause = str(error.__cause__ or error)
     found = re.fullmatch(r"Missing (.+) from (\d+):(\d+)", cause)
     if found is None:
+        opened: list[int] = []  # comments nest
+        for mark in re.finditer(r"/\*|\*/", sql):
+            if mark.group() == "/*":
+                opened.append(mark.start())
+            elif opened:
+                opened.pop()
+        if isinstance(error.__cause__, IndexError) and opened:
+            return SqlSyntaxError("unterminated /* comment", *_line_column(sql, opened[0]))
         return SqlSyntaxError(f"syntax error: {error}")
     delimiter, line, offset = found.group(1), int(found.group(2)), int(found.group(3))
-    column = offset - sql.rfind("\n", 0, offset)
     what = "string" if delimiter == "'" else "quoted name" if delimiter == '"' else "token"
-    return SqlSyntaxError(f"unterminated {what}: missing {delimiter}", line, column)
+    return SqlSyntaxError(f"unterminated {what}: missing {delimiter}", line,
+                          _line_column(sql, offset)[1])
+
+
+def _line_column(sql: str, offset: int) -> tuple[int, int]:
+    """The 1-based line and column of character ``offset`` of ``sql``."""
+    return sql.count("\n", 0, offset) + 1, offset - sql.rfind("\n", 0, offset)
 
 
 def _syntax_error(error: ParseError) -> SqlSyntaxError:

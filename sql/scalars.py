@@ -45,6 +45,7 @@ class ExprBinder:
 
     def bind(self, node: exp.Expr) -> TypedScalar:
         """The typed scalar ``node`` denotes."""
+        calls.check_call(node)
         handler = _HANDLERS.get(type(node))
         if handler is not None:
             return handler(self, node)
@@ -162,13 +163,11 @@ class ExprBinder:
         return call("not", [result], node) if node.args.get("negate") else result
 
     def _in(self, node: exp.In) -> TypedScalar:
+        """``x IN (a, b, ...)``: ``x = a OR x = b ...``, a balanced tree however long."""
         if node.args.get("query") or not node.expressions:
             raise UnsupportedError.at("subqueries in expressions are not supported yet", node)
         tests = [self.binary("eq", node.this, item, node) for item in node.expressions]
-        result = tests[0]
-        for test in tests[1:]:
-            result = call("or", [result, test], node)
-        return result
+        return TypedScalar(balanced("or", [t.expr for t in tests]), BOOLEAN)
 
     def _between(self, node: exp.Between) -> TypedScalar:
         if node.args.get("symmetric"):

@@ -24,6 +24,7 @@ from matview.ir.relation import FlatMap
 from matview.ir.scalar import Call, Col, Lit, Scalar
 from matview.ir.table_functions import REGISTRY
 from matview.ir.types import INTEGER_KINDS, INTERVAL, JSONB, TEXT, TIMESTAMP, Kind, SqlType
+from matview.sql.calls import check_arity, check_call, function_name
 from matview.sql.coerce import TypedScalar, cast, is_string_literal
 from matview.sql.errors import SqlError, SqlTypeError, UnknownObjectError, UnsupportedError
 from matview.sql.walk import outside_queries
@@ -58,11 +59,16 @@ class BoundCall:
 
 
 def table_call(node: exp.Expr) -> TableCall | None:
-    """The table function call ``node`` is, or None when it is none."""
+    """The table function call ``node`` is, or None when it is none (a call of another
+    dialect's function that sqlglot reads into the same node, like ``explode_outer``, is an
+    error: ``calls.check_call``)."""
+    if isinstance(node, (exp.GenerateSeries, exp.Explode, exp.Unnest)):
+        check_call(node)
     if isinstance(node, exp.GenerateSeries):
-        args = (node.args.get(k) for k in ("start", "end", "step"))
-        return TableCall("generate_series", tuple(a for a in args if a is not None), node)
-    if isinstance(node, (exp.Explode, exp.Unnest)):
+        args = (node.args.get(k) for k in ("start", "end", "step", "is_end_exclusive"))
+        return TableCall("generate_series", tuple(a for a in args if isinstance(a, exp.Expr)),
+                         node)  # sqlglot keeps a fourth argument as is_end_exclusive
+    if type(node) in (exp.Explode, exp.Unnest):
         first = [node.this] if node.this is not None else []
         return TableCall("unnest", tuple(first + list(node.expressions)), node)
     if isinstance(node, exp.Anonymous):
@@ -88,15 +94,6 @@ def reject(node: exp.Expr | None, clause: str) -> None:
         raise SqlError.at(f"set-returning functions are not allowed in {clause}", found.node)
 
 
-def function_name(node: exp.Expr) -> str:
-    """The name a function call is written with, for messages."""
-    if isinstance(node, exp.Anonymous):
-        return node.name.lower()
-    if isinstance(node, exp.Func):
-        return node.sql_name().lower()
-    return node.key.lower()
-
-
 def not_a_table_function(node: exp.Expr) -> SqlError:
     """The error for a function in FROM that is no table function."""
     name = function_name(node)
@@ -112,10 +109,8 @@ def not_a_table_function(node: exp.Expr) -> SqlError:
 def bind_call(binder: ExprBinder, found: TableCall) -> BoundCall:
     """The bound call ``found`` (not ``repeat_row``), its arguments over ``binder``'s row."""
     fn = REGISTRY[found.name]
+    check_arity(found.node, fn.arity, len(found.args))
     args = [binder.bind(a) for a in found.args]
-    signature = f"function {found.name}({', '.join(str(a.type) for a in args)}) does not exist"
-    if not fn.arity[0] <= len(args) <= fn.arity[1]:
-        raise SqlTypeError.at(signature, found.node)
     if found.name == "generate_series":
         args = _series_args(args, found)
     elif found.name == "regexp_matches":

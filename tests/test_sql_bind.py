@@ -4,12 +4,14 @@ the statement dataclasses, and errors with their messages and positions."""
 from __future__ import annotations
 
 import datetime
+import re
 from collections import Counter
 from decimal import Decimal
 from pathlib import Path
 
 import pytest
 from golden import run_golden
+from matview.ir.functions import lookup
 from matview.ir.interpret import interpret
 from matview.ir.intervals import Interval
 from matview.ir.linear_logic import is_temporal, temporal_parts
@@ -26,6 +28,7 @@ from matview.ir.relation import (
     Union,
 )
 from matview.ir.scalar import Call, Cast, Col, Lit
+from matview.ir.table_functions import REGISTRY as TABLE_FUNCTIONS
 from matview.ir.text import render_plan, render_scalar
 from matview.ir.types import (
     BIGINT,
@@ -339,13 +342,72 @@ ERRORS = [
     ("SELECT a FROM t WHERE a > ALL (SELECT a FROM u)", UnsupportedError,
      "subqueries in expressions are not supported yet", 1, 23),
     ("SELECT substr(b, 1, 2, 3) FROM t", SqlTypeError,
-     "function substring takes at most 3 arguments", 1, 8),
+     "function substr takes 2 or 3 arguments (4 given)", 1, 8),
     ("SELECT 'a\x00b'", InvalidValueError,
      'invalid byte sequence for encoding "UTF8": 0x00', 1, 8),
     ("SELECT a\nFROM t WHERE b = 'open", SqlSyntaxError, "unterminated string: missing '",
      2, 18),
     ("SUBSCRIBE m", UnsupportedError, "SUBSCRIBE is not supported in SQL yet: follow a view's "
-     "changes from Python with con.subscribe(name)", 1, 11),
+     "changes from Python with con.subscribe('m')", 1, 1),
+    ("subscribe to M WITH (SNAPSHOT = false)", UnsupportedError, "SUBSCRIBE is not supported "
+     "in SQL yet: follow a view's changes from Python with con.subscribe('m')", 1, 1),
+    # arguments of statements, clauses and expressions the binder does not read are refused
+    ("SELECT * EXCEPT (a) FROM t", UnsupportedError, "SELECT * EXCEPT is not supported", 1, 18),
+    ("SELECT t.* REPLACE (a AS b) FROM t", UnsupportedError,
+     "SELECT * REPLACE is not supported", 1, 21),
+    ("SELECT CAST(a AS int FORMAT 'x') FROM t", UnsupportedError,
+     "CAST ... FORMAT is not supported", 1, 29),
+    ("DELETE FROM t WHERE a = 1 LIMIT 1", UnsupportedError,
+     "DELETE ... LIMIT is not supported", 1, 33),
+    ("UPDATE t SET a = 1 WHERE a = 1 ORDER BY a LIMIT 1", UnsupportedError,
+     "UPDATE ... ORDER BY is not supported", 1, 41),
+    ("INSERT OVERWRITE TABLE t SELECT * FROM t", UnsupportedError,
+     "INSERT OVERWRITE is not supported", 1, 24),
+    ("WITH s AS (SELECT 1) DELETE FROM t", UnsupportedError,
+     "WITH ... DELETE is not supported", 1, 6),
+    ("CREATE TEMP VIEW w AS SELECT 1", UnsupportedError, "TEMPORARY is not supported", 1, 18),
+    ("CREATE MATERIALIZED VIEW w WITH (fillfactor = 1) AS SELECT 1", UnsupportedError,
+     "fillfactor=1 is not supported", 1, 26),
+    ("CREATE OR REPLACE TABLE z (a int)", UnsupportedError,
+     "CREATE OR REPLACE is not supported yet", 1, 25),
+    ("DROP TABLE t PURGE", UnsupportedError, "PURGE is not supported", 1, 12),
+    ("SELECT 1 FROM t OUTER APPLY generate_series(1, a) g", UnsupportedError,
+     "OUTER APPLY is not supported", 1, 29),
+    ("SELECT a FROM t LIMIT 1 BY a", UnsupportedError, "LIMIT ... BY is not supported", 1, 28),
+    ("SELECT a FROM t FOR SHARE", UnsupportedError, "FOR UPDATE/FOR SHARE is not supported",
+     1, 8),
+    # other dialects' functions that sqlglot reads into the nodes of PostgreSQL's
+    ("SELECT * FROM explode_outer(ARRAY[1])", UnsupportedError,
+     "function explode_outer is not supported yet", 1, 15),
+    ("SELECT div(a, 2) FROM t", UnsupportedError, "function div is not supported yet", 1, 8),
+    ("SELECT a FROM t WHERE like(b, 'x')", UnsupportedError,
+     "function like is not supported yet", 1, 23),
+    ("SELECT substring(b FROM '2') FROM t", UnsupportedError,
+     "substring with a text argument is not supported yet (substring(s FROM pattern) matches "
+     "a regular expression): write integer positions", 1, 18),
+    # wrong numbers of arguments name the function as written and what it takes
+    ("SELECT max(a, c) FROM t", SqlTypeError, "function max takes 1 argument (2 given)", 1, 8),
+    ("SELECT count(a, c) FROM t", SqlTypeError, "function count takes 1 argument (2 given)",
+     1, 8),
+    ("SELECT count() FROM t", SqlTypeError, "function count takes 1 argument (0 given)", 1, 8),
+    ("SELECT substr(b) FROM t", SqlTypeError,
+     "function substr takes 2 or 3 arguments (1 given)", 1, 8),
+    ("SELECT a,\n  lower(b, b) FROM t", SqlTypeError,
+     "function lower takes 1 argument (2 given)", 2, 3),
+    ("SELECT coalesce() FROM t", SqlTypeError,
+     "function coalesce takes at least 1 argument (0 given)", 1, 8),
+    ("SELECT round(a, 1, 2) FROM t", SqlTypeError,
+     "function round takes 1 or 2 arguments (3 given)", 1, 8),
+    ("SELECT * FROM generate_series(1, 2, 3, 4)", SqlTypeError,
+     "function generate_series takes 2 or 3 arguments (4 given)", 1, 15),
+    # malformed text
+    ("SELECT a FROM t@x", SqlSyntaxError, "syntax error: expected a name", 1, 15),
+    ("SELECT 1 + var_map(a)", SqlSyntaxError, 'syntax error at or near "var_map"', 1, 12),
+    ("SELECT 1\n  /* a /* b */", SqlSyntaxError, "unterminated /* comment", 2, 3),
+    ("UPDATE t SET (a, c) = (1, 2)", UnsupportedError,
+     "multiple-column assignments (SET (a, b) = ...) are not supported yet", 1, 15),
+    ("UPDATE t SET t.a = 1", UnsupportedError,
+     "qualified assignment targets are not supported: write SET a = ...", 1, 14),
 ]
 
 
@@ -358,6 +420,29 @@ def test_errors(sql: str, kind: type[SqlError], message: str, line: int | None,
     assert (error.message, error.line, error.col) == (message, line, col)
     if line is not None:
         assert str(error) == f"{message} (line {line}, column {col})"
+
+
+def _call_with(name: str, count: int) -> str:
+    """A statement calling function ``name`` with ``count`` arguments (checked before their
+    types)."""
+    return f"SELECT {name}({', '.join(['a'] * count)}) FROM t"
+
+
+ARITIES = [(name, arity) for name, arity in sorted(
+    {**{n: lookup(n).arity for n in ("lower", "upper", "length", "substr", "abs", "round",
+                                     "coalesce", "nullif", "mod")},
+     **{n: f.arity for n, f in TABLE_FUNCTIONS.items()}}.items())]
+
+
+@pytest.mark.parametrize(("name", "arity"), ARITIES)
+def test_every_function_checks_its_number_of_arguments(name: str,
+                                                        arity: tuple[int, int]) -> None:
+    low, high = arity
+    for count in ([low - 1] if low > 0 else []) + ([high + 1] if high < 1000 else []):
+        with pytest.raises(SqlError) as caught:
+            one(_call_with(name, count))
+        assert re.fullmatch(rf"function {name} takes .* \({count} given\)",
+                            caught.value.message), caught.value
 
 
 def test_error_classes_share_a_base() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 import sqlglot
-from matview.sql.dialect import Explain, Matview
+from matview.sql.dialect import ARGUMENT_COUNT, WRITTEN_NAME, Explain, Matview, Subscribe
 from matview.sql.errors import SqlSyntaxError
 from matview.sql.parse import bind_statement, split
 from matview.sql.statements import Query
@@ -35,11 +35,27 @@ from test_sql_duckdb import QUERIES, DictCatalog, environment
     ("show materialized views", "SHOW MATERIALIZED VIEWS"),
     ("SHOW COLUMNS FROM t", "SHOW COLUMNS FROM t"),
     ("SHOW COLUMNS IN t", "SHOW COLUMNS FROM t"),
+    ("subscribe to m with (snapshot = false)", "SUBSCRIBE m"),
+    ('SUBSCRIBE "M"', 'SUBSCRIBE "M"'),
 ])
 def test_statements_round_trip(sql: str, printed: str) -> None:
     tree = sqlglot.parse_one(sql, dialect=Matview)
     assert tree.sql(dialect=Matview) == printed
     assert sqlglot.parse_one(printed, dialect="matview") == tree
+
+
+def test_subscribe_tree() -> None:
+    tree = sqlglot.parse_one("SUBSCRIBE TO Totals", dialect=Matview)
+    assert isinstance(tree, Subscribe) and tree.this == exp.table_("Totals")
+    assert sqlglot.parse_one("SUBSCRIBE (SELECT 1)", dialect=Matview) == Subscribe()
+
+
+def test_calls_keep_their_written_name_and_argument_count() -> None:
+    """Arity is the binder's to check (``calls.check_call``), with the name as written."""
+    tree = sqlglot.parse_one("SELECT substr(b, 1, 2, 3), lower(), char_length(b)",
+                             dialect=Matview)
+    assert [(e.key, e.meta[WRITTEN_NAME], e.meta[ARGUMENT_COUNT]) for e in tree.expressions] == [
+        ("substring", "substr", 4), ("lower", "lower", 0), ("length", "char_length", 1)]
 
 
 def test_explain_tree() -> None:

@@ -4,25 +4,28 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence, Set
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.types import DataType, FractionalType
 
 from matview.clock import TimestampOracle
 from matview.engine import Engine, Result, rows_of
 from matview.errors import (
     DataError,
     InterfaceError,
+    InternalError,
     NotSupportedError,
     OperationalError,
     ProgrammingError,
     translated,
 )
 from matview.ir.table_functions import DEFAULT_ROW_LIMIT
+from matview.ir.types import BIGINT, INT, TEXT, SqlType, array_of
 from matview.runtime.join import DEFAULT_JOIN_ROWS
 from matview.runtime.session import configure, start_session
 from matview.runtime.types import column_names, spark_type, update_schema
@@ -54,22 +57,28 @@ class Cursor:
         return -1 if self._result is None else self._result.rowcount
 
     def execute(self, sql: str, params: Sequence[object] | None = None) -> Cursor:
-        """Run one statement, with ``?`` parameters bound to ``params``."""
+        """Run one statement, with ``?`` parameters bound to ``params`` (a sequence)."""
         self._check()
+        text, values = _sql_text(sql, "execute"), _parameters(params)
         with self.connection._using() as engine:
-            self._keep(engine.execute(sql, params))
+            self._keep(engine.execute(text, values))
         return self
 
     def executescript(self, sql: str) -> Cursor:
         """Run the ``;``-separated statements of ``sql`` in order (no parameters), stopping
         at the first that fails; the result is the last one's."""
         self._check()
+        text = _sql_text(sql, "executescript")
         with self.connection._using() as engine:
-            self._keep(engine.execute_script(sql))
+            self._keep(engine.execute_script(text))
         return self
 
     def executemany(self, sql: str, seq_of_params: Sequence[Sequence[object]]) -> Cursor:
         """Run one statement once per parameter sequence; ``rowcount`` is the total."""
+        if isinstance(seq_of_params, (str, bytes, Mapping)) or not isinstance(
+                seq_of_params, Iterable):
+            raise ProgrammingError("executemany() takes a sequence of parameter sequences, "
+                                   f"not {type(seq_of_params).__name__}")
         total = 0
         for params in seq_of_params:
             self.execute(sql, params)
@@ -140,10 +149,13 @@ class Connection:
                                    "config= cannot apply to it")
         for name, value in (("max_table_function_rows", max_table_function_rows),
                             ("max_join_rows", max_join_rows)):
-            if not isinstance(value, int) or value < 1:
+            if not _is_int(value) or value < 1:
                 raise ProgrammingError(f"{name} must be a positive integer")
-        if clock is not None and not isinstance(clock, int):
+        if clock is not None and not _is_int(clock):
             raise ProgrammingError("clock must be an integer (milliseconds) or None")
+        if spark is None:
+            with translated():
+                _check_reusable(master, config or {})
         self.path = path
         self._row_limit = max_table_function_rows
         self._join_limit = max_join_rows
@@ -155,7 +167,7 @@ class Connection:
         self._closed = False
         self._lock = threading.RLock()
         self._idle = threading.Condition(self._lock)
-        self._owner: int | None = None
+        self._owner: threading.Thread | None = None
         """The thread whose open transaction owns the connection (None: no transaction)."""
 
     @property
@@ -170,40 +182,58 @@ class Connection:
         return self._engine_for_use().spark
 
     def _engine_for_use(self) -> Engine:
-        if self._closed:
-            raise InterfaceError("connection is closed")
-        if self._engine is None:
-            with translated():
-                if self._spark is None:
-                    spark = start_session(self._master, self._config)
-                else:
-                    spark = self._spark
-                    configure(spark)
-            self._engine = Engine(spark, self._oracle, self._row_limit, self._join_limit)
-        return self._engine
+        """The engine (Spark started on first use, by one thread only)."""
+        with self._lock:
+            if self._closed:
+                raise InterfaceError("connection is closed")
+            if self._engine is None:
+                with translated():
+                    if self._spark is None:
+                        _check_reusable(self._master, self._config)
+                        spark = start_session(self._master, self._config)
+                    else:
+                        spark = self._spark
+                        configure(spark)
+                self._engine = Engine(spark, self._oracle, self._row_limit, self._join_limit)
+            return self._engine
+
+    @contextlib.contextmanager
+    def _turn(self) -> Iterator[None]:
+        """This thread's turn at the connection: statements run one at a time, and while
+        another thread has a transaction open, this waits until it ends, or until that
+        thread is gone (its transaction is then rolled back, as a database does for a
+        client that went away)."""
+        with self._lock:
+            me = threading.current_thread()
+            while self._owner is not None and self._owner is not me:
+                if not self._owner.is_alive():
+                    if self._engine is not None:
+                        self._engine.rollback()
+                    self._release()
+                    break
+                self._idle.wait(timeout=1.0)
+            yield
 
     @contextlib.contextmanager
     def _using(self) -> Iterator[Engine]:
-        """The engine, used by this thread alone: statements of one connection run one at a
-        time, and while a thread has a transaction open, other threads wait until it ends.
-        Errors come out as DB-API exceptions; one that lost Spark closes the connection."""
-        with self._lock:
-            me = threading.get_ident()
-            while self._owner is not None and self._owner != me:
-                self._idle.wait()
+        """The engine, used by this thread alone (see ``_turn``). Errors come out as DB-API
+        exceptions; one that lost Spark closes the connection."""
+        with self._turn():
             engine = self._engine_for_use()
             try:
                 with translated():
                     yield engine
-            except OperationalError as error:
-                if _spark_lost(engine.spark):
-                    self._closed = True
-                    raise OperationalError(f"{error}; Spark is gone, so the connection is "
-                                           "closed and must be reopened") from error
-                raise
+            except (OperationalError, InternalError) as error:
+                if not _spark_lost(engine.spark):
+                    raise
+                self._closed = True
+                engine.rollback()
+                self._release()
+                raise OperationalError(f"{error}; Spark is gone, so the connection is closed "
+                                       "and must be reopened") from error
 
     def _release(self) -> None:
-        """End this thread's ownership of the connection (its transaction ended)."""
+        """End the ownership of the connection by a transaction's thread."""
         self._owner = None
         self._idle.notify_all()
 
@@ -214,7 +244,12 @@ class Connection:
 
     def advance_time(self, to: int) -> None:
         """Move the manual clock forward to ``to`` (never backwards)."""
-        with self._lock:
+        if not _is_int(to):
+            raise ProgrammingError(f"advance_time() takes an integer time (milliseconds), not "
+                                   f"{type(to).__name__}")
+        with self._turn():
+            if self._closed:
+                raise InterfaceError("connection is closed")
             try:
                 self._oracle.advance(to)
             except ValueError as e:
@@ -237,8 +272,12 @@ class Connection:
         ``raw``, ``decorrelated``, ``optimized``, ``physical``, ``trace`` (the optimizer
         trace) or ``analyze`` (a materialized view's running dataflow); ``format`` is
         ``text``, ``json`` or ``dot``; ``options`` are EXPLAIN's ``WITH`` options."""
+        text = _sql_text(sql, "explain")
+        if isinstance(options, str):
+            raise ProgrammingError("explain() takes options as a sequence of strings, "
+                                   f"e.g. [{options!r}]")
         with self._using() as engine:
-            return engine.explain(sql, stage, format, options)
+            return engine.explain(text, stage, format, options)
 
     def begin(self) -> None:
         """Open a transaction: the writes until ``commit`` (``INSERT ... VALUES``, ``insert``,
@@ -247,7 +286,7 @@ class Connection:
         belongs to this thread: other threads' statements wait."""
         with self._using() as engine:
             engine.begin()
-            self._owner = threading.get_ident()
+            self._owner = threading.current_thread()
 
     def commit(self) -> None:
         """Commit the open transaction, if any (every statement outside one commits on its
@@ -279,7 +318,11 @@ class Connection:
         self.commit()
 
     def close(self) -> None:
-        with self._lock:
+        """Close the connection, rolling back this thread's open transaction (another
+        thread's transaction is waited for, like any statement)."""
+        with self._turn():
+            if self._engine is not None:
+                self._engine.rollback()
             self._closed = True
             self._release()
 
@@ -297,7 +340,7 @@ class Connection:
 
     def delete(self, table: str, rows: object) -> int:
         """Delete one copy of each given row (same forms as ``insert``); the rows must be in
-        the table."""
+        the table, as many times as they are given, else nothing is deleted (DataError)."""
         return self._change(table, rows, -1)
 
     def _change(self, table: str, rows: object, sign: int) -> int:
@@ -309,10 +352,11 @@ class Connection:
                 if len(rows.columns) != len(types):
                     raise ProgrammingError(f'rows have {len(rows.columns)} columns, table '
                                            f'"{table}" has {len(types)}')
-                frame = rows.select(*[F.col(c).cast(spark_type(t)).alias(n)
-                                      for c, t, n in zip(rows.columns, types, names)],
+                frame = rows.select(*[_checked(rows[s.name], s.dataType, f.type, table,
+                                               f.name).alias(n)
+                                      for s, f, n in zip(rows.schema, item.fields, names)],
                                     F.lit(sign).cast("bigint").alias(DIFF))
-                return engine.write(table, frame, small=False, retracts=sign < 0)
+                return engine.write(table, frame, small=False)
             schema = update_schema(types)
             data = _arrow_rows(rows, names, schema, table, [f.name for f in item.fields])
             data = data.append_column(DIFF, pa.array([sign] * data.num_rows, pa.int64()))
@@ -320,6 +364,9 @@ class Connection:
 
     def subscribe(self, name: str) -> Subscription:
         """Follow every change of materialized view (or table) ``name``."""
+        if not isinstance(name, str):
+            raise ProgrammingError(f"subscribe() takes the name of a table or materialized "
+                                   f"view, not {type(name).__name__}")
         with self._using() as engine:
             item = engine.catalog.lookup(name.lower())
             if item is None:
@@ -332,12 +379,63 @@ class Connection:
 
 
 def _spark_lost(spark: SparkSession) -> bool:
-    """Whether ``spark``'s JVM side is gone (a classic session whose context stopped)."""
+    """Whether ``spark`` is gone: a classic session whose context stopped or whose JVM does
+    not answer, a Spark Connect session that was stopped."""
     try:
+        if type(spark).__module__.startswith("pyspark.sql.connect"):  # no context to ask
+            return bool(spark.is_stopped)  # type: ignore[attr-defined]
         jsc = spark.sparkContext._jsc
         return jsc is None or bool(jsc.sc().isStopped())
-    except Exception:  # no context to ask (Spark Connect), or no JVM to answer: gone
-        return not hasattr(spark, "client")
+    except Exception:  # no JVM (or server) to answer
+        return True
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _sql_text(sql: object, method: str) -> str:
+    """``sql``, which must be text."""
+    if not isinstance(sql, str):
+        raise ProgrammingError(f"{method}() takes SQL text (a str), not {type(sql).__name__}")
+    return sql
+
+
+def _parameters(params: object) -> list[object] | None:
+    """``params`` as the list of values of the statement's ``?`` marks (qmark style): any
+    sequence, but not text, a mapping or a set, which could bind by accident."""
+    if params is None:
+        return None
+    if isinstance(params, (str, bytes, bytearray, Mapping, Set)) or not isinstance(
+            params, Iterable):
+        raise ProgrammingError("parameters must be a sequence (a list or tuple) of values, "
+                               f"one per ? in the statement, not {type(params).__name__}")
+    return list(params)
+
+
+def _check_reusable(master: str | None, config: Mapping[str, object]) -> None:
+    """Spark runs one classic session per process: when one runs already, it is the one a
+    new connection gets, so ``master`` or ``config`` settings that it cannot take (another
+    master, a static setting with another value) are refused instead of being ignored."""
+    from pyspark import SparkContext
+
+    context = SparkContext._active_spark_context
+    if context is None or (master is not None and master.startswith("sc://")):
+        return
+    if master is not None and master != context.master:
+        raise ProgrammingError(
+            f"a Spark session on master {context.master} already runs in this process, so "
+            f"master={master!r} cannot apply (Spark runs one per process); leave master out "
+            "to share it, or pass spark=")
+    session = SparkSession._instantiatedSession
+    settings = context.getConf()
+    for key, value in config.items():
+        modifiable = session is not None and session.conf.isModifiable(key)
+        if not modifiable and settings.get(key) != str(value):
+            raise ProgrammingError(
+                f"config {key}={value!r} cannot apply to the Spark session already running "
+                "in this process (it is set when Spark starts); leave it out to share that "
+                "session")
 
 
 def _arrow_rows(rows: object, names: list[str], schema: pa.Schema, table_name: str,
@@ -371,20 +469,57 @@ def _arrow_rows(rows: object, names: list[str], schema: pa.Schema, table_name: s
     return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
 
 
+NUL_BYTE = 'invalid byte sequence for encoding "UTF8": 0x00'
+"""PostgreSQL's error for text holding a NUL byte, which it cannot store."""
+
+
 def _column(values: list[object] | pa.ChunkedArray, arrow_type: pa.DataType, table: str,
             name: str) -> pa.Array | pa.ChunkedArray:
     """``values`` as an Arrow column of ``arrow_type`` (a DataError naming the column when
-    a value does not fit it)."""
+    a value does not fit it: a float with a fraction does not fit an integer column)."""
     try:
         if isinstance(values, pa.ChunkedArray):
             column = values.cast(arrow_type)
         else:
+            if pa.types.is_integer(arrow_type):
+                for value in values:
+                    if isinstance(value, float) and not value.is_integer():
+                        raise ValueError(f"{value!r} is not an integer")
             column = pa.array(values, arrow_type)
     except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError, ValueError) as e:
         raise DataError(f'invalid value for column "{name}" of table "{table}" '
                         f"({arrow_type}): {e}") from None
-    if pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type):
-        if pc.any(pc.match_substring(column, "\x00")).as_py():
-            raise DataError('invalid byte sequence for encoding "UTF8": 0x00 (in column '
-                            f'"{name}" of table "{table}")')
+    if _holds_nul(column):
+        raise DataError(f'{NUL_BYTE} (in column "{name}" of table "{table}")')
     return column
+
+
+def _holds_nul(column: pa.Array | pa.ChunkedArray) -> bool:
+    """Whether text in ``column`` (also inside arrays) holds a NUL byte."""
+    kind = column.type
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind):
+        return _holds_nul(pc.list_flatten(column))
+    if pa.types.is_string(kind) or pa.types.is_large_string(kind):
+        return bool(pc.any(pc.match_substring(column, "\x00")).as_py())
+    return False
+
+
+def _checked(value: Column, source: DataType, sql_type: SqlType, table: str,
+             name: str) -> Column:
+    """Spark column ``value`` (of type ``source``) cast to ``sql_type``, failing the job that
+    computes it (a DataError naming the table and column) at a value that does not fit (a
+    fraction does not fit an integer column), or at text with a NUL byte."""
+    cast = value.try_cast(spark_type(sql_type))
+    where = f'column "{name}" of table "{table}"'
+    unfit = value.isNotNull() & cast.isNull()
+    if sql_type in (INT, BIGINT) and isinstance(source, FractionalType):
+        unfit = unfit | (cast.isNotNull() & (value != cast))
+    checked = F.when(unfit, F.raise_error(F.concat(
+        F.lit(f"invalid value for {where} ({sql_type}): "), value.cast("string"))))
+    nul = F.lit(f"{NUL_BYTE} (in {where})")
+    if sql_type == TEXT:
+        checked = checked.when(F.instr(cast, "\x00") > 0, F.raise_error(nul))
+    elif sql_type == array_of(TEXT):
+        checked = checked.when(F.exists(cast, lambda text: F.instr(text, "\x00") > 0),
+                               F.raise_error(nul))
+    return checked.otherwise(cast)

@@ -115,6 +115,27 @@ NEGATIVE_ROWS = ("the result holds a row with negative multiplicity, which no SQ
                  "were)")
 
 
+def _retracts(updates: pa.Table) -> bool:
+    """Whether Arrow ``updates`` hold a negative diff."""
+    return updates.num_rows > 0 and pc.min(updates[DIFF]).as_py() < 0
+
+
+def _diff_stats(updates: pa.Table) -> tuple[int, bool]:
+    """How many rows Arrow ``updates`` change (the sum of their diffs' sizes), and whether
+    they retract any."""
+    return int(pc.sum(pc.abs(updates[DIFF])).as_py()), _retracts(updates)
+
+
+def _refusing_negative(updates: DataFrame) -> DataFrame:
+    """``updates`` (a query's consolidated result) whose computation fails with NEGATIVE_ROWS
+    at a row of negative multiplicity: such a result is an error (as when read), also when
+    inserted, rather than a deletion."""
+    diff = F.col(DIFF)
+    failed = F.raise_error(F.concat(F.lit(NEGATIVE_ROWS + " (multiplicity "),
+                                    diff.cast("string"), F.lit(")")))
+    return updates.withColumn(DIFF, F.when(diff < 0, failed).otherwise(diff))
+
+
 def rows_of(table: pa.Table) -> list[tuple[object, ...]]:
     """Arrow rows as Python tuples (SQL TIMESTAMP has no zone: values come back naive)."""
     columns = []
@@ -437,26 +458,27 @@ class Engine:
         return entry.item, entry.trace
 
     def write(self, name: str, updates: DataFrame | pa.Table, small: bool = True,
-              retracts: bool = False) -> int:
+              own_rows: bool = False) -> int:
         """Commit update rows (data columns then ``_diff``) to table ``name`` at a new time,
         or stage them in the open transaction; returns the number of rows changed.
 
-        No write may leave a row with a negative multiplicity: Arrow updates with negative
-        diffs, and DataFrames said to hold ``retracts``, are checked against the table (and
-        the transaction's staged writes to it) first; SQL DELETE and UPDATE retract rows
-        read from the table itself, which cannot go negative."""
+        No write may leave a row with a negative multiplicity: updates with negative diffs
+        are checked against the table (and the transaction's staged writes to it) before
+        anything is appended, Arrow updates before they are stored and DataFrames once
+        computed (the job that computes or counts them finds their negative diffs). Only
+        ``own_rows`` writes skip the check: SQL DELETE and UPDATE retract rows just read
+        from the table itself, which cannot go negative."""
         _, trace = self._table(name)
         pending = self.transaction
-        if retracts or (isinstance(updates, pa.Table) and updates.num_rows
-                        and pc.min(updates[DIFF]).as_py() < 0):
-            staged = [] if pending is None else [
-                leaf for target, leaf in pending.writes if target is trace and leaf is not None]
-            missing = trace.negative_row(updates, staged)
-            if missing is not None:
-                raise DataError(f'cannot delete {missing} from table "{name}": the table does '
-                                "not hold that many copies of it")
+        checked = own_rows
+        if isinstance(updates, pa.Table) and not own_rows:
+            if _retracts(updates):
+                self._check_retractions(name, trace, updates)
+            checked = True
         at = self.oracle.peek_write() if pending is None else pending.at
-        leaf, changed = self._leaf(name, updates, small, at)
+        leaf, changed, retracts = self._leaf(name, updates, small, at)
+        if leaf is not None and retracts and not checked:
+            self._check_retractions(name, trace, leaf.df if leaf.table is None else leaf.table)
         if pending is not None:
             pending.writes.append((trace, leaf))
         else:
@@ -464,26 +486,40 @@ class Engine:
             self.oracle.commit_write(at)
         return changed
 
+    def _check_retractions(self, name: str, trace: Trace,
+                           updates: DataFrame | pa.Table) -> None:
+        """DataError unless table ``name`` (``trace``, with the open transaction's staged
+        writes to it) holds every row ``updates`` retract, as many times as they retract
+        it: in Arrow when all of it is held in the driver, else with one Spark job."""
+        pending = self.transaction
+        staged = [] if pending is None else [
+            leaf for target, leaf in pending.writes if target is trace and leaf is not None]
+        missing = trace.negative_row(updates, staged)
+        if missing is not None:
+            raise DataError(f'cannot delete {missing} from table "{name}": the table does '
+                            "not hold that many copies of it")
+
     def _leaf(self, name: str, updates: DataFrame | pa.Table, small: bool,
-              at: int) -> tuple[Leaf | None, int]:
-        """The update rows as a batch at time ``at``, and how many rows they change."""
+              at: int) -> tuple[Leaf | None, int, bool]:
+        """The update rows as a batch at time ``at``, how many rows they change, and whether
+        any of them has a negative diff."""
         item, _ = self._table(name)
         schema = update_schema([f.type for f in item.fields])
         if isinstance(updates, pa.Table):
             updates = updates.append_column(TIME, pa.array([at] * updates.num_rows, pa.int64()))
             table = updates.select(schema.names).cast(schema)
             if table.num_rows == 0:
-                return None, 0
-            changed = int(pc.sum(pc.abs(table[DIFF])).as_py())
-            return stored(self.spark, table), changed
+                return None, 0, False
+            return stored(self.spark, table), *_diff_stats(table)
         frame = updates.select(*column_names(len(item.fields)),
                                F.lit(at).cast("bigint").alias(TIME), DIFF)
         leaf = materialize(self.spark, frame, small)
         if leaf is None:
-            return None, 0
+            return None, 0, False
         if leaf.table is not None:  # the rows are at hand: no second Spark job to count
-            return leaf, int(pc.sum(pc.abs(leaf.table[DIFF])).as_py())
-        return leaf, int(leaf.df.select(F.sum(F.abs(F.col(DIFF)))).first()[0] or 0)
+            return leaf, *_diff_stats(leaf.table)
+        changed, lowest = leaf.df.select(F.sum(F.abs(F.col(DIFF))), F.min(DIFF)).first()
+        return leaf, int(changed or 0), (lowest or 0) < 0
 
     def begin(self) -> None:
         """Open a transaction: writes until ``commit`` share one time and land together."""
@@ -514,7 +550,8 @@ class Engine:
             table = pa.Table.from_arrays(arrays, names=column_names(len(item.fields)) + [DIFF])
             return Result(rowcount=self.write(stmt.table, table))
         df = self.evaluate(stmt.source)
-        return Result(rowcount=0 if df is None else self.write(stmt.table, df.drop(TIME)))
+        return Result(rowcount=0 if df is None else self.write(
+            stmt.table, _refusing_negative(df).drop(TIME)))
 
     def _matching(self, table: str, predicate: object) -> DataFrame | None:
         item, _ = self._table(table)
@@ -527,8 +564,8 @@ class Engine:
         rows = self._matching(stmt.table, stmt.predicate)
         if rows is None:
             return Result(rowcount=0)
-        return Result(rowcount=self.write(stmt.table,
-                                          rows.withColumn(DIFF, -F.col(DIFF)).drop(TIME)))
+        return Result(rowcount=self.write(
+            stmt.table, rows.withColumn(DIFF, -F.col(DIFF)).drop(TIME), own_rows=True))
 
     def _update(self, stmt: Update) -> Result:
         item, _ = self._table(stmt.table)
@@ -546,5 +583,5 @@ class Engine:
                            for c, t in zip(column_names(arity), types)], TIME, DIFF)
         old = rows.withColumn(DIFF, -F.col(DIFF))
         matched = int(rows.select(F.sum(DIFF)).first()[0] or 0)
-        self.write(stmt.table, consolidate(old.unionByName(new)).drop(TIME))
+        self.write(stmt.table, consolidate(old.unionByName(new)).drop(TIME), own_rows=True)
         return Result(rowcount=matched)

@@ -7,6 +7,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from py4j.protocol import Py4JJavaError
     from pyspark.errors import PySparkException
 
 
@@ -66,6 +67,11 @@ _SPARK_CONDITIONS = {
 def _spark_message(error: PySparkException) -> tuple[type[Error], str]:
     condition = error.getCondition() or ""
     detail = str(error).splitlines()[0] if str(error) else condition
+    if "OutOfMemory" in str(error):
+        return OperationalError, f"Spark ran out of memory: {detail}"
+    status = getattr(error, "getGrpcStatusCode", None)  # Spark Connect's client errors
+    if status is not None and getattr(status(), "name", "") in ("UNAVAILABLE", "CANCELLED"):
+        return OperationalError, f"lost the connection to the Spark Connect server: {detail}"
     if condition.startswith("USER_RAISED_EXCEPTION"):
         # raised by matview's own lowering (a table function's row limit, a negative
         # multiplicity in a read): the message is already the user's
@@ -75,6 +81,15 @@ def _spark_message(error: PySparkException) -> tuple[type[Error], str]:
         if condition.startswith(key) or key in detail:
             return DataError, f"{message} ({detail})"
     return InternalError, f"Spark failed: {detail}"
+
+
+def _java_text(error: Py4JJavaError) -> str:
+    """The Java exception behind ``error``, asked of the JVM, which may be gone: then what
+    Python knows."""
+    try:
+        return str(error.java_exception) or "unknown Java error"
+    except Exception:  # no JVM to answer
+        return f"{error.errmsg} (the JVM did not answer)"
 
 
 @contextmanager
@@ -111,12 +126,14 @@ def translated() -> Iterator[None]:
         kind, message = _spark_message(e)
         raise kind(message) from e
     except Py4JJavaError as e:
-        text = str(e.java_exception) if e.java_exception is not None else str(e)
-        if "OutOfMemoryError" in text:
+        text = _java_text(e)
+        if "OutOfMemory" in text:
             raise OperationalError("Spark ran out of memory: " + text.splitlines()[0]) from e
         raise InternalError("Spark failed: " + text.splitlines()[0]) from e
-    except (Py4JNetworkError, Py4JError, ConnectionError) as e:
+    except (Py4JNetworkError, ConnectionError) as e:
         raise OperationalError(f"lost the connection to Spark's JVM: {e}") from e
+    except Py4JError as e:
+        raise OperationalError(f"Spark's JVM failed a call: {str(e).splitlines()[0]}") from e
     except MemoryError as e:
         raise OperationalError("out of memory") from e
     except Exception as e:

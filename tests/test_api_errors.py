@@ -75,6 +75,40 @@ CASES: list[Case] = [
      matview.NotSupportedError, "not supported"),
     ("view over a missing table", lambda c: c.execute("CREATE VIEW w AS SELECT * FROM nope"),
      matview.ProgrammingError, "nope"),
+    ("INSERT ... SELECT of negative multiplicities",
+     lambda c: c.execute("INSERT INTO t SELECT x, s FROM t, repeat_row(-1)"),
+     matview.DataError, "negative multiplicity"),
+    ("delete of a DataFrame row not there",
+     lambda c: c.delete("t", c.spark.createDataFrame([(99, "zz")], "x int, s string")),
+     matview.DataError, "cannot delete"),
+    ("insert of a DataFrame with a NUL byte",
+     lambda c: c.insert("t", c.spark.createDataFrame([(5, "a\x00")], "x int, s string")),
+     matview.DataError, "0x00"),
+    ("insert of a DataFrame value that does not fit",
+     lambda c: c.insert("t", c.spark.createDataFrame([("q", "a")], "x string, s string")),
+     matview.DataError, 'column "x" of table "t" (int): q'),
+    ("insert of a fraction into INT", lambda c: c.insert("t", [(1.5, "a")]), matview.DataError,
+     'column "x"'),
+    ("insert of a DataFrame fraction into INT",
+     lambda c: c.insert("t", c.spark.createDataFrame([(1.5, "a")], "x double, s string")),
+     matview.DataError, 'column "x"'),
+    ("SQL that is not text", lambda c: c.execute(None), matview.ProgrammingError, "SQL text"),
+    ("script that is not text", lambda c: c.executescript(None), matview.ProgrammingError,
+     "SQL text"),
+    ("explain of no text", lambda c: c.explain(None), matview.ProgrammingError, "SQL text"),
+    ("explain options as one string", lambda c: c.explain("SELECT 1", options="arity"),
+     matview.ProgrammingError, "sequence"),
+    ("parameters as a mapping", lambda c: c.execute("SELECT ?", {"a": 1}),
+     matview.ProgrammingError, "sequence"),
+    ("parameters as a string", lambda c: c.execute("SELECT ?", "a"), matview.ProgrammingError,
+     "sequence"),
+    ("parameters as a number", lambda c: c.execute("SELECT ?", 5), matview.ProgrammingError,
+     "sequence"),
+    ("executemany of a number", lambda c: c.cursor().executemany("SELECT ?", 5),
+     matview.ProgrammingError, "sequence"),
+    ("subscribe to a non-name", lambda c: c.subscribe(5), matview.ProgrammingError, "name"),
+    ("clock moved to a non-integer", lambda c: c.advance_time("5"), matview.ProgrammingError,
+     "integer"),
 ]
 
 
@@ -116,6 +150,21 @@ def test_connect_refuses_what_it_would_ignore(spark: SparkSession, tmp_path) -> 
         matview.connect(spark=spark, master="local[1]")
     with pytest.raises(matview.ProgrammingError, match="max_table_function_rows"):
         matview.connect(max_table_function_rows=0)
+    with pytest.raises(matview.ProgrammingError, match="max_join_rows"):
+        matview.connect(max_join_rows=True)
+    with pytest.raises(matview.ProgrammingError, match="clock"):
+        matview.connect(clock=True)
+    # Spark runs one session per process: this one is what connect() gets, so settings it
+    # cannot take are refused instead of ignored; a runtime setting applies to it
+    with pytest.raises(matview.ProgrammingError, match="already runs"):
+        matview.connect(master="local[3]")
+    with pytest.raises(matview.ProgrammingError, match="spark.driver.memory"):
+        matview.connect(config={"spark.driver.memory": "1g"})
+    with pytest.raises(matview.ProgrammingError, match="spark.some.setting"):
+        matview.connect(config={"spark.some.setting": "1"})
+    shuffle = spark.conf.get("spark.sql.shuffle.partitions")
+    matview.connect(master=spark.sparkContext.master,
+                    config={"spark.sql.shuffle.partitions": shuffle}).close()
 
 
 def test_closed_connection_and_cursor(spark: SparkSession) -> None:
@@ -156,6 +205,104 @@ def test_a_lost_spark_is_an_operational_error_that_closes_the_connection(
         con.execute("SELECT 1")
 
 
+class _JavaException:
+    """A stand-in for a py4j JavaObject: its text, or no answer (``None``: the JVM is gone)."""
+
+    def __init__(self, text: str | None) -> None:
+        self.text = text
+
+    def __str__(self) -> str:
+        if self.text is None:
+            from py4j.protocol import Py4JNetworkError
+
+            raise Py4JNetworkError("Answer from Java side is empty")
+        return self.text
+
+
+def _java_error(text: str | None) -> Exception:
+    """A Py4JJavaError for a Java exception with ``text`` (built without a JVM)."""
+    from py4j.protocol import Py4JJavaError
+
+    class JavaError(Py4JJavaError):
+        def __init__(self) -> None:
+            self.errmsg = "An error occurred while calling o42.collectToPython"
+            self.java_exception = _JavaException(text)
+            self.args = (self.errmsg,)
+
+        def __str__(self) -> str:
+            return self.errmsg
+
+    return JavaError()
+
+
+@pytest.mark.parametrize(("text", "kind", "fragment"), [
+    ("java.lang.OutOfMemoryError: Java heap space", matview.OperationalError, "out of memory"),
+    ("org.apache.spark.SparkException: Job aborted due to stage failure: Lost task 0.0: "
+     "java.lang.OutOfMemoryError: GC overhead limit exceeded", matview.OperationalError,
+     "out of memory"),
+    ("java.lang.IllegalStateException: broken", matview.InternalError, "broken"),
+    (None, matview.InternalError, "did not answer"),
+])
+def test_java_errors_are_db_api_errors(spark: SparkSession, monkeypatch: pytest.MonkeyPatch,
+                                       text: str | None, kind: type[matview.Error],
+                                       fragment: str) -> None:
+    from matview import connection as connection_module
+
+    con = matview.connect(clock=0, spark=spark)
+    engine = con._engine_for_use()
+
+    def failing(*args: object) -> object:
+        raise _java_error(text)
+
+    monkeypatch.setattr(engine, "execute", failing)
+    monkeypatch.setattr(connection_module, "_spark_lost", lambda spark: False)
+    with pytest.raises(kind, match=fragment) as caught:
+        con.execute("SELECT 1")
+    assert type(caught.value) is kind
+    assert not con.closed
+
+
+def test_an_internal_error_that_stopped_spark_closes_the_connection(
+        spark: SparkSession, monkeypatch: pytest.MonkeyPatch) -> None:
+    from matview import connection as connection_module
+
+    assert connection_module._spark_lost(spark) is False  # the real check, on a live session
+    con = matview.connect(clock=0, spark=spark)
+    engine = con._engine_for_use()
+
+    def stopped(*args: object) -> object:
+        raise _java_error("java.lang.IllegalStateException: Cannot call methods on a stopped "
+                          "SparkContext.")
+
+    monkeypatch.setattr(engine, "execute", stopped)
+    monkeypatch.setattr(connection_module, "_spark_lost", lambda spark: True)
+    with pytest.raises(matview.OperationalError, match="reopened"):
+        con.execute("SELECT 1")
+    assert con.closed
+
+
+class _Stopped:
+    """A classic session whose JVM no longer answers (asking a classic session for Spark
+    Connect's ``client`` raises, and not AttributeError)."""
+
+    @property
+    def sparkContext(self) -> object:
+        raise ConnectionRefusedError("no JVM")
+
+    @property
+    def client(self) -> object:
+        from pyspark.errors import PySparkRuntimeError
+
+        raise PySparkRuntimeError(errorClass="ONLY_SUPPORTED_WITH_SPARK_CONNECT",
+                                  messageParameters={"feature": "SparkSession.client"})
+
+
+def test_a_session_whose_jvm_does_not_answer_is_lost() -> None:
+    from matview.connection import _spark_lost
+
+    assert _spark_lost(_Stopped()) is True  # type: ignore[arg-type]
+
+
 def test_internal_failures_are_internal_errors(spark: SparkSession,
                                                monkeypatch: pytest.MonkeyPatch) -> None:
     con = matview.connect(clock=0, spark=spark)
@@ -179,6 +326,114 @@ def test_fetch_arrow_names_and_executemany_rowcount(spark: SparkSession) -> None
     assert table is not None and table.column_names == ["number", "s"]
     con.executescript("INSERT INTO t VALUES (5, 'e'); DELETE FROM t WHERE x = 1")
     assert con.execute("SELECT count(*) FROM t").fetchall() == [(4,)]
+
+
+def test_a_transaction_write_checks_the_staged_rows(spark: SparkSession) -> None:
+    con = matview.connect(clock=0, spark=spark)
+    con.execute("CREATE TABLE t (x INT, s TEXT)")
+    row = spark.createDataFrame([(7, "x")], "x int, s string")
+    with con.transaction():
+        con.insert("t", [(7, "x")])
+        assert con.delete("t", row) == 1  # deletes the row staged before it
+        with pytest.raises(matview.DataError, match="cannot delete"):
+            con.delete("t", row)
+        con.insert("t", [(8, "y")])
+    assert con.execute("SELECT * FROM t").fetchall() == [(8, "y")]
+
+
+def test_text_arrays_refuse_nul_bytes(spark: SparkSession) -> None:
+    con = matview.connect(clock=0, spark=spark)
+    con.execute("CREATE TABLE a (tags TEXT[])")
+    with pytest.raises(matview.DataError, match="0x00"):
+        con.insert("a", [(["ok", "b\x00d"],)])
+    with pytest.raises(matview.DataError, match="0x00"):
+        con.insert("a", spark.createDataFrame([(["ok", "b\x00d"],)], "tags array<string>"))
+    assert con.insert("a", spark.createDataFrame([(["ok"],)], "tags array<string>")) == 1
+    assert con.execute("SELECT * FROM a").fetchall() == [(["ok"],)]
+
+
+def _finishes(action: Callable[[], object], seconds: float = 30.0) -> list[object]:
+    """Run ``action`` in a thread: what it returned or raised, or [] if it had not ended
+    after ``seconds`` (it is then left blocked, in a daemon thread)."""
+    outcome: list[object] = []
+
+    def run() -> None:
+        try:
+            outcome.append(action())
+        except BaseException as e:  # reported to the caller
+            outcome.append(e)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    return outcome
+
+
+def _settled(outcome: list[object]) -> list[object]:
+    """``outcome`` of ``_finishes`` once its action has ended (waiting up to 30 s)."""
+    for _ in range(300):
+        if outcome:
+            break
+        threading.Event().wait(0.1)
+    return outcome
+
+
+def test_threads_starting_a_connection_share_one_engine(spark: SparkSession) -> None:
+    con = matview.connect(clock=0, spark=spark)  # Spark is not used until the first statement
+    barrier = threading.Barrier(6)
+
+    def create(i: int) -> None:
+        barrier.wait()
+        con.execute(f"CREATE TABLE t{i} (x INT)")
+
+    threads = [threading.Thread(target=create, args=(i,)) for i in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(con.execute("SHOW TABLES").fetchall()) == [(f"t{i}",) for i in range(6)]
+
+
+def test_a_transaction_left_open_by_an_ended_thread_is_rolled_back(
+        spark: SparkSession) -> None:
+    con = matview.connect(clock=0, spark=spark)
+    con.execute("CREATE TABLE t (x INT)")
+
+    def abandon() -> None:
+        con.begin()
+        con.insert("t", [(1,)])
+
+    thread = threading.Thread(target=abandon)
+    thread.start()
+    thread.join()
+    assert _finishes(lambda: con.insert("t", [(2,)])) == [1]
+    assert con.execute("SELECT * FROM t").fetchall() == [(2,)]
+
+
+def test_losing_spark_in_a_transaction_releases_the_waiting_threads(
+        spark: SparkSession, monkeypatch: pytest.MonkeyPatch) -> None:
+    from py4j.protocol import Py4JNetworkError
+
+    from matview import connection as connection_module
+
+    con = matview.connect(clock=0, spark=spark)
+    con.execute("CREATE TABLE t (x INT)")
+    engine = con._engine_for_use()
+    con.begin()
+    waiting = _finishes(lambda: con.execute("SELECT 1"), seconds=0.5)
+    assert waiting == []  # blocked while the transaction is open
+
+    def lost(*args: object) -> object:
+        raise Py4JNetworkError("Answer from Java side is empty")
+
+    monkeypatch.setattr(engine, "write", lost)
+    monkeypatch.setattr(connection_module, "_spark_lost", lambda spark: True)
+    with pytest.raises(matview.OperationalError, match="reopened"):
+        con.insert("t", [(1,)])
+    outcome = _finishes(lambda: con.execute("SELECT 1"))
+    assert len(outcome) == 1 and isinstance(outcome[0], matview.InterfaceError)
+    waited = _settled(waiting)  # the statement that waited ends too
+    assert len(waited) == 1 and isinstance(waited[0], matview.InterfaceError)
 
 
 def test_threads_share_a_connection_without_losing_writes(spark: SparkSession) -> None:
@@ -230,3 +485,22 @@ def test_a_transaction_owns_the_connection_until_it_ends(spark: SparkSession) ->
     thread.join()
     assert done.is_set()
     assert con.execute("SELECT * FROM t").fetchall() == [(2,)]  # B's write survived
+
+
+def test_the_clock_and_close_wait_for_another_threads_transaction(
+        spark: SparkSession) -> None:
+    con = matview.connect(clock=0, spark=spark)
+    con.execute("CREATE TABLE t (x INT)")
+    con.begin()
+    con.insert("t", [(1,)])
+    moved = _finishes(lambda: con.advance_time(50), seconds=0.5)
+    assert moved == []  # waits for the transaction to end
+    con.commit()
+    assert _settled(moved) == [None]
+    assert con.now == 50 and con.execute("SELECT * FROM t").fetchall() == [(1,)]
+    con.begin()
+    closed = _finishes(con.close, seconds=0.5)
+    assert closed == [] and not con.closed
+    con.insert("t", [(2,)])
+    con.commit()
+    assert _settled(closed) == [None] and con.closed

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from matview.ir.scalar import Call, Case, Cast, Scalar, may_fail, type_of
+from matview.ir.scalar import Call, Case, Cast, Lit, Scalar, may_fail, type_of
 from matview.ir.types import INT_RANGE, INTEGER_KINDS, Kind, SqlType
 from matview.runtime.expressions import compile_call, compile_cast, compile_scalar
 from matview.runtime.types import col, spark_type
@@ -78,6 +78,9 @@ def compile_checked(expr: Scalar, columns: Sequence[Column],
     if isinstance(expr, Case):
         return _case(expr, columns, types)
     assert isinstance(expr, Call), expr
+    result = type_of(expr, types)
+    if expr.func in _EXACT and result.kind in INTEGER_KINDS + (Kind.NUMERIC,):
+        return _arithmetic(expr, columns, types, result)
     args = [compile_checked(a, columns, types) for a in expr.args]
     arg_types = [type_of(a, types) for a in expr.args]
     if expr.func == "coalesce":
@@ -86,10 +89,38 @@ def compile_checked(expr: Scalar, columns: Sequence[Column],
         return _connective(expr.func, args, arg_types)
     values = [a.value for a in args]
     rule = _RULES.get(expr.func)
-    safe, own = (None, None) if rule is None else rule(values, arg_types,
-                                                         type_of(expr, types))
+    safe, own = (None, None) if rule is None else rule(values, arg_types, result)
     value = compile_call(expr.func, values, arg_types) if safe is None else safe
     return Checked(value, first_error([*(a.error for a in args), own]))
+
+
+def _arithmetic(expr: Call, columns: Sequence[Column], types: Sequence[SqlType],
+                result: SqlType) -> Checked:
+    """A tree of ``+``, ``-``, ``*`` and negations of one integer or numeric ``result`` type
+    fails where one of its operands (its largest subexpressions of another kind) fails, else
+    where an operation's exact result is out of range. Each operation's value is NULL where
+    it is out of range (Spark's ``try_`` arithmetic), and NULL propagates through the
+    others, so the whole tree's value is NULL with all its operands present exactly where
+    one operation is out of range: one test of that value is the error of every operation,
+    and the error of a chain of n additions is as large as its value (a test per operation
+    would read every partial sum again). Where a row has several errors, an operand's is
+    reported before an overflow."""
+    operands: dict[Scalar, Checked] = {}
+
+    def value(node: Scalar) -> Column:
+        if not (isinstance(node, Call) and node.func in _EXACT
+                and type_of(node, types) == result):
+            if node not in operands:
+                operands[node] = compile_checked(node, columns, types)
+            return operands[node].value
+        args = [value(a) for a in node.args]
+        return _EXACT[node.func](args, spark_type(result))
+
+    whole = value(expr)
+    present = [whole.isNull()] + [o.value.isNotNull() for node, o in operands.items()
+                                  if not (isinstance(node, Lit) and node.value is not None)]
+    overflow = F.when(_balanced_and(present), F.lit(_out_of_range(result)))
+    return Checked(whole, first_error([*(o.error for o in operands.values()), overflow]))
 
 
 def _case(expr: Case, columns: Sequence[Column], types: Sequence[SqlType]) -> Checked:
@@ -136,11 +167,9 @@ def _connective(func: str, args: list[Checked], arg_types: list[SqlType]) -> Che
     return Checked(compile_call(func, [a.value for a in args], arg_types), error)
 
 
-def _any(flags: list[Column]) -> Column:
-    out = flags[0]
-    for flag in flags[1:]:
-        out = out | flag
-    return out
+def _any(flags: Sequence[Column]) -> Column:
+    """The OR of ``flags`` as a balanced tree (a chain of thousands stays shallow)."""
+    return _balanced(flags, lambda a, b: a | b)
 
 
 def _out_of_range(result: SqlType) -> str:
@@ -160,10 +189,19 @@ def _cast_message(value: Column, source: SqlType, to: SqlType) -> Column:
 
 
 def _all_present(values: Sequence[Column]) -> Column:
-    out = values[0].isNotNull()
-    for v in values[1:]:
-        out = out & v.isNotNull()
-    return out
+    return _balanced_and([v.isNotNull() for v in values])
+
+
+def _balanced_and(flags: Sequence[Column]) -> Column:
+    """The AND of ``flags`` as a balanced tree (a chain of thousands stays shallow)."""
+    return _balanced(flags, lambda a, b: a & b)
+
+
+def _balanced(flags: Sequence[Column], combine: Callable[[Column, Column], Column]) -> Column:
+    if len(flags) == 1:
+        return flags[0]
+    middle = len(flags) // 2
+    return combine(_balanced(flags[:middle], combine), _balanced(flags[middle:], combine))
 
 
 _Rule = Callable[[list[Column], list[SqlType], SqlType], tuple[Column | None, Column | None]]
@@ -172,22 +210,14 @@ lowering, which cannot raise there) and its error message Column (None: none), g
 argument values, argument types and result type."""
 
 
-def _unfit(value: Column, args: list[Column], result: SqlType) -> Column:
-    """Out of range where every argument is present and ``value`` (a ``try_`` result
-    cast to the result type) is not."""
-    return F.when(_all_present(args) & value.isNull(), F.lit(_out_of_range(result)))
-
-
-def _exact(try_fn: str) -> _Rule:
-    """``+``, ``-``, ``*`` of numbers: NULL (Spark's ``try_`` arithmetic) where the exact
-    result does not fit the result type, which is out of range."""
-    def rule(args: list[Column], arg_types: list[SqlType],
-             result: SqlType) -> tuple[Column | None, Column | None]:
-        if result.kind not in INTEGER_KINDS + (Kind.NUMERIC,):
-            return None, None
-        value = F.call_function(try_fn, *args).try_cast(spark_type(result))
-        return value, _unfit(value, args, result)
-    return rule
+_EXACT: dict[str, Callable[[list[Column], T.DataType], Column]] = {
+    "add": lambda a, t: F.try_add(*a).try_cast(t),
+    "sub": lambda a, t: F.try_subtract(*a).try_cast(t),
+    "mul": lambda a, t: F.try_multiply(*a).try_cast(t),
+    "neg": lambda a, t: F.try_subtract(F.lit(0).cast(t), a[0]).try_cast(t),
+}
+"""Integer and numeric arithmetic whose only failure is a result out of range: each
+operation's value of its argument values and Spark result type, NULL where out of range."""
 
 
 def _division(try_fn: str) -> _Rule:
@@ -205,15 +235,6 @@ def _division(try_fn: str) -> _Rule:
                                F.lit(_out_of_range(result)))
         return value, error
     return rule
-
-
-def _negation(args: list[Column], arg_types: list[SqlType],
-              result: SqlType) -> tuple[Column | None, Column | None]:
-    """Negating the smallest integer overflows."""
-    if result.kind not in INTEGER_KINDS:
-        return None, None
-    value = F.try_subtract(F.lit(0).cast(spark_type(result)), args[0])
-    return value, _unfit(value, args, result)
 
 
 def _absolute(args: list[Column], arg_types: list[SqlType],
@@ -234,12 +255,11 @@ def _substring(args: list[Column], arg_types: list[SqlType],
 
 
 _RULES: dict[str, _Rule] = {
-    "add": _exact("try_add"), "sub": _exact("try_subtract"), "mul": _exact("try_multiply"),
-    "div": _division("try_divide"), "mod": _division("try_mod"), "neg": _negation,
-    "abs": _absolute, "substr": _substring,
+    "div": _division("try_divide"), "mod": _division("try_mod"), "abs": _absolute,
+    "substr": _substring,
 }
-"""The functions whose failures are data; a fallible function without a rule (``round``,
-``like``) still raises from Spark when it fails."""
+"""The other functions whose failures are data (besides ``_EXACT`` arithmetic); a fallible
+function without a rule (``round``, ``like``) still raises from Spark when it fails."""
 
 
 def split_errors(df: DataFrame) -> tuple[DataFrame, DataFrame]:

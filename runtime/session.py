@@ -23,6 +23,11 @@ DEFAULT_CONFIG: dict[str, str] = {
     "spark.log.level": "OFF",
     "spark.cleaner.periodicGC.interval": "1min",
     "spark.driver.memory": "4g",
+    # Spark converts, analyzes and optimizes expressions recursively: the default 1 MB
+    # thread stack overflows at a sum of about 150 terms whose overflow is checked; the
+    # binder allows a few hundred
+    "spark.driver.extraJavaOptions": "-Xss32m",
+    "spark.executor.extraJavaOptions": "-Xss32m",
     # PySpark otherwise records the Python call site with five JVM calls per DataFrame or
     # Column function, which doubled the cost of building a step's plans (bench/README.md)
     "spark.python.sql.dataFrameDebugging.enabled": "false",

@@ -4,6 +4,7 @@ planning."""
 
 from __future__ import annotations
 
+import threading
 import time
 from collections import Counter
 
@@ -81,6 +82,24 @@ def test_deep_expressions_through_the_api(con) -> None:  # type: ignore[no-untyp
         con.execute("SELECT " + " + ".join("amount" for _ in range(3000)) + " FROM orders")
 
 
+def test_long_sums_run_with_their_overflow_checked(con) -> None:  # type: ignore[no-untyped-def]
+    # each addition's overflow is an error as data; checking them must not read every
+    # partial sum again per term (which grew the Spark expression with the square of the
+    # terms, and slowed its analysis exponentially), nor overflow the JVM's stack
+    con.execute("INSERT INTO orders VALUES (1, 1, 5, 'a'), (2, 2, 7, NULL)")
+    terms = 200
+    total = " + ".join("amount" for _ in range(terms))
+    rows = con.execute(f"SELECT id, {total} FROM orders").fetchall()
+    assert sorted(rows) == [(1, 5 * terms), (2, 7 * terms)]
+    con.execute(f"CREATE MATERIALIZED VIEW sums AS SELECT id, {total} - id AS s FROM orders")
+    con.execute("INSERT INTO orders VALUES (3, 3, 9223372036854775807, 'max')")
+    with pytest.raises(matview.DataError, match="bigint out of range"):
+        con.execute("SELECT * FROM sums")
+    con.execute("DELETE FROM orders WHERE id = 3")
+    assert sorted(con.execute("SELECT * FROM sums").fetchall()) == [
+        (1, 5 * terms - 1), (2, 7 * terms - 2)]
+
+
 def _calls(plan: Relation) -> list[str]:
     assert isinstance(plan, Linear)
     return [c.func for s in plan.steps if isinstance(s, FlatMap) for c in s.calls]
@@ -97,3 +116,35 @@ def test_regular_expressions_are_not_computed_while_planning() -> None:
     assert isinstance(like, Linear)
     assert any(isinstance(e, Call) and e.func == "like" for s in like.steps
                for e in getattr(s, "exprs", ())), like
+
+
+def test_long_in_lists_bind_plan_and_evaluate_as_balanced_trees() -> None:
+    items = ", ".join(str(i) for i in range(5, 10_005))  # keeps 5 and 20000 of T_ROWS
+    query = _bound(f"SELECT a FROM t WHERE a IN ({items}) OR a IN (20000)")
+    assert isinstance(query.plan, Linear)
+    predicate = query.plan.steps[0].predicates[0]  # type: ignore[attr-defined]
+    assert _depth(predicate) <= 20  # log2(10,000) levels of OR, not 10,000
+    assert set(interpret(physical(query.plan), {"t": T_ROWS})) == {(5,), (20000,)}
+    negated = _bound(f"SELECT a FROM t WHERE a NOT IN ({items})")
+    assert set(interpret(physical(negated.plan), {"t": T_ROWS})) == {(1,), (20000,)}
+
+
+def _planned_within(sql: str, seconds: float) -> Relation:
+    """The optimized plan of ``sql``, which must be bound and planned within ``seconds``
+    (in a thread, so that a planner computing the query would fail the test, not hang it)."""
+    done: list[Relation] = []
+    worker = threading.Thread(target=lambda: done.append(physical(_bound(sql).plan)),
+                              daemon=True)
+    worker.start()
+    worker.join(seconds)
+    assert done, f"binding and planning took more than {seconds}s"
+    return done[0]
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT * FROM regexp_matches('" + "a" * 31 + "!', '^(a+)+$')",
+    "SELECT regexp_matches('" + "a" * 31 + "!', '^(a+)+$', 'g')",
+])
+def test_the_catastrophic_regular_expression_is_left_for_spark(sql: str) -> None:
+    _planned_within("SELECT * FROM regexp_matches('ab', '(a)')", 5)  # warm up
+    assert _calls(_planned_within(sql, 1.0)) == ["regexp_matches"]

@@ -1,7 +1,8 @@
 """Creating the SparkSession matview runs on, with the configuration chosen from
-``SPARK_NOTES.md``: few shuffle partitions, no adaptive execution, no UI, Arrow transfers,
-UTC session time zone (SQL TIMESTAMP has no zone) and ANSI arithmetic (overflow and
-division by zero are errors, as in PostgreSQL)."""
+``SPARK_NOTES.md`` and ``bench/README.md``: few shuffle partitions, no adaptive execution,
+no constraint propagation, deep thread stacks, no UI, Arrow transfers, UTC session time zone
+(SQL TIMESTAMP has no zone) and ANSI arithmetic (overflow and division by zero are errors,
+as in PostgreSQL)."""
 
 from __future__ import annotations
 
@@ -20,6 +21,10 @@ DEFAULT_CONFIG: dict[str, str] = {
     "spark.sql.execution.arrow.pyspark.enabled": "true",
     "spark.sql.session.timeZone": "UTC",
     "spark.sql.ansi.enabled": "true",
+    # Catalyst's constraint propagation infers constraints from every alias of every
+    # expression; over a join feeding a Reduce whose rows carry errors as data (TPC-H Q10)
+    # planning one step took 550 s with it and 6 s without (bench/README.md)
+    "spark.sql.constraintPropagation.enabled": "false",
     "spark.log.level": "OFF",
     "spark.cleaner.periodicGC.interval": "1min",
     "spark.driver.memory": "4g",
@@ -34,7 +39,8 @@ DEFAULT_CONFIG: dict[str, str] = {
 }
 
 SESSION_CONFIG = ("spark.sql.shuffle.partitions", "spark.sql.adaptive.enabled",
-                  "spark.sql.session.timeZone", "spark.sql.ansi.enabled")
+                  "spark.sql.session.timeZone", "spark.sql.ansi.enabled",
+                  "spark.sql.constraintPropagation.enabled")
 
 
 class JavaMissingError(RuntimeError):

@@ -9,6 +9,7 @@ each read plans over a bounded union of leaves.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -29,8 +30,11 @@ from matview.runtime.updates import (
     stored,
     union_all,
 )
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
+
+_RETRACTED = "_retracted"
+"""A column marking the rows an update retracts, while ``Trace.negative_row`` sums them."""
 
 MAX_BATCHES = 8
 """Batches a trace keeps before it merges: a merge is a Spark job, so not after every step."""
@@ -167,17 +171,39 @@ class Trace:
     def negative_row(self, updates: DataFrame | pa.Table,
                      pending: Sequence[Leaf] = ()) -> tuple[object, ...] | None:
         """A row whose multiplicity would be negative if ``updates`` (data columns and
-        ``_diff``) were added to the updates held and to the batches ``pending``, or None:
-        in Arrow when all of them are held in the driver, else with one Spark job."""
+        ``_diff``) were added to the updates held and to the batches ``pending``, or None.
+
+        Updates in the driver (Arrow) are summed in Arrow with the held copies of the rows
+        they retract: the batches held in the driver, and the rows of batches held in Spark
+        that a semi-join with the retracted rows (broadcast) finds, fetched with one Spark
+        job that scans without a shuffle. Other updates are summed with every held row in
+        one Spark job."""
         leaves = [b.leaf for b in self.batches] + list(pending)
         names = column_names(self.arity)
-        tables = [leaf.table for leaf in leaves]
-        if isinstance(updates, pa.Table) and all(t is not None for t in tables) and not any(
+        if isinstance(updates, pa.Table) and not any(
                 pa.types.is_nested(f.type) for f in updates.schema):
-            parts = [t.select([*names, DIFF]) for t in tables if t is not None]
-            summed = consolidated_arrow(pa.concat_tables(
-                [*parts, updates.select([*names, DIFF])], promote_options="permissive"))
-            below = summed.filter(pc.less(summed[DIFF], 0))
+            mine = updates.select([*names, DIFF])
+            parts = [leaf.table.select([*names, DIFF]) for leaf in leaves
+                     if leaf.table is not None]
+            held = union_all([leaf.df.select(*names, DIFF) for leaf in leaves
+                              if leaf.table is None])
+            retracted = mine.filter(pc.less(mine[DIFF], 0)).select(names)
+            if held is not None and retracted.num_rows:
+                found = self.spark.createDataFrame(retracted).alias("r")
+                same = [col(f"h.{n}").eqNullSafe(col(f"r.{n}")) for n in names]
+                copies = held.alias("h").join(F.broadcast(found),
+                                              functools.reduce(Column.__and__, same),
+                                              "left_semi")
+                parts.append(copies.toArrow().cast(mine.schema))
+            # rows not retracted now may sum below zero (their other copies are not
+            # fetched), so a row counts only where it is retracted now
+            marked = [t.append_column(_RETRACTED, pa.array(np.zeros(t.num_rows, bool)))
+                      for t in parts] + [mine.append_column(_RETRACTED,
+                                                            pc.less(mine[DIFF], 0))]
+            summed = pa.concat_tables(marked, promote_options="permissive").group_by(
+                names, use_threads=False).aggregate([(DIFF, "sum"), (_RETRACTED, "any")])
+            below = summed.filter(pc.and_(pc.less(summed[f"{DIFF}_sum"], 0),
+                                          summed[f"{_RETRACTED}_any"]))
             return tuple(below.slice(0, 1).to_pylist()[0][n] for n in names) \
                 if below.num_rows else None
         frame = updates if isinstance(updates, DataFrame) else self.spark.createDataFrame(updates)

@@ -1,0 +1,55 @@
+"""The check that no write makes a multiplicity negative, on tables whose rows are held in
+Spark (past ``LOCAL_LEAF_ROWS``) as well as in the driver: ``con.delete`` of rows a table
+does not hold is a DataError that changes nothing, whatever batches hold its copies."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+from matview.runtime.updates import LOCAL_LEAF_ROWS
+
+import matview
+
+ROWS = LOCAL_LEAF_ROWS + 1_000
+
+
+def _rows(keys: list[int], note: str | None = "n") -> pa.Table:
+    return pa.table({"a": pa.array(keys, pa.int32()), "b": pa.array([note] * len(keys))})
+
+
+def test_deletes_are_checked_against_rows_held_in_spark_and_in_the_driver(
+        con) -> None:  # type: ignore[no-untyped-def]
+    con.execute("CREATE TABLE big (a INT, b TEXT)")
+    con.insert("big", _rows(list(range(ROWS))))  # held in Spark
+    con.insert("big", _rows([1, 2], None))  # held in the driver, NULLs included
+    assert con.delete("big", _rows([5])) == 1
+    # 5's retraction is held in the driver, its insertion in Spark: deleting another row
+    # must not count 5 as missing, and deleting 5 again must
+    assert con.delete("big", _rows([7, 8])) == 2
+    with pytest.raises(matview.DataError, match=r"cannot delete \(5, 'n'\)"):
+        con.delete("big", _rows([6, 5]))
+    with pytest.raises(matview.DataError, match="cannot delete"):
+        con.delete("big", _rows([9, 9]))  # two copies of a row held once
+    with pytest.raises(matview.DataError, match="cannot delete"):
+        con.delete("big", _rows([ROWS + 5]))  # never held
+    assert con.delete("big", _rows([1], None)) == 1
+    with pytest.raises(matview.DataError, match=r"cannot delete \(1, None\)"):
+        con.delete("big", _rows([1], None))
+    # nothing was changed by the failed deletes
+    assert con.execute("SELECT count(*), count(b) FROM big").fetchall() == [
+        (ROWS + 2 - 4, ROWS - 3)]
+    assert con.execute("SELECT count(*) FROM big WHERE a IN (5, 6, 7, 8, 9)").fetchall() == [
+        (2,)]
+
+
+def test_deletes_in_a_transaction_count_its_staged_writes(
+        con) -> None:  # type: ignore[no-untyped-def]
+    con.execute("CREATE TABLE big (a INT, b TEXT)")
+    con.insert("big", _rows(list(range(ROWS))))
+    with con.transaction():
+        con.delete("big", _rows([3]))
+        with pytest.raises(matview.DataError, match=r"cannot delete \(3, 'n'\)"):
+            con.delete("big", _rows([3]))
+        con.insert("big", _rows([3]))
+        assert con.delete("big", _rows([3])) == 1
+    assert con.execute("SELECT count(*) FROM big WHERE a = 3").fetchall() == [(0,)]

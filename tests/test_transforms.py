@@ -43,7 +43,8 @@ from matview.planner.flat_map_to_map import flat_map_to_map
 from matview.planner.flatten_joins import flatten_joins
 from matview.planner.fold_constants import fold_constants
 from matview.planner.fuse_linear import fuse_linear
-from matview.planner.pipeline import LOGICAL, optimize, physical, trace
+from matview.planner.join_plan import join_plan
+from matview.planner.pipeline import LOGICAL, PHYSICAL, optimize, physical, trace
 from matview.planner.push_linear_into_joins import push_linear_into_joins
 
 FIXTURES = Path(__file__).parent / "fixtures" / "transforms"
@@ -51,7 +52,7 @@ FIXTURES = Path(__file__).parent / "fixtures" / "transforms"
 Transform = Callable[[Relation], Relation]
 TRANSFORMS: dict[str, Transform] = {t.__name__: t for t in (
     fuse_linear, canonicalize_linear, push_linear_into_joins, flat_map_to_map,
-    fold_constants, flatten_joins, optimize)}
+    fold_constants, flatten_joins, join_plan, optimize)}
 LENIENT = {"push_linear_into_joins", "optimize"}
 """Transforms that may raise an error the original plan does not (see the module doc)."""
 
@@ -137,8 +138,8 @@ def test_transform_fixtures(path: Path, rewrite: bool) -> None:
     run_golden(path, _transform, rewrite)
 
 
-def test_every_logical_transform_has_fixtures() -> None:
-    names = {t.__name__ for t in LOGICAL} - {"flatten_joins"}
+def test_every_transform_has_fixtures() -> None:
+    names = {t.__name__ for t in LOGICAL + PHYSICAL}
     assert names <= {p.stem for p in FIXTURES.glob("*.test")}
 
 

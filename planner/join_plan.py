@@ -39,4 +39,5 @@ def _plan(plan: Relation) -> Relation:
 
 
 def join_plan(plan: Relation) -> Relation:
+    """Every join given a delta plan: per input, an order of lookups into the others."""
     return bottom_up(plan, _plan)

@@ -12,13 +12,13 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from matview.ir.relation import Relation
-from matview.planner.canonicalize_linear import canonicalize_linear
-from matview.planner.flat_map_to_map import flat_map_to_map
-from matview.planner.flatten_joins import flatten_joins
-from matview.planner.fold_constants import fold_constants
-from matview.planner.fuse_linear import fuse_linear
 from matview.planner.join_plan import join_plan
-from matview.planner.push_linear_into_joins import push_linear_into_joins
+from matview.planner.transforms.canonicalize_linear import canonicalize_linear
+from matview.planner.transforms.flat_map_to_map import flat_map_to_map
+from matview.planner.transforms.flatten_joins import flatten_joins
+from matview.planner.transforms.fold_constants import fold_constants
+from matview.planner.transforms.fuse_linear import fuse_linear
+from matview.planner.transforms.push_linear_into_joins import push_linear_into_joins
 
 Transform = Callable[[Relation], Relation]
 

@@ -1,4 +1,4 @@
-"""EXPLAIN ... AS DOT (``planner.explain_dot``): the DOT text of dataflows and plans, checked
+"""EXPLAIN ... AS DOT (``planner.explain.as_dot``): the DOT text of dataflows and plans, checked
 with a small DOT reader (pydot is not installed)."""
 
 from __future__ import annotations
@@ -7,9 +7,10 @@ import re
 from dataclasses import dataclass, field
 
 import pytest
-from matview.ir.text import parse_plan, render_line
+from matview.ir.parse import parse_plan
+from matview.ir.render import render_line
 from matview.planner.dataflow_graph import dataflow_graph, operators
-from matview.planner.explain_dot import WRAP, plan_graph, quote, to_dot
+from matview.planner.explain.as_dot import WRAP, plan_graph, quote, to_dot
 from matview.planner.pipeline import physical
 from test_explain_json import SELF_JOIN, corpus
 

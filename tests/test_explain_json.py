@@ -1,4 +1,4 @@
-"""EXPLAIN ... AS JSON (``planner.explain_json``): the schema of plans, dataflows and traces."""
+"""EXPLAIN ... AS JSON (``planner.explain.as_json``): the schema of plans, dataflows and traces."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from golden import read_cases
+from matview.ir.parse import PlanSyntaxError, parse_plan, parse_scalar
 from matview.ir.relation import (
     Aggregate,
     Field,
@@ -28,11 +29,11 @@ from matview.ir.relation import (
     Union,
     inputs_of,
 )
+from matview.ir.render import render_line
 from matview.ir.scalar import Call, Cast
-from matview.ir.text import PlanSyntaxError, parse_plan, parse_scalar, render_line
 from matview.ir.types import SqlType
 from matview.planner.dataflow_graph import dataflow_graph
-from matview.planner.explain_json import (
+from matview.planner.explain.as_json import (
     VERSION,
     dataflow_json,
     explain_document,

@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from matview.ir.evaluate import cast_value, evaluate
 from matview.ir.functions import EvalError
 from matview.ir.interpret import interpret
+from matview.ir.parse import parse_scalar
 from matview.ir.relation import (
     Aggregate,
     Constant,
@@ -35,8 +36,8 @@ from matview.ir.relation import (
     Relation,
     Union,
 )
+from matview.ir.render import render_scalar
 from matview.ir.scalar import Call, Case, Cast, Col, Lit, Scalar, remap, type_of
-from matview.ir.text import parse_scalar, render_scalar
 from matview.ir.types import (
     BIGINT,
     BOOLEAN,

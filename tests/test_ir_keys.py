@@ -14,6 +14,7 @@ from matview.ir.column_names import column_names, linear_column_names
 from matview.ir.functions import EvalError
 from matview.ir.interpret import interpret
 from matview.ir.keys import minimal_keys, unique_keys
+from matview.ir.parse import parse_plan
 from matview.ir.relation import (
     Aggregate,
     Constant,
@@ -26,7 +27,6 @@ from matview.ir.relation import (
     Step,
 )
 from matview.ir.scalar import Col
-from matview.ir.text import parse_plan
 from matview.ir.types import SqlType
 from test_ir_text import (
     TABLES,

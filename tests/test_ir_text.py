@@ -1,4 +1,5 @@
-"""Tests of the IR's text form (``matview.ir.text``) and of the golden-file helper."""
+"""Tests of the IR's text form (``matview.ir.render``, ``matview.ir.parse``) and of the
+golden-file helper."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from golden import read_cases, run_golden, write_cases
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from matview.ir.functions import REGISTRY
+from matview.ir.parse import PlanSyntaxError, parse_plan, parse_scalar
 from matview.ir.relation import (
     AGGREGATES,
     Aggregate,
@@ -39,17 +41,8 @@ from matview.ir.relation import (
     inputs_of,
     step_types,
 )
+from matview.ir.render import PLAIN, RenderOptions, render_line, render_plan, render_scalar
 from matview.ir.scalar import Call, Case, Cast, Col, Lit, Scalar
-from matview.ir.text import (
-    PLAIN,
-    PlanSyntaxError,
-    RenderOptions,
-    parse_plan,
-    parse_scalar,
-    render_line,
-    render_plan,
-    render_scalar,
-)
 from matview.ir.types import (
     BIGINT,
     BOOLEAN,
@@ -741,7 +734,7 @@ def test_exported_from_the_package_in_a_fresh_interpreter() -> None:
     script = "\n".join([
         "import sys",
         "import matview.ir.relation",
-        "assert 'matview.ir.text' not in sys.modules",
+        "assert 'matview.ir.parse' not in sys.modules and 'matview.ir.render' not in sys.modules",
         "import matview.ir",
         "plan = matview.ir.parse_plan('Get t (a int)')",
         "print(matview.ir.render_plan(plan, matview.ir.RenderOptions(arity=True)))",

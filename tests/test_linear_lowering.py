@@ -19,8 +19,8 @@ import pyarrow as pa
 import pytest
 from matview.ir import table_functions
 from matview.ir.linear_logic import join_function, steps_logic
+from matview.ir.parse import parse_plan
 from matview.ir.relation import Linear
-from matview.ir.text import parse_plan
 from matview.runtime.linear import apply_steps
 from matview.runtime.types import column_names, update_schema
 from pyspark.sql import DataFrame

@@ -8,8 +8,8 @@ from datetime import date, datetime, timedelta
 
 import pyarrow as pa
 import pytest
+from matview.ir.parse import parse_plan
 from matview.ir.relation import Linear
-from matview.ir.text import parse_plan
 from matview.runtime.dataflow import Dataflow
 from matview.runtime.trace import Trace
 from matview.runtime.types import update_schema

@@ -22,8 +22,9 @@ from pathlib import Path
 import pytest
 from catalogs import Catalog
 from golden import run_golden
+from matview.ir.parse import parse_plan
 from matview.ir.relation import Relation
-from matview.ir.text import parse_plan, render_plan
+from matview.ir.render import render_plan
 from matview.planner.explain import explain_plan, explain_trace, render_options
 from matview.planner.pipeline import STAGES, at_stage
 from matview.sql.parse import parse

@@ -27,9 +27,9 @@ from matview.ir.relation import (
     Repeat,
     Union,
 )
+from matview.ir.render import render_plan, render_scalar
 from matview.ir.scalar import Call, Cast, Col, Lit
 from matview.ir.table_functions import REGISTRY as TABLE_FUNCTIONS
-from matview.ir.text import render_plan, render_scalar
 from matview.ir.types import (
     BIGINT,
     BOOLEAN,

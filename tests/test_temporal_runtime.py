@@ -9,8 +9,8 @@ from collections import Counter
 
 import pyarrow as pa
 import pytest
+from matview.ir.parse import parse_plan
 from matview.ir.relation import Aggregate, Reduce, Relation
-from matview.ir.text import parse_plan
 from matview.runtime.dataflow import Dataflow
 from matview.runtime.trace import Trace
 from matview.runtime.types import update_schema

@@ -19,6 +19,7 @@ from golden import run_golden
 from matview.ir.functions import EvalError
 from matview.ir.interpret import interpret
 from matview.ir.linear_logic import BOTTOM, MZ_NOW
+from matview.ir.parse import parse_plan
 from matview.ir.relation import (
     Field,
     Filter,
@@ -35,17 +36,17 @@ from matview.ir.relation import (
     gets,
     step_types,
 )
+from matview.ir.render import render_plan
 from matview.ir.scalar import Call, Case, Col, Lit, Scalar
-from matview.ir.text import parse_plan, render_plan
 from matview.ir.types import BIGINT, BOOLEAN, INT, NULLTYPE, TEXT, Kind, SqlType
-from matview.planner.canonicalize_linear import canonicalize_linear
-from matview.planner.flat_map_to_map import flat_map_to_map
-from matview.planner.flatten_joins import flatten_joins
-from matview.planner.fold_constants import fold_constants
-from matview.planner.fuse_linear import fuse_linear
 from matview.planner.join_plan import join_plan
 from matview.planner.pipeline import LOGICAL, PHYSICAL, optimize, physical, trace
-from matview.planner.push_linear_into_joins import push_linear_into_joins
+from matview.planner.transforms.canonicalize_linear import canonicalize_linear
+from matview.planner.transforms.flat_map_to_map import flat_map_to_map
+from matview.planner.transforms.flatten_joins import flatten_joins
+from matview.planner.transforms.fold_constants import fold_constants
+from matview.planner.transforms.fuse_linear import fuse_linear
+from matview.planner.transforms.push_linear_into_joins import push_linear_into_joins
 
 FIXTURES = Path(__file__).parent / "fixtures" / "transforms"
 

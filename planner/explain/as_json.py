@@ -3,7 +3,7 @@
 Every function returns a JSON-ready value (dicts, lists, ``str``, ``int``, ``bool`` and
 ``None`` only; ANALYZE's ``seconds`` is a ``float``) that is deterministic: no object ids, no
 set order, no paths. Keys appear in the order given here. Scalar expressions are strings in
-the IR text form (``matview.ir.text.render_scalar``: ``#3`` is column 3, ``(#0 + 1)``,
+the IR text form (``matview.ir.render.render_scalar``: ``#3`` is column 3, ``(#0 + 1)``,
 ``cast(#1 as text)``); types are strings in the IR text form (``int``, ``numeric(10,2)``,
 ``text[]``).
 
@@ -50,7 +50,7 @@ with ``KIND`` and its attributes:
 
 - OPERATOR: ``{"id": ID, "operator": KIND, "text": LINE, "inputs": [ID, ...],
   "arrangements": [NAME, ...], "paths": [PATH, ...], "statistics": STATISTICS}``:
-  ``LINE`` is the operator's own line of the IR text form (``ir.text.render_line``);
+  ``LINE`` is the operator's own line of the IR text form (``ir.render.render_line``);
   ``arrangements`` those it maintains; ``paths`` only on a Join, one per input;
   ``statistics`` only in ANALYZE.
 - PATH: ``{"input": I, "operator": ID, "lookups": [LOOKUP, ...]}``: path ``I`` starts from
@@ -104,8 +104,8 @@ from matview.ir.relation import (
     Union,
     inputs_of,
 )
+from matview.ir.render import render_line, render_scalar, render_type, render_value
 from matview.ir.scalar import Scalar
-from matview.ir.text import _render_type, _render_value, render_line, render_scalar
 from matview.planner.dataflow_graph import (
     DeltaPath,
     arrangements,
@@ -115,7 +115,7 @@ from matview.planner.dataflow_graph import (
 )
 
 if TYPE_CHECKING:
-    from matview.planner.physical_text import OperatorStats
+    from matview.planner.explain.physical_text import OperatorStats
 
 VERSION = 1
 """The version of the schema documented above."""
@@ -137,7 +137,7 @@ def plan_json(rel: Relation) -> Json:
         "operator": type(rel).__name__,
         **_attributes(rel),
         "arity": rel.arity,
-        "types": [_render_type(t) for t in rel.types],
+        "types": [render_type(t) for t in rel.types],
         "inputs": [plan_json(child) for child in inputs_of(rel)],
     }
 
@@ -182,10 +182,10 @@ def _attributes(rel: Relation) -> Json:
     """The attributes of operator ``rel`` (see PLAN in the module docstring)."""
     if isinstance(rel, Get):
         return {"name": rel.name,
-                "fields": [{"name": f.name, "type": _render_type(f.type)} for f in rel.fields]}
+                "fields": [{"name": f.name, "type": render_type(f.type)} for f in rel.fields]}
     if isinstance(rel, Constant):
         return {"rows": [
-            {"values": [_render_value(v, t) for v, t in zip(values, rel.column_types,
+            {"values": [render_value(v, t) for v, t in zip(values, rel.column_types,
                                                             strict=True)],
              "multiplicity": multiplicity}
             for values, multiplicity in rel.rows]}

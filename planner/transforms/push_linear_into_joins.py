@@ -54,7 +54,7 @@ from matview.ir.relation import (
     step_types,
 )
 from matview.ir.scalar import Call, Scalar, columns_used, conjuncts, may_fail, remap
-from matview.planner.canonicalize_linear import renamed
+from matview.planner.transforms.canonicalize_linear import renamed
 from matview.planner.walk import bottom_up
 
 _SPAN = 1 << 32
@@ -230,4 +230,5 @@ def _push(plan: Relation) -> Relation:
 
 
 def push_linear_into_joins(plan: Relation) -> Relation:
+    """The filters and projections above each join pushed into its inputs and equivalences."""
     return bottom_up(plan, _push)

@@ -2,7 +2,7 @@
 (EXPLAIN ANALYZE): one renderer for both.
 
 The dataflow prints as an indented tree under ``Explained Query:``, one operator per line,
-``%k`` (its id, see ``dataflow_graph``) then the operator as ``ir.text`` prints it, inputs
+``%k`` (its id, see ``dataflow_graph``) then the operator as ``ir.render`` prints it, inputs
 two spaces deeper. Lines between an operator and its inputs describe it:
 
 - ``implementation: delta`` for a join, then one line per delta path:
@@ -29,7 +29,7 @@ from typing import Protocol
 
 import networkx as nx
 from matview.ir.relation import Get, Join, Linear
-from matview.ir.text import PLAIN, RenderOptions, render_line, render_scalar
+from matview.ir.render import PLAIN, RenderOptions, render_line, render_scalar
 from matview.planner.dataflow_graph import (
     DeltaPath,
     arrangements,

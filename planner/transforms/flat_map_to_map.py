@@ -23,9 +23,9 @@ from matview.ir.evaluate import evaluate
 from matview.ir.functions import EvalError
 from matview.ir.linear_logic import is_temporal
 from matview.ir.relation import Filter, FlatMap, Linear, Map, Relation, Repeat, Step, step_types
+from matview.ir.render import render_scalar
 from matview.ir.scalar import Call, Cast, Lit, Scalar, columns_used, type_of
 from matview.ir.table_functions import lookup, output_types, rows
-from matview.ir.text import render_scalar
 from matview.ir.types import BIGINT, BOOLEAN, SqlType
 from matview.planner.walk import bottom_up
 
@@ -98,4 +98,5 @@ def _to_map(plan: Relation) -> Relation:
 
 
 def flat_map_to_map(plan: Relation) -> Relation:
+    """Every table function call that yields at most one row made a map (and a filter)."""
     return bottom_up(plan, _to_map)

@@ -23,4 +23,5 @@ def _fuse(plan: Relation) -> Relation:
 
 
 def fuse_linear(plan: Relation) -> Relation:
+    """Every chain of Linear operators fused into one."""
     return bottom_up(plan, _fuse)

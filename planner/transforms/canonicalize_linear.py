@@ -187,4 +187,5 @@ def _canonicalize(plan: Relation) -> Relation:
 
 
 def canonicalize_linear(plan: Relation) -> Relation:
+    """Every Linear's steps in canonical form: filters first, one map, one final project."""
     return bottom_up(plan, _canonicalize)

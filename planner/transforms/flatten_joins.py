@@ -34,4 +34,5 @@ def _flatten(plan: Relation) -> Relation:
 
 
 def flatten_joins(plan: Relation) -> Relation:
+    """Every join of joins made one multiway join, with all of their predicates."""
     return bottom_up(plan, _flatten)

@@ -1,6 +1,6 @@
 """EXPLAIN: a plan at a stage, in a format. This module only chooses; each format has one
-renderer: TEXT in ``ir.text`` (logical stages) and ``planner.physical_text`` (the physical
-dataflow), JSON in ``planner.explain_json``, DOT in ``planner.explain_dot``.
+renderer: TEXT in ``ir.render`` (logical stages) and ``physical_text`` (the physical
+dataflow), JSON in ``as_json``, DOT in ``as_dot``.
 
 Options (``arity``, ``types``, ``keys``, ``humanized expressions``) annotate TEXT; JSON
 always carries arity and types; DOT ignores them.
@@ -12,16 +12,16 @@ import json
 from collections.abc import Sequence
 
 from matview.ir.relation import Relation
-from matview.ir.text import RenderOptions, render_plan
+from matview.ir.render import RenderOptions, render_plan
 from matview.planner.dataflow_graph import dataflow_graph
-from matview.planner.explain_dot import plan_graph, to_dot
-from matview.planner.explain_json import (
+from matview.planner.explain.as_dot import plan_graph, to_dot
+from matview.planner.explain.as_json import (
     dataflow_json,
     explain_document,
     plan_json,
     trace_json,
 )
-from matview.planner.physical_text import OperatorStats, render_dataflow
+from matview.planner.explain.physical_text import OperatorStats, render_dataflow
 from matview.planner.pipeline import at_stage, trace
 
 OPTIONS = {"arity": "arity", "types": "types", "keys": "keys",

@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import networkx as nx
 from matview.ir.relation import Relation
-from matview.ir.text import render_line
+from matview.ir.render import render_line
 from matview.planner.dataflow_graph import dataflow_graph, operators
-from matview.planner.explain_json import arrangement_names
+from matview.planner.explain.as_json import arrangement_names
 
 WRAP = 48
 """The width at which an operator's attribute text wraps in its label."""

@@ -49,6 +49,7 @@ from matview.ir.relation import (
     Union,
     step_types,
 )
+from matview.ir.render import render_scalar
 from matview.ir.scalar import (
     TRUE,
     Call,
@@ -61,7 +62,6 @@ from matview.ir.scalar import (
     transform,
     type_of,
 )
-from matview.ir.text import render_scalar
 from matview.ir.types import BOOLEAN, SqlType
 from matview.planner.walk import bottom_up
 
@@ -210,4 +210,5 @@ def _fold(plan: Relation) -> Relation:
 
 
 def fold_constants(plan: Relation) -> Relation:
+    """Every constant subexpression evaluated, and every operator that keeps no row emptied."""
     return bottom_up(plan, _fold)

@@ -1,0 +1,338 @@
+"""The printer of the IR's text form: ``render_plan``, ``render_line`` (the one printer of an
+operator's line; EXPLAIN's renderers call it), ``render_scalar``, ``render_type`` and
+``render_value``. ``matview.ir.parse`` reads the text back.
+
+A plan is an indented tree in the style of Materialize's EXPLAIN: one operator per line, each
+input two spaces deeper than its consumer, inputs in order::
+
+    Reduce group_key=(#3) aggregates=(count(*), sum(#2), max(#2))
+      Linear [filter (#2 > 0); map (#0 + 1); project (#0, #1, #2, #5)]
+        Join on=(#1 = #4) plan=delta[(1), (0)]
+          Get orders (id int, cust int, amount bigint, note text)
+          Get customers (id int, region text)
+
+Operators (the grammar is ``grammar.lark``):
+
+- ``Get NAME (FIELD TYPE, ...)``
+- ``Constant (TYPE, ...) [(VALUE, ...) xMULTIPLICITY; ...]``, e.g.
+  ``Constant (int, text) [(1, 'a') x1; (2, null) x-3]``; ``Constant (int) []`` is empty.
+- ``Linear [STEP; ...]`` with steps ``filter PRED, ...``, ``map EXPR, ...``,
+  ``project (#i, ...)``, ``flat_map CALL, ... [with ordinality]`` (table functions) and
+  ``repeat_row EXPR``: ``Linear [filter (#2 > 0), (mz_now() < #1); map lower(#1);
+  flat_map generate_series(1, #0) with ordinality; project (#3)]``.
+- ``Join on=(A = B = C, D = E) where=(PRED, ...) plan=KIND[(1, 2), (0, 2), (0, 1)]``: the
+  equivalence classes (``on=()`` when none), the predicates evaluated inside the join
+  (``where=`` left out when none), then the join plan's kind and one order of input indexes
+  per path; ``plan=`` is left out when the join has no plan. An empty class has no text form.
+- ``Reduce group_key=(EXPR, ...) aggregates=(count(*), sum(EXPR), ...)``, ``*`` standing for
+  an aggregate without an expression.
+- ``Union``.
+
+Scalars: ``#i`` is column i. Operators of the function registry print parenthesized, infix
+``(#0 + #1)`` or prefix ``(-#0)``, ``(NOT #0)`` (a space after ``-`` when the operand starts with
+a digit: ``(- 5)`` negates 5, ``-5`` is a literal); other functions print ``name(args)``. Then
+``case when C then V ... else D end`` and ``cast(E as TYPE)``.
+
+Literals print their value, followed by ``::TYPE`` unless the value's form implies the type:
+integers are ``int`` (``5``, ``-5``, but ``5::bigint``), quoted strings ``text``, ``true`` and
+``false`` ``boolean``, and ``null`` the NULL type (``null::int`` is an int NULL). Doubles print
+``repr`` (``1.5::double``, ``'inf'::double``), numerics their exact ``Decimal`` text
+(``1.50::numeric(10,2)``), dates and timestamps ISO text (``'2024-01-31'::date``,
+``'2024-01-31 10:00:00.500000'::timestamp``), intervals PostgreSQL's output text
+(``'1 day 00:05:00'::interval``), jsonb its canonical text (``'{"a":1}'::jsonb``). Array
+types print ``int[]``; array values have no literal form (``array(1, 2)`` is a call).
+Inside a Constant, values print without the suffix: the header gives their types.
+
+Strings are quoted SQL-style, ``'it''s'``; names (tables, fields, functions, aggregates, join
+kinds) print bare when they are identifiers other than a keyword of the grammar, else quoted
+``"two words"``. A string or name holding an unprintable character (a newline, say) prints as
+``E'...'`` (``E"..."``) with Python's backslash escapes, so every operator stays on one line.
+
+EXPLAIN options (``RenderOptions``) add to what a line says about its operator, never change
+the plan the text denotes:
+
+- ``arity``, ``types`` and ``keys`` append an annotation in the style of Materialize's EXPLAIN:
+  two spaces, then a comment holding the fields asked for, in this order::
+
+      Linear [project (#1, #0)]  // { arity: 2, types: (bigint, text), keys: ((#1)) }
+
+  ``arity`` is the number of output columns, ``types`` their types, ``keys`` the unique keys
+  (``keys.unique_keys``), each a parenthesized list of columns: ``keys: ((#0), (#1, #2))``;
+  ``keys: ()`` when none is known, ``keys: (())`` for the empty key (at most one row).
+- ``humanized`` prints a column reference ``#i`` whose name is known (``column_names``) as
+  ``#i{name}``, the name bare or quoted as other names: ``#0{id}``, ``#1{"two words"}``. A
+  reference is named after the row it reads: in a Linear step, the row after the steps before
+  it (in a map, also after the expressions before it in the map); in a Join's ``on=`` and
+  ``where=``, the inputs' rows concatenated; in a Reduce, its input's row; in ``keys``, the
+  operator's output.
+
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import date, datetime
+from decimal import Decimal
+
+from matview.ir import intervals
+from matview.ir.column_names import column_names, linear_column_names, name_at
+from matview.ir.functions import REGISTRY, by_symbol
+from matview.ir.keys import unique_keys
+from matview.ir.parse import BARE_NAME, INDENT, KEYWORDS
+from matview.ir.relation import (
+    Aggregate,
+    Constant,
+    Filter,
+    FlatMap,
+    Get,
+    Join,
+    Linear,
+    Map,
+    Project,
+    Reduce,
+    Relation,
+    Repeat,
+    Step,
+    Union,
+    inputs_of,
+)
+from matview.ir.scalar import Call, Case, Cast, Col, Lit, Scalar
+from matview.ir.types import (
+    BOOLEAN,
+    INT,
+    INTEGER_KINDS,
+    NULLTYPE,
+    TEXT,
+    Kind,
+    SqlType,
+    type_from_name,
+)
+
+_PYTHON_TYPE_DEFAULTS = {int: INT, str: TEXT, bool: BOOLEAN, type(None): NULLTYPE}
+
+
+@dataclass(frozen=True)
+class RenderOptions:
+    """What ``render_plan`` and ``render_line`` add to the plain text of each operator line:
+    its ``arity``, column ``types`` and unique ``keys`` (``keys.unique_keys``) in a trailing
+    annotation, and (``humanized``) the name of each column reference where it is known."""
+
+    arity: bool = False
+    types: bool = False
+    keys: bool = False
+    humanized: bool = False
+
+
+PLAIN = RenderOptions()
+"""The options of the plain text form: no annotation, bare column references."""
+
+
+def render_plan(rel: Relation, options: RenderOptions = PLAIN) -> str:
+    """The text of the plan ``rel``: one line per operator (``render_line``), without a final
+    newline."""
+    lines: list[str] = []
+    _render_node(rel, 0, lines, options)
+    return "\n".join(lines)
+
+
+def render_line(rel: Relation, options: RenderOptions = PLAIN) -> str:
+    """The line of ``rel``'s own operator, without indentation and without its inputs,
+    followed by its annotation when ``options`` ask for one."""
+    text = _render_header(rel, options.humanized)
+    annotation = _render_annotation(rel, options)
+    return f"{text}  // {{ {annotation} }}" if annotation else text
+
+
+def render_scalar(expr: Scalar, names: Sequence[str | None] = ()) -> str:
+    """The text of the scalar expression ``expr``; column ``#i`` prints ``#i{name}`` when
+    ``names[i]`` is a name (``humanized``), bare ``#i`` otherwise."""
+    if isinstance(expr, Col):
+        return _render_column(expr.index, names)
+    if isinstance(expr, Lit):
+        text = render_value(expr.value, expr.type)
+        if _PYTHON_TYPE_DEFAULTS.get(type(expr.value)) == expr.type:
+            return text
+        return f"{text}::{render_type(expr.type)}"
+    if isinstance(expr, Call):
+        args = [render_scalar(a, names) for a in expr.args]
+        symbol = _operator_symbol(expr)
+        if symbol is not None and len(args) == 2:
+            return f"({args[0]} {symbol} {args[1]})"
+        if symbol is not None:
+            space = " " if symbol.isalpha() or args[0][0].isdigit() else ""
+            return f"({symbol}{space}{args[0]})"
+        return f"{_render_name(expr.func)}({', '.join(args)})"
+    if isinstance(expr, Case):
+        whens = "".join(
+            f"when {render_scalar(c, names)} then {render_scalar(v, names)} "
+            for c, v in expr.whens
+        )
+        return f"case {whens}else {render_scalar(expr.default, names)} end"
+    if isinstance(expr, Cast):
+        return f"cast({render_scalar(expr.expr, names)} as {render_type(expr.to)})"
+    raise TypeError(f"not a scalar expression: {expr!r}")
+
+
+def _render_node(rel: Relation, depth: int, lines: list[str], options: RenderOptions) -> None:
+    lines.append(INDENT * depth + render_line(rel, options))
+    for child in inputs_of(rel):
+        _render_node(child, depth + 1, lines, options)
+
+
+def _render_header(rel: Relation, humanized: bool) -> str:
+    """The operator line of ``rel``; ``humanized`` names the columns its expressions read."""
+    if isinstance(rel, Get):
+        fields = ", ".join(f"{_render_name(f.name)} {render_type(f.type)}" for f in rel.fields)
+        return f"Get {_render_name(rel.name)} ({fields})"
+    if isinstance(rel, Constant):
+        types = ", ".join(render_type(t) for t in rel.column_types)
+        rows = "; ".join(_render_row(values, n, rel.column_types) for values, n in rel.rows)
+        return f"Constant ({types}) [{rows}]"
+    if isinstance(rel, Linear):
+        names = linear_column_names(rel) if humanized else [()] * (len(rel.steps) + 1)
+        steps = map(_render_step, rel.steps, names, names[1:])
+        return f"Linear [{'; '.join(steps)}]"
+    if isinstance(rel, Join):
+        names = column_names(rel) if humanized else ()
+        classes = ", ".join(_render_equivalence(e, names) for e in rel.equivalences)
+        text = f"Join on=({classes})"
+        if rel.predicates:
+            text += f" where=({_render_scalars(rel.predicates, names)})"
+        if rel.plan is not None:
+            orders = ", ".join(f"({', '.join(map(str, o))})" for o in rel.plan.orders)
+            text += f" plan={_render_name(rel.plan.kind)}[{orders}]"
+        return text
+    if isinstance(rel, Reduce):
+        names = column_names(rel.input) if humanized else ()
+        group_key = _render_scalars(rel.group_key, names)
+        aggregates = ", ".join(_render_aggregate(a, names) for a in rel.aggregates)
+        return f"Reduce group_key=({group_key}) aggregates=({aggregates})"
+    if isinstance(rel, Union):
+        return "Union"
+    raise TypeError(f"not a relation: {rel!r}")
+
+
+def _render_annotation(rel: Relation, options: RenderOptions) -> str:
+    """The fields of ``rel``'s annotation that ``options`` ask for, in the order arity, types,
+    keys (empty when none)."""
+    fields = []
+    if options.arity:
+        fields.append(f"arity: {rel.arity}")
+    if options.types:
+        fields.append(f"types: ({', '.join(render_type(t) for t in rel.types)})")
+    if options.keys:
+        names = column_names(rel) if options.humanized else ()
+        keys = ", ".join(_render_columns(key, names) for key in unique_keys(rel))
+        fields.append(f"keys: ({keys})")
+    return ", ".join(fields)
+
+
+def _render_column(index: int, names: Sequence[str | None]) -> str:
+    """``#index``, with ``{name}`` when ``names`` name the column."""
+    name = name_at(names, index)
+    return f"#{index}" if name is None else f"#{index}{{{_render_name(name)}}}"
+
+
+def _render_columns(indexes: Sequence[int], names: Sequence[str | None]) -> str:
+    """``(#i, #j, ...)``."""
+    return f"({', '.join(_render_column(i, names) for i in indexes)})"
+
+
+def _render_row(values: tuple[object, ...], multiplicity: int, types: tuple[SqlType, ...]) -> str:
+    if len(values) != len(types):
+        raise ValueError(f"constant row {values!r} does not have {len(types)} values")
+    return f"({', '.join(map(render_value, values, types))}) x{multiplicity}"
+
+
+def _render_step(step: Step, names: Sequence[str | None], after: Sequence[str | None]) -> str:
+    """``step``, reading a row whose columns have ``names`` and making one whose columns have
+    ``after``: each expression of a map also reads the columns appended before it."""
+    if isinstance(step, Map) and step.exprs:
+        exprs = (render_scalar(e, after[: len(names) + i]) for i, e in enumerate(step.exprs))
+        return f"map {', '.join(exprs)}"
+    if isinstance(step, Project):
+        return f"project {_render_columns(step.outputs, names)}"
+    if isinstance(step, FlatMap):
+        return f"flat_map {_render_scalars(step.calls, names)}" + (
+            " with ordinality" if step.ordinality else "")
+    if isinstance(step, Repeat):
+        return f"repeat_row {render_scalar(step.count, names)}"
+    name, exprs = ("filter", step.predicates) if isinstance(step, Filter) else ("map", step.exprs)
+    return f"{name} {_render_scalars(exprs, names)}" if exprs else name
+
+
+def _render_equivalence(exprs: tuple[Scalar, ...], names: Sequence[str | None]) -> str:
+    if not exprs:
+        raise ValueError("a join equivalence class must not be empty")
+    return " = ".join(render_scalar(e, names) for e in exprs)
+
+
+def _render_aggregate(aggregate: Aggregate, names: Sequence[str | None]) -> str:
+    arg = "*" if aggregate.expr is None else render_scalar(aggregate.expr, names)
+    return f"{_render_name(aggregate.func)}({arg})"
+
+
+def _render_scalars(exprs: tuple[Scalar, ...], names: Sequence[str | None]) -> str:
+    return ", ".join(render_scalar(e, names) for e in exprs)
+
+
+def render_type(t: SqlType) -> str:
+    """The text of the type ``t`` (``int``, ``numeric(10,2)``, ``int[]``)."""
+    if t.kind is Kind.ARRAY:
+        assert t.element is not None
+        return render_type(t.element) + "[]"
+    if type_from_name(t.kind.value, t.precision, t.scale) != t:
+        raise ValueError(f"{t!r} is not in the normal form of types.type_from_name")
+    return str(t)
+
+
+def _render_name(name: str) -> str:
+    if BARE_NAME.fullmatch(name) and name not in KEYWORDS:
+        return name
+    return _quote(name, '"')
+
+
+def _operator_symbol(call: Call) -> str | None:
+    """The symbol ``call`` prints with, when its function is the registry's operator for it."""
+    fn = REGISTRY.get(call.func)
+    if fn is None or fn.symbol is None or len(call.args) not in (1, 2):
+        return None
+    try:
+        return fn.symbol if by_symbol(fn.symbol, len(call.args)) is fn else None
+    except KeyError:
+        return None
+
+
+def render_value(value: object, t: SqlType) -> str:
+    """``value`` of type ``t`` as a bare value (without ``::type``)."""
+    kind = t.kind
+    if value is None:
+        return "null"
+    if kind is Kind.BOOLEAN and isinstance(value, bool):
+        return "true" if value else "false"
+    if kind in INTEGER_KINDS and type(value) is int:
+        return str(value)
+    if kind is Kind.DOUBLE and type(value) is float:
+        return repr(value) if math.isfinite(value) else _quote(repr(value), "'")
+    if kind is Kind.NUMERIC and isinstance(value, Decimal):
+        return str(value) if value.is_finite() else _quote(str(value), "'")
+    if kind is Kind.TEXT and isinstance(value, str):
+        return _quote(value, "'")
+    if kind is Kind.DATE and type(value) is date:
+        return _quote(value.isoformat(), "'")
+    if kind is Kind.TIMESTAMP and isinstance(value, datetime):
+        return _quote(value.isoformat(" "), "'")
+    if kind is Kind.INTERVAL and isinstance(value, intervals.Interval):
+        return _quote(intervals.render(value), "'")
+    if kind is Kind.JSONB and isinstance(value, str):
+        return _quote(value, "'")
+    raise ValueError(f"{value!r} is not a value of type {t}")
+
+
+def _quote(text: str, mark: str) -> str:
+    if text.isprintable():
+        return mark + text.replace(mark, mark * 2) + mark
+    escaped = text.encode("unicode_escape").decode("ascii")
+    return "E" + mark + escaped.replace(mark, mark * 2) + mark

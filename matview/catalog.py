@@ -59,11 +59,5 @@ class LiveCatalog:
             needed |= nx.ancestors(self.graph, name)
         return [n for n in nx.topological_sort(self.graph) if n in needed]
 
-    def readers(self, name: str) -> list[Entry]:
-        """The materialized views whose dataflows read ``name``'s trace directly."""
-        return [e for e in (self.entries[n] for n in self.graph.successors(name))
-                if e.dataflow is not None
-                and name in e.dataflow.reads]
-
     def of_kind(self, kind: str) -> list[str]:
         return sorted(n for n, e in self.entries.items() if e.item.kind == kind)

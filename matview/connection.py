@@ -8,15 +8,11 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence, Set
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
-from pyspark.sql import Column, DataFrame, SparkSession
-from pyspark.sql import functions as F
-from pyspark.sql.types import DataType, FractionalType
+from pyspark.sql import DataFrame, SparkSession
 
 from matview.clock import TimestampOracle
-from matview.engine import Engine, Result, rows_of
+from matview.engine import Engine, Result
 from matview.errors import (
-    DataError,
     InterfaceError,
     InternalError,
     NotSupportedError,
@@ -25,11 +21,10 @@ from matview.errors import (
     translated,
 )
 from matview.ir.table_functions import DEFAULT_ROW_LIMIT
-from matview.ir.types import BIGINT, INT, TEXT, SqlType, array_of
+from matview.rows import rows_of, update_rows
+from matview.runtime.controller import Limits
 from matview.runtime.join import DEFAULT_JOIN_ROWS
 from matview.runtime.session import configure, start_session
-from matview.runtime.types import column_names, spark_type, update_schema
-from matview.runtime.updates import DIFF
 from matview.subscription import Subscription
 
 
@@ -157,8 +152,7 @@ class Connection:
             with translated():
                 _check_reusable(master, config or {})
         self.path = path
-        self._row_limit = max_table_function_rows
-        self._join_limit = max_join_rows
+        self._limits = Limits(max_table_function_rows, max_join_rows)
         self._spark = spark
         self._master = master
         self._config = dict(config or {})
@@ -194,7 +188,7 @@ class Connection:
                     else:
                         spark = self._spark
                         configure(spark)
-                self._engine = Engine(spark, self._oracle, self._row_limit, self._join_limit)
+                self._engine = Engine(spark, self._oracle, self._limits)
             return self._engine
 
     @contextlib.contextmanager
@@ -345,22 +339,8 @@ class Connection:
 
     def _change(self, table: str, rows: object, sign: int) -> int:
         with self._using() as engine:
-            item = engine.table_item(table)
-            types = [f.type for f in item.fields]
-            names = column_names(len(types))
-            if isinstance(rows, DataFrame):
-                if len(rows.columns) != len(types):
-                    raise ProgrammingError(f'rows have {len(rows.columns)} columns, table '
-                                           f'"{table}" has {len(types)}')
-                frame = rows.select(*[_checked(rows[s.name], s.dataType, f.type, table,
-                                               f.name).alias(n)
-                                      for s, f, n in zip(rows.schema, item.fields, names)],
-                                    F.lit(sign).cast("bigint").alias(DIFF))
-                return engine.write(table, frame, small=False)
-            schema = update_schema(types)
-            data = _arrow_rows(rows, names, schema, table, [f.name for f in item.fields])
-            data = data.append_column(DIFF, pa.array([sign] * data.num_rows, pa.int64()))
-            return engine.write(table, data)
+            updates = update_rows(rows, engine.table_item(table), sign)
+            return engine.write(table, updates, small=not isinstance(updates, DataFrame))
 
     def subscribe(self, name: str) -> Subscription:
         """Follow every change of materialized view (or table) ``name``."""
@@ -436,90 +416,3 @@ def _check_reusable(master: str | None, config: Mapping[str, object]) -> None:
                 f"config {key}={value!r} cannot apply to the Spark session already running "
                 "in this process (it is set when Spark starts); leave it out to share that "
                 "session")
-
-
-def _arrow_rows(rows: object, names: list[str], schema: pa.Schema, table_name: str,
-                columns: list[str]) -> pa.Table:
-    """``rows`` (a list of tuples, a pandas or Arrow table) as an Arrow table with columns
-    ``names`` of the schema's types; values that do not fit their column are DataErrors
-    naming it, and text holding a NUL byte is refused as PostgreSQL refuses it."""
-    fields = list(schema)[:len(names)]
-    if isinstance(rows, pa.Table):
-        table = rows
-    elif hasattr(rows, "to_numpy") and hasattr(rows, "columns"):
-        table = pa.Table.from_pandas(rows, preserve_index=False)
-    elif isinstance(rows, (list, tuple)) and all(isinstance(r, (list, tuple)) for r in rows):
-        for row in rows:
-            if len(row) != len(names):
-                raise ProgrammingError(f'a row has {len(row)} values, table "{table_name}" '
-                                       f"has {len(names)} columns: {tuple(row)!r}")
-        values = list(zip(*rows)) if rows else [[] for _ in names]
-        arrays = [_column(list(c), f.type, table_name, name)
-                  for c, f, name in zip(values, fields, columns)]
-        table = pa.Table.from_arrays(arrays, names=names)
-    else:
-        raise ProgrammingError(f"rows must be a list of tuples, a pandas DataFrame, an Arrow "
-                               f"table or a Spark DataFrame, not {type(rows).__name__}")
-    if table.num_columns != len(names):
-        raise ProgrammingError(f'rows have {table.num_columns} columns, table "{table_name}" '
-                               f"has {len(names)}")
-    table = table.rename_columns(names)
-    arrays = [_column(table.column(i), f.type, table_name, name)
-              for i, (f, name) in enumerate(zip(fields, columns))]
-    return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
-
-
-NUL_BYTE = 'invalid byte sequence for encoding "UTF8": 0x00'
-"""PostgreSQL's error for text holding a NUL byte, which it cannot store."""
-
-
-def _column(values: list[object] | pa.ChunkedArray, arrow_type: pa.DataType, table: str,
-            name: str) -> pa.Array | pa.ChunkedArray:
-    """``values`` as an Arrow column of ``arrow_type`` (a DataError naming the column when
-    a value does not fit it: a float with a fraction does not fit an integer column)."""
-    try:
-        if isinstance(values, pa.ChunkedArray):
-            column = values.cast(arrow_type)
-        else:
-            if pa.types.is_integer(arrow_type):
-                for value in values:
-                    if isinstance(value, float) and not value.is_integer():
-                        raise ValueError(f"{value!r} is not an integer")
-            column = pa.array(values, arrow_type)
-    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError, ValueError) as e:
-        raise DataError(f'invalid value for column "{name}" of table "{table}" '
-                        f"({arrow_type}): {e}") from None
-    if _holds_nul(column):
-        raise DataError(f'{NUL_BYTE} (in column "{name}" of table "{table}")')
-    return column
-
-
-def _holds_nul(column: pa.Array | pa.ChunkedArray) -> bool:
-    """Whether text in ``column`` (also inside arrays) holds a NUL byte."""
-    kind = column.type
-    if pa.types.is_list(kind) or pa.types.is_large_list(kind):
-        return _holds_nul(pc.list_flatten(column))
-    if pa.types.is_string(kind) or pa.types.is_large_string(kind):
-        return bool(pc.any(pc.match_substring(column, "\x00")).as_py())
-    return False
-
-
-def _checked(value: Column, source: DataType, sql_type: SqlType, table: str,
-             name: str) -> Column:
-    """Spark column ``value`` (of type ``source``) cast to ``sql_type``, failing the job that
-    computes it (a DataError naming the table and column) at a value that does not fit (a
-    fraction does not fit an integer column), or at text with a NUL byte."""
-    cast = value.try_cast(spark_type(sql_type))
-    where = f'column "{name}" of table "{table}"'
-    unfit = value.isNotNull() & cast.isNull()
-    if sql_type in (INT, BIGINT) and isinstance(source, FractionalType):
-        unfit = unfit | (cast.isNotNull() & (value != cast))
-    checked = F.when(unfit, F.raise_error(F.concat(
-        F.lit(f"invalid value for {where} ({sql_type}): "), value.cast("string"))))
-    nul = F.lit(f"{NUL_BYTE} (in {where})")
-    if sql_type == TEXT:
-        checked = checked.when(F.instr(cast, "\x00") > 0, F.raise_error(nul))
-    elif sql_type == array_of(TEXT):
-        checked = checked.when(F.exists(cast, lambda text: F.instr(text, "\x00") > 0),
-                               F.raise_error(nul))
-    return checked.otherwise(cast)

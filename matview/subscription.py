@@ -6,12 +6,9 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING
 
-import pyarrow as pa
-from pyspark.sql import functions as F
-
 from matview.errors import InterfaceError
-from matview.runtime.types import column_names
-from matview.runtime.updates import DIFF, TIME, union_all
+from matview.rows import rows_of
+from matview.runtime.peek import changes
 
 if TYPE_CHECKING:
     from matview.engine import Engine
@@ -53,34 +50,17 @@ class Subscription:
             return self._fetch()
 
     def _fetch(self) -> list[tuple[object, ...]]:
-        from matview.engine import rows_of
-
         if self.closed:
             raise InterfaceError(f"subscription to {self.name} is closed")
         self.engine.refresh(self.name)
         self.engine.check_errors(self.name)
         _, after = self.engine.cursors[id(self)]
         upper = self.engine.oracle.read()
-        trace = self.engine.trace_of(self.name)
-        names = column_names(self.arity)
-        parts = []
-        if self._snapshot_pending:
-            snap = trace.read(upto=self.as_of)
-            if snap is not None:
-                parts.append(snap.withColumn(TIME, F.lit(self.as_of).cast("bigint")))
-        changes = trace.read(after=after, upto=upper)
-        if changes is not None:
-            parts.append(changes)
-        rows: list[tuple[object, ...]] = []
-        df = union_all(parts)
-        if df is not None:
-            df = (df.groupBy(TIME, *names).agg(F.sum(DIFF).alias(DIFF))
-                  .where(F.col(DIFF) != 0).orderBy(TIME, *names))
-            table: pa.Table = df.select(TIME, DIFF, *names).toArrow()
-            rows = rows_of(table)
+        table = changes(self.engine.trace_of(self.name), self.arity, after, upper,
+                        self.as_of if self._snapshot_pending else None)
         self._snapshot_pending = False
         self.engine.cursors[id(self)] = (self.name, upper)
-        return rows
+        return [] if table is None else rows_of(table)
 
     def close(self) -> None:
         with self._using():

@@ -31,3 +31,18 @@ class Catalog(Protocol):
     def lookup(self, name: str) -> CatalogItem | None:
         """The object called ``name``, or None."""
         ...
+
+
+class Recording:
+    """A ``Catalog`` that remembers the names of the objects found through it (``found``):
+    what a statement bound through it depends on."""
+
+    def __init__(self, catalog: Catalog) -> None:
+        self.catalog = catalog
+        self.found: set[str] = set()
+
+    def lookup(self, name: str) -> CatalogItem | None:
+        item = self.catalog.lookup(name)
+        if item is not None:
+            self.found.add(item.name)
+        return item

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 from matview.ir.relation import Field
 from matview.sql.allowlist import check_arguments
-from matview.sql.catalog import ObjectKind
+from matview.sql.catalog import ObjectKind, Recording
 from matview.sql.context import Context
 from matview.sql.datatypes import column_type
 from matview.sql.dialect import Matview
@@ -66,7 +66,8 @@ def bind_create_view(node: exp.Create, ctx: Context) -> CreateView:
     target = node.this
     columns = target.expressions if isinstance(target, exp.Schema) else []
     table = target.this if isinstance(target, exp.Schema) else target
-    query = bind_query(node.expression, ctx)
+    recording = Recording(ctx.catalog)
+    query = bind_query(node.expression, Context(recording, ctx.ctes))
     if query.limit is not None or query.offset is not None:
         clause = node.expression.args.get("limit") or node.expression.args.get("offset")
         raise UnsupportedError.at("LIMIT and OFFSET in a view definition are not supported yet",
@@ -77,7 +78,7 @@ def bind_create_view(node: exp.Create, ctx: Context) -> CreateView:
     text = node.expression.copy()
     text.set("order", None)
     return CreateView(relation_name(table), text.sql(dialect=Matview), names, materialized,
-                      query.plan, bool(node.args.get("exists")))
+                      query.plan, bool(node.args.get("exists")), frozenset(recording.found))
 
 
 def bind_drop(node: exp.Drop) -> Drop:

@@ -3,6 +3,12 @@
 ``INSERT ... VALUES`` of constants (arrays of constants included: Python tuples) becomes one
 ``Constant`` of converted values; any other
 source is a plan yielding whole rows of the table (omitted columns NULL).
+
+DELETE and UPDATE are plans of their changes over the table ``t`` they write:
+
+    DELETE FROM t WHERE p       =>  Linear(Get t, [filter p; repeat_row -1])
+    UPDATE t SET c = e WHERE p  =>  Union(Linear(Get t, [filter p; repeat_row -1]),
+                                          Linear(Get t, [filter p; map e; project (.., #e, ..)]))
 """
 
 from __future__ import annotations
@@ -11,8 +17,9 @@ from collections.abc import Sequence
 
 from matview.ir.evaluate import cast_value
 from matview.ir.functions import EvalError
-from matview.ir.relation import Constant, Linear, Map, Relation, Union
+from matview.ir.relation import Constant, Filter, Get, Linear, Map, Project, Relation, Repeat, Union
 from matview.ir.scalar import Call, Cast, Col, Lit, Scalar
+from matview.ir.types import INT
 from matview.sql.catalog import CatalogItem
 from matview.sql.coerce import TypedScalar, assignment_cast
 from matview.sql.context import Context
@@ -57,7 +64,7 @@ def bind_delete(node: exp.Delete, ctx: Context) -> Delete:
     """``DELETE FROM table [WHERE predicate]``."""
     _reject(node, {"using": "DELETE ... USING", "returning": "RETURNING"})
     item = _table(node.this, ctx, "delete from")
-    return Delete(item.name, _where(node, item))
+    return Delete(item.name, _retracted(_matching(item, _where(node, item))))
 
 
 def bind_update(node: exp.Update, ctx: Context) -> Update:
@@ -83,7 +90,14 @@ def bind_update(node: exp.Update, ctx: Context) -> Update:
         value = assignment_cast(binder.bind(assignment.expression), field.type, field.name,
                                 assignment.expression)
         assignments.append((index, value.expr))
-    return Update(item.name, tuple(assignments), _where(node, item))
+    matched = _matching(item, _where(node, item))
+    assigned = dict(assignments)
+    order = sorted(assigned)
+    arity = len(item.fields)
+    positions = {index: arity + k for k, index in enumerate(order)}
+    updated = Linear(matched, (Map(tuple(assigned[i] for i in order)),
+                               Project(tuple(positions.get(i, i) for i in range(arity)))))
+    return Update(item.name, Union((_retracted(matched), updated)), matched)
 
 
 def _reject(node: exp.Expr, clauses: dict[str, str]) -> None:
@@ -116,6 +130,17 @@ def _scope(item: CatalogItem, node: exp.Table) -> Scope:
     table = RangeVar(normalize(alias.this) if alias else item.name,
                      tuple(f.name for f in item.fields), 0)
     return Scope((FromItem(table.columns(), (table,)),), tuple(f.type for f in item.fields))
+
+
+def _matching(item: CatalogItem, predicate: Scalar | None) -> Relation:
+    """The rows of table ``item`` that satisfy ``predicate`` (all of them when None)."""
+    rows = Get(item.name, item.fields)
+    return rows if predicate is None else Linear(rows, (Filter((predicate,)),))
+
+
+def _retracted(rows: Relation) -> Relation:
+    """``rows`` retracted: each with its multiplicity negated (``repeat_row -1``)."""
+    return Linear(rows, (Repeat(Lit(-1, INT)),))
 
 
 def _where(node: exp.Delete | exp.Update, item: CatalogItem) -> Scalar | None:

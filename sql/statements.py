@@ -1,8 +1,8 @@
 """Parsed and bound statements: what ``parse.bind_statement`` hands to the engine.
 
 Relations (``matview.ir.relation``) in statements are bound against the catalog as it was
-when the statement was bound; scalar predicates and assignments of DELETE and UPDATE are
-expressions over the target table's columns.
+when the statement was bound. DELETE and UPDATE are plans of the changes they make: update
+rows (retractions with negative multiplicity) over the target table, run as any plan is.
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from typing import Literal
 
 from matview.ir.relation import Field, Relation
-from matview.ir.scalar import Scalar
 from matview.sql.catalog import ObjectKind
 
 ShowWhat = Literal["tables", "views", "materialized views", "columns"]
@@ -37,20 +36,22 @@ class Insert:
 
 @dataclass(frozen=True)
 class Delete:
-    """``DELETE FROM table [WHERE predicate]`` (None deletes every row)."""
+    """``DELETE FROM table [WHERE predicate]``: ``changes`` retract every row of ``table`` that
+    matches (``repeat_row -1`` over the matching rows)."""
 
     table: str
-    predicate: Scalar | None
+    changes: Relation
 
 
 @dataclass(frozen=True)
 class Update:
-    """``UPDATE table SET ... [WHERE predicate]``: each assignment is (column index, new value
-    of the column's type)."""
+    """``UPDATE table SET ... [WHERE predicate]``: ``changes`` retract the ``matched`` rows of
+    ``table`` and insert them with their new values; the statement's row count is the number
+    of ``matched`` rows."""
 
     table: str
-    assignments: tuple[tuple[int, Scalar], ...]
-    predicate: Scalar | None
+    changes: Relation
+    matched: Relation
 
 
 @dataclass(frozen=True)
@@ -68,7 +69,8 @@ class Query:
 @dataclass(frozen=True)
 class CreateView:
     """``CREATE [MATERIALIZED] VIEW``: ``query_sql`` is the defining query as matview SQL text
-    (without ORDER BY), ``plan`` its binding now."""
+    (without ORDER BY), ``plan`` its binding now, ``depends_on`` the stored objects the binding
+    read (views' own dependencies included)."""
 
     name: str
     query_sql: str
@@ -76,6 +78,7 @@ class CreateView:
     materialized: bool
     plan: Relation
     if_not_exists: bool
+    depends_on: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)

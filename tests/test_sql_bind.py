@@ -23,11 +23,13 @@ from matview.ir.relation import (
     Get,
     Join,
     Linear,
+    Map,
+    Project,
     Reduce,
     Repeat,
     Union,
 )
-from matview.ir.render import render_plan, render_scalar
+from matview.ir.render import render_plan
 from matview.ir.scalar import Call, Cast, Col, Lit
 from matview.ir.table_functions import REGISTRY as TABLE_FUNCTIONS
 from matview.ir.types import (
@@ -114,12 +116,10 @@ def describe(stmt: Statement) -> str:
     if isinstance(stmt, Explain):
         return f"Explain stage={stmt.stage}\n{describe(stmt.query)}"
     if isinstance(stmt, Delete):
-        where = None if stmt.predicate is None else render_scalar(stmt.predicate)
-        return f"Delete {stmt.table} where={where}"
+        return f"Delete {stmt.table}\n{render_plan(stmt.changes)}"
     if isinstance(stmt, Update):
-        sets = ", ".join(f"#{i} = {render_scalar(e)}" for i, e in stmt.assignments)
-        where = None if stmt.predicate is None else render_scalar(stmt.predicate)
-        return f"Update {stmt.table} set {sets} where={where}"
+        return (f"Update {stmt.table}\nchanges:\n{render_plan(stmt.changes)}\n"
+                f"matched:\n{render_plan(stmt.matched)}")
     if isinstance(stmt, CreateTable):
         fields = ", ".join(f"{f.name} {f.type}" for f in stmt.fields)
         return f"CreateTable {stmt.name} ({fields}) if_not_exists={stmt.if_not_exists}"
@@ -232,9 +232,27 @@ def test_other_statements() -> None:
     assert one("SHOW VIEWS") == Show("views")
     assert one("SHOW MATERIALIZED VIEWS") == Show("materialized views")
     assert one("SHOW COLUMNS FROM T") == Show("columns", "t")
-    assert one("DELETE FROM t") == Delete("t", None)
+    t = Get("t", T)
+    assert one("DELETE FROM t") == Delete("t", Linear(t, (Repeat(Lit(-1, INT)),)))
+    matched = Linear(t, (Filter((Call("is_null", (Col(1),)),)),))
     assert one("UPDATE t AS x SET c = 1 WHERE x.b IS NULL") == Update(
-        "t", ((2, Cast(Lit(1, INT), BIGINT)),), Call("is_null", (Col(1),)))
+        "t", Union((Linear(matched, (Repeat(Lit(-1, INT)),)),
+                    Linear(matched, (Map((Cast(Lit(1, INT), BIGINT),)), Project((0, 1, 3)))))),
+        matched)
+
+
+def test_a_view_depends_on_what_its_binding_read() -> None:
+    """The binder returns a view's dependencies: stored objects it looked up (a view's own
+    dependencies too), not CTE names that shadow them nor names in strings."""
+    def depends(sql: str) -> frozenset[str]:
+        stmt = one(sql)
+        assert isinstance(stmt, CreateView)
+        return stmt.depends_on
+
+    assert depends("CREATE VIEW x AS SELECT * FROM u JOIN m ON u.a = m.x") == {"u", "m"}
+    assert depends("CREATE MATERIALIZED VIEW x AS SELECT x FROM v") == {"v", "t"}
+    assert depends("CREATE VIEW x AS WITH u AS (SELECT 1 AS a) SELECT a, 'n' FROM u") == set()
+    assert depends("CREATE VIEW x AS SELECT 1 AS one FROM (SELECT * FROM t) AS n") == {"t"}
 
 
 def test_explain_forms() -> None:

@@ -1,0 +1,133 @@
+"""Rows crossing the Python API: rows given to ``Connection.insert``/``delete`` checked and
+made into update rows for a table (Arrow or a Spark DataFrame), and Arrow results as Python
+tuples."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.types import DataType, FractionalType
+
+from matview.errors import DataError, ProgrammingError
+from matview.ir.types import BIGINT, INT, TEXT, SqlType, array_of
+from matview.runtime.types import column_names, spark_type, update_schema
+from matview.runtime.updates import DIFF
+from matview.sql.catalog import CatalogItem
+
+
+def update_rows(rows: object, item: CatalogItem, sign: int) -> DataFrame | pa.Table:
+    """``rows`` (a list of tuples, a pandas or Arrow table, or a Spark DataFrame) as update
+    rows of table ``item`` with multiplicity ``sign``: Arrow checked now, a DataFrame
+    checked by the job that computes it."""
+    types = [f.type for f in item.fields]
+    names = column_names(len(types))
+    if isinstance(rows, DataFrame):
+        if len(rows.columns) != len(types):
+            raise ProgrammingError(f'rows have {len(rows.columns)} columns, table '
+                                   f'"{item.name}" has {len(types)}')
+        return rows.select(*[checked(rows[s.name], s.dataType, f.type, item.name,
+                                     f.name).alias(n)
+                             for s, f, n in zip(rows.schema, item.fields, names)],
+                           F.lit(sign).cast("bigint").alias(DIFF))
+    data = arrow_rows(rows, names, update_schema(types), item.name,
+                      [f.name for f in item.fields])
+    return data.append_column(DIFF, pa.array([sign] * data.num_rows, pa.int64()))
+
+
+def rows_of(table: pa.Table) -> list[tuple[object, ...]]:
+    """Arrow rows as Python tuples (SQL TIMESTAMP has no zone: values come back naive)."""
+    columns = []
+    for column in table.columns:
+        if pa.types.is_timestamp(column.type) and column.type.tz is not None:
+            column = column.cast(pa.timestamp(column.type.unit))
+        columns.append(column.to_pylist())
+    return list(zip(*columns)) if columns else [() for _ in range(table.num_rows)]
+
+
+def arrow_rows(rows: object, names: list[str], schema: pa.Schema, table_name: str,
+                columns: list[str]) -> pa.Table:
+    """``rows`` (a list of tuples, a pandas or Arrow table) as an Arrow table with columns
+    ``names`` of the schema's types; values that do not fit their column are DataErrors
+    naming it, and text holding a NUL byte is refused as PostgreSQL refuses it."""
+    fields = list(schema)[:len(names)]
+    if isinstance(rows, pa.Table):
+        table = rows
+    elif hasattr(rows, "to_numpy") and hasattr(rows, "columns"):
+        table = pa.Table.from_pandas(rows, preserve_index=False)
+    elif isinstance(rows, (list, tuple)) and all(isinstance(r, (list, tuple)) for r in rows):
+        for row in rows:
+            if len(row) != len(names):
+                raise ProgrammingError(f'a row has {len(row)} values, table "{table_name}" '
+                                       f"has {len(names)} columns: {tuple(row)!r}")
+        values = list(zip(*rows)) if rows else [[] for _ in names]
+        arrays = [_column(list(c), f.type, table_name, name)
+                  for c, f, name in zip(values, fields, columns)]
+        table = pa.Table.from_arrays(arrays, names=names)
+    else:
+        raise ProgrammingError(f"rows must be a list of tuples, a pandas DataFrame, an Arrow "
+                               f"table or a Spark DataFrame, not {type(rows).__name__}")
+    if table.num_columns != len(names):
+        raise ProgrammingError(f'rows have {table.num_columns} columns, table "{table_name}" '
+                               f"has {len(names)}")
+    table = table.rename_columns(names)
+    arrays = [_column(table.column(i), f.type, table_name, name)
+              for i, (f, name) in enumerate(zip(fields, columns))]
+    return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
+
+
+NUL_BYTE = 'invalid byte sequence for encoding "UTF8": 0x00'
+"""PostgreSQL's error for text holding a NUL byte, which it cannot store."""
+
+
+def _column(values: list[object] | pa.ChunkedArray, arrow_type: pa.DataType, table: str,
+            name: str) -> pa.Array | pa.ChunkedArray:
+    """``values`` as an Arrow column of ``arrow_type`` (a DataError naming the column when
+    a value does not fit it: a float with a fraction does not fit an integer column)."""
+    try:
+        if isinstance(values, pa.ChunkedArray):
+            column = values.cast(arrow_type)
+        else:
+            if pa.types.is_integer(arrow_type):
+                for value in values:
+                    if isinstance(value, float) and not value.is_integer():
+                        raise ValueError(f"{value!r} is not an integer")
+            column = pa.array(values, arrow_type)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError, ValueError) as e:
+        raise DataError(f'invalid value for column "{name}" of table "{table}" '
+                        f"({arrow_type}): {e}") from None
+    if _holds_nul(column):
+        raise DataError(f'{NUL_BYTE} (in column "{name}" of table "{table}")')
+    return column
+
+
+def _holds_nul(column: pa.Array | pa.ChunkedArray) -> bool:
+    """Whether text in ``column`` (also inside arrays) holds a NUL byte."""
+    kind = column.type
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind):
+        return _holds_nul(pc.list_flatten(column))
+    if pa.types.is_string(kind) or pa.types.is_large_string(kind):
+        return bool(pc.any(pc.match_substring(column, "\x00")).as_py())
+    return False
+
+
+def checked(value: Column, source: DataType, sql_type: SqlType, table: str,
+             name: str) -> Column:
+    """Spark column ``value`` (of type ``source``) cast to ``sql_type``, failing the job that
+    computes it (a DataError naming the table and column) at a value that does not fit (a
+    fraction does not fit an integer column), or at text with a NUL byte."""
+    cast = value.try_cast(spark_type(sql_type))
+    where = f'column "{name}" of table "{table}"'
+    unfit = value.isNotNull() & cast.isNull()
+    if sql_type in (INT, BIGINT) and isinstance(source, FractionalType):
+        unfit = unfit | (cast.isNotNull() & (value != cast))
+    checked = F.when(unfit, F.raise_error(F.concat(
+        F.lit(f"invalid value for {where} ({sql_type}): "), value.cast("string"))))
+    nul = F.lit(f"{NUL_BYTE} (in {where})")
+    if sql_type == TEXT:
+        checked = checked.when(F.instr(cast, "\x00") > 0, F.raise_error(nul))
+    elif sql_type == array_of(TEXT):
+        checked = checked.when(F.exists(cast, lambda text: F.instr(text, "\x00") > 0),
+                               F.raise_error(nul))
+    return checked.otherwise(cast)

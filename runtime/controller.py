@@ -1,0 +1,97 @@
+"""The controller of a catalog's dataflows: it runs plans once (ad hoc reads, the sources of
+writes), starts the dataflow of each materialized view with its output trace, steps them to
+a time, and compacts what no reader needs any more.
+
+A materialized view's trace holds its rows; ``trace.errors`` holds its evaluation errors as
+rows (errors are data: a retraction cancels the error it caused). A step's outputs are
+appended only after the whole step succeeded, so a failed step changes no state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+
+from matview.ir.functions import EvalError
+from matview.ir.relation import Relation
+from matview.ir.table_functions import DEFAULT_ROW_LIMIT
+from matview.runtime.dataflow import Dataflow
+from matview.runtime.join import DEFAULT_JOIN_ROWS
+from matview.runtime.trace import Trace
+from pyspark.sql import DataFrame, SparkSession
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Resource limits of every dataflow: the most rows a table function may produce for one
+    input row, and the most rows a join may produce in one step."""
+
+    table_function_rows: int = DEFAULT_ROW_LIMIT
+    join_rows: int = DEFAULT_JOIN_ROWS
+
+
+class Controller:
+    """Runs the physical plans of one catalog on one SparkSession; ``trace_of`` finds the
+    trace of a stored collection by name."""
+
+    def __init__(self, spark: SparkSession, trace_of: Callable[[str], Trace],
+                 limits: Limits) -> None:
+        self.spark = spark
+        self.trace_of = trace_of
+        self.limits = limits
+
+    def dataflow(self, plan: Relation, as_of: int) -> Dataflow:
+        """A dataflow of physical ``plan`` whose first step starts from the snapshot at
+        ``as_of``."""
+        return Dataflow(plan, self.spark, self.trace_of, as_of=as_of,
+                        limit=self.limits.table_function_rows,
+                        max_join_rows=self.limits.join_rows)
+
+    def run_once(self, plan: Relation, now: int) -> DataFrame | None:
+        """Physical ``plan``'s contents at ``now``, as consolidated updates (None: empty),
+        computed lazily by a dataflow run once; an error the plan's evaluation holds is
+        raised (``EvalError``)."""
+        step = self.dataflow(plan, now).prepare(now)
+        error = step.error()
+        if error is not None:
+            raise EvalError(error)
+        return step.output
+
+    def start(self, plan: Relation, arity: int, now: int) -> tuple[Dataflow, Trace]:
+        """The dataflow of a materialized view of physical ``plan`` (``arity`` columns) and
+        its output trace, holding the view's contents (and errors) at ``now``."""
+        flow = self.dataflow(plan, now)
+        trace = Trace(self.spark, arity)
+        trace.errors = Trace(self.spark, 1)
+        self.step(flow, trace, now)
+        return flow, trace
+
+    @staticmethod
+    def step(flow: Dataflow, trace: Trace, now: int) -> None:
+        """Step ``flow`` from its frontier to ``now``, appending its output and errors to
+        ``trace`` (nothing when the step fails)."""
+        if flow.frontier >= now:
+            return
+        step = flow.prepare(now)
+        leaf, failed = step.materialized()
+        step.commit()
+        assert trace.errors is not None
+        trace.append(leaf, step.lower + 1, now)
+        trace.errors.append(failed, step.lower + 1, now)
+
+    @staticmethod
+    def compact(flows: Iterable[Dataflow], traces: Mapping[str, Trace], now: int,
+                cursors: Iterable[tuple[str, int]] = ()) -> None:
+        """Let each trace forget history before the earliest time still read: by a dataflow
+        reading it (its frontier), by a cursor ``(name, time read up to)``, else ``now``;
+        merge its batches; compact each dataflow's own state up to its frontier."""
+        since = dict.fromkeys(traces, now)
+        for flow in flows:
+            flow.compact(flow.frontier)
+            for name in flow.reads:
+                since[name] = min(since[name], flow.frontier)
+        for name, at in cursors:
+            if name in since:
+                since[name] = min(since[name], at)
+        for name, trace in traces.items():
+            trace.compact(since[name])

@@ -1,0 +1,107 @@
+"""Peeks: reading a collection's contents (a query's result, a stored collection's rows, a
+subscription's changes) out of Spark into Arrow.
+
+A read never shows a row with negative multiplicity, which no SQL row can have: the job
+that computes the rows fails at such a row (``NEGATIVE_ROWS``) instead of hiding it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pyarrow as pa
+from matview.ir.functions import EvalError
+from matview.ir.types import SqlType
+from matview.runtime.trace import NegativeRows, Trace
+from matview.runtime.types import column_names, update_schema
+from matview.runtime.updates import DIFF, TIME, union_all
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+NEGATIVE_ROWS = ("the result holds a row with negative multiplicity, which no SQL row can "
+                 "have (repeat_row with a negative count retracted more copies than there "
+                 "were)")
+
+Ordering = tuple[tuple[int, bool, bool], ...]
+"""Sort keys: (column, descending, nulls first)."""
+
+
+def refusing_negative(updates: DataFrame) -> DataFrame:
+    """``updates`` (consolidated) whose computation fails with ``NEGATIVE_ROWS`` at a row of
+    negative multiplicity."""
+    return updates.withColumn(DIFF, _checked_diff())
+
+
+def rows(updates: DataFrame | None, types: Sequence[SqlType], order_by: Ordering = (),
+         offset: int | None = None, limit: int | None = None) -> pa.Table:
+    """The rows of consolidated ``updates`` (None: none) with columns of ``types``, each as
+    many times as its multiplicity, sorted by ``order_by``, then ``offset`` and ``limit``
+    applied: one Spark job."""
+    names = column_names(len(types))
+    if updates is None:
+        schema = update_schema(types)
+        return pa.table([pa.array([], f.type) for f in list(schema)[:len(types)]], names=names)
+    copies = F.explode(F.array_repeat(F.lit(1), _checked_diff().cast("int")))
+    out = updates.select(*names, copies.alias("_copy"))
+    if order_by:
+        out = out.orderBy(*[_order(names[i], desc, first) for i, desc, first in order_by])
+    if offset:
+        out = out.offset(offset)
+    if limit is not None:
+        out = out.limit(limit)
+    return out.select(*names).toArrow()
+
+
+def held_rows(trace: Trace, name: str, now: int) -> pa.Table | None:
+    """The rows of stored collection ``name`` at ``now`` when all its updates are held in the
+    driver (consolidated there, no Spark job); None otherwise."""
+    try:
+        return trace.held_rows(now)
+    except NegativeRows as error:
+        raise EvalError(f"{name}: {NEGATIVE_ROWS} (multiplicity {error.args[0]})") from None
+
+
+def check_errors(trace: Trace, name: str, now: int) -> None:
+    """Raise the evaluation error materialized view ``name`` (``trace``) holds at ``now``, if
+    it holds one."""
+    found = None if trace.errors is None else trace.errors.any_row(now)
+    if found is not None:
+        raise EvalError(f'materialized view "{name}" holds an error: {found[0]}')
+
+
+def changes(trace: Trace, arity: int, after: int, upper: int,
+            snapshot: int | None = None) -> pa.Table | None:
+    """The updates of ``trace`` at times in ``(after, upper]`` (with, when ``snapshot`` is a
+    time, its contents at that time dated ``snapshot`` first), consolidated per time, as
+    ``(time, diff, *columns)`` sorted by time then row (one Spark job); None when the trace
+    holds no batch in that range."""
+    names = column_names(arity)
+    parts = []
+    if snapshot is not None:
+        snap = trace.read(upto=snapshot)
+        if snap is not None:
+            parts.append(snap.withColumn(TIME, F.lit(snapshot).cast("bigint")))
+    later = trace.read(after=after, upto=upper)
+    if later is not None:
+        parts.append(later)
+    df = union_all(parts)
+    if df is None:
+        return None
+    df = (df.groupBy(TIME, *names).agg(F.sum(DIFF).alias(DIFF))
+          .where(F.col(DIFF) != 0).orderBy(TIME, *names))
+    return df.select(TIME, DIFF, *names).toArrow()
+
+
+def _checked_diff() -> Column:
+    """``_diff``, failing the job at a negative one."""
+    diff = F.col(DIFF)
+    failed = F.raise_error(F.concat(F.lit(NEGATIVE_ROWS + " (multiplicity "),
+                                    diff.cast("string"), F.lit(")")))
+    return F.when(diff < 0, failed).otherwise(diff)
+
+
+def _order(name: str, desc: bool, nulls_first: bool) -> Column:
+    col = F.col(name)
+    if desc:
+        return col.desc_nulls_first() if nulls_first else col.desc_nulls_last()
+    return col.asc_nulls_first() if nulls_first else col.asc_nulls_last()

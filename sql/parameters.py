@@ -1,0 +1,41 @@
+"""Query parameters (DB-API ``qmark`` style): each ``?`` of a statement replaced by its value
+as a SQL literal before binding, so a value is always data, never SQL text."""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+from collections.abc import Sequence
+
+from matview.sql.errors import SqlError
+from sqlglot import exp
+
+
+def bind_parameters(tree: exp.Expr, params: Sequence[object]) -> exp.Expr:
+    """``tree`` with its placeholders, in order, replaced by the literals of ``params``."""
+    holes = list(tree.find_all(exp.Placeholder))
+    if len(holes) != len(params):
+        raise SqlError(
+            f"the statement has {len(holes)} parameters but {len(params)} were given")
+    for hole, value in zip(holes, params, strict=True):
+        hole.replace(_literal(value))
+    return tree
+
+
+def _literal(value: object) -> exp.Expr:
+    """A parameter's value as a SQL literal (dates and timestamps as typed casts)."""
+    if value is None:
+        return exp.Null()
+    if isinstance(value, bool):
+        return exp.Boolean(this=value)
+    if isinstance(value, (int, float, decimal.Decimal)):
+        return exp.Literal.number(value)
+    if isinstance(value, datetime.datetime):
+        return exp.Cast(this=exp.Literal.string(value.isoformat(sep=" ")),
+                        to=exp.DataType.build("timestamp"))
+    if isinstance(value, datetime.date):
+        return exp.Cast(this=exp.Literal.string(value.isoformat()),
+                        to=exp.DataType.build("date"))
+    if isinstance(value, str):
+        return exp.Literal.string(value)
+    raise SqlError(f"cannot use a parameter of type {type(value).__name__}")

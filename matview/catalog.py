@@ -7,10 +7,12 @@ from dataclasses import dataclass
 
 import networkx as nx
 
+from matview.errors import ProgrammingError
 from matview.ir.relation import Relation
 from matview.runtime.dataflow import Dataflow
 from matview.runtime.trace import Trace
 from matview.sql.catalog import CatalogItem
+from matview.sql.statements import Drop
 
 
 @dataclass
@@ -42,6 +44,28 @@ class LiveCatalog:
         self.graph.add_node(name)
         for dep in depends_on:
             self.graph.add_edge(dep, name)
+
+    def dropped(self, stmt: Drop) -> list[str]:
+        """The objects ``stmt`` drops, users before what they use: its names (those that
+        exist, with IF EXISTS) and, with CASCADE, everything built on them."""
+        doomed: list[str] = []
+        for name in stmt.names:
+            item = self.lookup(name)
+            if item is None:
+                if stmt.if_exists:
+                    continue
+                raise ProgrammingError(f'{stmt.kind} "{name}" does not exist')
+            if item.kind != stmt.kind:
+                raise ProgrammingError(f'"{name}" is a {item.kind}, not a {stmt.kind}')
+            users = self.dependents(name)
+            if users and not stmt.cascade:
+                raise ProgrammingError(
+                    f'cannot drop {stmt.kind} "{name}" because other objects depend on it: '
+                    f"{', '.join(users)} (use DROP ... CASCADE to drop them too)")
+            doomed.extend(n for n in reversed(users) if n not in doomed)
+            if name not in doomed:
+                doomed.append(name)
+        return doomed
 
     def remove(self, name: str) -> None:
         del self.entries[name]

@@ -12,15 +12,12 @@ whole step succeeded.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pyarrow as pa
-import sqlglot
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from sqlglot import exp
 
 from matview.catalog import Entry, LiveCatalog
 from matview.clock import TimestampOracle
@@ -28,17 +25,15 @@ from matview.errors import ProgrammingError
 from matview.ir.relation import Constant, Field, Get, Relation, gets
 from matview.ir.types import TEXT, SqlType
 from matview.planner.explain import explain_analyze, explain_plan, explain_trace
-from matview.planner.pipeline import STAGES, physical
+from matview.planner.pipeline import physical
 from matview.runtime import peek, writes
 from matview.runtime.controller import Controller, Limits
 from matview.runtime.trace import Trace
-from matview.runtime.types import column_names, update_schema
+from matview.runtime.types import column_names
 from matview.runtime.updates import DIFF, TIME
 from matview.sql.catalog import CatalogItem
-from matview.sql.dialect import EXPLAIN_FORMATS, EXPLAIN_OPTIONS, Matview
-from matview.sql.dialect import Explain as ExplainTree
 from matview.sql.parameters import bind_parameters
-from matview.sql.parse import bind_statement, split
+from matview.sql.parse import bind_statement, explain_statement, one_statement, split
 from matview.sql.statements import (
     CreateTable,
     CreateView,
@@ -79,13 +74,9 @@ class Engine:
     def execute(self, sql: str, params: Sequence[object] | None = None) -> Result:
         """Run the one statement ``sql`` (several would let text built from user input run
         statements of its own: ``executescript`` runs a script)."""
-        trees = split(sql)
-        if len(trees) != 1:
-            raise ProgrammingError(
-                "execute() takes one statement, " + ("got none" if not trees else
-                                                     f"got {len(trees)}")
-                + "; use executescript() to run several")
-        tree = trees[0] if params is None else bind_parameters(trees[0], params)
+        tree = one_statement(sql)
+        if params is not None:
+            tree = bind_parameters(tree, params)
         return self.run(bind_statement(tree, self.catalog))
 
     def execute_script(self, sql: str) -> Result:
@@ -99,23 +90,7 @@ class Engine:
     def explain(self, sql: str, stage: str, fmt: str, options: Sequence[str]) -> str:
         """EXPLAIN of one statement (or ``MATERIALIZED VIEW name``) at ``stage`` (a plan
         stage, ``trace`` or ``analyze``) in ``fmt``, as text."""
-        stages = (*STAGES, "trace", "analyze")
-        for value, allowed, what in ((stage, stages, "stage"), (fmt, EXPLAIN_FORMATS, "format"),
-                                     *((o, EXPLAIN_OPTIONS, "option") for o in options)):
-            if value.lower() not in [a.lower() for a in allowed]:
-                raise ProgrammingError(f"unknown EXPLAIN {what} {value!r}; expected one of "
-                                       + ", ".join(a.lower() for a in allowed))
-        view = re.fullmatch(r"\s*materialized\s+view\s+(.+?)\s*;?\s*", sql, re.I | re.S)
-        if view is not None:
-            target = sqlglot.exp.to_table(view.group(1), dialect=Matview)
-        else:
-            trees = split(sql)
-            if len(trees) != 1:
-                raise ProgrammingError("explain() takes exactly one statement")
-            target = trees[0]
-        tree = ExplainTree(this=target, stage=stage.lower(), format=fmt.lower(),
-                           options=[exp.var(o.lower()) for o in options],
-                           view=view is not None)
+        tree = explain_statement(sql, stage, fmt, options)
         result = self.run(bind_statement(tree, self.catalog))
         assert result.table is not None
         return str(result.table.column(0)[0].as_py())
@@ -161,24 +136,7 @@ class Engine:
         return Result()
 
     def _drop(self, stmt: Drop) -> Result:
-        doomed: list[str] = []
-        for name in stmt.names:
-            item = self.catalog.lookup(name)
-            if item is None:
-                if stmt.if_exists:
-                    continue
-                raise ProgrammingError(f'{stmt.kind} "{name}" does not exist')
-            if item.kind != stmt.kind:
-                raise ProgrammingError(f'"{name}" is a {item.kind}, not a {stmt.kind}')
-            users = self.catalog.dependents(name)
-            if users and not stmt.cascade:
-                raise ProgrammingError(
-                    f'cannot drop {stmt.kind} "{name}" because other objects depend on it: '
-                    f"{', '.join(users)} (use DROP ... CASCADE to drop them too)")
-            doomed.extend(n for n in reversed(users) if n not in doomed)
-            if name not in doomed:
-                doomed.append(name)
-        for name in doomed:
+        for name in self.catalog.dropped(stmt):
             self.catalog.remove(name)
             for key, (target, _) in list(self.cursors.items()):
                 if target == name:
@@ -325,14 +283,7 @@ class Engine:
 
     def _insert(self, stmt: Insert) -> Result:
         if isinstance(stmt.source, Constant):
-            types = stmt.source.column_types
-            schema = update_schema(types)
-            rows = stmt.source.rows
-            arrays = [pa.array([values[i] for values, _ in rows], schema.field(i).type)
-                      for i in range(len(types))]
-            arrays.append(pa.array([m for _, m in rows], pa.int64()))
-            table = pa.Table.from_arrays(arrays, names=column_names(len(types)) + [DIFF])
-            return Result(rowcount=self.write(stmt.table, table))
+            return Result(rowcount=self.write(stmt.table, writes.constant_updates(stmt.source)))
         df = self.evaluate(stmt.source)
         return Result(rowcount=0 if df is None else self.write(
             stmt.table, peek.refusing_negative(df).drop(TIME)))

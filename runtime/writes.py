@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 import pyarrow.compute as pc
 from matview.ir.functions import EvalError
+from matview.ir.relation import Constant
 from matview.ir.types import SqlType
 from matview.runtime.trace import Trace
 from matview.runtime.types import column_names, update_schema
@@ -33,6 +34,15 @@ class Transaction:
         """Append every staged batch to its trace, at the transaction's time."""
         for trace, leaf in self.writes:
             trace.append(leaf, self.at, self.at)
+
+
+def constant_updates(rows: Constant) -> pa.Table:
+    """The rows of ``rows`` as Arrow update rows (data columns, then ``_diff``)."""
+    schema = update_schema(rows.column_types)
+    arrays = [pa.array([values[i] for values, _ in rows.rows], schema.field(i).type)
+              for i in range(len(rows.column_types))]
+    arrays.append(pa.array([m for _, m in rows.rows], pa.int64()))
+    return pa.Table.from_arrays(arrays, names=column_names(len(rows.column_types)) + [DIFF])
 
 
 def retracts(updates: pa.Table) -> bool:

@@ -4,13 +4,21 @@ catalog as it is when the statement runs, or both at once (``parse``)."""
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 import sqlglot
 from matview.sql import ddl, dml
 from matview.sql.allowlist import check_supported
 from matview.sql.catalog import Catalog
 from matview.sql.context import Context
-from matview.sql.dialect import Explain, Matview, Subscribe
+from matview.sql.dialect import (
+    EXPLAIN_FORMATS,
+    EXPLAIN_OPTIONS,
+    EXPLAIN_STAGES,
+    Explain,
+    Matview,
+    Subscribe,
+)
 from matview.sql.errors import SqlError, SqlSyntaxError, UnknownObjectError, UnsupportedError
 from matview.sql.names import relation_name
 from matview.sql.query import bind_query
@@ -31,6 +39,39 @@ _STATEMENT_NAMES = {
 def parse(sql: str, catalog: Catalog) -> list[Statement]:
     """Every statement of ``sql``, each bound against ``catalog`` as it is now."""
     return [bind_statement(tree, catalog) for tree in split(sql)]
+
+
+def one_statement(sql: str) -> exp.Expr:
+    """The syntax tree of ``sql``, which must hold exactly one statement (several would let
+    text built from user input run statements of its own)."""
+    trees = split(sql)
+    if len(trees) != 1:
+        raise SqlError("execute() takes one statement, "
+                       + ("got none" if not trees else f"got {len(trees)}")
+                       + "; use executescript() to run several")
+    return trees[0]
+
+
+def explain_statement(sql: str, stage: str, fmt: str, options: Sequence[str]) -> Explain:
+    """The EXPLAIN of ``sql`` (one statement, or ``MATERIALIZED VIEW name``) at ``stage`` (a
+    plan stage, ``trace`` or ``analyze``) in format ``fmt`` with ``options``: the statement
+    ``con.explain`` runs."""
+    stages = (*EXPLAIN_STAGES, "trace", "analyze")
+    for value, allowed, what in ((stage, stages, "stage"), (fmt, EXPLAIN_FORMATS, "format"),
+                                 *((o, EXPLAIN_OPTIONS, "option") for o in options)):
+        if value.lower() not in [a.lower() for a in allowed]:
+            raise SqlError(f"unknown EXPLAIN {what} {value!r}; expected one of "
+                           + ", ".join(a.lower() for a in allowed))
+    view = re.fullmatch(r"\s*materialized\s+view\s+(.+?)\s*;?\s*", sql, re.I | re.S)
+    if view is not None:
+        target = exp.to_table(view.group(1), dialect=Matview)
+    else:
+        trees = split(sql)
+        if len(trees) != 1:
+            raise SqlError("explain() takes exactly one statement")
+        target = trees[0]
+    return Explain(this=target, stage=stage.lower(), format=fmt.lower(),
+                   options=[exp.var(o.lower()) for o in options], view=view is not None)
 
 
 def split(sql: str) -> list[exp.Expr]:

@@ -1,4 +1,5 @@
-"""What a run measures besides time: arrangement sizes, JVM memory, and result equality."""
+"""What a run measures besides time: Spark jobs and py4j calls, arrangement sizes, JVM memory,
+and result equality."""
 
 from __future__ import annotations
 
@@ -6,13 +7,44 @@ import datetime
 import decimal
 import os
 import re
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 from matview.runtime.trace import Trace
 from pyspark.sql import SparkSession
 
 from matview.connection import Connection
+
+
+@contextmanager
+def counted(spark: SparkSession, group: str) -> Iterator[dict[str, int | None]]:
+    """Count what the block does: ``py4j`` calls from Python to the JVM (every call through
+    py4j's gateway client, in any thread) and Spark ``jobs`` run by this thread (tagged with
+    job group ``group``; None on Spark Connect, which has no SparkContext to ask)."""
+    from py4j.java_gateway import GatewayClient
+
+    counts: dict[str, int | None] = {"py4j": 0, "jobs": None}
+    original: Callable[..., Any] = GatewayClient.send_command
+
+    def send_command(client: GatewayClient, *args: Any, **kwargs: Any) -> Any:
+        counts["py4j"] = (counts["py4j"] or 0) + 1
+        return original(client, *args, **kwargs)
+
+    context = None
+    if not type(spark).__module__.startswith("pyspark.sql.connect"):
+        context = spark.sparkContext
+        context.setJobGroup(group, group)
+    GatewayClient.send_command = send_command  # type: ignore[method-assign]
+    try:
+        yield counts
+    finally:
+        GatewayClient.send_command = original  # type: ignore[method-assign]
+        if context is not None:
+            context.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
+            counts["jobs"] = len(context.statusTracker().getJobIdsForGroup(group))
 
 
 def _traces(con: Connection) -> tuple[list[Trace], list[Trace]]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import statistics
 from typing import Any
 
 
@@ -36,6 +37,14 @@ def table(report: dict[str, Any]) -> str:
                 f"{name}: catch-up of {catchup['batches']} batches ({catchup['updates']} "
                 f"updates): {catchup['one_step_updates_per_s']:.0f} updates/s in one step vs "
                 f"{catchup['stepped_updates_per_s']:.0f} stepped ({catchup['speedup']:.1f}x)")
+        jobs = [j for j in mv.get("jobs_per_batch", []) if j is not None]
+        py4j = mv.get("py4j_per_batch", [])
+        if py4j:
+            job_median = "-" if not jobs else f"{statistics.median(jobs):g}"
+            extra.append(
+                f"{name}: per batch (commit and read every view), Spark jobs median "
+                f"{job_median}, py4j calls median {statistics.median(py4j):g} "
+                f"(max {max(py4j)})")
         first, last = mv["state"][0], mv["state"][-1]
         memory = mv["memory"]
         heap = memory.get("peak_heap_bytes")

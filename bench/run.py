@@ -1,8 +1,8 @@
 """Running one workload through matview and the baselines, in turn, in one process.
 
 1. matview: load the tables, build the views (timed), then for every batch commit it as one
-   transaction and read every view (timed: the per-batch latency). State sizes are taken
-   after every batch.
+   transaction and read every view (timed: the per-batch latency; the Spark jobs and py4j
+   calls it made are counted). State sizes are taken after every batch.
 2. Catch-up: the same connection steps the catch-up batches one at a time under SUBSCRIBE;
    a second connection loads the same tables, commits the same batches at the same logical
    times, builds the views, commits every catch-up batch and then brings the views up to
@@ -22,7 +22,7 @@ import pyarrow as pa
 from pyspark.sql import SparkSession
 
 from bench.engines import DuckDBRecompute, Matview, SparkRecompute, timed
-from bench.measure import block_manager_bytes, check_equal, jvm_memory, state
+from bench.measure import block_manager_bytes, check_equal, counted, jvm_memory, state
 from bench.workload import Workload
 
 BASE_TIME = 1_000
@@ -57,16 +57,20 @@ def run_matview(spark: SparkSession, workload: Workload) -> tuple[dict[str, Any]
     with timed(times, "build"):
         engine.create_views()
         answers = [engine.read()]
-    latencies, states = [], []
+    latencies, states, calls = [], [], []
     for i, batch in enumerate(workload.batches):
-        start = time.perf_counter()
-        engine.apply(batch, BASE_TIME + i)
-        answers.append(engine.read())
-        latencies.append(time.perf_counter() - start)
+        with counted(spark, f"bench-{workload.name}-{i}") as counts:
+            start = time.perf_counter()
+            engine.apply(batch, BASE_TIME + i)
+            answers.append(engine.read())
+            latencies.append(time.perf_counter() - start)
+        calls.append(counts)
         states.append({**state(engine.con), "live_rows": _live_rows(workload, i + 1)})
     figures: dict[str, Any] = {
         "load_s": times["load"], "build_s": times["build"], "batch_s": latencies,
         "latency": summary(latencies), "state": states,
+        "jobs_per_batch": [c["jobs"] for c in calls],
+        "py4j_per_batch": [c["py4j"] for c in calls],
         "block_manager_bytes": block_manager_bytes(spark),
     }
     if workload.catchup:

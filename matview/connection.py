@@ -24,7 +24,7 @@ from matview.ir.table_functions import DEFAULT_ROW_LIMIT
 from matview.rows import rows_of, update_rows
 from matview.runtime.controller import Limits
 from matview.runtime.join import DEFAULT_JOIN_ROWS
-from matview.runtime.session import configure, start_session
+from matview.runtime.session import isolated, start_session
 from matview.subscription import Subscription
 
 
@@ -172,7 +172,8 @@ class Connection:
 
     @property
     def spark(self) -> SparkSession:
-        """The SparkSession (started on first use unless one was passed in)."""
+        """The SparkSession matview runs on: started on first use, or, when one was passed
+        in, a new session of it (``newSession()``: same context, matview's SQL settings)."""
         return self._engine_for_use().spark
 
     def _engine_for_use(self) -> Engine:
@@ -186,8 +187,7 @@ class Connection:
                         _check_reusable(self._master, self._config)
                         spark = start_session(self._master, self._config)
                     else:
-                        spark = self._spark
-                        configure(spark)
+                        spark = isolated(self._spark)
                 self._engine = Engine(spark, self._oracle, self._limits)
             return self._engine
 

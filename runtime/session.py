@@ -83,7 +83,12 @@ def start_session(master: str | None = None, config: Mapping[str, str] | None = 
         return builder.getOrCreate()
 
 
-def configure(spark: SparkSession) -> None:
-    """Apply the session-level settings matview relies on to a session the user passed in."""
+def isolated(spark: SparkSession) -> SparkSession:
+    """A session for matview's plans beside the user's ``spark``: ``spark.newSession()`` (the
+    same SparkContext, or Spark Connect server, with a SQL conf of its own) holding the
+    session-level settings matview relies on, so that the user's session is left exactly as
+    it was."""
+    own = spark.newSession()
     for key in SESSION_CONFIG:
-        spark.conf.set(key, DEFAULT_CONFIG[key])
+        own.conf.set(key, DEFAULT_CONFIG[key])
+    return own

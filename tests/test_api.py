@@ -204,3 +204,32 @@ def test_numeric_product_keeps_every_digit(con) -> None:  # type: ignore[no-unty
     assert con.execute("SELECT * FROM net").fetchall() == [(Decimal("21.2157"),)]
     assert con.execute("SELECT p, p * d FROM prices ORDER BY p").fetchall() == [
         (Decimal("5.25"), Decimal("2.6250")), (Decimal("19.99"), Decimal("1.3993"))]
+
+
+def test_a_users_session_is_left_as_it_was(spark) -> None:  # type: ignore[no-untyped-def]
+    """``connect(spark=user)`` runs matview's plans in a new session of the user's context:
+    the user's settings are unchanged after views are created, refreshed and read, and
+    matview's results do not depend on them (ANSI off, another time zone, many shuffle
+    partitions, AQE on)."""
+    user = spark.newSession()
+    settings = {"spark.sql.shuffle.partitions": "7", "spark.sql.ansi.enabled": "false",
+                "spark.sql.session.timeZone": "America/New_York",
+                "spark.sql.adaptive.enabled": "true"}
+    for key, value in settings.items():
+        user.conf.set(key, value)
+    con = matview.connect(clock=0, spark=user)
+    con.execute("CREATE TABLE t (k INT, v INT, at TIMESTAMP)")
+    con.execute("CREATE MATERIALIZED VIEW q AS SELECT k, 100 / v AS r, at FROM t")
+    con.execute("CREATE MATERIALIZED VIEW s AS SELECT count(*) AS n, sum(v) AS total FROM t")
+    con.insert("t", user.createDataFrame(
+        [(1, 4, datetime.datetime(2024, 1, 1, 12))], "k int, v int, at timestamp"))
+    con.execute("INSERT INTO t VALUES (2, 0, TIMESTAMP '2024-01-02 00:00:00')")
+    with pytest.raises(matview.DataError, match="division by zero"):
+        con.execute("SELECT * FROM q")
+    con.execute("DELETE FROM t WHERE v = 0")
+    assert con.execute("SELECT * FROM q").fetchall() == [
+        (1, 25, datetime.datetime(2024, 1, 1, 12))]
+    assert con.execute("SELECT * FROM s").fetchall() == [(1, 4)]
+    assert con.spark is not user
+    for key, value in settings.items():
+        assert user.conf.get(key) == value, key

@@ -25,11 +25,15 @@ def test_workload_agrees_with_baselines(spark, workload) -> None:  # type: ignor
     assert len(figures["batch_s"]) == 3 and figures["latency"]["median"] > 0
     assert figures["catchup"]["batches"] == 3 and figures["catchup"]["one_step_s"] > 0
     assert figures["state"][-1]["table_rows"] >= figures["state"][-1]["live_rows"]
+    # a batch commits changes and reads every view: Spark jobs and py4j calls happen, counted
+    assert all(jobs >= 1 for jobs in figures["jobs_per_batch"])
+    assert all(calls >= figures["jobs_per_batch"][0] for calls in figures["py4j_per_batch"])
     for baseline in ("spark", "duckdb"):
         assert len(result[baseline]["ratio"]) == 3
     printed = table({"environment": {"session": "classic"}, "results": [result]})
     assert f"| {workload.name} | matview |" in printed
     assert f"target {workload.name} catch-up >= 20x stepping:" in printed
+    assert f"{workload.name}: per batch (commit and read every view), Spark jobs median" in printed
 
 
 def test_generators_are_deterministic_and_delete_live_rows() -> None:
@@ -50,3 +54,15 @@ def test_a_wrong_answer_fails_the_run() -> None:
     check_equal("same", right, pa.table({"k": ["b", "a"], "n": [2.0, 1.0]}))
     with pytest.raises(Mismatch, match="wrong"):
         check_equal("wrong", right, pa.table({"k": ["a", "b"], "n": [1, 3]}))
+
+
+def test_counted_counts_this_threads_jobs_and_py4j_calls(spark) -> None:  # type: ignore[no-untyped-def]
+    from bench.measure import counted
+
+    with counted(spark, "test-idle") as idle:
+        pass
+    assert idle == {"py4j": 0, "jobs": 0}
+    with counted(spark, "test-two-jobs") as busy:
+        spark.range(10).collect()
+        spark.range(5).collect()
+    assert busy["jobs"] == 2 and (busy["py4j"] or 0) > 2

@@ -176,13 +176,18 @@ def materialize(spark: SparkSession, df: DataFrame, small: bool) -> Leaf | None:
     """Compute ``df`` once and return it as a leaf; ``None`` when it is empty.
 
     ``small`` deltas go through Arrow (one job); others are checkpointed in the executors
-    (one job, and one more to count them).
+    (one job, and one more to count them), and when they turn out to hold at most
+    ``LOCAL_LEAF_ROWS`` rows (a view's first contents, say) fetched into the driver (one
+    more), where later steps read them without a Spark job.
     """
     if small:
         table = df.toArrow()
         return stored(spark, table) if table.num_rows else None
     leaf = df.localCheckpoint(eager=True)
     rows = leaf.count()
+    if rows and rows <= LOCAL_LEAF_ROWS and not any(
+            isinstance(f.dataType, (T.ArrayType, T.MapType, T.StructType)) for f in leaf.schema):
+        return stored(spark, leaf.toArrow())
     return Leaf(leaf, rows) if rows else None
 
 

@@ -51,12 +51,6 @@ class RowLimitExceeded(EvalError):
     """A join would produce more rows in one step than its limit."""
 
 
-def _prefixed(df: DataFrame, index: int, arity: int) -> DataFrame:
-    """Input ``index``'s batch with columns ``j{index}_c{k}``, ``_t{index}``, ``_d{index}``."""
-    return df.select(*[col(f"c{k}").alias(f"j{index}_c{k}") for k in range(arity)],
-                     col(TIME).alias(f"_t{index}"), col(DIFF).alias(f"_d{index}"))
-
-
 @dataclass
 class JoinOp(Operator):
     """``Join`` executed as a delta query; keeps an arrangement of its own output only when a
@@ -80,6 +74,16 @@ class JoinOp(Operator):
     label: str = "Join"
     """How errors name it (the dataflow numbers it as EXPLAIN PHYSICAL does: ``Join %3``)."""
     _staged: tuple[Leaf | None, int, int] | None = field(default=None, init=False)
+    _renames: dict[int, list[Column]] = field(default_factory=dict, init=False, repr=False)
+
+    def _prefixed(self, df: DataFrame, index: int) -> DataFrame:
+        """Input ``index``'s batch with columns ``j{index}_c{k}``, ``_t{index}``,
+        ``_d{index}`` (the renaming built once, reused every step)."""
+        if index not in self._renames:
+            self._renames[index] = [
+                *[col(f"c{k}").alias(f"j{index}_c{k}") for k in range(self.inputs[index].arity)],
+                col(TIME).alias(f"_t{index}"), col(DIFF).alias(f"_d{index}")]
+        return df.select(*self._renames[index])
 
     def _reads(self, expr: Scalar) -> frozenset[int]:
         """The inputs whose columns ``expr`` reads."""
@@ -140,7 +144,7 @@ class JoinOp(Operator):
 
     def _path(self, ctx: StepContext, i: int, start: DataFrame,
               others: list[DataFrame | None]) -> DataFrame | None:
-        path = _prefixed(start, i, self.inputs[i].arity)
+        path = self._prefixed(start, i)
         if self.checks:
             path = path.withColumn(ERR, F.lit(None).cast("string"))
         own = self._conditions(frozenset(), i)
@@ -155,7 +159,7 @@ class JoinOp(Operator):
             other = others[j]
             if other is None:
                 return None
-            other = _prefixed(other, j, self.inputs[j].arity)
+            other = self._prefixed(other, j)
             seen = (col(f"_t{j}") <= col(f"_t{i}")) if j < i else (
                 col(f"_t{j}") < col(f"_t{i}"))
             condition = functools.reduce(Column.__and__, self._conditions(bound, j), seen)

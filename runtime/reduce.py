@@ -72,6 +72,8 @@ class ReduceOp(Operator):
     output: Trace | None = None
     values: Trace | None = None
     _staged: list[tuple[Trace, Leaf | None, int, int]] = field(default_factory=list, init=False)
+    _emitters: dict[bool, tuple[Column, list[Column]]] = field(default_factory=dict, init=False,
+                                                                 repr=False)
 
     # Layout of an output row: keys k0.., visible aggregates v0.., then hidden ``cnt`` and the
     # accumulators ``n{j}`` (non-null count) and ``s{j}`` (sum) of count/sum aggregates.
@@ -225,14 +227,7 @@ class ReduceOp(Operator):
         assert self.output is not None
         parts = []
         if prepared is not None:
-            delta = [col(DIFF).alias("cnt")]
-            for j in self._accumulated():
-                present = col(f"a{j}").isNotNull()
-                delta.append(F.when(present, col(DIFF)).otherwise(0).alias(f"n{j}"))
-                if self.aggregates[j].func == "sum":
-                    weighted = col(f"a{j}").cast(self._sum_spark(j)) * col(DIFF)
-                    delta.append(F.when(present, weighted).alias(f"s{j}"))
-            parts.append(prepared.select(*self._keys, TIME, *delta))
+            parts.append(prepared.select(*self._keys, TIME, *self._delta_contributions))
         if not self.group_key and ctx.first:
             # the first step of a global aggregate: its row exists even over no input rows
             zero = [F.lit(0).cast("bigint").alias(n) if n[0] in "cn"
@@ -249,11 +244,40 @@ class ReduceOp(Operator):
                 keys = prepared.select(*[col(k).alias(f"t_{k}") for k in self._keys])
                 old = lookup(old, keys, _key_match(self._keys, [f"t_{k}" for k in self._keys]),
                              "left_semi", ctx.small)
-            state = [(col(n) * col(DIFF)).alias(n) for n in self.hidden_names()]
-            parts.append(old.select(*self._keys, F.lit(NEVER).alias(TIME), *state))
+            parts.append(old.select(*self._keys, F.lit(NEVER).alias(TIME),
+                                    *self._state_contributions))
         out = union_all(parts)
         assert out is not None
         return out.coalesce(1) if ctx.small else out
+
+    @functools.cached_property
+    def _delta_contributions(self) -> list[Column]:
+        """The accumulator columns an input row contributes (built once: the operator's
+        Spark expressions are the same every step)."""
+        delta = [col(DIFF).alias("cnt")]
+        for j in self._accumulated():
+            present = col(f"a{j}").isNotNull()
+            delta.append(F.when(present, col(DIFF)).otherwise(0).alias(f"n{j}"))
+            if self.aggregates[j].func == "sum":
+                weighted = col(f"a{j}").cast(self._sum_spark(j)) * col(DIFF)
+                delta.append(F.when(present, weighted).alias(f"s{j}"))
+        return delta
+
+    @functools.cached_property
+    def _single_time_sums(self) -> list[Column]:
+        """A single-time step's aggregation per key: the time, the accumulators summed over
+        the state and the changes, over the state alone (``p_*``), and whether there was a
+        previous row (built once)."""
+        is_state = col(TIME) == NEVER
+        hidden = self.hidden_names()
+        return [F.max(TIME).alias(TIME), *[F.sum(n).alias(n) for n in hidden],
+                *[F.sum(F.when(is_state, col(n))).alias(f"p_{n}") for n in hidden],
+                F.max(F.when(is_state, F.lit(1))).alias("p_exists")]
+
+    @functools.cached_property
+    def _state_contributions(self) -> list[Column]:
+        """The accumulator columns a stored output row contributes (built once)."""
+        return [(col(n) * col(DIFF)).alias(n) for n in self.hidden_names()]
 
     def _sum_spark(self, j: int) -> T.DataType:
         return spark_type(self._sum_type(j))
@@ -263,17 +287,13 @@ class ReduceOp(Operator):
         interesting time of every touched key."""
         parts = self._contributions(ctx, prepared)
         hidden = self.hidden_names()
-        sums = [F.sum(n).alias(n) for n in hidden]
-        is_state = col(TIME) == NEVER
-        if ctx.single_time and not self._extremes():
-            grouped = parts.groupBy(*self._keys).agg(
-                F.max(TIME).alias(TIME), *sums,
-                *[F.sum(F.when(is_state, col(n))).alias(f"p_{n}") for n in hidden],
-                F.max(F.when(is_state, F.lit(1))).alias("p_exists"))
+        single = ctx.single_time and not self._extremes()
+        if single:
+            grouped = parts.groupBy(*self._keys).agg(*self._single_time_sums)
             rows = grouped.where(col(TIME) > NEVER)
-            has_prev = col("p_exists").isNotNull()
         else:
-            per_time = parts.groupBy(*self._keys, TIME).agg(*sums)
+            per_time = parts.groupBy(*self._keys, TIME).agg(
+                *[F.sum(n).alias(n) for n in hidden])
             extremes = self._extreme_values(ctx, prepared, per_time) if self._extremes() \
                 else None
             if extremes is not None:
@@ -295,24 +315,34 @@ class ReduceOp(Operator):
                 *[F.lag(n).over(by_time).alias(f"p_{n}") for n in carried],
                 F.lag(TIME).over(by_time).isNotNull().alias("p_exists"),
             ).where(col(TIME) > NEVER)
-            has_prev = col("p_exists")
-        names, types = self.full_names(), self._full_types()
-        new, prev = self._row(""), self._row("p_")
-        new_row = F.struct(*[new[n].cast(t).alias(n) for n, t in zip(names, types)])
-        prev_row = F.struct(*[prev[n].cast(t).alias(n) for n, t in zip(names, types)])
-        if self.group_key:
-            exists_new = F.coalesce(new["cnt"] > 0, F.lit(False))
-            exists_prev = has_prev & F.coalesce(prev["cnt"] > 0, F.lit(False))
-        else:
-            exists_new, exists_prev = F.lit(True), has_prev
-        update = F.explode(F.array(
-            F.struct(prev_row.alias("row"), F.lit(-1).cast("bigint").alias("d"),
-                     exists_prev.alias("keep")),
-            F.struct(new_row.alias("row"), F.lit(1).cast("bigint").alias("d"),
-                     exists_new.alias("keep"))))
-        exploded = rows.select(col(TIME), update.alias("u")).where(col("u.keep"))
-        return exploded.select(*[col(f"u.row.{n}").alias(n) for n in names],
-                               col(TIME), col("u.d").alias(DIFF))
+        update, outputs = self._emitted(single)
+        return rows.select(col(TIME), update).where(col("u.keep")).select(*outputs)
+
+    def _emitted(self, single: bool) -> tuple[Column, list[Column]]:
+        """The column ``u`` exploding each (key, time) into the retraction of its previous
+        row (when there was one and it existed) and the insertion of its new row (when it
+        exists), and the output columns selected from it. Built once per kind of step
+        (``single``-time or windowed) and reused by every step of that kind."""
+        if single not in self._emitters:
+            has_prev = col("p_exists").isNotNull() if single else col("p_exists")
+            names, types = self.full_names(), self._full_types()
+            new, prev = self._row(""), self._row("p_")
+            new_row = F.struct(*[new[n].cast(t).alias(n) for n, t in zip(names, types)])
+            prev_row = F.struct(*[prev[n].cast(t).alias(n) for n, t in zip(names, types)])
+            if self.group_key:
+                exists_new = F.coalesce(new["cnt"] > 0, F.lit(False))
+                exists_prev = has_prev & F.coalesce(prev["cnt"] > 0, F.lit(False))
+            else:
+                exists_new, exists_prev = F.lit(True), has_prev
+            update = F.explode(F.array(
+                F.struct(prev_row.alias("row"), F.lit(-1).cast("bigint").alias("d"),
+                         exists_prev.alias("keep")),
+                F.struct(new_row.alias("row"), F.lit(1).cast("bigint").alias("d"),
+                         exists_new.alias("keep"))))
+            outputs = [*[col(f"u.row.{n}").alias(n) for n in names], col(TIME),
+                       col("u.d").alias(DIFF)]
+            self._emitters[single] = (update.alias("u"), outputs)
+        return self._emitters[single]
 
     def _row(self, prefix: str) -> dict[str, Column]:
         """An output row (keys, visible aggregates, accumulators) from the accumulator (and

@@ -74,16 +74,19 @@ class JoinOp(Operator):
     label: str = "Join"
     """How errors name it (the dataflow numbers it as EXPLAIN PHYSICAL does: ``Join %3``)."""
     _staged: tuple[Leaf | None, int, int] | None = field(default=None, init=False)
-    _renames: dict[int, list[Column]] = field(default_factory=dict, init=False, repr=False)
+    _built: dict[object, list[Column] | list[Checked]] = field(default_factory=dict, init=False,
+                                                               repr=False)
+    """Spark expressions made at the first step that needs them, by what they are for."""
 
     def _prefixed(self, df: DataFrame, index: int) -> DataFrame:
         """Input ``index``'s batch with columns ``j{index}_c{k}``, ``_t{index}``,
         ``_d{index}`` (the renaming built once, reused every step)."""
-        if index not in self._renames:
-            self._renames[index] = [
+        key = ("rename", index)
+        if key not in self._built:
+            self._built[key] = [
                 *[col(f"c{k}").alias(f"j{index}_c{k}") for k in range(self.inputs[index].arity)],
                 col(TIME).alias(f"_t{index}"), col(DIFF).alias(f"_d{index}")]
-        return df.select(*self._renames[index])
+        return df.select(*self._built[key])
 
     def _reads(self, expr: Scalar) -> frozenset[int]:
         """The inputs whose columns ``expr`` reads."""
@@ -98,7 +101,13 @@ class JoinOp(Operator):
         return [col(f"j{i}_c{k}") for i, op in enumerate(self.inputs) for k in range(op.arity)]
 
     def _conditions(self, bound: frozenset[int], new: int) -> list[Column]:
-        """The equalities that become checkable when input ``new`` joins inputs ``bound``."""
+        """The equalities that become checkable when input ``new`` joins inputs ``bound``
+        (built once per pair, reused every step)."""
+        if (bound, new) not in self._built:
+            self._built[(bound, new)] = self._new_conditions(bound, new)
+        return self._built[(bound, new)]  # type: ignore[return-value]
+
+    def _new_conditions(self, bound: frozenset[int], new: int) -> list[Column]:
         refs, conditions = self._column_refs(), []
         now = bound | {new}
         for cls in self._members():
@@ -112,7 +121,14 @@ class JoinOp(Operator):
 
     def _checks(self, bound: frozenset[int], new: int | None) -> list[Checked]:
         """The predicates that become checkable when input ``new`` joins inputs ``bound``
-        (``new`` None: the predicates reading only the inputs ``bound``), with their errors."""
+        (``new`` None: the predicates reading only the inputs ``bound``), with their errors
+        (built once per pair, reused every step)."""
+        key = ("checks", bound, new)
+        if key not in self._built:
+            self._built[key] = self._new_checks(bound, new)
+        return self._built[key]  # type: ignore[return-value]
+
+    def _new_checks(self, bound: frozenset[int], new: int | None) -> list[Checked]:
         refs, checks = self._column_refs(), []
         for pred in self.predicates:
             used = self._reads(pred)
@@ -169,11 +185,19 @@ class JoinOp(Operator):
             if checks:
                 path = self._filter(path, checks)
             bound = bound | {j}
-        names = [f"j{k}_c{c}" for k, op in enumerate(self.inputs) for c in range(op.arity)]
-        failed = [described(col(ERR), [col(n) for n in names]).alias(ERR)] if self.checks \
-            else []
-        return path.select(*[col(n).alias(f"c{x}") for x, n in enumerate(names)], *failed,
-                           col(f"_t{i}").alias(TIME), col(f"_d{i}").alias(DIFF))
+        return path.select(*self._output(i))
+
+    def _output(self, i: int) -> list[Column]:
+        """The columns of path ``i``'s output: the joined row, its error, time and diff
+        (built once per path)."""
+        key = ("output", i)
+        if key not in self._built:
+            names = [f"j{k}_c{c}" for k, op in enumerate(self.inputs) for c in range(op.arity)]
+            failed = [described(col(ERR), [col(n) for n in names]).alias(ERR)] \
+                if self.checks else []
+            self._built[key] = [*[col(n).alias(f"c{x}") for x, n in enumerate(names)],
+                                *failed, col(f"_t{i}").alias(TIME), col(f"_d{i}").alias(DIFF)]
+        return self._built[key]  # type: ignore[return-value]
 
     def _keyed(self, bound: frozenset[int], new: int) -> bool:
         """Whether an equality links input ``new`` to the inputs ``bound``."""

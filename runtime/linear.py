@@ -22,7 +22,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import ClassVar, TypeVar
 
 import pyarrow.compute as pc
 from matview.ir import table_functions
@@ -60,9 +60,40 @@ UPPER = "_upper"
 """Hidden columns of the validity bounds of rows past a temporal filter (NULL: no bound)."""
 
 
-def apply_steps(df: DataFrame, steps: Sequence[Step], types: Sequence[SqlType],
+class Pipeline:
+    """A batch transformation recorded as the ``select``, ``where`` and ``withColumn`` calls
+    ``apply_steps`` makes, then replayed on each step's batch: the Column expressions of a
+    ``Linear`` are built once, not at every step (in a classic session each is a JVM call)."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, tuple[object, ...]]] = []
+
+    def select(self, *columns: Column) -> Pipeline:
+        self.calls.append(("select", columns))
+        return self
+
+    def where(self, condition: Column) -> Pipeline:
+        self.calls.append(("where", (condition,)))
+        return self
+
+    def withColumn(self, name: str, value: Column) -> Pipeline:  # noqa: N802 - DataFrame's name
+        self.calls.append(("withColumn", (name, value)))
+        return self
+
+    def __call__(self, df: DataFrame) -> DataFrame:
+        """``df`` transformed by the recorded calls."""
+        for method, args in self.calls:
+            df = getattr(df, method)(*args)
+        return df
+
+
+Batch = TypeVar("Batch", DataFrame, Pipeline)
+"""What ``apply_steps`` transforms: an update batch, or a ``Pipeline`` recording the calls."""
+
+
+def apply_steps(df: Batch, steps: Sequence[Step], types: Sequence[SqlType],
                 limit: int = table_functions.DEFAULT_ROW_LIMIT,
-                errors: bool = False) -> DataFrame:
+                errors: bool = False) -> Batch:
     """Apply linear ``steps`` to update batch ``df`` whose data columns have ``types``;
     ``limit`` is the most rows a table function may produce for one input row.
 
@@ -153,8 +184,8 @@ def _with_error(keep: list[Column], row: list[Column],
     return [error.alias(ERR) if c is col(ERR) else c for c in keep]
 
 
-def _bound(df: DataFrame, temporal: list[tuple[str, Scalar]], current: list[Column],
-           types: tuple[SqlType, ...], bounded: bool, errors: bool) -> DataFrame:
+def _bound(df: Batch, temporal: list[tuple[str, Scalar]], current: list[Column],
+           types: tuple[SqlType, ...], bounded: bool, errors: bool) -> Batch:
     """Narrow (or set) the hidden bounds by the temporal predicates ``mz_now() OP e``, and
     drop the rows with a NULL bound or an empty validity, as ``linear_logic.validity``
     (with ``errors``, rows that failed are kept)."""
@@ -218,9 +249,9 @@ def _rows_array(call: Call, current: list[Column], types: tuple[SqlType, ...],
     return array.cast(_array_type(out)), out, first_error([a.error for a in args])
 
 
-def _flat_map(df: DataFrame, step: FlatMap, current: list[Column],
+def _flat_map(df: Batch, step: FlatMap, current: list[Column],
               types: tuple[SqlType, ...], keep: list[Column], limit: int,
-              errors: bool) -> DataFrame:
+              errors: bool) -> Batch:
     """Explode the rows of ``step``'s calls (with ``errors``, a row whose arguments failed
     gives one row of NULLs carrying its error)."""
     arrays = [_rows_array(c, current, types, limit) for c in step.calls]
@@ -286,9 +317,14 @@ class LinearOp(Operator):
         """Whether its steps may fail on some row, so that it has an error output."""
         return any(may_fail(e) for s in self.steps for e in step_scalars(s))
 
-    def _apply(self, df: DataFrame) -> DataFrame:
+    @functools.cached_property
+    def _pipeline(self) -> Pipeline:
+        """``apply_steps`` of this operator, recorded at its first step."""
         assert self.input is not None
-        return apply_steps(df, self.steps, self.input.types, self.limit, self.checks)
+        return apply_steps(Pipeline(), self.steps, self.input.types, self.limit, self.checks)
+
+    def _apply(self, df: DataFrame) -> DataFrame:
+        return self._pipeline(df)
 
     def compute(self, ctx: StepContext) -> Delta | None:
         assert self.input is not None

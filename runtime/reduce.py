@@ -32,14 +32,13 @@ from matview.ir.types import SqlType
 from matview.runtime.checked import ERR, compile_checked, described, first_error, split_errors
 from matview.runtime.operator import Delta, Operator, StepContext
 from matview.runtime.trace import Trace
-from matview.runtime.types import col, spark_type
+from matview.runtime.types import col, column_names, spark_type
 from matview.runtime.updates import (
     DIFF,
     LOCAL_LEAF_ROWS,
     TIME,
     Leaf,
     consolidate,
-    data_columns,
     lookup,
     materialize,
     union_all,
@@ -121,8 +120,13 @@ class ReduceOp(Operator):
     def _prepared(self, df: DataFrame) -> DataFrame:
         """The input batch as keys ``k*``, aggregate arguments ``a*``, time and diff (and
         each row's evaluation error ``_err`` when they may fail)."""
+        return df.select(*self._preparation)
+
+    @functools.cached_property
+    def _preparation(self) -> list[Column]:
+        """The columns of ``_prepared`` over the input's columns ``c*`` (built once)."""
         assert self.input is not None
-        types, refs = self.input.types, [col(c) for c in data_columns(df)]
+        types, refs = self.input.types, [col(c) for c in column_names(self.input.arity)]
         keys = [compile_checked(k, refs, types) for k in self.group_key]
         args = [compile_checked(a.expr, refs, types) for a in self.aggregates
                 if a.expr is not None]
@@ -130,8 +134,8 @@ class ReduceOp(Operator):
                               if a.expr is not None]
         error = first_error([e.error for e in keys + args])
         failed = [] if error is None else [described(error, refs).alias(ERR)]
-        return df.select(*[e.value.alias(n) for e, n in zip(keys + args, names)], *failed,
-                         TIME, DIFF)
+        return [*[e.value.alias(n) for e, n in zip(keys + args, names)], *failed,
+                col(TIME), col(DIFF)]
 
     def _extreme_values(self, ctx: StepContext, prepared: DataFrame | None,
                         times: DataFrame) -> DataFrame | None:

@@ -47,13 +47,13 @@ from matview.runtime.updates import (
     Leaf,
     any_row,
     consolidate,
-    data_columns,
     materialize,
     stored,
     union_all,
 )
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 from pyspark.sql.utils import is_remote
 
 
@@ -139,11 +139,8 @@ class PendingStep:
         if self.delta is None:
             return None, materialize(self.dataflow.spark, consolidate(errors), self.small)
         rows = self.delta.df
-        schema = rows.schema
-        names = data_columns(rows)
-        both = rows.select(*names, F.lit(None).cast("string").alias(ERR), TIME, DIFF).unionByName(
-            errors.select(*[F.lit(None).cast(schema[n].dataType).alias(n) for n in names],
-                          col("c0").alias(ERR), TIME, DIFF))
+        row_columns, error_columns = self.dataflow.merged_columns(rows.schema)
+        both = rows.select(*row_columns).unionByName(errors.select(*error_columns))
         leaf = materialize(self.dataflow.spark, consolidate(both), self.small)
         if leaf is None:
             return None, None
@@ -205,12 +202,26 @@ class Dataflow:
         self.frontier = as_of - 1
         self.reads = {g.name for g in gets(plan)}
         self.root = build(plan, spark, trace_of, limit)
+        self._merged: dict[T.StructType, tuple[list[Column], list[Column]]] = {}
         for i, op in enumerate(operators(self.root)):
             if isinstance(op, JoinOp):
                 op.max_rows, op.label = max_join_rows, f"Join %{i}"
                 if op.keep_history:
                     op.output = Trace(spark, op.arity)
             op.meter.enabled = measure
+
+    def merged_columns(self, schema: T.StructType) -> tuple[list[Column], list[Column]]:
+        """The columns that put output rows of ``schema`` and errors (``c0``: the message)
+        in one batch of rows with ``_err`` (NULL for rows, NULL rows for errors): made once
+        per output schema."""
+        if schema not in self._merged:
+            names = [f.name for f in schema.fields if f.name not in (TIME, DIFF)]
+            self._merged[schema] = (
+                [*[col(n) for n in names], F.lit(None).cast("string").alias(ERR), col(TIME),
+                 col(DIFF)],
+                [*[F.lit(None).cast(schema[n].dataType).alias(n) for n in names],
+                 col("c0").alias(ERR), col(TIME), col(DIFF)])
+        return self._merged[schema]
 
     def sources(self) -> list[GetOp]:
         return [op for op in operators(self.root) if isinstance(op, GetOp)]

@@ -174,9 +174,10 @@ class ReduceOp(Operator):
         if source is None and not first_global:
             return None
         prepared = None if source is None else self._prepared(source.df)
-        if prepared is not None and (self._extremes() or self._restricted(ctx)):
-            # computed once: it feeds the changes, the semi-join on the touched keys and the
-            # (key, argument) arrangement
+        if prepared is not None and (self._extremes() or self._restricted(ctx) or self.checks):
+            # computed once: it feeds the changes, the semi-join on the touched keys, the
+            # (key, argument) arrangement and the errors (which would otherwise compute the
+            # input a second time, in the job that keeps them)
             leaf = materialize(ctx.spark, prepared, ctx.small)
             if leaf is not None and self.checks:
                 ok, failed = split_errors(leaf.df)
@@ -192,10 +193,6 @@ class ReduceOp(Operator):
                 pairs = Leaf(leaf.df.select(*args), leaf.rows,
                              None if leaf.table is None else leaf.table.select(args))
                 self._staged.append((self.values, pairs, *self._range(ctx)))
-        elif prepared is not None and self.checks:
-            assert source is not None
-            prepared, failed = split_errors(prepared)
-            self.errors = Delta(failed, source.rows)
         if prepared is None and not first_global:
             return None
         full = self._updates(ctx, prepared)

@@ -31,6 +31,7 @@ from matview.runtime.trace import Trace
 from matview.runtime.types import col
 from matview.runtime.updates import (
     DIFF,
+    LARGE_LOOKUP_ROWS,
     TIME,
     Leaf,
     consolidate,
@@ -159,7 +160,7 @@ class JoinOp(Operator):
         return any(may_fail(p) for p in self.predicates)
 
     def _path(self, ctx: StepContext, i: int, start: DataFrame,
-              others: list[DataFrame | None]) -> DataFrame | None:
+              others: list[DataFrame | None], sizes: list[int | None]) -> DataFrame | None:
         path = self._prefixed(start, i)
         if self.checks:
             path = path.withColumn(ERR, F.lit(None).cast("string"))
@@ -179,7 +180,8 @@ class JoinOp(Operator):
             seen = (col(f"_t{j}") <= col(f"_t{i}")) if j < i else (
                 col(f"_t{j}") < col(f"_t{i}"))
             condition = functools.reduce(Column.__and__, self._conditions(bound, j), seen)
-            path = lookup(path, other, condition, "inner", ctx.small, build="left")
+            large = (sizes[j] or 0) > LARGE_LOOKUP_ROWS
+            path = lookup(path, other, condition, "inner", ctx.small, build="left", large=large)
             path = path.withColumn(f"_d{i}", col(f"_d{i}") * col(f"_d{j}"))
             checks = self._checks(bound, j)
             if checks:
@@ -243,6 +245,7 @@ class JoinOp(Operator):
                 raise RowLimitExceeded(self._too_many(f"would produce up to {estimate:,}, more "
                                                       "than"))
         histories = [op.history(ctx) for op in self.inputs]
+        sizes = [op.history_rows(ctx) for op in self.inputs]  # None: not known without a job
         paths: list[DataFrame | None] = []
         for i, start in enumerate(deltas):
             if start is None:
@@ -252,7 +255,7 @@ class JoinOp(Operator):
             others = [union_all([p for p in (old, None if delta is None or (
                 ctx.single_time and j > i) else delta.df) if p is not None])
                 for j, (delta, old) in enumerate(zip(deltas, histories))]
-            paths.append(self._path(ctx, i, start.df, others))
+            paths.append(self._path(ctx, i, start.df, others, sizes))
         out = union_all([p for p in paths if p is not None])
         if out is None:
             return None

@@ -63,12 +63,24 @@ def union_all(frames: Sequence[DataFrame]) -> DataFrame | None:
     return functools.reduce(DataFrame.unionByName, frames) if frames else None
 
 
+LARGE_LOOKUP_ROWS = 2_000_000
+"""A small step looking up an arrangement of more rows than this broadcasts its own side
+instead of reading the arrangement in one partition: one more Spark job (the broadcast), but
+the arrangement is scanned on every core (W1 at 10M orders: see the runtime speed notes)."""
+
+
 def lookup(left: DataFrame, right: DataFrame, on: Column, how: str, small: bool,
-           build: str = "right") -> DataFrame:
+           build: str = "right", large: bool = False) -> DataFrame:
     """``left`` joined with ``right``. In a small step both sides are read in one partition
     and the ``build`` side is hashed, so the join needs neither a shuffle nor a broadcast
     (a separate Spark job per broadcast side): a whole small step runs as one job of one
-    task (bench/README.md has the measurement)."""
+    task (bench/README.md has the measurement). When the other side is ``large`` (more than
+    ``LARGE_LOOKUP_ROWS``), the ``build`` side is broadcast instead and the other scanned in
+    all its partitions."""
+    if small and large:
+        if build == "left":
+            return F.broadcast(left).join(right, on, how)
+        return left.join(F.broadcast(right), on, how)
     if small:
         left, right = left.coalesce(1), right.coalesce(1)
         if build == "left":

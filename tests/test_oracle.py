@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import pytest
+from matview.runtime import join
 from oracle.compare import canonical, mismatch_report
 from oracle.harness import Run, oracle_seeds
 from oracle.queries import QUERIES, Query
@@ -30,6 +31,21 @@ pytest_plugins = ["oracle.fixtures"]
 
 @pytest.mark.parametrize("seed", oracle_seeds())
 def test_views_match_duckdb_after_every_operation(spark: SparkSession, seed: int) -> None:
+    _check_views(spark, seed)
+
+
+def test_views_match_duckdb_with_every_lookup_broadcast(
+        spark: SparkSession, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A small step's lookup into an arrangement of more than ``LARGE_LOOKUP_ROWS`` rows
+    broadcasts its own side instead of reading the arrangement in one partition; with the
+    threshold below every size, every lookup does, and the views are the same."""
+    monkeypatch.setattr(join, "LARGE_LOOKUP_ROWS", -1)
+    _check_views(spark, oracle_seeds()[0])
+
+
+def _check_views(spark: SparkSession, seed: int) -> None:
+    """Every query of ``QUERIES`` as a view, checked against DuckDB after every operation
+    of seed ``seed``'s workload that writes a table it reads."""
     workload = generate(seed)
     run = Run(spark, workload)
     failures = run.create_views(QUERIES)

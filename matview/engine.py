@@ -181,15 +181,18 @@ class Engine:
             self.check_errors(plan.name)
             table = peek.held_rows(self.trace_of(plan.name), plan.name, self.oracle.read())
         if table is None:
-            table = peek.rows(self.evaluate(stmt.plan), stmt.plan.types, stmt.order_by,
-                              stmt.offset, stmt.limit)
+            table = peek.rows(self._run(plan), stmt.plan.types, stmt.order_by, stmt.offset,
+                              stmt.limit)
         table = table.rename_columns(column_names(len(stmt.column_names)))
         return Result(stmt.column_names, stmt.plan.types, table, table.num_rows)
 
     def evaluate(self, plan: Relation) -> DataFrame | None:
         """``plan``'s contents at the current time, as consolidated updates, run once as a
         dataflow over the current snapshots (materialized views brought up to date first)."""
-        plan = physical(plan)
+        return self._run(physical(plan))
+
+    def _run(self, plan: Relation) -> DataFrame | None:
+        """``evaluate`` of a plan already planned (``physical``)."""
         self._refresh({g.name for g in gets(plan)})
         return self.controller.run_once(plan, self.oracle.read())
 

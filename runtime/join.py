@@ -75,19 +75,13 @@ class JoinOp(Operator):
     label: str = "Join"
     """How errors name it (the dataflow numbers it as EXPLAIN PHYSICAL does: ``Join %3``)."""
     _staged: tuple[Leaf | None, int, int] | None = field(default=None, init=False)
-    _built: dict[object, list[Column] | list[Checked]] = field(default_factory=dict, init=False,
-                                                               repr=False)
-    """Spark expressions made at the first step that needs them, by what they are for."""
 
     def _prefixed(self, df: DataFrame, index: int) -> DataFrame:
         """Input ``index``'s batch with columns ``j{index}_c{k}``, ``_t{index}``,
-        ``_d{index}`` (the renaming built once, reused every step)."""
-        key = ("rename", index)
-        if key not in self._built:
-            self._built[key] = [
-                *[col(f"c{k}").alias(f"j{index}_c{k}") for k in range(self.inputs[index].arity)],
-                col(TIME).alias(f"_t{index}"), col(DIFF).alias(f"_d{index}")]
-        return df.select(*self._built[key])
+        ``_d{index}``."""
+        return df.select(*self.built(("rename", index), lambda: [
+            *[col(f"c{k}").alias(f"j{index}_c{k}") for k in range(self.inputs[index].arity)],
+            col(TIME).alias(f"_t{index}"), col(DIFF).alias(f"_d{index}")]))
 
     def _reads(self, expr: Scalar) -> frozenset[int]:
         """The inputs whose columns ``expr`` reads."""
@@ -102,11 +96,9 @@ class JoinOp(Operator):
         return [col(f"j{i}_c{k}") for i, op in enumerate(self.inputs) for k in range(op.arity)]
 
     def _conditions(self, bound: frozenset[int], new: int) -> list[Column]:
-        """The equalities that become checkable when input ``new`` joins inputs ``bound``
-        (built once per pair, reused every step)."""
-        if (bound, new) not in self._built:
-            self._built[(bound, new)] = self._new_conditions(bound, new)
-        return self._built[(bound, new)]  # type: ignore[return-value]
+        """The equalities that become checkable when input ``new`` joins inputs ``bound``."""
+        return self.built(("conditions", bound, new),
+                          lambda: self._new_conditions(bound, new))
 
     def _new_conditions(self, bound: frozenset[int], new: int) -> list[Column]:
         refs, conditions = self._column_refs(), []
@@ -122,12 +114,8 @@ class JoinOp(Operator):
 
     def _checks(self, bound: frozenset[int], new: int | None) -> list[Checked]:
         """The predicates that become checkable when input ``new`` joins inputs ``bound``
-        (``new`` None: the predicates reading only the inputs ``bound``), with their errors
-        (built once per pair, reused every step)."""
-        key = ("checks", bound, new)
-        if key not in self._built:
-            self._built[key] = self._new_checks(bound, new)
-        return self._built[key]  # type: ignore[return-value]
+        (``new`` None: the predicates reading only the inputs ``bound``), with their errors."""
+        return self.built(("checks", bound, new), lambda: self._new_checks(bound, new))
 
     def _new_checks(self, bound: frozenset[int], new: int | None) -> list[Checked]:
         refs, checks = self._column_refs(), []
@@ -190,16 +178,15 @@ class JoinOp(Operator):
         return path.select(*self._output(i))
 
     def _output(self, i: int) -> list[Column]:
-        """The columns of path ``i``'s output: the joined row, its error, time and diff
-        (built once per path)."""
-        key = ("output", i)
-        if key not in self._built:
-            names = [f"j{k}_c{c}" for k, op in enumerate(self.inputs) for c in range(op.arity)]
-            failed = [described(col(ERR), [col(n) for n in names]).alias(ERR)] \
-                if self.checks else []
-            self._built[key] = [*[col(n).alias(f"c{x}") for x, n in enumerate(names)],
-                                *failed, col(f"_t{i}").alias(TIME), col(f"_d{i}").alias(DIFF)]
-        return self._built[key]  # type: ignore[return-value]
+        """The columns of path ``i``'s output: the joined row, its error, time and diff."""
+        return self.built(("output", i), lambda: self._new_output(i))
+
+    def _new_output(self, i: int) -> list[Column]:
+        names = [f"j{k}_c{c}" for k, op in enumerate(self.inputs) for c in range(op.arity)]
+        failed = [described(col(ERR), [col(n) for n in names]).alias(ERR)] if self.checks \
+            else []
+        return [*[col(n).alias(f"c{x}") for x, n in enumerate(names)], *failed,
+                col(f"_t{i}").alias(TIME), col(f"_d{i}").alias(DIFF)]
 
     def _keyed(self, bound: frozenset[int], new: int) -> bool:
         """Whether an equality links input ``new`` to the inputs ``bound``."""

@@ -22,8 +22,9 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 from matview.ir.types import SqlType
 from matview.runtime.updates import Leaf, row_count
@@ -209,6 +210,9 @@ class Meter:
         self._waiting = waiting
 
 
+T = TypeVar("T")
+
+
 @dataclass
 class Operator:
     """A node of a running dataflow. ``kind`` names the IR node it runs."""
@@ -221,6 +225,16 @@ class Operator:
     errors: Delta | None = field(default=None, init=False, repr=False, compare=False)
     """The evaluation errors this operator itself found in the current step, as updates of
     one text column (the message), or None: errors are data (``runtime.checked``)."""
+    _built: dict[object, Any] = field(default_factory=dict, init=False, repr=False,
+                                      compare=False)
+
+    def built(self, key: object, make: Callable[[], T]) -> T:
+        """What ``make`` returns, made at the first step that asks for ``key`` and reused by
+        every later step: an operator's Spark expressions are the same every step, and in a
+        classic session each is a JVM call."""
+        if key not in self._built:
+            self._built[key] = make()
+        return self._built[key]  # type: ignore[no-any-return]
 
     @property
     def arity(self) -> int:

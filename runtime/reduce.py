@@ -71,8 +71,6 @@ class ReduceOp(Operator):
     output: Trace | None = None
     values: Trace | None = None
     _staged: list[tuple[Trace, Leaf | None, int, int]] = field(default_factory=list, init=False)
-    _emitters: dict[bool, tuple[Column, list[Column]]] = field(default_factory=dict, init=False,
-                                                                 repr=False)
 
     # Layout of an output row: keys k0.., visible aggregates v0.., then hidden ``cnt`` and the
     # accumulators ``n{j}`` (non-null count) and ``s{j}`` (sum) of count/sum aggregates.
@@ -322,28 +320,28 @@ class ReduceOp(Operator):
     def _emitted(self, single: bool) -> tuple[Column, list[Column]]:
         """The column ``u`` exploding each (key, time) into the retraction of its previous
         row (when there was one and it existed) and the insertion of its new row (when it
-        exists), and the output columns selected from it. Built once per kind of step
-        (``single``-time or windowed) and reused by every step of that kind."""
-        if single not in self._emitters:
-            has_prev = col("p_exists").isNotNull() if single else col("p_exists")
-            names, types = self.full_names(), self._full_types()
-            new, prev = self._row(""), self._row("p_")
-            new_row = F.struct(*[new[n].cast(t).alias(n) for n, t in zip(names, types)])
-            prev_row = F.struct(*[prev[n].cast(t).alias(n) for n, t in zip(names, types)])
-            if self.group_key:
-                exists_new = F.coalesce(new["cnt"] > 0, F.lit(False))
-                exists_prev = has_prev & F.coalesce(prev["cnt"] > 0, F.lit(False))
-            else:
-                exists_new, exists_prev = F.lit(True), has_prev
-            update = F.explode(F.array(
-                F.struct(prev_row.alias("row"), F.lit(-1).cast("bigint").alias("d"),
-                         exists_prev.alias("keep")),
-                F.struct(new_row.alias("row"), F.lit(1).cast("bigint").alias("d"),
-                         exists_new.alias("keep"))))
-            outputs = [*[col(f"u.row.{n}").alias(n) for n in names], col(TIME),
-                       col("u.d").alias(DIFF)]
-            self._emitters[single] = (update.alias("u"), outputs)
-        return self._emitters[single]
+        exists), and the output columns selected from it, for a ``single``-time or a windowed
+        step."""
+        return self.built(("emitted", single), lambda: self._new_emitted(single))
+
+    def _new_emitted(self, single: bool) -> tuple[Column, list[Column]]:
+        has_prev = col("p_exists").isNotNull() if single else col("p_exists")
+        names, types = self.full_names(), self._full_types()
+        new, prev = self._row(""), self._row("p_")
+        new_row = F.struct(*[new[n].cast(t).alias(n) for n, t in zip(names, types)])
+        prev_row = F.struct(*[prev[n].cast(t).alias(n) for n, t in zip(names, types)])
+        if self.group_key:
+            exists_new = F.coalesce(new["cnt"] > 0, F.lit(False))
+            exists_prev = has_prev & F.coalesce(prev["cnt"] > 0, F.lit(False))
+        else:
+            exists_new, exists_prev = F.lit(True), has_prev
+        update = F.explode(F.array(
+            F.struct(prev_row.alias("row"), F.lit(-1).cast("bigint").alias("d"),
+                     exists_prev.alias("keep")),
+            F.struct(new_row.alias("row"), F.lit(1).cast("bigint").alias("d"),
+                     exists_new.alias("keep"))))
+        return update.alias("u"), [*[col(f"u.row.{n}").alias(n) for n in names], col(TIME),
+                                   col("u.d").alias(DIFF)]
 
     def _row(self, prefix: str) -> dict[str, Column]:
         """An output row (keys, visible aggregates, accumulators) from the accumulator (and

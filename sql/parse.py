@@ -41,14 +41,15 @@ def parse(sql: str, catalog: Catalog) -> list[Statement]:
     return [bind_statement(tree, catalog) for tree in split(sql)]
 
 
-def one_statement(sql: str) -> exp.Expr:
+def one_statement(sql: str, method: str = "execute") -> exp.Expr:
     """The syntax tree of ``sql``, which must hold exactly one statement (several would let
-    text built from user input run statements of its own)."""
+    text built from user input run statements of its own); ``method`` names the API call in
+    the error."""
     trees = split(sql)
     if len(trees) != 1:
-        raise SqlError("execute() takes one statement, "
+        raise SqlError(f"{method}() takes one statement, "
                        + ("got none" if not trees else f"got {len(trees)}")
-                       + "; use executescript() to run several")
+                       + ("; use executescript() to run several" if method == "execute" else ""))
     return trees[0]
 
 
@@ -66,10 +67,7 @@ def explain_statement(sql: str, stage: str, fmt: str, options: Sequence[str]) ->
     if view is not None:
         target = exp.to_table(view.group(1), dialect=Matview)
     else:
-        trees = split(sql)
-        if len(trees) != 1:
-            raise SqlError("explain() takes exactly one statement")
-        target = trees[0]
+        target = one_statement(sql, "explain")
     return Explain(this=target, stage=stage.lower(), format=fmt.lower(),
                    options=[exp.var(o.lower()) for o in options], view=view is not None)
 

@@ -189,12 +189,7 @@ class Trace:
                               if leaf.table is None])
             retracted = mine.filter(pc.less(mine[DIFF], 0)).select(names)
             if held is not None and retracted.num_rows:
-                found = self.spark.createDataFrame(retracted).alias("r")
-                same = [col(f"h.{n}").eqNullSafe(col(f"r.{n}")) for n in names]
-                copies = held.alias("h").join(F.broadcast(found),
-                                              functools.reduce(Column.__and__, same),
-                                              "left_semi")
-                parts.append(copies.toArrow().cast(mine.schema))
+                parts.append(self._copies(held, retracted).toArrow().cast(mine.schema))
             # rows not retracted now may sum below zero (their other copies are not
             # fetched), so a row counts only where it is retracted now
             marked = [t.append_column(_RETRACTED, pa.array(np.zeros(t.num_rows, bool)))
@@ -213,6 +208,25 @@ class Trace:
         found = (both.groupBy(*names).agg(F.sum(DIFF).alias(DIFF)).where(col(DIFF) < 0)
                  .select(*names).limit(1).collect())
         return tuple(found[0]) if found else None
+
+    def _copies(self, held: DataFrame, retracted: pa.Table) -> DataFrame:
+        """Held update rows that include every copy of the ``retracted`` rows (and maybe
+        others, which ``negative_row`` does not count). When a column of integers or text
+        tells the retracted rows apart, a filter on its values scans the rows held in one
+        job (the filter is SQL text: one JVM call for any number of values, where a Column
+        per value costs a call each); otherwise a semi-join with the retracted rows
+        broadcast, which costs a second job (the broadcast)."""
+        probe = _probe_column(retracted)
+        if probe is None:
+            found = self.spark.createDataFrame(retracted).alias("r")
+            same = [col(f"h.{n}").eqNullSafe(col(f"r.{n}")) for n in retracted.column_names]
+            return held.alias("h").join(F.broadcast(found),
+                                        functools.reduce(Column.__and__, same), "left_semi")
+        values = pc.unique(retracted[probe]).drop_null().to_pylist()
+        tests = [f"{probe} IS NULL"] if retracted[probe].null_count else []
+        if values:
+            tests.append(f"{probe} IN ({', '.join(map(_sql_literal, values))})")
+        return held.where(" OR ".join(tests))
 
     def any_row(self, upto: int) -> tuple[object, ...] | None:
         """A row the collection holds at ``upto``, or None: in Arrow when every batch is
@@ -280,3 +294,23 @@ class Trace:
         self.batches = self.batches[:start]
         self._reads = {}
         self.append(leaf, lower, max(max(b.upper for b in merging), lower))
+
+
+def _probe_column(rows: pa.Table) -> str | None:
+    """The column of integers or text with the most distinct values among ``rows``, or None
+    when there is no such column."""
+    best, distinct = None, 0
+    for name in rows.column_names:
+        kind = rows.schema.field(name).type
+        if pa.types.is_integer(kind) or pa.types.is_string(kind):
+            count = pc.count_distinct(rows[name], mode="all").as_py()
+            if count > distinct:
+                best, distinct = name, count
+    return best
+
+
+def _sql_literal(value: int | str) -> str:
+    """``value`` (an integer or a string) as a Spark SQL literal."""
+    if isinstance(value, int):
+        return str(value)
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"

@@ -53,3 +53,33 @@ def test_deletes_in_a_transaction_count_its_staged_writes(
         con.insert("big", _rows([3]))
         assert con.delete("big", _rows([3])) == 1
     assert con.execute("SELECT count(*) FROM big WHERE a = 3").fetchall() == [(0,)]
+
+
+@pytest.mark.parametrize("types, key", [
+    ("a BIGINT, b DOUBLE", lambda i: None if i % 7 == 0 else 2**40 + i),  # probed by a
+    ("a TEXT, b DOUBLE", lambda i: None if i % 7 == 0 else f"o'k\\{i}"),  # probed by a
+    ("a DATE, b DOUBLE", lambda i: None if i % 7 == 0 else  # no column to probe by
+     __import__("datetime").date(2000, 1, 1) + __import__("datetime").timedelta(days=i)),
+])
+def test_deletes_of_rows_held_in_spark_find_every_copy_whatever_the_column_types(
+        con, types, key) -> None:  # type: ignore[no-untyped-def]
+    con.execute(f"CREATE TABLE t ({types})")
+    a_type = {"BIGINT": pa.int64(), "TEXT": pa.string(), "DATE": pa.date32()}[types.split()[1]
+                                                                               .rstrip(",")]
+
+    def rows(ids: list[int], b: float | None = 1.5) -> pa.Table:
+        return pa.table({"a": pa.array([key(i) for i in ids], a_type),
+                         "b": pa.array([b] * len(ids), pa.float64())})
+
+    con.insert("t", rows(list(range(ROWS))))  # held in Spark; rows 0, 7, 14, ... have a NULL
+    assert con.delete("t", rows([0, 3, 4])) == 3
+    with pytest.raises(matview.DataError, match="cannot delete"):
+        con.delete("t", rows([5, 3]))  # 3 was deleted
+    with pytest.raises(matview.DataError, match="cannot delete"):
+        con.delete("t", rows([5], 2.5))  # a held, b not
+    nulls = len(range(0, ROWS, 7)) - 1  # copies of (NULL, 1.5) held
+    with pytest.raises(matview.DataError, match="cannot delete"):
+        con.delete("t", rows([7] * (nulls + 1)))
+    assert con.delete("t", rows([7, 14, 6])) == 3
+    assert con.execute("SELECT count(*), count(a) FROM t").fetchall() == [
+        (ROWS - 6, ROWS - 6 - (nulls - 2))]

@@ -2,6 +2,7 @@
 
     python -m bench quick                      # every workload at its default size
     python -m bench w1 --orders 10000000 --batches 20
+    python -m bench w1 --changes 1000000 --refresh incremental   # rewrites, never recomputed
     python -m bench w2 --session connect
     python -m bench w3 --events 1000000
     python -m bench tpch --sf 0.1
@@ -39,7 +40,7 @@ def _workloads(args: argparse.Namespace) -> list[Workload]:
     for name in names:
         if name == "w1":
             out.append(w1.make(orders=args.orders, batches=args.batches or 20,
-                               catchup=args.catchup, seed=args.seed))
+                               catchup=args.catchup, changes=args.changes, seed=args.seed))
         elif name == "w2":
             out.append(w2.make(edges=args.edges, batches=args.batches or 20,
                                catchup=args.catchup, seed=args.seed))
@@ -92,6 +93,10 @@ def main(argv: list[str] | None = None) -> int:
                              "suite runs at most 10 for TPC-H)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--orders", type=int, default=1_000_000, help="W1 orders")
+    parser.add_argument("--changes", type=int, default=1_000,
+                        help="W1 order changes per batch (half deletions, half new orders)")
+    parser.add_argument("--refresh", choices=["auto", "incremental", "recompute"],
+                        default="auto", help="how matview's views step (matview.connect)")
     parser.add_argument("--edges", type=int, default=200_000, help="W2 edges")
     parser.add_argument("--events", type=int, default=1_000_000, help="W3 initial events")
     parser.add_argument("--sf", type=float, default=0.1, help="TPC-H scale factor")
@@ -107,7 +112,8 @@ def main(argv: list[str] | None = None) -> int:
     results = []
     for workload in workloads:
         print(f"running {workload.name} {workload.params}", file=sys.stderr, flush=True)
-        results.append(run_workload(spark, workload, tuple(args.baselines.split(","))))
+        results.append(run_workload(spark, workload, tuple(args.baselines.split(",")),
+                                    args.refresh))
     report = {"environment": _environment(args.session, overrides), "args": vars(args),
               "results": results}
     RESULTS.mkdir(exist_ok=True)

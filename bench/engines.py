@@ -42,13 +42,15 @@ def at_clock(sql: str, clock: int) -> str:
 class Matview:
     """matview on the given SparkSession, with a manual clock: batch ``i`` commits at time
     ``clock_base + i`` (or at the batch's own clock) so that two runs of the same batches
-    produce the same timestamps."""
+    produce the same timestamps. ``refresh`` is how views step (``matview.connect``)."""
 
     name = "matview"
 
-    def __init__(self, spark: SparkSession, workload: Workload) -> None:
+    def __init__(self, spark: SparkSession, workload: Workload, refresh: str = "auto") -> None:
         self.workload = workload
-        self.con: Connection = matview.connect(spark=spark, clock=workload.clock)
+        self.refresh = refresh
+        self.con: Connection = matview.connect(spark=spark, clock=workload.clock,
+                                               refresh=refresh)
 
     def load_tables(self) -> None:
         for table in self.workload.tables:

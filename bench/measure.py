@@ -1,10 +1,11 @@
-"""What a run measures besides time: Spark jobs and py4j calls, arrangement sizes, JVM memory,
-and result equality."""
+"""What a run measures besides time: Spark jobs and py4j calls, arrangement sizes, how views
+stepped (incremental or recompute), JVM memory, and result equality."""
 
 from __future__ import annotations
 
 import datetime
 import decimal
+import json
 import os
 import re
 from collections.abc import Callable, Iterator
@@ -74,6 +75,14 @@ def state(con: Connection) -> dict[str, int]:
         "local_bytes": sum(b.leaf.bytes or 0 for t in tables + views for b in t.batches),
         "batches": sum(len(t.batches) for t in tables + views),
     }
+
+
+def refresh_stats(con: Connection, view: str) -> dict[str, Any]:
+    """How materialized view ``view``'s steps ran (EXPLAIN ANALYZE's REFRESH object: steps
+    incremental and recomputed, the last one's strategy and reason)."""
+    analyzed = json.loads(con.explain(f"MATERIALIZED VIEW {view}", stage="analyze",
+                                      format="json"))
+    return dict(analyzed["refresh"])
 
 
 def block_manager_bytes(spark: SparkSession) -> int | None:

@@ -45,6 +45,13 @@ def table(report: dict[str, Any]) -> str:
                 f"{name}: per batch (commit and read every view), Spark jobs median "
                 f"{job_median}, py4j calls median {statistics.median(py4j):g} "
                 f"(max {max(py4j)})")
+        steps = mv.get("refresh", {})
+        if steps:
+            extra.append(f"{name}: view steps (the first of each included) " + "; ".join(
+                f"{view} {r['incremental']} incremental, {r['recompute']} recompute"
+                + ("" if r["last"] is None else f", last {r['last']['strategy']} "
+                                                  f"({r['last']['reason']})")
+                for view, r in steps.items()))
         first, last = mv["state"][0], mv["state"][-1]
         memory = mv["memory"]
         heap = memory.get("peak_heap_bytes")

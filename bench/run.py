@@ -22,7 +22,14 @@ import pyarrow as pa
 from pyspark.sql import SparkSession
 
 from bench.engines import DuckDBRecompute, Matview, SparkRecompute, timed
-from bench.measure import block_manager_bytes, check_equal, counted, jvm_memory, state
+from bench.measure import (
+    block_manager_bytes,
+    check_equal,
+    counted,
+    jvm_memory,
+    refresh_stats,
+    state,
+)
 from bench.workload import Workload
 
 BASE_TIME = 1_000
@@ -46,11 +53,11 @@ def _live_rows(workload: Workload, upto: int) -> int:
     return rows
 
 
-def run_matview(spark: SparkSession, workload: Workload) -> tuple[dict[str, Any],
-                                                                   list[dict[str, pa.Table]]]:
-    """Build and step ``workload``'s views; the figures, and the views after each batch
-    (index 0: before any batch)."""
-    engine = Matview(spark, workload)
+def run_matview(spark: SparkSession, workload: Workload, refresh: str = "auto"
+                ) -> tuple[dict[str, Any], list[dict[str, pa.Table]]]:
+    """Build and step ``workload``'s views (``refresh``: how they step); the figures, and
+    the views after each batch (index 0: before any batch)."""
+    engine = Matview(spark, workload, refresh)
     times: dict[str, float] = {}
     with timed(times, "load"):
         engine.load_tables()
@@ -73,6 +80,7 @@ def run_matview(spark: SparkSession, workload: Workload) -> tuple[dict[str, Any]
         "py4j_per_batch": [c["py4j"] for c in calls],
         "block_manager_bytes": block_manager_bytes(spark),
     }
+    figures["refresh"] = {name: refresh_stats(engine.con, name) for name in workload.views}
     if workload.catchup:
         figures["catchup"] = _catchup(spark, workload, engine)
     figures["memory"] = jvm_memory(spark)
@@ -93,7 +101,7 @@ def _catchup(spark: SparkSession, workload: Workload, stepped: Matview) -> dict[
             diffs[name].extend(sub.fetch())
     final = stepped.read()
 
-    fresh = Matview(spark, workload)
+    fresh = Matview(spark, workload, stepped.refresh)
     fresh.load_tables()
     for i, batch in enumerate(workload.batches):
         fresh.apply(batch, BASE_TIME + i)
@@ -148,9 +156,10 @@ def _check(engine: str, batch: int, expected: dict[str, pa.Table],
 
 
 def run_workload(spark: SparkSession, workload: Workload,
-                 baselines: tuple[str, ...] = ("spark", "duckdb")) -> dict[str, Any]:
+                 baselines: tuple[str, ...] = ("spark", "duckdb"), refresh: str = "auto"
+                 ) -> dict[str, Any]:
     """Every figure of one workload (see the module docstring)."""
-    figures, answers = run_matview(spark, workload)
+    figures, answers = run_matview(spark, workload, refresh)
     out: dict[str, Any] = {"workload": workload.name, "params": workload.params,
                            "matview": figures}
     for name in baselines:

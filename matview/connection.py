@@ -24,6 +24,7 @@ from matview.ir.table_functions import DEFAULT_ROW_LIMIT
 from matview.rows import rows_of, update_rows
 from matview.runtime.controller import Limits
 from matview.runtime.join import DEFAULT_JOIN_ROWS
+from matview.runtime.refresh import STRATEGIES
 from matview.runtime.session import isolated, start_session
 from matview.subscription import Subscription
 
@@ -134,7 +135,7 @@ class Connection:
                  master: str | None = None, clock: int | None = None,
                  config: Mapping[str, str] | None = None,
                  max_table_function_rows: int = DEFAULT_ROW_LIMIT,
-                 max_join_rows: int = DEFAULT_JOIN_ROWS) -> None:
+                 max_join_rows: int = DEFAULT_JOIN_ROWS, refresh: str = "auto") -> None:
         if path is not None:
             raise NotSupportedError(
                 "durable storage (connect(path=...)) is not supported yet: every table and "
@@ -146,6 +147,9 @@ class Connection:
                             ("max_join_rows", max_join_rows)):
             if not _is_int(value) or value < 1:
                 raise ProgrammingError(f"{name} must be a positive integer")
+        if refresh not in STRATEGIES:
+            raise ProgrammingError(f"refresh must be one of {', '.join(STRATEGIES)}, not "
+                                   f"{refresh!r}")
         if clock is not None and not _is_int(clock):
             raise ProgrammingError("clock must be an integer (milliseconds) or None")
         if spark is None:
@@ -153,6 +157,7 @@ class Connection:
                 _check_reusable(master, config or {})
         self.path = path
         self._limits = Limits(max_table_function_rows, max_join_rows)
+        self._refresh = refresh
         self._spark = spark
         self._master = master
         self._config = dict(config or {})
@@ -188,7 +193,7 @@ class Connection:
                         spark = start_session(self._master, self._config)
                     else:
                         spark = isolated(self._spark)
-                self._engine = Engine(spark, self._oracle, self._limits)
+                self._engine = Engine(spark, self._oracle, self._limits, self._refresh)
             return self._engine
 
     @contextlib.contextmanager

@@ -60,11 +60,12 @@ class Result:
 class Engine:
     """Runs statements against one catalog on one SparkSession."""
 
-    def __init__(self, spark: SparkSession, oracle: TimestampOracle, limits: Limits) -> None:
+    def __init__(self, spark: SparkSession, oracle: TimestampOracle, limits: Limits,
+                 refresh: str = "auto") -> None:
         self.spark = spark
         self.oracle = oracle
         self.catalog = LiveCatalog()
-        self.controller = Controller(spark, self.trace_of, limits)
+        self.controller = Controller(spark, self.trace_of, limits, refresh)
         self.cursors: dict[int, tuple[str, int]] = {}
         """Open subscriptions: id -> (collection name, time up to which it has read)."""
         self.transaction: writes.Transaction | None = None
@@ -163,7 +164,8 @@ class Engine:
             flow = self.catalog.entries[stmt.view].dataflow
             assert flow is not None
             text = explain_analyze(flow.plan, flow.analyze(), stmt.format,
-                                   f"Dataflow of materialized view {stmt.view}:")
+                                   f"Dataflow of materialized view {stmt.view}:",
+                                   flow.policy.stats())
         else:
             plan = (stmt.query.plan if stmt.query is not None  # else the view's raw plan
                     else self.catalog.entries[str(stmt.view)].plan)
@@ -220,10 +222,13 @@ class Engine:
         if self.transaction is not None:
             self._outside_transaction("a read")
         now = self.oracle.read()
-        entries = [self.catalog.entries[n] for n in self.catalog.upstream(names)]
-        for entry in entries:
+        read = {name for name, _ in self.cursors.values()}
+        for name in self.catalog.upstream(names):
+            entry = self.catalog.entries[name]
             if entry.dataflow is not None and entry.trace is not None:
-                self.controller.step(entry.dataflow, entry.trace, now)
+                subscribed = not read.isdisjoint([name, *self.catalog.dependents(name)])
+                entry.dataflow = self.controller.step(entry.dataflow, entry.trace, now,
+                                                      subscribed)
         every = self.catalog.entries
         self.controller.compact(
             [e.dataflow for e in every.values() if e.dataflow is not None],

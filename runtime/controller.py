@@ -9,6 +9,7 @@ appended only after the whole step succeeded, so a failed step changes no state.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
@@ -17,6 +18,7 @@ from matview.ir.relation import Relation
 from matview.ir.table_functions import DEFAULT_ROW_LIMIT
 from matview.runtime.dataflow import Dataflow
 from matview.runtime.join import DEFAULT_JOIN_ROWS
+from matview.runtime.refresh import Measured, RefreshPolicy
 from matview.runtime.trace import Trace
 from pyspark.sql import DataFrame, SparkSession
 
@@ -32,20 +34,24 @@ class Limits:
 
 class Controller:
     """Runs the physical plans of one catalog on one SparkSession; ``trace_of`` finds the
-    trace of a stored collection by name."""
+    trace of a stored collection by name; ``refresh`` is how views step (``auto``,
+    ``incremental`` or ``recompute``: ``runtime.refresh``)."""
 
     def __init__(self, spark: SparkSession, trace_of: Callable[[str], Trace],
-                 limits: Limits) -> None:
+                 limits: Limits, refresh: str = "auto") -> None:
         self.spark = spark
         self.trace_of = trace_of
         self.limits = limits
+        self.refresh = refresh
 
-    def dataflow(self, plan: Relation, as_of: int) -> Dataflow:
+    def dataflow(self, plan: Relation, as_of: int,
+                 policy: RefreshPolicy | None = None) -> Dataflow:
         """A dataflow of physical ``plan`` whose first step starts from the snapshot at
-        ``as_of``."""
+        ``as_of`` (``policy``: a view's, which outlives the dataflows it recomputes with)."""
         return Dataflow(plan, self.spark, self.trace_of, as_of=as_of,
                         limit=self.limits.table_function_rows,
-                        max_join_rows=self.limits.join_rows)
+                        max_join_rows=self.limits.join_rows,
+                        policy=policy or RefreshPolicy(self.refresh))
 
     def run_once(self, plan: Relation, now: int) -> DataFrame | None:
         """Physical ``plan``'s contents at ``now``, as consolidated updates (None: empty),
@@ -63,21 +69,34 @@ class Controller:
         flow = self.dataflow(plan, now)
         trace = Trace(self.spark, arity)
         trace.errors = Trace(self.spark, 1)
-        self.step(flow, trace, now)
-        return flow, trace
+        return self.step(flow, trace, now), trace
 
-    @staticmethod
-    def step(flow: Dataflow, trace: Trace, now: int) -> None:
+    def step(self, flow: Dataflow, trace: Trace, now: int, subscribed: bool = False
+             ) -> Dataflow:
         """Step ``flow`` from its frontier to ``now``, appending its output and errors to
-        ``trace`` (nothing when the step fails)."""
+        ``trace`` (nothing when the step fails), incrementally or by recompute-and-diff as
+        its policy chooses; returns the dataflow that maintains the view from now on (a
+        recompute's fresh one), whose change is at the one time of the inputs' changes
+        (else at ``now``). ``subscribed``: a subscription reads the view, or a view over
+        it, and must see each time apart."""
         if flow.frontier >= now:
-            return
-        step = flow.prepare(now)
+            return flow
+        started = time.perf_counter()
+        changed, held, at = flow.inputs(now)
+        choice = flow.policy.choose(changed, held, flow.first, subscribed and at is None)
+        lower = flow.frontier
+        if choice.strategy == "recompute" and not flow.first:
+            flow = self.dataflow(flow.plan, now, flow.policy)
+            step = flow.prepare(now).less(trace, lower, now if at is None else at)
+        else:
+            step = flow.prepare(now)
         leaf, failed = step.materialized()
         step.commit()
         assert trace.errors is not None
-        trace.append(leaf, step.lower + 1, now)
-        trace.errors.append(failed, step.lower + 1, now)
+        trace.append(leaf, lower + 1, now)
+        trace.errors.append(failed, lower + 1, now)
+        flow.policy.record(choice, Measured(changed, held, time.perf_counter() - started))
+        return flow
 
     @staticmethod
     def compact(flows: Iterable[Dataflow], traces: Mapping[str, Trace], now: int,

@@ -37,6 +37,7 @@ from matview.runtime.operator import (
     StepContext,
 )
 from matview.runtime.reduce import ReduceOp
+from matview.runtime.refresh import RefreshPolicy
 from matview.runtime.sources import ConstantOp, GetOp
 from matview.runtime.trace import Trace
 from matview.runtime.types import col
@@ -154,11 +155,31 @@ class PendingStep:
         ok_df, failed_df = split_errors(leaf.df)
         return Leaf(ok_df, leaf.rows, exact=False), Leaf(failed_df, leaf.rows, exact=False)
 
+    def less(self, trace: Trace, upto: int, at: int) -> PendingStep:
+        """Recompute-and-diff: this step (a first step, the contents at ``upper``) less
+        ``trace``'s contents (rows and errors) up to ``upto``, all at time ``at``: the
+        change of a view whose trace held its contents at ``upto``. Committing it commits
+        this step's dataflow."""
+        assert trace.errors is not None
+        return PendingStep(self.dataflow, _less(self.delta, trace, upto, at), upto,
+                           self.upper, False, _less(self.errors, trace.errors, upto, at))
+
     def commit(self) -> None:
         for op in operators(self.dataflow.root):
             op.commit()
             op.meter.commit()
         self.dataflow.frontier = self.upper
+
+
+def _less(delta: Delta | None, trace: Trace, upto: int, at: int) -> Delta | None:
+    """``delta`` less ``trace``'s updates up to ``upto``, every update at ``at``."""
+    held = trace.read(upto=upto)
+    frames = [] if delta is None else [delta.df]
+    if held is not None:
+        frames.append(held.withColumn(DIFF, -col(DIFF)))
+    frames = [df.withColumn(TIME, F.lit(at).cast("bigint")) for df in frames]
+    df = union_all(frames)
+    return None if df is None else Delta(df, None)
 
 
 def _kept(delta: Delta | None) -> bool:
@@ -190,13 +211,16 @@ class Dataflow:
     """The operators of ``plan``, reading stored collections through ``trace_of``, whose
     output is correct from time ``as_of`` on (the first step reads every input's snapshot).
     ``measure=False`` turns the operators' meters off (``analyze`` then reports zeros);
-    ``max_join_rows`` is the most rows a join may produce in one step."""
+    ``max_join_rows`` is the most rows a join may produce in one step; ``policy`` chooses
+    how a materialized view's steps run (``runtime.refresh``)."""
 
     def __init__(self, plan: Relation, spark: SparkSession,
                  trace_of: Callable[[str], Trace], as_of: int,
                  limit: int = DEFAULT_ROW_LIMIT, measure: bool = True,
-                 max_join_rows: int = DEFAULT_JOIN_ROWS) -> None:
+                 max_join_rows: int = DEFAULT_JOIN_ROWS,
+                 policy: RefreshPolicy | None = None) -> None:
         self.plan = plan
+        self.policy = policy or RefreshPolicy()
         self.spark = spark
         self.as_of = as_of
         self.frontier = as_of - 1
@@ -222,6 +246,25 @@ class Dataflow:
                 [*[F.lit(None).cast(schema[n].dataType).alias(n) for n in names],
                  col("c0").alias(ERR), col(TIME), col(DIFF)])
         return self._merged[schema]
+
+    @property
+    def first(self) -> bool:
+        """Whether the next step is the first (it reads every input's snapshot)."""
+        return self.frontier < self.as_of
+
+    def inputs(self, upper: int) -> tuple[int, int, int | None]:
+        """For a step to ``upper``: how many update rows it reads from its sources (a
+        bound), how many they hold up to ``upper``, and the one time its changes have
+        (None: several, or a temporal filter may change the output at others)."""
+        probe = StepContext(self.spark, self.frontier, upper, self.as_of, True)
+        changed = sum(op.pending_rows(probe) for op in self.sources())
+        held = sum(op.trace.rows_between(None, upper) for op in self.sources()
+                   if op.trace is not None)
+        times = {r for op in self.sources() for r in op.pending_times(probe)}
+        if self.temporal() or len(times) != 1:
+            return changed, held, None
+        (lo, hi), = times
+        return changed, held, lo if lo == hi else None
 
     def sources(self) -> list[GetOp]:
         return [op for op in operators(self.root) if isinstance(op, GetOp)]

@@ -28,12 +28,16 @@ def test_workload_agrees_with_baselines(spark, workload) -> None:  # type: ignor
     # a batch commits changes and reads every view: Spark jobs and py4j calls happen, counted
     assert all(jobs >= 1 for jobs in figures["jobs_per_batch"])
     assert all(calls >= figures["jobs_per_batch"][0] for calls in figures["py4j_per_batch"])
+    # each view's steps: its first (a recompute) and one per batch, as they ran
+    for steps in figures["refresh"].values():
+        assert steps["incremental"] + steps["recompute"] == 1 + 3 and steps["recompute"] >= 1
     for baseline in ("spark", "duckdb"):
         assert len(result[baseline]["ratio"]) == 3
     printed = table({"environment": {"session": "classic"}, "results": [result]})
     assert f"| {workload.name} | matview |" in printed
     assert f"target {workload.name} catch-up >= 20x stepping:" in printed
     assert f"{workload.name}: per batch (commit and read every view), Spark jobs median" in printed
+    assert f"{workload.name}: view steps (the first of each included) " in printed
 
 
 def test_generators_are_deterministic_and_delete_live_rows() -> None:

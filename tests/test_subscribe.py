@@ -135,11 +135,15 @@ def _follow(run: Run, query: Query, rng: random.Random, label: str) -> Follower:
                     pending=[(as_of, run.expected(query))])
 
 
-@pytest.mark.parametrize("seed", oracle_seeds())
-def test_subscriptions_sum_to_duckdb_snapshots(spark: SparkSession, seed: int) -> None:
+@pytest.mark.parametrize("seed, refresh", [(seed, "auto") for seed in oracle_seeds()]
+                         + [(oracle_seeds()[0] + 1, "recompute")])
+def test_subscriptions_sum_to_duckdb_snapshots(spark: SparkSession, seed: int,
+                                               refresh: str) -> None:
+    """``refresh="recompute"``: every step that may be recomputed is (``runtime.refresh``),
+    and subscriptions still see every time."""
     workload = generate(seed)
     rng = random.Random(f"subscribe-{seed}")
-    run = Run(spark, workload)
+    run = Run(spark, workload, refresh)
     failures = run.create_views(QUERIES)
     live = [q for q in QUERIES if q.name not in failures]
     followers = [_follow(run, q, rng, f"subscription to {q.name}") for q in live]

@@ -19,9 +19,14 @@ from matview.planner.explain.as_json import (
     dataflow_json,
     explain_document,
     plan_json,
+    refresh_json,
     trace_json,
 )
-from matview.planner.explain.physical_text import OperatorStats, render_dataflow
+from matview.planner.explain.physical_text import (
+    OperatorStats,
+    RefreshStats,
+    render_dataflow,
+)
 from matview.planner.pipeline import at_stage, trace
 
 OPTIONS = {"arity": "arity", "types": "types", "keys": "keys",
@@ -70,12 +75,14 @@ def explain_trace(plan: Relation, fmt: str, options: Sequence[str] = ()) -> str:
 
 
 def explain_analyze(plan: Relation, stats: Sequence[OperatorStats], fmt: str,
-                    title: str) -> str:
-    """The running dataflow of ``plan`` (physical) with each operator's statistics."""
+                    title: str, refresh: RefreshStats) -> str:
+    """The running dataflow of ``plan`` (physical) with each operator's statistics and how
+    its view's steps ran (``refresh``)."""
     graph = dataflow_graph(plan)
     if fmt == "json":
-        return _json(explain_document("analyze", dataflow_json(graph, stats)))
-    return render_dataflow(graph, stats=stats, title=title)
+        return _json(explain_document("analyze", {**dataflow_json(graph, stats),
+                                                  "refresh": refresh_json(refresh)}))
+    return render_dataflow(graph, stats=stats, title=title, refresh=refresh)
 
 
 def _indented(text: str) -> str:

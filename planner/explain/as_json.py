@@ -68,6 +68,10 @@ with ``KIND`` and its attributes:
   Arrangements are listed in the order of the operators that read or maintain them
   (``arrangement_names``). ``reused`` is false for an arrangement that exists only for the
   lookups of a consumer (a join's output).
+- REFRESH (ANALYZE, the key ``"refresh"`` beside the DATAFLOW's): ``{"setting": "auto" |
+  "incremental" | "recompute", "incremental": INT, "recompute": INT, "last": {"strategy":
+  "incremental" | "recompute", "reason": TEXT} | null}``: how many of the view's steps ran
+  each way (``runtime.refresh``) and how the last one ran, and why.
 - STATISTICS (ANALYZE): ``{"steps": INT, "rows_in": INT, "rows_out": INT, "seconds": FLOAT,
   "arrangements": [{"name": NAME, "rows": INT, "bytes": INT}, ...]}``: what the operator
   did over the dataflow's committed steps, and the size of the arrangements it holds or
@@ -115,7 +119,7 @@ from matview.planner.dataflow_graph import (
 )
 
 if TYPE_CHECKING:
-    from matview.planner.explain.physical_text import OperatorStats
+    from matview.planner.explain.physical_text import OperatorStats, RefreshStats
 
 VERSION = 1
 """The version of the schema documented above."""
@@ -153,6 +157,15 @@ def dataflow_json(graph: nx.DiGraph, stats: Sequence[OperatorStats] | None = Non
         "arrangements": [_arrangement_json(graph, name) for name in arrangement_names(graph)],
         "root": root(graph),
     }
+
+
+def refresh_json(refresh: RefreshStats) -> Json:
+    """How a view's steps ran as a REFRESH object."""
+    last = refresh.last
+    return {"setting": refresh.setting, "incremental": refresh.incremental,
+            "recompute": refresh.recompute,
+            "last": None if last is None else {"strategy": last.strategy,
+                                                "reason": last.reason}}
 
 
 def arrangement_names(graph: nx.DiGraph) -> list[str]:

@@ -16,6 +16,10 @@ two spaces deeper. Lines between an operator and its inputs describe it:
 - with statistics (ANALYZE): ``steps=S rows_in=I rows_out=O time=T.TTTs`` and
   ``arrangement NAME: rows=R bytes=B``.
 
+ANALYZE starts with how the view's steps ran, under its title: ``refresh=SETTING: I
+incremental steps, R recomputes`` and ``last step: STRATEGY (REASON)``
+(``runtime.refresh``).
+
 Then (with no blank lines, so that goldens hold whole plans) ``Used Indexes:`` lists the
 shared arrangements (stored collections) the dataflow reads, with the operators reading and
 looking them up, and one ``Source NAME`` section per stored collection whose Get has steps
@@ -57,12 +61,34 @@ class OperatorStats(Protocol):
     arrangements: Sequence[ArrangementSize]
 
 
+class Choice(Protocol):
+    """How one step of a materialized view ran, and why."""
+
+    strategy: str
+    reason: str
+
+
+class RefreshStats(Protocol):
+    """How a materialized view's steps ran (``runtime.refresh.RefreshStats``)."""
+
+    setting: str
+    incremental: int
+    recompute: int
+    last: Choice | None
+
+
 def render_dataflow(graph: nx.DiGraph, options: RenderOptions = PLAIN,
                     stats: Sequence[OperatorStats] | None = None,
-                    title: str = "Explained Query:") -> str:
+                    title: str = "Explained Query:",
+                    refresh: RefreshStats | None = None) -> str:
     """The TEXT form of ``graph`` (see the module docstring); with ``stats`` (one entry per
-    operator, in operator order) the ANALYZE form."""
+    operator, in operator order) and ``refresh`` the ANALYZE form."""
     lines = [title]
+    if refresh is not None:
+        lines.append(f"  refresh={refresh.setting}: {refresh.incremental} incremental "
+                     f"steps, {refresh.recompute} recomputes")
+        if refresh.last is not None:
+            lines.append(f"  last step: {refresh.last.strategy} ({refresh.last.reason})")
     _render_operator(graph, root(graph), 1, options, stats, lines)
     lines += _used_indexes(graph)
     lines += _sources(graph, options)

@@ -30,11 +30,12 @@ def oracle_seeds() -> list[int]:
 
 
 class Run:
-    """A matview connection and a DuckDB database holding the same tables."""
+    """A matview connection (its views stepping as ``refresh`` says) and a DuckDB database
+    holding the same tables."""
 
-    def __init__(self, spark: SparkSession, workload: Workload) -> None:
+    def __init__(self, spark: SparkSession, workload: Workload, refresh: str = "auto") -> None:
         self.workload = workload
-        self.con = matview.connect(clock=0, spark=spark)
+        self.con = matview.connect(clock=0, spark=spark, refresh=refresh)
         self.db = duckdb.connect()
         self.log: list[str] = []
         """Every statement and operation applied, in order."""

@@ -1,0 +1,128 @@
+"""How a materialized view's step runs: incrementally, its dataflow computing the change
+from the inputs' changes, or by recompute-and-diff, a fresh dataflow computing the view
+from the inputs' snapshots and the step's change being the new contents less the old.
+
+Incremental work grows with the change, recompute with the data, and each has a fixed cost
+(Spark jobs, planning): which is cheaper is estimated from the step's size and the times
+this view's own steps took (as Databricks' Enzyme does). A view's first step reads every
+input's snapshot: it is a recompute, and its time the first estimate of one.
+
+  incremental estimate  median seconds of recent incremental steps
+                        * max(1, changed rows / their median changed rows)
+  recompute estimate    median seconds per input row of recent recomputes * input rows
+
+A step no input change reaches (time passing a temporal filter) runs incrementally.
+Without incremental steps to go by, a step recomputes when it changes at least half as
+many rows as its inputs held before it. Recompute puts the whole change at one time (that
+of the inputs' changes when they have one, else the step's last), so a step whose changes
+have several times (or a temporal filter's) runs incrementally, whatever the setting, when
+a subscription reads the view or a view over it: the subscription sees every time.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import deque
+from dataclasses import dataclass
+
+STRATEGIES = ("auto", "incremental", "recompute")
+"""The refresh settings of ``matview.connect(refresh=...)``: ``auto`` picks per step."""
+
+HISTORY = 16
+"""Steps of each strategy whose sizes and times the estimates are made from."""
+
+
+@dataclass(frozen=True)
+class Choice:
+    """How one step runs (``incremental`` or ``recompute``) and why, in words."""
+
+    strategy: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Measured:
+    """A step that ran: the input update rows it read (``changed``), the rows its inputs
+    held (``held``) and its wall-clock ``seconds``."""
+
+    changed: int
+    held: int
+    seconds: float
+
+
+class RefreshPolicy:
+    """The choice of strategy for one view's steps (``setting`` one of ``STRATEGIES``) and
+    the measured steps it is made from."""
+
+    def __init__(self, setting: str = "auto") -> None:
+        assert setting in STRATEGIES
+        self.setting = setting
+        self.measured: dict[str, deque[Measured]] = {
+            "incremental": deque(maxlen=HISTORY), "recompute": deque(maxlen=HISTORY)}
+        self.counts = {"incremental": 0, "recompute": 0}
+        self.last: Choice | None = None
+
+    def choose(self, changed: int, held: int, first: bool, keep_times: bool) -> Choice:
+        """The strategy of a step reading ``changed`` input update rows of inputs holding
+        ``held`` (these included); ``first``: the view's first step; ``keep_times``: the
+        step spans several times that a subscription must see apart."""
+        if first:
+            return Choice("recompute", "first step: the inputs' snapshots")
+        if not changed:
+            return Choice("incremental", "no input changed")
+        if keep_times:
+            return Choice("incremental", "a subscription reads each of the step's times")
+        if self.setting != "auto":
+            return Choice(self.setting, f"refresh={self.setting}")
+        incremental = self.estimate_incremental(changed)
+        recompute = self.estimate_recompute(held)
+        if incremental is None or recompute is None:
+            before = held - changed
+            size = f"{changed} changed rows, {before} held before"
+            if 2 * changed >= before:
+                return Choice("recompute", f"{size}: at least half")
+            return Choice("incremental", f"{size}: less than half")
+        if recompute < incremental:
+            return Choice("recompute", f"estimated {recompute:.3f}s recompute < "
+                                       f"{incremental:.3f}s incremental")
+        return Choice("incremental", f"estimated {incremental:.3f}s incremental <= "
+                                     f"{recompute:.3f}s recompute")
+
+    def estimate_incremental(self, changed: int) -> float | None:
+        """Seconds an incremental step reading ``changed`` rows should take (None: no
+        incremental step to go by)."""
+        steps = [m for m in self.measured["incremental"] if m.changed]
+        if not steps:
+            return None
+        typical = statistics.median(m.changed for m in steps)
+        return statistics.median(m.seconds for m in steps) * max(1.0, changed / typical)
+
+    def estimate_recompute(self, held: int) -> float | None:
+        """Seconds a recompute of inputs holding ``held`` rows should take (None: no
+        recompute to go by)."""
+        steps = [m for m in self.measured["recompute"] if m.held]
+        if not steps:
+            return None
+        return statistics.median(m.seconds / m.held for m in steps) * held
+
+    def record(self, choice: Choice, measured: Measured) -> None:
+        """Remember a step that ran as ``choice`` said."""
+        self.measured[choice.strategy].append(measured)
+        self.counts[choice.strategy] += 1
+        self.last = choice
+
+    def stats(self) -> RefreshStats:
+        """What EXPLAIN ANALYZE reports of the view's refreshes."""
+        return RefreshStats(self.setting, self.counts["incremental"],
+                            self.counts["recompute"], self.last)
+
+
+@dataclass(frozen=True)
+class RefreshStats:
+    """A view's refreshes so far: its ``setting``, how many steps ran ``incremental`` and
+    how many by ``recompute`` (its first step is one), and the ``last`` step's choice."""
+
+    setting: str
+    incremental: int
+    recompute: int
+    last: Choice | None

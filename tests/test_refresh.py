@@ -1,0 +1,111 @@
+"""How a materialized view's steps run (``matview.runtime.refresh``): incrementally or by
+recompute-and-diff, chosen per step, and reported by EXPLAIN ANALYZE. The oracle runs every
+query shape with each fixed setting (``test_oracle``); these cases check the choice and
+what a recompute must keep: errors as data, and every time a subscription reads."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from matview.runtime.refresh import Choice, Measured, RefreshPolicy
+from pyspark.sql import SparkSession
+
+import matview
+
+
+def _refresh(con: matview.Connection, view: str) -> dict[str, object]:
+    plan = con.explain(f"MATERIALIZED VIEW {view}", stage="analyze", format="json")
+    return json.loads(plan)["refresh"]
+
+
+def test_a_transaction_rewriting_half_the_data_is_recomputed(spark: SparkSession) -> None:
+    con = matview.connect(clock=0, spark=spark)
+    con.execute("CREATE TABLE t (k INT, v INT)")
+    con.insert("t", [(i % 10, i) for i in range(100)])
+    con.execute("CREATE MATERIALIZED VIEW s AS SELECT k, sum(v) AS total, count(*) AS n "
+                "FROM t GROUP BY k")
+    assert _refresh(con, "s") == {"setting": "auto", "incremental": 0, "recompute": 1, "last": {
+        "strategy": "recompute", "reason": "first step: the inputs' snapshots"}}
+    with con.transaction():
+        con.delete("t", [(i % 10, i) for i in range(60)])
+        con.insert("t", [(3, 1000), (11, 5)])
+    assert sorted(con.execute("SELECT * FROM s").fetchall()) == sorted(
+        [(k, sum(v for v in range(60, 100) if v % 10 == k) + (1000 if k == 3 else 0),
+          4 + (k == 3)) for k in range(10)] + [(11, 5, 1)])
+    assert _refresh(con, "s") == {"setting": "auto", "incremental": 0, "recompute": 2, "last": {
+        "strategy": "recompute", "reason": "62 changed rows, 100 held before: at least half"}}
+    con.insert("t", [(11, 1)])
+    assert con.execute("SELECT total, n FROM s WHERE k = 11").fetchall() == [(6, 2)]
+    refresh = _refresh(con, "s")
+    assert refresh["incremental"] == 1 and refresh["last"] == {
+        "strategy": "incremental", "reason": "1 changed rows, 162 held before: less than half"}
+    text = con.explain("MATERIALIZED VIEW s", stage="analyze")
+    assert "refresh=auto: 1 incremental steps, 2 recomputes" in text
+    assert "last step: incremental (1 changed rows, 162 held before: less than half)" in text
+
+
+def test_recomputed_steps_keep_errors_as_data(spark: SparkSession) -> None:
+    con = matview.connect(clock=0, spark=spark, refresh="recompute")
+    con.execute("CREATE TABLE t (a INT, b INT)")
+    con.execute("INSERT INTO t VALUES (6, 3), (1, 1)")
+    con.execute("CREATE MATERIALIZED VIEW q AS SELECT a / b AS r FROM t")
+    con.execute("INSERT INTO t VALUES (1, 0)")
+    with pytest.raises(matview.DataError, match="division by zero"):
+        con.execute("SELECT * FROM q")
+    con.execute("DELETE FROM t WHERE b = 0")
+    assert sorted(con.execute("SELECT * FROM q").fetchall()) == [(1,), (2,)]
+    assert _refresh(con, "q") == {"setting": "recompute", "incremental": 0, "recompute": 3,
+                                  "last": {"strategy": "recompute",
+                                           "reason": "refresh=recompute"}}
+
+
+def test_a_subscription_sees_every_time_of_a_recomputed_view(spark: SparkSession) -> None:
+    """A step over several transactions runs incrementally while a subscription reads the
+    view or a view over it: recompute would put all their changes at the last time."""
+    con = matview.connect(clock=0, spark=spark, refresh="recompute")
+    con.execute("CREATE TABLE t (k TEXT, v INT)")
+    con.execute("INSERT INTO t VALUES ('a', 1), ('b', 2)")
+    con.execute("CREATE MATERIALIZED VIEW g AS SELECT k, sum(v) AS total FROM t GROUP BY k")
+    con.execute("CREATE MATERIALIZED VIEW h AS SELECT k FROM g WHERE total > 1")
+    sub = con.subscribe("h")
+    start = con.now
+    con.execute("INSERT INTO t VALUES ('a', 10)")
+    t1 = con.now
+    con.execute("DELETE FROM t WHERE k = 'b'")
+    t2 = con.now
+    assert sorted(sub.fetch()) == [(start, 1, "b"), (t1, 1, "a"), (t2, -1, "b")]
+    assert _refresh(con, "g")["last"] == {
+        "strategy": "incremental", "reason": "a subscription reads each of the step's times"}
+    # changes of one time are recomputed, and put at that time, not at the read's
+    con.execute("INSERT INTO t VALUES ('e', 3)")
+    t3 = con.now
+    con.advance_time(t3 + 100)
+    assert sub.fetch() == [(t3, 1, "e")]
+    assert _refresh(con, "g")["last"] == {"strategy": "recompute",
+                                          "reason": "refresh=recompute"}
+    sub.close()
+    con.execute("INSERT INTO t VALUES ('c', 5)")
+    con.execute("INSERT INTO t VALUES ('d', 7)")
+    assert sorted(con.execute("SELECT * FROM h").fetchall()) == [("a",), ("c",), ("d",),
+                                                                  ("e",)]
+    assert _refresh(con, "g")["last"] == {"strategy": "recompute",
+                                          "reason": "refresh=recompute"}
+
+
+def test_estimates_pick_the_cheaper_strategy() -> None:
+    policy = RefreshPolicy()
+    policy.record(Choice("recompute", "first"), Measured(1000, 1000, 2.0))  # 2 ms a row
+    policy.record(Choice("incremental", "small"), Measured(10, 1000, 0.5))
+    policy.record(Choice("incremental", "small"), Measured(30, 1000, 0.7))
+    assert policy.estimate_incremental(20) == pytest.approx(0.6)
+    assert policy.estimate_incremental(200) == pytest.approx(0.6 * 10)
+    assert policy.estimate_recompute(2000) == pytest.approx(4.0)
+    assert policy.choose(20, 2000, False, False).strategy == "incremental"
+    chosen = policy.choose(1000, 2000, False, False)
+    assert chosen == Choice("recompute", "estimated 4.000s recompute < 30.000s incremental")
+
+
+def test_refresh_setting_is_checked(spark: SparkSession) -> None:
+    with pytest.raises(matview.ProgrammingError, match="refresh must be one of"):
+        matview.connect(spark=spark, refresh="sometimes")

@@ -1,0 +1,53 @@
+"""The Spark jobs a small step runs, counted (``bench.measure.counted``): a transaction
+deleting rows held in Spark checks them with one job per table, rows held in the driver
+with none, and reading a GROUP BY-over-join view after it refreshes and reads in one."""
+
+from __future__ import annotations
+
+from matview.runtime.updates import LOCAL_LEAF_ROWS
+from pyspark.sql import SparkSession
+
+import matview
+from bench.measure import counted
+
+ORDERS = LOCAL_LEAF_ROWS + 10_000
+"""Orders enough that the table's rows are held in Spark, not in the driver."""
+
+
+def test_a_small_step_runs_one_job_to_commit_and_one_to_refresh(spark: SparkSession) -> None:
+    con = matview.connect(clock=0, spark=spark, refresh="incremental")
+    con.execute("CREATE TABLE customers (id INT, region TEXT)")
+    con.execute("CREATE TABLE orders (id INT, cust INT, amount BIGINT)")
+    con.insert("customers", [(i, f"r{i % 7}") for i in range(3_000)])
+    con.insert("orders", [(i, i % 3_000, i % 97) for i in range(ORDERS)])
+    con.execute("CREATE MATERIALIZED VIEW v AS SELECT c.region, count(*) AS n, "
+                "sum(o.amount) AS total FROM orders o JOIN customers c ON o.cust = c.id "
+                "GROUP BY c.region")
+    expected = {f"r{r}": [0, 0] for r in range(7)}
+    for i in range(ORDERS):
+        expected[f"r{i % 3_000 % 7}"][0] += 1
+        expected[f"r{i % 3_000 % 7}"][1] += i % 97
+    for step in range(3):
+        with counted(spark, f"commit-{step}") as commit:
+            with con.transaction():
+                gone = range(step * 20, step * 20 + 20)
+                con.delete("orders", [(i, i % 3_000, i % 97) for i in gone])
+                con.insert("orders", [(ORDERS + step * 20 + i, i, 5) for i in range(20)])
+                con.delete("customers", [(1_000 + step, f"r{(1_000 + step) % 7}")])
+                con.insert("customers", [(1_000 + step, "moved")])
+        with counted(spark, f"read-{step}") as read:
+            rows = con.execute("SELECT * FROM v").fetchall()
+        assert commit["jobs"] == 1 and read["jobs"] == 1, (step, commit, read)
+        for i in gone:
+            expected[f"r{i % 3_000 % 7}"][0] -= 1
+            expected[f"r{i % 3_000 % 7}"][1] -= i % 97
+        for i in range(20):
+            expected[f"r{i % 7}"][0] += 1
+            expected[f"r{i % 7}"][1] += 5
+        moved = [i for i in range(ORDERS) if i % 3_000 == 1_000 + step]
+        expected[f"r{(1_000 + step) % 7}"][0] -= len(moved)
+        expected[f"r{(1_000 + step) % 7}"][1] -= sum(i % 97 for i in moved)
+        expected.setdefault("moved", [0, 0])
+        expected["moved"][0] += len(moved)
+        expected["moved"][1] += sum(i % 97 for i in moved)
+        assert sorted(rows) == sorted((k, n, total) for k, (n, total) in expected.items())

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 import pyarrow as pa
+from matview.runtime.arrow_frames import arrow_frame
 from matview.runtime.operator import Delta, Operator, StepContext
 from matview.runtime.trace import Trace
 from matview.runtime.types import update_schema
@@ -79,7 +80,7 @@ class ConstantOp(Operator):
         columns = list(zip(*[values + (time, diff) for values, diff in self.rows]))
         table = pa.table([pa.array(list(c), type=f.type) for c, f in zip(columns, schema)],
                          schema=schema)
-        return ctx.spark.createDataFrame(table)
+        return arrow_frame(ctx.spark, table)
 
     def compute(self, ctx: StepContext) -> Delta | None:
         if not ctx.first:

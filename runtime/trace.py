@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+from matview.runtime.arrow_frames import arrow_frame
 from matview.runtime.types import col, column_names
 from matview.runtime.updates import (
     DIFF,
@@ -35,6 +36,10 @@ from pyspark.sql import functions as F
 
 _RETRACTED = "_retracted"
 """A column marking the rows an update retracts, while ``Trace.negative_row`` sums them."""
+
+PROBE_VALUES = 10_000
+"""Most rows a delete's check finds by a filter on their values (SQL text); more are found
+by a semi-join with them broadcast."""
 
 MAX_BATCHES = 8
 """Batches a trace keeps before it merges: a merge is a Spark job, so not after every step."""
@@ -147,7 +152,7 @@ class Trace:
                 else count + batch.leaf.rows
         local = pa.concat_tables(tables, promote_options="permissive") if tables else None
         if local is not None and local.num_rows:
-            frames.insert(0, self.spark.createDataFrame(local))
+            frames.insert(0, arrow_frame(self.spark, local))
         df = union_all(frames)
         return df, (None if df is None else count)
 
@@ -201,7 +206,7 @@ class Trace:
                                           summed[f"{_RETRACTED}_any"]))
             return tuple(below.slice(0, 1).to_pylist()[0][n] for n in names) \
                 if below.num_rows else None
-        frame = updates if isinstance(updates, DataFrame) else self.spark.createDataFrame(updates)
+        frame = updates if isinstance(updates, DataFrame) else arrow_frame(self.spark, updates)
         frames = [leaf.df.select(*names, DIFF) for leaf in leaves]
         both = union_all([*frames, frame.select(*names, DIFF)])
         assert both is not None
@@ -216,9 +221,9 @@ class Trace:
         job (the filter is SQL text: one JVM call for any number of values, where a Column
         per value costs a call each); otherwise a semi-join with the retracted rows
         broadcast, which costs a second job (the broadcast)."""
-        probe = _probe_column(retracted)
+        probe = _probe_column(retracted) if retracted.num_rows <= PROBE_VALUES else None
         if probe is None:
-            found = self.spark.createDataFrame(retracted).alias("r")
+            found = arrow_frame(self.spark, retracted).alias("r")
             same = [col(f"h.{n}").eqNullSafe(col(f"r.{n}")) for n in retracted.column_names]
             return held.alias("h").join(F.broadcast(found),
                                         functools.reduce(Column.__and__, same), "left_semi")

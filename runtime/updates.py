@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.compute as pc
+from matview.runtime.arrow_frames import arrow_frame
 from matview.runtime.types import col, column_names
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -137,7 +138,7 @@ class Leaf:
     def df(self) -> DataFrame:
         if self.frame is None:
             assert self.table is not None and self.spark is not None
-            self.frame = self.spark.createDataFrame(self.table)
+            self.frame = arrow_frame(self.spark, self.table)
         return self.frame
 
     @property
@@ -180,7 +181,7 @@ def stored(spark: SparkSession, table: pa.Table) -> Leaf:
     arrays), else checkpointed into the executors."""
     if table.num_rows > LOCAL_LEAF_ROWS or any(pa.types.is_nested(f.type) for f in table.schema):
         # Arrow cannot group by nested values (arrays), so their consolidation runs in Spark
-        return Leaf(spark.createDataFrame(table).localCheckpoint(eager=True), table.num_rows)
+        return Leaf(arrow_frame(spark, table).localCheckpoint(eager=True), table.num_rows)
     return Leaf(None, table.num_rows, _normalized(table), spark)
 
 

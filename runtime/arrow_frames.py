@@ -1,0 +1,55 @@
+"""Arrow tables held in the driver as Spark DataFrames of local rows.
+
+``spark.createDataFrame(table)`` makes about 38 JVM calls for any table: it reads eight SQL
+settings, looks its JVM classes and methods up by reflection and reads the schema back
+item by item. A step turns several driver-held batches into plans (the new writes, small
+state batches), so ``arrow_frame`` does the same with two calls: the Arrow stream written
+to a file (as PySpark does), read by the JVM and made a DataFrame with the JVM methods
+looked up once per session. matview's sessions keep their time zone at UTC
+(``runtime.session``), so a timestamp without a zone is one in UTC, which is what PySpark
+makes of it there too. Spark Connect sessions send the table as it is.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import weakref
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.pandas.serializers import ArrowStreamSerializer
+from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
+from pyspark.sql.utils import is_remote
+
+BATCH_ROWS = 10_000
+"""Rows per Arrow batch, one batch per partition (PySpark's
+``spark.sql.execution.arrow.maxRecordsPerBatch`` default)."""
+
+_methods: weakref.WeakKeyDictionary[SparkSession, tuple[Any, Any]] = (
+    weakref.WeakKeyDictionary())
+"""Per session, the JVM methods reading an Arrow stream file and making it a DataFrame."""
+
+
+def arrow_frame(spark: SparkSession, table: pa.Table) -> DataFrame:
+    """``table`` as a DataFrame of local rows on ``spark`` (what ``createDataFrame`` makes)."""
+    if is_remote():
+        return spark.createDataFrame(table)
+    read, to_frame = _jvm_methods(spark)
+    schema = from_arrow_schema(table.schema, prefer_timestamp_ntz=False)
+    table = table.cast(to_arrow_schema(schema, timezone="UTC"))
+    with tempfile.NamedTemporaryFile(delete=False, dir=spark.sparkContext._temp_dir) as out:
+        ArrowStreamSerializer().dump_stream(table.to_batches(max_chunksize=BATCH_ROWS), out)
+    try:
+        batches = read(out.name)
+    finally:
+        os.unlink(out.name)
+    return DataFrame(to_frame(batches, schema.json(), spark._jsparkSession), spark)
+
+
+def _jvm_methods(spark: SparkSession) -> tuple[Any, Any]:
+    if spark not in _methods:
+        utils = spark._jvm.org.apache.spark.sql.api.python.PythonSQLUtils  # type: ignore
+        _methods[spark] = (utils.readArrowStreamFromFile, utils.toDataFrame)
+    return _methods[spark]

@@ -9,11 +9,12 @@ input's snapshot: it is a recompute, and its time the first estimate of one.
 
   incremental estimate  median seconds of recent incremental steps
                         * max(1, changed rows / their median changed rows)
-  recompute estimate    median seconds per input row of recent recomputes * input rows
+  recompute estimate    most seconds per input row of recent recomputes * input rows
 
-A step no input change reaches (time passing a temporal filter) runs incrementally.
-Without incremental steps to go by, a step recomputes when it changes at least half as
-many rows as its inputs held before it. Recompute puts the whole change at one time (that
+A step no input change reaches (time passing a temporal filter), or changing less than a
+tenth of the rows its inputs held before it, runs incrementally. Without incremental steps
+to go by, a step recomputes when it changes at least half as many rows as its inputs held
+before it. Recompute puts the whole change at one time (that
 of the inputs' changes when they have one, else the step's last), so a step whose changes
 have several times (or a temporal filter's) runs incrementally, whatever the setting, when
 a subscription reads the view or a view over it: the subscription sees every time.
@@ -27,6 +28,10 @@ from dataclasses import dataclass
 
 STRATEGIES = ("auto", "incremental", "recompute")
 """The refresh settings of ``matview.connect(refresh=...)``: ``auto`` picks per step."""
+
+SMALL_CHANGE = 0.1
+"""A step changing fewer rows than this share of what its inputs held runs incrementally
+without estimates: its work is the fixed cost of a step, which recompute pays too."""
 
 HISTORY = 16
 """Steps of each strategy whose sizes and times the estimates are made from."""
@@ -74,11 +79,13 @@ class RefreshPolicy:
             return Choice("incremental", "a subscription reads each of the step's times")
         if self.setting != "auto":
             return Choice(self.setting, f"refresh={self.setting}")
+        before = held - changed
+        size = f"{changed} changed rows, {before} held before"
+        if changed < SMALL_CHANGE * before:
+            return Choice("incremental", f"{size}: less than {SMALL_CHANGE:.0%}")
         incremental = self.estimate_incremental(changed)
         recompute = self.estimate_recompute(held)
         if incremental is None or recompute is None:
-            before = held - changed
-            size = f"{changed} changed rows, {before} held before"
             if 2 * changed >= before:
                 return Choice("recompute", f"{size}: at least half")
             return Choice("incremental", f"{size}: less than half")
@@ -99,11 +106,12 @@ class RefreshPolicy:
 
     def estimate_recompute(self, held: int) -> float | None:
         """Seconds a recompute of inputs holding ``held`` rows should take (None: no
-        recompute to go by)."""
+        recompute to go by): at the slowest rate per row measured lately, since a wrong
+        recompute costs the whole view."""
         steps = [m for m in self.measured["recompute"] if m.held]
         if not steps:
             return None
-        return statistics.median(m.seconds / m.held for m in steps) * held
+        return max(m.seconds / m.held for m in steps) * held
 
     def record(self, choice: Choice, measured: Measured) -> None:
         """Remember a step that ran as ``choice`` said."""

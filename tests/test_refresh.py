@@ -39,10 +39,11 @@ def test_a_transaction_rewriting_half_the_data_is_recomputed(spark: SparkSession
     assert con.execute("SELECT total, n FROM s WHERE k = 11").fetchall() == [(6, 2)]
     refresh = _refresh(con, "s")
     assert refresh["incremental"] == 1 and refresh["last"] == {
-        "strategy": "incremental", "reason": "1 changed rows, 162 held before: less than half"}
+        "strategy": "incremental", "reason": "1 changed rows, 162 held before: less than 10%"}
     text = con.explain("MATERIALIZED VIEW s", stage="analyze")
     assert "refresh=auto: 1 incremental steps, 2 recomputes" in text
-    assert "last step: incremental (1 changed rows, 162 held before: less than half)" in text
+    assert "last step: incremental (1 changed rows, 162 held before: less than 10%)" in text
+
 
 
 def test_recomputed_steps_keep_errors_as_data(spark: SparkSession) -> None:
@@ -101,11 +102,53 @@ def test_estimates_pick_the_cheaper_strategy() -> None:
     assert policy.estimate_incremental(20) == pytest.approx(0.6)
     assert policy.estimate_incremental(200) == pytest.approx(0.6 * 10)
     assert policy.estimate_recompute(2000) == pytest.approx(4.0)
-    assert policy.choose(20, 2000, False, False).strategy == "incremental"
-    chosen = policy.choose(1000, 2000, False, False)
-    assert chosen == Choice("recompute", "estimated 4.000s recompute < 30.000s incremental")
+    policy.record(Choice("recompute", "large"), Measured(500, 1000, 1.0))  # 1 ms a row
+    assert policy.estimate_recompute(2000) == pytest.approx(4.0)  # the slowest rate
+    assert policy.choose(20, 2000, False, False) == Choice(
+        "incremental", "20 changed rows, 1980 held before: less than 10%")
+    assert policy.choose(1000, 2000, False, False) == Choice(
+        "recompute", "estimated 4.000s recompute < 30.000s incremental")
+    fresh = RefreshPolicy()
+    fresh.record(Choice("recompute", "first"), Measured(100, 100, 1.0))
+    assert fresh.choose(30, 130, False, False) == Choice(
+        "incremental", "30 changed rows, 100 held before: less than half")
+    assert fresh.choose(50, 150, False, False).strategy == "recompute"
+    slow = RefreshPolicy()
+    slow.record(Choice("recompute", "first"), Measured(1000, 1000, 10.0))  # 10 ms a row
+    slow.record(Choice("incremental", "small"), Measured(100, 1000, 0.5))
+    assert slow.choose(200, 1200, False, False) == Choice(
+        "incremental", "estimated 1.000s incremental <= 12.000s recompute")
 
 
 def test_refresh_setting_is_checked(spark: SparkSession) -> None:
     with pytest.raises(matview.ProgrammingError, match="refresh must be one of"):
         matview.connect(spark=spark, refresh="sometimes")
+
+
+def test_every_reader_of_a_collection_shares_its_arrangement(spark: SparkSession) -> None:
+    """One arrangement per stored collection, read by every view that reads it, before
+    and after a recompute replaced a view's dataflow."""
+    con = matview.connect(clock=0, spark=spark, refresh="recompute")
+    con.execute("CREATE TABLE t (k INT, v INT)")
+    con.execute("INSERT INTO t VALUES (1, 2)")
+    con.execute("CREATE MATERIALIZED VIEW a AS SELECT k, count(*) AS n FROM t GROUP BY k")
+    con.execute("CREATE MATERIALIZED VIEW b AS SELECT t.v, a.n FROM t JOIN a ON t.k = a.k")
+    entries = con._engine_for_use().catalog.entries
+
+    def readers() -> dict[str, list[object]]:
+        found: dict[str, list[object]] = {}
+        for name in ("a", "b"):
+            for source in entries[name].dataflow.sources():
+                found.setdefault(source.name, []).append(source.trace)
+        return found
+
+    before = readers()
+    assert [len(traces) for traces in before.values()] == [2, 1]
+    assert all(trace is entries[name].trace for name, traces in before.items()
+               for trace in traces)
+    con.execute("INSERT INTO t VALUES (1, 5)")
+    assert sorted(con.execute("SELECT * FROM b").fetchall()) == [(2, 2), (5, 2)]
+    assert _refresh(con, "b")["recompute"] == 2
+    after = readers()
+    assert all(trace is entries[name].trace for name, traces in after.items()
+               for trace in traces)

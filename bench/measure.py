@@ -24,7 +24,8 @@ from matview.connection import Connection
 def counted(spark: SparkSession, group: str) -> Iterator[dict[str, int | None]]:
     """Count what the block does: ``py4j`` calls from Python to the JVM (every call through
     py4j's gateway client, in any thread) and Spark ``jobs`` run by this thread (tagged with
-    job group ``group``; None on Spark Connect, which has no SparkContext to ask)."""
+    job group ``group``, which earlier blocks may have used too: only the block's new jobs
+    count; None on Spark Connect, which has no SparkContext to ask)."""
     from py4j.java_gateway import GatewayClient
 
     counts: dict[str, int | None] = {"py4j": 0, "jobs": None}
@@ -34,9 +35,10 @@ def counted(spark: SparkSession, group: str) -> Iterator[dict[str, int | None]]:
         counts["py4j"] = (counts["py4j"] or 0) + 1
         return original(client, *args, **kwargs)
 
-    context = None
+    context, before = None, set()
     if not type(spark).__module__.startswith("pyspark.sql.connect"):
         context = spark.sparkContext
+        before = set(context.statusTracker().getJobIdsForGroup(group))
         context.setJobGroup(group, group)
     GatewayClient.send_command = send_command  # type: ignore[method-assign]
     try:
@@ -45,7 +47,8 @@ def counted(spark: SparkSession, group: str) -> Iterator[dict[str, int | None]]:
         GatewayClient.send_command = original  # type: ignore[method-assign]
         if context is not None:
             context.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
-            counts["jobs"] = len(context.statusTracker().getJobIdsForGroup(group))
+            after = set(context.statusTracker().getJobIdsForGroup(group))
+            counts["jobs"] = len(after - before)
 
 
 def _traces(con: Connection) -> tuple[list[Trace], list[Trace]]:

@@ -28,7 +28,7 @@ from matview.planner.explain import explain_analyze, explain_plan, explain_trace
 from matview.planner.pipeline import physical
 from matview.runtime import peek, writes
 from matview.runtime.controller import Controller, Limits
-from matview.runtime.trace import Trace
+from matview.runtime.trace import TABLE_COPY_ROWS, Trace
 from matview.runtime.types import column_names
 from matview.runtime.updates import DIFF, TIME
 from matview.sql.catalog import CatalogItem
@@ -110,7 +110,8 @@ class Engine:
     def _create_table(self, stmt: CreateTable) -> Result:
         if not self._exists(stmt.name, stmt.if_not_exists):
             item = CatalogItem(stmt.name, "table", stmt.fields)
-            self.catalog.add(Entry(item, trace=Trace(self.spark, len(stmt.fields))), set())
+            trace = Trace(self.spark, len(stmt.fields), copy_rows=TABLE_COPY_ROWS)
+            self.catalog.add(Entry(item, trace=trace), set())
         return Result()
 
     def _exists(self, name: str, if_not_exists: bool) -> bool:

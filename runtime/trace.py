@@ -5,10 +5,16 @@ range it covers. Readers ask for the updates up to a time (the collection's hist
 a half-open range of times (a delta). ``compact`` advances times before ``since`` and merges
 batches geometrically, so the number of batches stays logarithmic in the updates held and
 each read plans over a bounded union of leaves.
+
+Small batches are held in the driver as Arrow, larger ones in Spark. A table's trace also
+keeps a driver copy of its Spark batches, up to ``TABLE_COPY_ROWS`` update rows: a write's
+check that no multiplicity goes negative, a read of the whole table and a merge of its
+batches then run in Arrow, with no Spark job.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -41,6 +47,10 @@ PROBE_VALUES = 10_000
 """Most rows a delete's check finds by a filter on their values (SQL text); more are found
 by a semi-join with them broadcast."""
 
+TABLE_COPY_ROWS = 2_000_000
+"""Update rows a table's trace keeps in the driver beside the batches it holds in Spark, so
+that writes are checked in Arrow (24 MB for a million rows of three BIGINTs)."""
+
 MAX_BATCHES = 8
 """Batches a trace keeps before it merges: a merge is a Spark job, so not after every step."""
 
@@ -62,9 +72,13 @@ class Batch:
 class Trace:
     """The arranged updates of one collection, shared by every reader of the collection."""
 
-    def __init__(self, spark: SparkSession, arity: int) -> None:
+    def __init__(self, spark: SparkSession, arity: int, copy_rows: int = 0) -> None:
         self.spark = spark
         self.arity = arity
+        self.copy_rows = copy_rows
+        """Update rows of batches held in Spark that the trace also keeps in the driver
+        (``Leaf.copy``), at most: a table's trace checks writes against them in Arrow,
+        without a Spark job (``TABLE_COPY_ROWS``); other traces keep none."""
         self.batches: list[Batch] = []
         self.since = -(2**63)
         self.errors: Trace | None = None
@@ -100,10 +114,22 @@ class Trace:
         return max((b.upper for b in self.batches), default=self.since)
 
     def append(self, leaf: Leaf | None, lower: int, upper: int) -> None:
-        """Add a batch of updates with times in ``[lower, upper]``."""
+        """Add a batch of updates with times in ``[lower, upper]`` (its driver copy only
+        while the trace's copies stay within ``copy_rows``)."""
         if leaf is not None:
+            if leaf.copy is not None and self._copied() + leaf.rows > self.copy_rows:
+                leaf = dataclasses.replace(leaf, copy=None)
             self.batches.append(Batch(leaf, lower, upper))
             self._reads = {}
+
+    def _copied(self) -> int:
+        return sum(b.leaf.rows for b in self.batches if b.leaf.copy is not None)
+
+    def _in_driver(self, batches: Sequence[Batch]) -> list[pa.Table] | None:
+        """The updates of ``batches`` as Arrow tables when the driver holds all of them
+        (as the batch or as its copy), else None."""
+        tables = [b.leaf.table if b.leaf.table is not None else b.leaf.copy for b in batches]
+        return None if any(t is None for t in tables) else tables  # type: ignore[misc]
 
     def read(self, after: int | None = None, upto: int | None = None) -> DataFrame | None:
         """The updates with ``after < time <= upto`` (either bound may be absent), or None.
@@ -160,8 +186,8 @@ class Trace:
         """The collection's rows at ``upto`` (each repeated by its multiplicity), computed in
         Arrow when every batch it needs is held in the driver; None otherwise. Raises
         ``NegativeRows`` when a row's multiplicity is negative."""
-        tables = [b.leaf.table for b in self.batches if b.lower <= upto]
-        if not tables or any(t is None for t in tables):
+        tables = self._in_driver([b for b in self.batches if b.lower <= upto])
+        if not tables:
             return None
         table = pa.concat_tables(tables, promote_options="permissive")
         if any(b.upper > upto for b in self.batches):
@@ -179,22 +205,24 @@ class Trace:
         ``_diff``) were added to the updates held and to the batches ``pending``, or None.
 
         Updates in the driver (Arrow) are summed in Arrow with the held copies of the rows
-        they retract: the batches held in the driver, and the rows of batches held in Spark
-        that a semi-join with the retracted rows (broadcast) finds, fetched with one Spark
-        job that scans without a shuffle. Other updates are summed with every held row in
-        one Spark job."""
+        they retract: those of the batches held in the driver (or copied there,
+        ``Leaf.copy``), and those of batches held only in Spark, fetched with one Spark job
+        that scans them (``_copies``). Other updates are summed with every held row in one
+        Spark job."""
         leaves = [b.leaf for b in self.batches] + list(pending)
         names = column_names(self.arity)
         if isinstance(updates, pa.Table) and not any(
                 pa.types.is_nested(f.type) for f in updates.schema):
             mine = updates.select([*names, DIFF])
-            parts = [leaf.table.select([*names, DIFF]) for leaf in leaves
-                     if leaf.table is not None]
-            held = union_all([leaf.df.select(*names, DIFF) for leaf in leaves
-                              if leaf.table is None])
             retracted = mine.filter(pc.less(mine[DIFF], 0)).select(names)
-            if held is not None and retracted.num_rows:
-                parts.append(self._copies(held, retracted).toArrow().cast(mine.schema))
+            probe = _probe_column(retracted) if retracted.num_rows <= PROBE_VALUES else None
+            local = [leaf.table if leaf.table is not None else leaf.copy for leaf in leaves]
+            parts = [_matching(t.select([*names, DIFF]), retracted, probe)
+                     for t in local if t is not None]
+            held = [leaf.df.select(*names, DIFF) for leaf, t in zip(leaves, local) if t is None]
+            if held and retracted.num_rows:
+                copies = self._copies(union_all(held), retracted, probe)  # type: ignore[arg-type]
+                parts.append(copies.toArrow().cast(mine.schema))
             # rows not retracted now may sum below zero (their other copies are not
             # fetched), so a row counts only where it is retracted now
             marked = [t.append_column(_RETRACTED, pa.array(np.zeros(t.num_rows, bool)))
@@ -214,14 +242,13 @@ class Trace:
                  .select(*names).limit(1).collect())
         return tuple(found[0]) if found else None
 
-    def _copies(self, held: DataFrame, retracted: pa.Table) -> DataFrame:
+    def _copies(self, held: DataFrame, retracted: pa.Table, probe: str | None) -> DataFrame:
         """Held update rows that include every copy of the ``retracted`` rows (and maybe
         others, which ``negative_row`` does not count). When a column of integers or text
-        tells the retracted rows apart, a filter on its values scans the rows held in one
-        job (the filter is SQL text: one JVM call for any number of values, where a Column
-        per value costs a call each); otherwise a semi-join with the retracted rows
-        broadcast, which costs a second job (the broadcast)."""
-        probe = _probe_column(retracted) if retracted.num_rows <= PROBE_VALUES else None
+        (``probe``) tells the retracted rows apart, a filter on its values scans the rows
+        held in one job (the filter is SQL text: one JVM call for any number of values,
+        where a Column per value costs a call each); otherwise a semi-join with the
+        retracted rows broadcast, which costs a second job (the broadcast)."""
         if probe is None:
             found = arrow_frame(self.spark, retracted).alias("r")
             same = [col(f"h.{n}").eqNullSafe(col(f"r.{n}")) for n in retracted.column_names]
@@ -283,8 +310,8 @@ class Trace:
             start -= 1
             tail += self.batches[start].leaf.rows
         merging = self.batches[start:]
-        tables = [b.leaf.table for b in merging]
-        if all(t is not None for t in tables):
+        tables = self._in_driver(merging)
+        if tables is not None:
             table = pa.concat_tables(tables, promote_options="permissive")
             times = pc.max_element_wise(table[TIME], pa.scalar(self.since, pa.int64()))
             table = table.set_column(table.column_names.index(TIME), TIME, times)
@@ -299,6 +326,16 @@ class Trace:
         self.batches = self.batches[:start]
         self._reads = {}
         self.append(leaf, lower, max(max(b.upper for b in merging), lower))
+
+
+def _matching(table: pa.Table, retracted: pa.Table, probe: str | None) -> pa.Table:
+    """The rows of ``table`` whose ``probe`` column holds a value of the ``retracted``
+    rows' (all of them without a ``probe``): every copy of a retracted row, found in
+    Arrow."""
+    if probe is None:
+        return table
+    values = pc.unique(retracted[probe]).cast(table.schema.field(probe).type)
+    return table.filter(pc.is_in(table[probe], value_set=values, skip_nulls=False))
 
 
 def _probe_column(rows: pa.Table) -> str | None:

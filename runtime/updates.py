@@ -133,6 +133,9 @@ class Leaf:
     table: pa.Table | None = None
     spark: SparkSession | None = None
     exact: bool = True
+    copy: pa.Table | None = None
+    """The rows of a batch held in Spark, kept in the driver too, as Arrow, where a table's
+    trace checks writes against them without a Spark job (``Trace.copy_rows``)."""
 
     @property
     def df(self) -> DataFrame:
@@ -143,8 +146,9 @@ class Leaf:
 
     @property
     def bytes(self) -> int | None:
-        """The Arrow size of rows kept in the driver."""
-        return None if self.table is None else self.table.nbytes
+        """The Arrow size of rows kept in the driver (the batch, or its ``copy``)."""
+        kept = self.table if self.table is not None else self.copy
+        return None if kept is None else kept.nbytes
 
     def size(self) -> int:
         """Bytes held: the exact Arrow size of rows kept in the driver; for rows held in
@@ -178,10 +182,13 @@ def consolidated_arrow(table: pa.Table) -> pa.Table:
 
 def stored(spark: SparkSession, table: pa.Table) -> Leaf:
     """Update rows held in the driver as a leaf: a local relation when small (and free of
-    arrays), else checkpointed into the executors."""
-    if table.num_rows > LOCAL_LEAF_ROWS or any(pa.types.is_nested(f.type) for f in table.schema):
+    arrays), else checkpointed into the executors, the Arrow rows kept as the leaf's
+    ``copy`` (a trace keeping no copies drops it)."""
+    nested = any(pa.types.is_nested(f.type) for f in table.schema)
+    if table.num_rows > LOCAL_LEAF_ROWS or nested:
         # Arrow cannot group by nested values (arrays), so their consolidation runs in Spark
-        return Leaf(arrow_frame(spark, table).localCheckpoint(eager=True), table.num_rows)
+        return Leaf(arrow_frame(spark, table).localCheckpoint(eager=True), table.num_rows,
+                    copy=None if nested else _normalized(table))
     return Leaf(None, table.num_rows, _normalized(table), spark)
 
 

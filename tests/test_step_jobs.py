@@ -1,20 +1,30 @@
 """The Spark jobs a small step runs, counted (``bench.measure.counted``): a transaction
 deleting rows held in Spark checks them with one job per table, rows held in the driver
-with none, and reading a GROUP BY-over-join view after it refreshes and reads in one."""
+(or copied there) with none, and reading a GROUP BY-over-join view after it refreshes and
+reads in one."""
 
 from __future__ import annotations
 
+import pytest
+from matview.runtime.trace import TABLE_COPY_ROWS
 from matview.runtime.updates import LOCAL_LEAF_ROWS
 from pyspark.sql import SparkSession
 
 import matview
 from bench.measure import counted
+from matview import engine
 
 ORDERS = LOCAL_LEAF_ROWS + 10_000
 """Orders enough that the table's rows are held in Spark, not in the driver."""
 
 
-def test_a_small_step_runs_one_job_to_commit_and_one_to_refresh(spark: SparkSession) -> None:
+@pytest.mark.parametrize("copy_rows, commit_jobs", [(TABLE_COPY_ROWS, 0), (0, 1)])
+def test_a_small_step_runs_at_most_one_job_to_commit_and_one_to_refresh(
+        spark: SparkSession, monkeypatch: pytest.MonkeyPatch, copy_rows: int,
+        commit_jobs: int) -> None:
+    """With the tables' driver copies, the commit checks its deletes in Arrow: no job;
+    without, one job for the table whose rows are held in Spark."""
+    monkeypatch.setattr(engine, "TABLE_COPY_ROWS", copy_rows)
     con = matview.connect(clock=0, spark=spark, refresh="incremental")
     con.execute("CREATE TABLE customers (id INT, region TEXT)")
     con.execute("CREATE TABLE orders (id INT, cust INT, amount BIGINT)")
@@ -28,16 +38,16 @@ def test_a_small_step_runs_one_job_to_commit_and_one_to_refresh(spark: SparkSess
         expected[f"r{i % 3_000 % 7}"][0] += 1
         expected[f"r{i % 3_000 % 7}"][1] += i % 97
     for step in range(3):
-        with counted(spark, f"commit-{step}") as commit:
+        with counted(spark, f"commit-{copy_rows}-{step}") as commit:
             with con.transaction():
                 gone = range(step * 20, step * 20 + 20)
                 con.delete("orders", [(i, i % 3_000, i % 97) for i in gone])
                 con.insert("orders", [(ORDERS + step * 20 + i, i, 5) for i in range(20)])
                 con.delete("customers", [(1_000 + step, f"r{(1_000 + step) % 7}")])
                 con.insert("customers", [(1_000 + step, "moved")])
-        with counted(spark, f"read-{step}") as read:
+        with counted(spark, f"read-{copy_rows}-{step}") as read:
             rows = con.execute("SELECT * FROM v").fetchall()
-        assert commit["jobs"] == 1 and read["jobs"] == 1, (step, commit, read)
+        assert commit["jobs"] == commit_jobs and read["jobs"] == 1, (step, commit, read)
         for i in gone:
             expected[f"r{i % 3_000 % 7}"][0] -= 1
             expected[f"r{i % 3_000 % 7}"][1] -= i % 97

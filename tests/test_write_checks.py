@@ -1,6 +1,7 @@
 """The check that no write makes a multiplicity negative, on tables whose rows are held in
-Spark (past ``LOCAL_LEAF_ROWS``) as well as in the driver: ``con.delete`` of rows a table
-does not hold is a DataError that changes nothing, whatever batches hold its copies."""
+Spark (past ``LOCAL_LEAF_ROWS``, with a driver copy or without) as well as in the driver:
+``con.delete`` of rows a table does not hold is a DataError that changes nothing, whatever
+batches hold its copies."""
 
 from __future__ import annotations
 
@@ -9,8 +10,17 @@ import pytest
 from matview.runtime.updates import LOCAL_LEAF_ROWS
 
 import matview
+from matview import engine
 
 ROWS = LOCAL_LEAF_ROWS + 1_000
+
+
+@pytest.fixture(autouse=True, params=["driver copies", "spark only"])
+def copies(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tables created in the test keep a driver copy of the batches they hold in Spark (a
+    delete is checked in Arrow), or none (it is checked with a Spark job)."""
+    if request.param == "spark only":
+        monkeypatch.setattr(engine, "TABLE_COPY_ROWS", 0)
 
 
 def _rows(keys: list[int], note: str | None = "n") -> pa.Table:
@@ -83,3 +93,5 @@ def test_deletes_of_rows_held_in_spark_find_every_copy_whatever_the_column_types
     assert con.delete("t", rows([7, 14, 6])) == 3
     assert con.execute("SELECT count(*), count(a) FROM t").fetchall() == [
         (ROWS - 6, ROWS - 6 - (nulls - 2))]
+    held = con.execute("SELECT * FROM t").fetchall()
+    assert len(held) == ROWS - 6 and held.count((key(22), 1.5)) == 1

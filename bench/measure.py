@@ -67,13 +67,15 @@ def _traces(con: Connection) -> tuple[list[Trace], list[Trace]]:
 
 
 def state(con: Connection) -> dict[str, int]:
-    """Update rows held in arrangements: the tables' (``table_rows``) and the views' own
-    state (``view_rows``: outputs, reduce accumulators, join outputs), plus the bytes of
-    batches held in the driver as Arrow (``local_bytes``) and the number of stored
-    batches."""
+    """Update rows held in arrangements: the tables' (``table_rows``, taking
+    ``table_bytes``: ``Trace.bytes``, exact in the driver, estimated in Spark) and the views'
+    own state (``view_rows``: outputs, reduce accumulators, join outputs), plus the bytes of
+    batches held in the driver as Arrow or copied there (``local_bytes``) and the number of
+    stored batches."""
     tables, views = _traces(con)
     return {
         "table_rows": sum(t.rows for t in tables),
+        "table_bytes": sum(t.bytes for t in tables),
         "view_rows": sum(t.rows for t in views),
         "local_bytes": sum(b.leaf.bytes or 0 for t in tables + views for b in t.batches),
         "batches": sum(len(t.batches) for t in tables + views),

@@ -59,7 +59,9 @@ def table(report: dict[str, Any]) -> str:
             f"{name}: state after batch 1 / {len(mv['state'])}: table rows "
             f"{first['table_rows']} / {last['table_rows']} (live {last['live_rows']}), "
             f"view rows {first['view_rows']} / {last['view_rows']}, batches "
-            f"{first['batches']} / {last['batches']}; JVM peak heap "
+            f"{first['batches']} / {last['batches']}, table arrangement bytes per live row "
+            f"{last.get('table_bytes', 0) / max(last['live_rows'], 1):.1f}, driver-held "
+            f"{last['local_bytes'] / 2**20:.0f} MiB; JVM peak heap "
             f"{'-' if heap is None else f'{heap / 2**20:.0f} MiB'}, peak RSS "
             f"{(memory.get('peak_rss_bytes') or 0) / 2**20:.0f} MiB")
     return "\n".join(lines + [""] + extra + [""] + targets(report))

@@ -38,6 +38,8 @@ def test_workload_agrees_with_baselines(spark, workload) -> None:  # type: ignor
     assert f"target {workload.name} catch-up >= 20x stepping:" in printed
     assert f"{workload.name}: per batch (commit and read every view), Spark jobs median" in printed
     assert f"{workload.name}: view steps (the first of each included) " in printed
+    assert "table arrangement bytes per live row " in printed
+    assert figures["state"][-1]["table_bytes"] > 0
 
 
 def test_generators_are_deterministic_and_delete_live_rows() -> None:

@@ -227,7 +227,8 @@ class Engine:
         for name in self.catalog.upstream(names):
             entry = self.catalog.entries[name]
             if entry.dataflow is not None and entry.trace is not None:
-                subscribed = not read.isdisjoint([name, *self.catalog.dependents(name)])
+                subscribed = bool(read) and not read.isdisjoint(
+                    [name, *self.catalog.dependents(name)])
                 entry.dataflow = self.controller.step(entry.dataflow, entry.trace, now,
                                                       subscribed)
         every = self.catalog.entries

@@ -252,15 +252,21 @@ class Dataflow:
         """Whether the next step is the first (it reads every input's snapshot)."""
         return self.frontier < self.as_of
 
+    def _pending(self, upper: int) -> tuple[StepContext, int, set[tuple[int, int]]]:
+        """For a step to ``upper``: its context before sizes are known, the update rows it
+        reads from its sources (a bound) and the time ranges of the batches they are in."""
+        probe = StepContext(self.spark, self.frontier, upper, self.as_of, True)
+        sources = self.sources()
+        return (probe, sum(op.pending_rows(probe) for op in sources),
+                {r for op in sources for r in op.pending_times(probe)})
+
     def inputs(self, upper: int) -> tuple[int, int, int | None]:
         """For a step to ``upper``: how many update rows it reads from its sources (a
         bound), how many they hold up to ``upper``, and the one time its changes have
         (None: several, or a temporal filter may change the output at others)."""
-        probe = StepContext(self.spark, self.frontier, upper, self.as_of, True)
-        changed = sum(op.pending_rows(probe) for op in self.sources())
+        _, changed, times = self._pending(upper)
         held = sum(op.trace.rows_between(None, upper) for op in self.sources()
                    if op.trace is not None)
-        times = {r for op in self.sources() for r in op.pending_times(probe)}
         if self.temporal() or len(times) != 1:
             return changed, held, None
         (lo, hi), = times
@@ -299,9 +305,7 @@ class Dataflow:
             op.abandon()
             op.meter.abandon()
             op.meter.harvest()
-        probe = StepContext(self.spark, self.frontier, upper, self.as_of, True)
-        pending = sum(op.pending_rows(probe) for op in self.sources())
-        times = {r for op in self.sources() for r in op.pending_times(probe)}
+        probe, pending, times = self._pending(upper)
         temporal = self.temporal()
         waiting = sum(op.pending.rows for op in temporal if op.pending is not None)
         due = self.next_time()

@@ -14,10 +14,10 @@ input's snapshot: it is a recompute, and its time the first estimate of one.
 A step no input change reaches (time passing a temporal filter), or changing less than a
 tenth of the rows its inputs held before it, runs incrementally. Without incremental steps
 to go by, a step recomputes when it changes at least half as many rows as its inputs held
-before it. Recompute puts the whole change at one time (that
-of the inputs' changes when they have one, else the step's last), so a step whose changes
-have several times (or a temporal filter's) runs incrementally, whatever the setting, when
-a subscription reads the view or a view over it: the subscription sees every time.
+before it. Recompute puts the whole change at one time (that of the inputs' changes when
+they have one, else the step's last), so a step whose changes have several times (or a
+temporal filter's) runs incrementally, whatever the setting, when a subscription reads the
+view or a view over it: the subscription sees every time.
 """
 
 from __future__ import annotations

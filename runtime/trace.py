@@ -128,7 +128,7 @@ class Trace:
     def _in_driver(self, batches: Sequence[Batch]) -> list[pa.Table] | None:
         """The updates of ``batches`` as Arrow tables when the driver holds all of them
         (as the batch or as its copy), else None."""
-        tables = [b.leaf.table if b.leaf.table is not None else b.leaf.copy for b in batches]
+        tables = [b.leaf.in_driver for b in batches]
         return None if any(t is None for t in tables) else tables  # type: ignore[misc]
 
     def read(self, after: int | None = None, upto: int | None = None) -> DataFrame | None:
@@ -207,7 +207,7 @@ class Trace:
         Updates in the driver (Arrow) are summed in Arrow with the held copies of the rows
         they retract: those of the batches held in the driver (or copied there,
         ``Leaf.copy``), and those of batches held only in Spark, fetched with one Spark job
-        that scans them (``_copies``). Other updates are summed with every held row in one
+        that scans them (``_found_in_spark``). Other updates are summed with every held row in one
         Spark job."""
         leaves = [b.leaf for b in self.batches] + list(pending)
         names = column_names(self.arity)
@@ -216,12 +216,12 @@ class Trace:
             mine = updates.select([*names, DIFF])
             retracted = mine.filter(pc.less(mine[DIFF], 0)).select(names)
             probe = _probe_column(retracted) if retracted.num_rows <= PROBE_VALUES else None
-            local = [leaf.table if leaf.table is not None else leaf.copy for leaf in leaves]
+            local = [leaf.in_driver for leaf in leaves]
             parts = [_matching(t.select([*names, DIFF]), retracted, probe)
                      for t in local if t is not None]
             held = [leaf.df.select(*names, DIFF) for leaf, t in zip(leaves, local) if t is None]
             if held and retracted.num_rows:
-                copies = self._copies(union_all(held), retracted, probe)  # type: ignore[arg-type]
+                copies = self._found_in_spark(union_all(held), retracted, probe)  # type: ignore[arg-type]
                 parts.append(copies.toArrow().cast(mine.schema))
             # rows not retracted now may sum below zero (their other copies are not
             # fetched), so a row counts only where it is retracted now
@@ -242,7 +242,8 @@ class Trace:
                  .select(*names).limit(1).collect())
         return tuple(found[0]) if found else None
 
-    def _copies(self, held: DataFrame, retracted: pa.Table, probe: str | None) -> DataFrame:
+    def _found_in_spark(self, held: DataFrame, retracted: pa.Table, probe: str | None
+                        ) -> DataFrame:
         """Held update rows that include every copy of the ``retracted`` rows (and maybe
         others, which ``negative_row`` does not count). When a column of integers or text
         (``probe``) tells the retracted rows apart, a filter on its values scans the rows

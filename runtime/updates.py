@@ -145,9 +145,14 @@ class Leaf:
         return self.frame
 
     @property
+    def in_driver(self) -> pa.Table | None:
+        """The rows as Arrow when the driver holds them: the batch, or its ``copy``."""
+        return self.table if self.table is not None else self.copy
+
+    @property
     def bytes(self) -> int | None:
         """The Arrow size of rows kept in the driver (the batch, or its ``copy``)."""
-        kept = self.table if self.table is not None else self.copy
+        kept = self.in_driver
         return None if kept is None else kept.nbytes
 
     def size(self) -> int:

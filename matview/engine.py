@@ -22,9 +22,11 @@ from pyspark.sql import functions as F
 from matview.catalog import Entry, LiveCatalog
 from matview.clock import TimestampOracle
 from matview.errors import ProgrammingError
-from matview.ir.relation import Constant, Field, Get, Relation, gets
+from matview.ir.physical import reads
+from matview.ir.relation import Constant, Field, Get, Relation
 from matview.ir.types import TEXT, SqlType
 from matview.planner.explain import explain_analyze, explain_plan, explain_trace
+from matview.planner.lower import lower
 from matview.planner.pipeline import physical
 from matview.runtime import peek, writes
 from matview.runtime.controller import Controller, Limits
@@ -129,8 +131,8 @@ class Engine:
             item = CatalogItem(stmt.name, "view", fields, stmt.query_sql)
             self.catalog.add(Entry(item), set(stmt.depends_on))
             return Result()
-        plan = physical(stmt.plan)
-        self._refresh({g.name for g in gets(plan)})
+        plan = lower(physical(stmt.plan))
+        self._refresh(reads(plan))
         flow, trace = self.controller.start(plan, len(fields), self.oracle.read())
         item = CatalogItem(stmt.name, "materialized view", fields, stmt.query_sql)
         self.catalog.add(Entry(item, trace=trace, dataflow=flow, plan=stmt.plan),
@@ -196,8 +198,9 @@ class Engine:
 
     def _run(self, plan: Relation) -> DataFrame | None:
         """``evaluate`` of a plan already planned (``physical``)."""
-        self._refresh({g.name for g in gets(plan)})
-        return self.controller.run_once(plan, self.oracle.read())
+        lowered = lower(plan)
+        self._refresh(reads(lowered))
+        return self.controller.run_once(lowered, self.oracle.read())
 
     def check_errors(self, name: str) -> None:
         """Raise the error that materialized view ``name`` holds now, if it holds one."""
@@ -222,20 +225,9 @@ class Engine:
         in dependency order, then compact."""
         if self.transaction is not None:
             self._outside_transaction("a read")
-        now = self.oracle.read()
-        read = {name for name, _ in self.cursors.values()}
-        for name in self.catalog.upstream(names):
-            entry = self.catalog.entries[name]
-            if entry.dataflow is not None and entry.trace is not None:
-                subscribed = bool(read) and not read.isdisjoint(
-                    [name, *self.catalog.dependents(name)])
-                entry.dataflow = self.controller.step(entry.dataflow, entry.trace, now,
-                                                      subscribed)
-        every = self.catalog.entries
-        self.controller.compact(
-            [e.dataflow for e in every.values() if e.dataflow is not None],
-            {n: e.trace for n, e in every.items() if e.trace is not None}, now,
-            self.cursors.values())
+        self.controller.refresh(self.catalog.upstream(names), self.catalog.entries,
+                                self.oracle.read(), list(self.cursors.values()),
+                                self.catalog.dependents)
 
     # --- writes -------------------------------------------------------------------------
 

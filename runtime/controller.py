@@ -10,11 +10,12 @@ appended only after the whole step succeeded, so a failed step changes no state.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
+from matview.ir import physical
 from matview.ir.functions import EvalError
-from matview.ir.relation import Relation
 from matview.ir.table_functions import DEFAULT_ROW_LIMIT
 from matview.runtime.dataflow import Dataflow
 from matview.runtime.join import DEFAULT_JOIN_ROWS
@@ -32,6 +33,14 @@ class Limits:
     join_rows: int = DEFAULT_JOIN_ROWS
 
 
+class Stored(Protocol):
+    """A stored collection as the controller sees it: its trace, and for a materialized view
+    the dataflow maintaining it (None for a table)."""
+
+    trace: Trace | None
+    dataflow: Dataflow | None
+
+
 class Controller:
     """Runs the physical plans of one catalog on one SparkSession; ``trace_of`` finds the
     trace of a stored collection by name; ``refresh`` is how views step (``auto``,
@@ -42,18 +51,18 @@ class Controller:
         self.spark = spark
         self.trace_of = trace_of
         self.limits = limits
-        self.refresh = refresh
+        self.setting = refresh
 
-    def dataflow(self, plan: Relation, as_of: int,
+    def dataflow(self, plan: physical.Operator, as_of: int,
                  policy: RefreshPolicy | None = None) -> Dataflow:
         """A dataflow of physical ``plan`` whose first step starts from the snapshot at
         ``as_of`` (``policy``: a view's, which outlives the dataflows it recomputes with)."""
         return Dataflow(plan, self.spark, self.trace_of, as_of=as_of,
                         limit=self.limits.table_function_rows,
                         max_join_rows=self.limits.join_rows,
-                        policy=policy or RefreshPolicy(self.refresh))
+                        policy=policy or RefreshPolicy(self.setting))
 
-    def run_once(self, plan: Relation, now: int) -> DataFrame | None:
+    def run_once(self, plan: physical.Operator, now: int) -> DataFrame | None:
         """Physical ``plan``'s contents at ``now``, as consolidated updates (None: empty),
         computed lazily by a dataflow run once; an error the plan's evaluation holds is
         raised (``EvalError``)."""
@@ -63,7 +72,7 @@ class Controller:
             raise EvalError(error)
         return step.output
 
-    def start(self, plan: Relation, arity: int, now: int) -> tuple[Dataflow, Trace]:
+    def start(self, plan: physical.Operator, arity: int, now: int) -> tuple[Dataflow, Trace]:
         """The dataflow of a materialized view of physical ``plan`` (``arity`` columns) and
         its output trace, holding the view's contents (and errors) at ``now``."""
         flow = self.dataflow(plan, now)
@@ -97,6 +106,23 @@ class Controller:
         trace.errors.append(failed, lower + 1, now)
         flow.policy.record(choice, Measured(changed, held, time.perf_counter() - started))
         return flow
+
+    def refresh(self, order: Sequence[str], stored: Mapping[str, Stored], now: int,
+                cursors: Iterable[tuple[str, int]] = (),
+                dependents: Callable[[str], Iterable[str]] = lambda name: ()) -> None:
+        """Step the materialized views among ``order`` (dependency order: a view after what
+        it reads) to ``now``, then compact every collection of ``stored``. ``cursors`` are
+        the open subscriptions ``(name, time read up to)``: a view that one of them reads,
+        directly or through the views over it (``dependents``), keeps each time apart."""
+        read = {name for name, _ in cursors}
+        for name in order:
+            view = stored[name]
+            if view.dataflow is not None and view.trace is not None:
+                subscribed = bool(read) and not read.isdisjoint([name, *dependents(name)])
+                view.dataflow = self.step(view.dataflow, view.trace, now, subscribed)
+        self.compact([v.dataflow for v in stored.values() if v.dataflow is not None],
+                     {n: v.trace for n, v in stored.items() if v.trace is not None}, now,
+                     cursors)
 
     @staticmethod
     def compact(flows: Iterable[Dataflow], traces: Mapping[str, Trace], now: int,

@@ -14,17 +14,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import pyarrow.compute as pc
-from matview.ir.relation import (
-    Constant,
-    Get,
-    Join,
-    JoinPlan,
-    Linear,
-    Reduce,
-    Relation,
-    Union,
-    gets,
-)
+from matview.ir import physical
 from matview.ir.table_functions import DEFAULT_ROW_LIMIT
 from matview.runtime.checked import ERR, split_errors
 from matview.runtime.join import DEFAULT_JOIN_ROWS, JoinOp
@@ -62,40 +52,41 @@ class PlanError(ValueError):
     """The plan cannot be run (a node the runtime does not execute)."""
 
 
-def build(plan: Relation, spark: SparkSession, trace_of: Callable[[str], Trace],
-          limit: int = DEFAULT_ROW_LIMIT) -> Operator:
-    """The operator tree running ``plan``; ``trace_of`` finds the trace of a stored name,
-    ``limit`` is the most rows a table function may produce for one input row."""
-    if isinstance(plan, Get):
-        return GetOp(plan.types, trace=trace_of(plan.name), name=plan.name)
-    if isinstance(plan, Constant):
-        return ConstantOp(plan.types, rows=plan.rows)
-    if isinstance(plan, Linear):
-        linear = LinearOp(plan.types, input=build(plan.input, spark, trace_of, limit),
-                          steps=plan.steps, limit=limit)
-        if linear.temporal:
-            linear.pending = Trace(spark, linear.arity)
-        return linear
-    if isinstance(plan, Union):
-        return UnionOp(plan.types, inputs=tuple(build(p, spark, trace_of, limit)
-                                                for p in plan.inputs))
-    if isinstance(plan, Join):
-        inputs = tuple(build(p, spark, trace_of, limit) for p in plan.inputs)
-        for op in inputs:
-            op.require_history()
-        order = plan.plan or JoinPlan("delta", tuple(
-            tuple(j for j in range(len(inputs)) if j != i) for i in range(len(inputs))))
-        return JoinOp(plan.types, inputs=inputs, equivalences=plan.equivalences, plan=order,
-                      predicates=plan.predicates)
-    if isinstance(plan, Reduce):
-        op = ReduceOp(plan.types, input=build(plan.input, spark, trace_of, limit),
-                      group_key=plan.group_key, aggregates=plan.aggregates)
-        op.output = Trace(spark, len(op.full_names()))
-        if any(a.func in ("min", "max") for a in plan.aggregates):
-            op.values = Trace(spark, len(plan.group_key) + sum(
-                a.func in ("min", "max") for a in plan.aggregates))
-        return op
-    raise PlanError(f"the runtime cannot execute {type(plan).__name__}")
+def build(node: physical.Operator, spark: SparkSession, trace_of: Callable[[str], Trace],
+          limit: int = DEFAULT_ROW_LIMIT, max_join_rows: int = DEFAULT_JOIN_ROWS) -> Operator:
+    """The operator tree running physical plan ``node``, each operator given a trace for
+    every arrangement the plan says it owns; ``trace_of`` finds the trace of a stored name,
+    ``limit`` is the most rows a table function may produce for one input row,
+    ``max_join_rows`` the most rows a join may produce in one step."""
+    inputs = tuple(build(child, spark, trace_of, limit, max_join_rows) for child in node.inputs)
+    op = _operator(node, inputs, trace_of, limit, max_join_rows)
+    for arrangement in node.state():
+        assert hasattr(op, arrangement.what), f"{op.kind} cannot own {arrangement.what}"
+        setattr(op, arrangement.what, Trace(spark, op.arrangement_arity(arrangement.what)))
+    return op
+
+
+def _operator(node: physical.Operator, inputs: tuple[Operator, ...],
+              trace_of: Callable[[str], Trace], limit: int, max_join_rows: int) -> Operator:
+    rel = node.relation
+    if isinstance(node, physical.Get):
+        return GetOp(rel.types, trace=trace_of(node.relation.name), name=node.relation.name)
+    if isinstance(node, physical.Constant):
+        return ConstantOp(rel.types, rows=node.relation.rows)
+    if isinstance(node, physical.Linear):
+        return LinearOp(rel.types, input=inputs[0], steps=node.relation.steps, limit=limit)
+    if isinstance(node, physical.Union):
+        return UnionOp(rel.types, inputs=inputs)
+    if isinstance(node, physical.Join):
+        return JoinOp(rel.types, inputs=inputs, equivalences=node.relation.equivalences,
+                      orders=tuple(p.order for p in node.implementation.paths),
+                      predicates=node.relation.predicates,
+                      keep_history=node.output is not None, max_rows=max_join_rows,
+                      label=f"Join %{node.id}")
+    if isinstance(node, physical.Reduce):
+        return ReduceOp(rel.types, input=inputs[0], group_key=node.relation.group_key,
+                        aggregates=node.relation.aggregates)
+    raise PlanError(f"the runtime cannot execute {node.kind}")
 
 
 def operators(root: Operator) -> Iterator[Operator]:
@@ -208,13 +199,13 @@ def _union(deltas: list[Delta]) -> Delta | None:
 
 
 class Dataflow:
-    """The operators of ``plan``, reading stored collections through ``trace_of``, whose
+    """The operators of physical ``plan``, reading stored collections through ``trace_of``, whose
     output is correct from time ``as_of`` on (the first step reads every input's snapshot).
     ``measure=False`` turns the operators' meters off (``analyze`` then reports zeros);
     ``max_join_rows`` is the most rows a join may produce in one step; ``policy`` chooses
     how a materialized view's steps run (``runtime.refresh``)."""
 
-    def __init__(self, plan: Relation, spark: SparkSession,
+    def __init__(self, plan: physical.Operator, spark: SparkSession,
                  trace_of: Callable[[str], Trace], as_of: int,
                  limit: int = DEFAULT_ROW_LIMIT, measure: bool = True,
                  max_join_rows: int = DEFAULT_JOIN_ROWS,
@@ -224,14 +215,14 @@ class Dataflow:
         self.spark = spark
         self.as_of = as_of
         self.frontier = as_of - 1
-        self.reads = {g.name for g in gets(plan)}
-        self.root = build(plan, spark, trace_of, limit)
+        self.reads = physical.reads(plan)
+        self.root = build(plan, spark, trace_of, limit, max_join_rows)
         self._merged: dict[T.StructType, tuple[list[Column], list[Column]]] = {}
-        for i, op in enumerate(operators(self.root)):
-            if isinstance(op, JoinOp):
-                op.max_rows, op.label = max_join_rows, f"Join %{i}"
-                if op.keep_history:
-                    op.output = Trace(spark, op.arity)
+        self._owned = [(arrangement, getattr(op, arrangement.what))
+                       for node, op in zip(physical.operators(plan), operators(self.root))
+                       for arrangement in node.state()]
+        """Each arrangement the plan's operators own, with its trace."""
+        for op in operators(self.root):
             op.meter.enabled = measure
 
     def merged_columns(self, schema: T.StructType) -> tuple[list[Column], list[Column]]:
@@ -276,14 +267,9 @@ class Dataflow:
         return [op for op in operators(self.root) if isinstance(op, GetOp)]
 
     def state(self) -> list[Trace]:
-        """The traces this dataflow owns (not the shared traces of its sources)."""
-        owned: list[Trace] = []
-        for op in operators(self.root):
-            for trace in (getattr(op, "output", None), getattr(op, "values", None),
-                          getattr(op, "pending", None)):
-                if isinstance(trace, Trace):
-                    owned.append(trace)
-        return owned
+        """The traces this dataflow owns (not the shared traces of its sources): one per
+        arrangement its physical plan's operators declare (``physical.Operator.state``)."""
+        return [trace for _, trace in self._owned]
 
     def temporal(self) -> list[LinearOp]:
         """The operators holding future updates (those with a temporal filter)."""
@@ -337,11 +323,8 @@ class Dataflow:
                 assert op.trace is not None
                 arrangements.append(ArrangementStats(op.name, "shared", op.trace.rows,
                                                      op.trace.bytes))
-            for attr in ("output", "values", "pending"):
-                trace = getattr(op, attr, None)
-                if isinstance(trace, Trace):
-                    arrangements.append(ArrangementStats(f"%{i}.{attr}", "owned", trace.rows,
-                                                         trace.bytes))
+            arrangements += [ArrangementStats(a.name, "owned", trace.rows, trace.bytes)
+                             for a, trace in self._owned if a.owner == i]
             rows_in = op.meter.rows if isinstance(op, GetOp) else sum(
                 child.meter.rows for child in op.children())
             out.append(OperatorStats(op.kind, op.meter.steps, rows_in, op.meter.rows,

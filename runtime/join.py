@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from matview.ir.functions import EvalError
-from matview.ir.relation import JoinPlan, input_at, offsets_of
+from matview.ir.relation import input_at, offsets_of
 from matview.ir.scalar import Scalar, columns_used, may_fail
 from matview.runtime.checked import (
     ERR,
@@ -68,7 +68,8 @@ class JoinOp(Operator):
     inputs: tuple[Operator, ...] = ()
     equivalences: tuple[tuple[Scalar, ...], ...] = ()
     predicates: tuple[Scalar, ...] = ()
-    plan: JoinPlan | None = None
+    orders: tuple[tuple[int, ...], ...] = ()
+    """Per input i, the inputs path i looks up, in order (the plan's ``DeltaJoin``)."""
     keep_history: bool = False
     output: Trace | None = None
     max_rows: int = DEFAULT_JOIN_ROWS
@@ -159,8 +160,7 @@ class JoinOp(Operator):
         checks = self._checks(bound, None)
         if checks:
             path = self._filter(path, checks)
-        assert self.plan is not None
-        for j in self.plan.orders[i]:
+        for j in self.orders[i]:
             other = others[j]
             if other is None:
                 return None
@@ -203,8 +203,7 @@ class JoinOp(Operator):
         if rows is None:
             return None
         bound = frozenset({i})
-        assert self.plan is not None
-        for j in self.plan.orders[i]:
+        for j in self.orders[i]:
             old, delta = self.inputs[j].history_rows(ctx), deltas[j]
             new = 0 if delta is None else delta.rows
             if self._keyed(bound, j) or old is None or new is None:
@@ -257,16 +256,13 @@ class JoinOp(Operator):
         return None if leaf is None else Delta(None, leaf.rows, leaf, count=leaf.rows)
 
     def history(self, ctx: StepContext) -> DataFrame | None:
-        assert self.output is not None, "join history read without require_history"
+        assert self.output is not None, "join history read but the plan does not arrange it"
         return None if ctx.first else self.output.read(upto=ctx.lower)
 
     def history_rows(self, ctx: StepContext) -> int | None:
         if ctx.first:
             return 0
         return None if self.output is None else self.output.rows_between(None, ctx.lower)
-
-    def require_history(self) -> None:
-        self.keep_history = True
 
     def commit(self) -> None:
         if self._staged is not None and self.output is not None:

@@ -435,10 +435,6 @@ class LinearOp(Operator):
             return None
         return 2 * rows if self.temporal else rows  # an insertion and a retraction each
 
-    def require_history(self) -> None:
-        assert self.input is not None
-        self.input.require_history()
-
     def commit(self) -> None:
         if self._staged is not None and self.pending is not None:
             future, first, last, upto = self._staged
@@ -479,10 +475,6 @@ class UnionOp(Operator):
     def history_rows(self, ctx: StepContext) -> int | None:
         sizes = [op.history_rows(ctx) for op in self.inputs]
         return None if None in sizes else sum(r for r in sizes if r is not None)
-
-    def require_history(self) -> None:
-        for op in self.inputs:
-            op.require_history()
 
     def children(self) -> tuple[Operator, ...]:
         return self.inputs

@@ -271,8 +271,9 @@ class Operator:
         """A bound on the update rows ``history`` returns, when known without a Spark job."""
         return None
 
-    def require_history(self) -> None:
-        """Called at build time by a consumer that will ask for ``history``."""
+    def arrangement_arity(self, what: str) -> int:
+        """The columns (besides time and diff) of the arrangement ``what`` it owns."""
+        return self.arity
 
     def commit(self) -> None:
         """Apply the state staged in the last step."""

@@ -97,6 +97,13 @@ class ReduceOp(Operator):
         visible = [f"v{j}" for j in range(len(self.aggregates))]
         return self._keys + visible + self.hidden_names()
 
+    def arrangement_arity(self, what: str) -> int:
+        """``output``: its rows with their hidden accumulators; ``values``: the group key and
+        the argument of each min/max aggregate."""
+        if what == "values":
+            return len(self.group_key) + sum(a.func in ("min", "max") for a in self.aggregates)
+        return len(self.full_names())
+
     def _full_types(self) -> list[T.DataType]:
         """The Spark types of ``full_names``."""
         out = [spark_type(t) for t in self.types]

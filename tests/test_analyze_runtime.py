@@ -23,6 +23,7 @@ from matview.ir.relation import (
 )
 from matview.ir.scalar import Call, Col, Lit
 from matview.ir.types import BIGINT, INT, TEXT
+from matview.planner.lower import lower
 from matview.runtime import dataflow as dataflow_module
 from matview.runtime.dataflow import Dataflow, operators
 from matview.runtime.operator import ArrangementStats, OperatorStats
@@ -76,7 +77,7 @@ def _jobs(spark, action: Callable[[], object]) -> int:  # type: ignore[no-untype
 def _filter_reduce(spark, measure: bool = True) -> tuple[Dataflow, Trace]:  # type: ignore[no-untyped-def]
     a = Trace(spark, 2)
     _write(spark, a, A, 1, [(1, 5, 1), (1, -3, 1), (2, 7, 1), (3, 0, 1)], arrow=False)
-    return Dataflow(FILTER_REDUCE, spark, {"a": a}.__getitem__, as_of=1, measure=measure), a
+    return Dataflow(lower(FILTER_REDUCE), spark, {"a": a}.__getitem__, as_of=1, measure=measure), a
 
 
 def test_filter_reduce_counts_steps_rows_and_state(spark) -> None:  # type: ignore[no-untyped-def]
@@ -120,7 +121,7 @@ def test_failed_step_counts_nothing(spark) -> None:  # type: ignore[no-untyped-d
     # errors such as a division by zero are data instead, and do not)
     series = FlatMap((Call("generate_series", (Lit(1, INT), Col(0))),))
     plan = Linear(A, (series,))
-    flow = Dataflow(plan, spark, {"a": a}.__getitem__, as_of=1, limit=3)
+    flow = Dataflow(lower(plan), spark, {"a": a}.__getitem__, as_of=1, limit=3)
     _step(flow, 1)
     before = _counts(flow.analyze())
     assert before == [("Get", 1, 2, 2), ("Linear", 1, 2, 3)]
@@ -135,7 +136,7 @@ def test_join_counts_rows_as_produced(spark) -> None:  # type: ignore[no-untyped
     a, b = Trace(spark, 2), Trace(spark, 2)
     _write(spark, a, A, 1, [(1, 10, 1), (2, 20, 1)], arrow=True)
     _write(spark, b, B, 1, [(1, "p", 1), (1, "q", 1), (3, "r", 1)], arrow=True)
-    flow = Dataflow(JOIN, spark, {"a": a, "b": b}.__getitem__, as_of=1)
+    flow = Dataflow(lower(JOIN), spark, {"a": a, "b": b}.__getitem__, as_of=1)
     # step 1: only b's path meets a (Alt/Neu at one time): k=1 twice
     _step(flow, 1)
     assert _counts(flow.analyze()) == [("Get", 1, 2, 2), ("Get", 1, 3, 3), ("Join", 1, 5, 2)]
@@ -165,7 +166,7 @@ def test_large_step_join_counts(spark, monkeypatch) -> None:  # type: ignore[no-
     a, b = Trace(spark, 2), Trace(spark, 2)
     _write(spark, a, A, 1, [(1, 10, 1), (2, 20, 1)], arrow=False)
     _write(spark, b, B, 1, [(1, "p", 1), (1, "q", 1), (3, "r", 1)], arrow=False)
-    flow = Dataflow(JOIN, spark, {"a": a, "b": b}.__getitem__, as_of=1)
+    flow = Dataflow(lower(JOIN), spark, {"a": a, "b": b}.__getitem__, as_of=1)
     _step(flow, 1)
     _write(spark, a, A, 2, [(1, 10, -1), (3, 30, 1)], arrow=False)
     _write(spark, b, B, 2, [(2, "s", 1)], arrow=False)
@@ -181,7 +182,7 @@ def test_output_kept_as_is_is_counted_when_read(spark) -> None:  # type: ignore[
     are counted once a reader computes it, after the step committed."""
     a = Trace(spark, 2)
     _write(spark, a, A, 1, [(1, 5, 1), (2, -7, 1), (3, 9, 1)], arrow=True)
-    flow = Dataflow(Linear(A, (POSITIVE,)), spark, {"a": a}.__getitem__, as_of=1)
+    flow = Dataflow(lower(Linear(A, (POSITIVE,))), spark, {"a": a}.__getitem__, as_of=1)
     leaf = _step(flow, 1)
     assert leaf is not None and leaf.rows == 3 and not leaf.exact
     assert _counts(flow.analyze()) == [("Get", 1, 3, 3), ("Linear", 1, 3, 0)]
@@ -198,7 +199,8 @@ def _join_flow(spark, measure: bool) -> tuple[Dataflow, Callable[[], None]]:  # 
         _write(spark, a, A, 2, [(1, 10, -1), (3, 30, 1)], arrow=True)
         _write(spark, b, B, 2, [(2, "s", 1)], arrow=False)
 
-    return Dataflow(JOIN, spark, {"a": a, "b": b}.__getitem__, as_of=1, measure=measure), more
+    flow = Dataflow(lower(JOIN), spark, {"a": a, "b": b}.__getitem__, as_of=1, measure=measure)
+    return flow, more
 
 
 def _reduce_flow(spark, measure: bool) -> tuple[Dataflow, Callable[[], None]]:  # type: ignore[no-untyped-def]

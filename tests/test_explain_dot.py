@@ -11,6 +11,7 @@ from matview.ir.parse import parse_plan
 from matview.ir.render import render_line
 from matview.planner.dataflow_graph import dataflow_graph, operators
 from matview.planner.explain.as_dot import WRAP, plan_graph, quote, to_dot
+from matview.planner.lower import lower
 from matview.planner.pipeline import physical
 from test_explain_json import SELF_JOIN, corpus
 
@@ -114,7 +115,7 @@ Join on=(#0 = #1 = #2) plan=delta[(1, 2), (0, 2), (0, 1)]
 
 
 def test_three_way_join_has_three_lookup_edges() -> None:
-    dot = read_dot(to_dot(dataflow_graph(parse_plan(THREE_WAY)), "three"))
+    dot = read_dot(to_dot(dataflow_graph(lower(parse_plan(THREE_WAY))), "three"))
     assert dot.name == "three"
     lookups = dot.edges_of(style="dashed")
     assert [(u, v, a["label"]) for u, v, a in lookups] == [
@@ -131,7 +132,7 @@ def test_three_way_join_has_three_lookup_edges() -> None:
 
 
 def test_self_join_shares_one_arrangement_node() -> None:
-    dot = read_dot(to_dot(dataflow_graph(parse_plan(SELF_JOIN)), "self"))
+    dot = read_dot(to_dot(dataflow_graph(lower(parse_plan(SELF_JOIN))), "self"))
     assert [n for n in dot.nodes if n.startswith("arr:")] == [
         "arr:a", "arr:%1.pending", "arr:b", "arr:%6.output", "arr:%6.values"]
     assert dot.nodes["arr:a"] == {"shape": "cylinder", "label": "a",
@@ -164,7 +165,7 @@ def test_labels_wrap_between_linear_steps() -> None:
 def test_quoting() -> None:
     assert quote('say "hi"\\there\nnext\r\nlast') == r'"say \"hi\"\\there\nnext\nlast"'
     plan = parse_plan('Get "we""ird\\name" (x int)')
-    dot = read_dot(to_dot(dataflow_graph(plan), 'a "name"'))
+    dot = read_dot(to_dot(dataflow_graph(lower(plan)), 'a "name"'))
     assert dot.name == 'a "name"'
     assert dot.nodes['arr:we"ird\\name']["label"] == 'we"ird\\name'
     assert dot.nodes["op0"]["label"] == '%0 Get\n"we""ird\\name" (x int)'
@@ -174,7 +175,7 @@ def test_dot_over_the_fixture_corpus() -> None:
     """Every physical dataflow and logical plan: valid DOT, deterministic, one node per
     operator and arrangement, one edge per graph edge."""
     for plan in corpus():
-        for graph in (dataflow_graph(physical(plan)), plan_graph(plan)):
+        for graph in (dataflow_graph(lower(physical(plan))), plan_graph(plan)):
             text = to_dot(graph, "plan")
             assert text == to_dot(graph, "plan")
             dot = read_dot(text)
@@ -188,7 +189,7 @@ def test_dot_over_the_fixture_corpus() -> None:
 def test_plan_graph_is_the_operator_layer() -> None:
     plan = parse_plan(SELF_JOIN)
     graph = plan_graph(plan)
-    flow = dataflow_graph(plan)
+    flow = dataflow_graph(lower(plan))
     assert list(graph.nodes) == operators(graph) == operators(flow)
     assert all(graph.edges[e]["kind"] == "input" for e in graph.edges)
     assert "paths" not in graph.nodes[5] and "paths" in flow.nodes[5]

@@ -40,6 +40,7 @@ from matview.planner.explain.as_json import (
     plan_json,
     trace_json,
 )
+from matview.planner.lower import lower
 from matview.planner.pipeline import physical, trace
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -215,7 +216,7 @@ Reduce group_key=(#0) aggregates=(count(*), min(#2))
 
 
 def test_dataflow_json_of_a_self_join() -> None:
-    doc = dataflow_json(dataflow_graph(parse_plan(SELF_JOIN)))
+    doc = dataflow_json(dataflow_graph(lower(parse_plan(SELF_JOIN))))
     assert_json_ready(doc)
     assert doc["root"] == 6
     ops = doc["operators"]
@@ -251,7 +252,7 @@ Join on=(#0 = #2) plan=delta[(1), (0)]
     Get b (x int)
   Reduce group_key=(#0) aggregates=(count(*))
     Get c (x int)""")
-    doc = dataflow_json(dataflow_graph(plan))
+    doc = dataflow_json(dataflow_graph(lower(plan)))
     names = {a["name"]: a for a in doc["arrangements"]}
     assert names["%2.output"]["maintained_by"] == 2
     assert names["%2.output"]["looked_up_by"] == [{"operator": 5, "paths": [1]}]
@@ -262,10 +263,10 @@ Join on=(#0 = #2) plan=delta[(1), (0)]
 def test_dataflow_json_over_the_fixture_corpus() -> None:
     """Every physical dataflow: JSON-ready, deterministic, ids and names consistent."""
     for plan in corpus():
-        graph = dataflow_graph(physical(plan))
+        graph = dataflow_graph(lower(physical(plan)))
         doc = dataflow_json(graph)
         assert_json_ready(doc)
-        assert doc == dataflow_json(dataflow_graph(physical(plan)))
+        assert doc == dataflow_json(dataflow_graph(lower(physical(plan))))
         ids = [o["id"] for o in doc["operators"]]
         assert ids == list(range(len(ids))) and doc["root"] == ids[-1]
         names = [a["name"] for a in doc["arrangements"]]
@@ -293,7 +294,7 @@ class Stats:
 
 
 def test_dataflow_json_with_statistics() -> None:
-    graph = dataflow_graph(parse_plan(THREE_WAY_WITH_REDUCE))
+    graph = dataflow_graph(lower(parse_plan(THREE_WAY_WITH_REDUCE)))
     stats = [Stats(2, 0, 5, 0.5), Stats(2, 0, 3, 0.25), Stats(2, 8, 4, 1.0),
              Stats(2, 4, 1, 0.125, (Size("%3.output", 1, 64),))]
     doc = dataflow_json(graph, stats)

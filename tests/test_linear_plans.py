@@ -10,6 +10,7 @@ import pyarrow as pa
 import pytest
 from matview.ir.parse import parse_plan
 from matview.ir.relation import Linear
+from matview.planner.lower import lower
 from matview.runtime.dataflow import Dataflow
 from matview.runtime.trace import Trace
 from matview.runtime.types import update_schema
@@ -59,7 +60,7 @@ def test_no_python_evaluation_in_executed_plans(spark, executed) -> None:  # typ
                                  schema=schema)
     trace = Trace(spark, PLAN.input.arity)
     trace.append(stored(spark, table), 1, 1)
-    flow = Dataflow(PLAN, spark, {"t": trace}.__getitem__, as_of=1)
+    flow = Dataflow(lower(PLAN), spark, {"t": trace}.__getitem__, as_of=1)
     for upper in (1, 15, 100):
         step = flow.prepare(upper)
         if step.output is not None:

@@ -30,6 +30,7 @@ from matview.ir.relation import (
 )
 from matview.ir.scalar import Call, Col, Lit
 from matview.ir.types import BIGINT, INT, TEXT
+from matview.planner.lower import lower
 from matview.planner.pipeline import physical
 from matview.runtime.dataflow import Dataflow
 from matview.runtime.trace import Trace
@@ -96,7 +97,7 @@ def _traces(spark, updates) -> dict[str, Trace]:  # type: ignore[no-untyped-def]
 def _run(spark, plan: Relation, traces: dict[str, Trace], uppers: list[int]
          ) -> Counter[tuple[object, ...]]:  # type: ignore[no-untyped-def]
     """Per-(row, time) output updates of stepping the dataflow to each of ``uppers``."""
-    flow = Dataflow(physical(plan), spark, traces.__getitem__, as_of=0)
+    flow = Dataflow(lower(physical(plan)), spark, traces.__getitem__, as_of=0)
     out: Counter[tuple[object, ...]] = Counter()
     for upper in [0] + uppers:
         step = flow.prepare(upper)

@@ -11,6 +11,7 @@ import pyarrow as pa
 import pytest
 from matview.ir.parse import parse_plan
 from matview.ir.relation import Aggregate, Reduce, Relation
+from matview.planner.lower import lower
 from matview.runtime.dataflow import Dataflow
 from matview.runtime.trace import Trace
 from matview.runtime.types import update_schema
@@ -52,7 +53,7 @@ def _pending(flow: Dataflow) -> int:
 def test_future_updates_wait_and_are_released_at_their_times(spark) -> None:  # type: ignore[no-untyped-def]
     trace = Trace(spark, 2)
     _write(spark, trace, 1, [(1, 5, 1), (2, 20, 1), (3, -4, 1)])
-    flow = Dataflow(WINDOW, spark, {"e": trace}.__getitem__, as_of=1)
+    flow = Dataflow(lower(WINDOW), spark, {"e": trace}.__getitem__, as_of=1)
     # row 3 is valid in [-4, 6): inserted at max(1, -4) = 1, retracted in the future
     assert _step(flow, 1) == Counter({(3, -4, 1): 1})
     assert _pending(flow) == 5  # (1: 5, 15), (2: 20, 30), (3: retraction at 6)
@@ -75,7 +76,7 @@ def test_future_updates_wait_and_are_released_at_their_times(spark) -> None:  # 
 def test_first_step_emits_rows_already_valid(spark) -> None:  # type: ignore[no-untyped-def]
     trace = Trace(spark, 2)
     _write(spark, trace, 10, [(1, 5, 1), (2, 12, 2)])
-    flow = Dataflow(WINDOW, spark, {"e": trace}.__getitem__, as_of=10)
+    flow = Dataflow(lower(WINDOW), spark, {"e": trace}.__getitem__, as_of=10)
     assert _step(flow, 10) == Counter({(1, 5, 10): 1})
     assert _step(flow, 20) == Counter({(1, 5, 15): -1, (2, 12, 12): 2})
 
@@ -87,7 +88,7 @@ def test_one_step_over_many_releases_equals_step_per_time(spark) -> None:  # typ
     def run(uppers: list[int]) -> Counter[tuple[object, ...]]:
         trace = Trace(spark, 2)
         _write(spark, trace, 1, [(1, 3, 1), (2, 6, 1), (3, 9, 1)])
-        flow = Dataflow(plan, spark, {"e": trace}.__getitem__, as_of=1)
+        flow = Dataflow(lower(plan), spark, {"e": trace}.__getitem__, as_of=1)
         out: Counter[tuple[object, ...]] = Counter()
         for upper in [1] + uppers:
             out.update(_step(flow, upper))
@@ -101,7 +102,7 @@ def test_one_step_over_many_releases_equals_step_per_time(spark) -> None:  # typ
 def test_failed_step_changes_nothing(spark) -> None:  # type: ignore[no-untyped-def]
     trace = Trace(spark, 2)
     _write(spark, trace, 1, [(1, 5, 1)])
-    flow = Dataflow(FAILING, spark, {"e": trace}.__getitem__, as_of=1, limit=3)
+    flow = Dataflow(lower(FAILING), spark, {"e": trace}.__getitem__, as_of=1, limit=3)
     _step(flow, 1)
     assert _pending(flow) == 2
     _write(spark, trace, 3, [(50, 2, 1)])  # 50 rows from one input row: over the limit
@@ -116,7 +117,7 @@ def test_failed_step_changes_nothing(spark) -> None:  # type: ignore[no-untyped-
 
 def test_pending_state_is_compacted(spark) -> None:  # type: ignore[no-untyped-def]
     trace = Trace(spark, 2)
-    flow = Dataflow(WINDOW, spark, {"e": trace}.__getitem__, as_of=0)
+    flow = Dataflow(lower(WINDOW), spark, {"e": trace}.__getitem__, as_of=0)
     _step(flow, 0)
     for time in range(1, 13):
         _write(spark, trace, time, [(time, time + 1, 1)])

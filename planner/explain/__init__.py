@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
+from matview.ir import physical
 from matview.ir.relation import Relation
 from matview.ir.render import RenderOptions, render_plan
 from matview.planner.dataflow_graph import dataflow_graph
@@ -27,6 +28,7 @@ from matview.planner.explain.physical_text import (
     RefreshStats,
     render_dataflow,
 )
+from matview.planner.lower import lower
 from matview.planner.pipeline import at_stage, trace
 
 OPTIONS = {"arity": "arity", "types": "types", "keys": "keys",
@@ -45,7 +47,7 @@ def explain_plan(plan: Relation, stage: str, fmt: str, options: Sequence[str] = 
     """``plan`` (raw) at ``stage`` in format ``fmt`` (``text``, ``json`` or ``dot``)."""
     staged = at_stage(plan, stage)
     if stage == "physical":
-        graph = dataflow_graph(staged)
+        graph = dataflow_graph(lower(staged))
         if fmt == "text":
             return render_dataflow(graph, render_options(options))
         if fmt == "json":
@@ -74,9 +76,9 @@ def explain_trace(plan: Relation, fmt: str, options: Sequence[str] = ()) -> str:
     return "\n".join(lines)
 
 
-def explain_analyze(plan: Relation, stats: Sequence[OperatorStats], fmt: str,
+def explain_analyze(plan: physical.Operator, stats: Sequence[OperatorStats], fmt: str,
                     title: str, refresh: RefreshStats) -> str:
-    """The running dataflow of ``plan`` (physical) with each operator's statistics and how
+    """The running dataflow of physical ``plan`` with each operator's statistics and how
     its view's steps ran (``refresh``)."""
     graph = dataflow_graph(plan)
     if fmt == "json":

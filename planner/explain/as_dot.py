@@ -24,6 +24,7 @@ from matview.ir.relation import Relation
 from matview.ir.render import render_line
 from matview.planner.dataflow_graph import dataflow_graph, operators
 from matview.planner.explain.as_json import arrangement_names
+from matview.planner.lower import lower
 
 WRAP = 48
 """The width at which an operator's attribute text wraps in its label."""
@@ -35,10 +36,11 @@ _SHAPES = {"shared": "cylinder", "owned": "note"}
 def plan_graph(rel: Relation) -> nx.DiGraph:
     """The plan ``rel`` as a graph of operators (numbered in post-order as in
     ``dataflow_graph``) and their input edges, without arrangements or delta paths."""
-    flow = dataflow_graph(rel)
+    flow = dataflow_graph(lower(rel))
     graph = nx.DiGraph(flow.subgraph(operators(flow)))
     for op in graph.nodes:
-        graph.nodes[op].pop("paths", None)
+        for attribute in ("paths", "implementation"):
+            graph.nodes[op].pop(attribute, None)
     return graph
 
 

@@ -92,6 +92,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import networkx as nx
+from matview.ir.physical import DeltaPath
 from matview.ir.relation import (
     Constant,
     Filter,
@@ -111,7 +112,6 @@ from matview.ir.relation import (
 from matview.ir.render import render_line, render_scalar, render_type, render_value
 from matview.ir.scalar import Scalar
 from matview.planner.dataflow_graph import (
-    DeltaPath,
     arrangements,
     history_arrangements,
     operators,

@@ -32,10 +32,10 @@ from collections.abc import Sequence
 from typing import Protocol
 
 import networkx as nx
-from matview.ir.relation import Get, Join, Linear
+from matview.ir.physical import DeltaPath
+from matview.ir.relation import Get, Linear
 from matview.ir.render import PLAIN, RenderOptions, render_line, render_scalar
 from matview.planner.dataflow_graph import (
-    DeltaPath,
     arrangements,
     history_arrangements,
     operators,
@@ -101,8 +101,8 @@ def _render_operator(graph: nx.DiGraph, op: int, depth: int, options: RenderOpti
     pad = "  " * depth
     lines.append(f"{pad}%{op} {render_line(node['relation'], options)}")
     detail = pad + "  "
-    if isinstance(node["relation"], Join):
-        lines.append(f"{detail}implementation: {_kind(node['relation'])}")
+    if "implementation" in node:
+        lines.append(f"{detail}implementation: {node['implementation'].kind}")
         lines += [f"{detail}  {_path(path)}" for path in node["paths"]]
         lines.append(f"{detail}lookups: " + ", ".join(_lookups(graph, op)))
     for name in arrangements(graph, op):
@@ -111,10 +111,6 @@ def _render_operator(graph: nx.DiGraph, op: int, depth: int, options: RenderOpti
         lines += _statistics(stats[op], detail)
     for child in node["inputs"]:
         _render_operator(graph, child, depth + 1, options, stats, lines)
-
-
-def _kind(join: Join) -> str:
-    return join.plan.kind if join.plan is not None else "delta"
 
 
 def _path(path: DeltaPath) -> str:

@@ -1,0 +1,208 @@
+"""The physical IR: the operators a running dataflow has, the state each one owns and the
+arrangements each one reads, decided once (by ``planner.lower``) and then executed by the
+runtime (``runtime.dataflow``) and printed by EXPLAIN PHYSICAL (``planner.dataflow_graph``).
+
+A physical plan is a tree of ``Operator`` nodes numbered ``0..n-1`` in post-order (inputs
+before their consumer, inputs in order); EXPLAIN prints operator ``k`` as ``%k``. Each node
+keeps the logical node it runs (``relation``: its meaning, its types, how it prints) and adds
+what the logical plan leaves open:
+
+- ``state()``: the arrangements it owns (``Arrangement``), which live as long as its
+  dataflow: a Reduce's output (and its min/max input values), a temporal Linear's pending
+  updates, a Join's output when a consumer looks that output up. This is the seam for
+  persistence: the whole state of a dataflow is the state its operators declare.
+- ``reads()``: the shared arrangements it reads (a Get's stored collection).
+- ``history()``: the arrangements a lookup of its output reads.
+- a Join's implementation, a typed variant (``DeltaJoin`` now; a worst-case optimal join
+  later), with its delta paths spelled out: per input, the lookups in order, each by key and
+  with its Alt/Neu time comparison.
+
+Nodes are frozen dataclasses and compare by value.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import ClassVar
+
+from matview.ir import relation as logical
+from matview.ir.scalar import Scalar
+from matview.ir.types import SqlType
+
+
+@dataclass(frozen=True)
+class Arrangement:
+    """State an operator owns: the updates of ``what`` it holds (``output``, ``values`` or
+    ``pending``), named ``%<owner>.<what>``. ``reused`` says whether the arrangement exists
+    anyway (a Reduce's output, which it needs itself) rather than only for the lookups of a
+    consumer (a Join's output)."""
+
+    owner: int
+    what: str
+    purpose: str
+    reused: bool = True
+
+    @property
+    def name(self) -> str:
+        return f"%{self.owner}.{self.what}"
+
+
+@dataclass(frozen=True)
+class Lookup:
+    """One lookup of a delta path: input ``input`` (operator ``operator``) found by ``key``
+    (expressions over that input's own columns; empty: a cross product), seeing its updates
+    at times ``time`` (``<=`` or ``<``) the change's time."""
+
+    input: int
+    operator: int
+    key: tuple[Scalar, ...]
+    time: str
+
+
+@dataclass(frozen=True)
+class DeltaPath:
+    """Path ``input``: the changes of input ``input`` (operator ``operator``), then
+    ``lookups`` in order."""
+
+    input: int
+    operator: int
+    lookups: tuple[Lookup, ...]
+
+    @property
+    def order(self) -> tuple[int, ...]:
+        """The inputs looked up, in order."""
+        return tuple(lookup.input for lookup in self.lookups)
+
+
+@dataclass(frozen=True)
+class DeltaJoin:
+    """A join run as a delta query (seeds 001, 003): one path per input, no state of its own
+    beyond its inputs' arrangements. Path ``i`` looks input ``j`` up at times ``<= t`` when
+    ``j < i`` and ``< t`` when ``j > i`` (Alt/Neu order), so simultaneous changes count once."""
+
+    kind: ClassVar[str] = "delta"
+
+    paths: tuple[DeltaPath, ...]
+
+
+JoinImplementation = DeltaJoin
+"""How a join runs: a union of the variants once there are several (worst-case optimal next)."""
+
+
+@dataclass(frozen=True)
+class Operator:
+    """A node of a physical plan: operator ``id`` running logical node ``relation`` over
+    ``inputs`` (the physical plans of the logical node's inputs, in order)."""
+
+    id: int
+    relation: logical.Relation
+    inputs: tuple[Operator, ...]
+
+    @property
+    def kind(self) -> str:
+        """The logical node it runs (``Join``, ``Reduce``, ...)."""
+        return type(self.relation).__name__
+
+    @property
+    def types(self) -> tuple[SqlType, ...]:
+        return self.relation.types
+
+    def state(self) -> tuple[Arrangement, ...]:
+        """The arrangements this operator owns."""
+        return ()
+
+    def reads(self) -> tuple[str, ...]:
+        """The shared arrangements (stored collections) this operator reads."""
+        return ()
+
+    def history(self) -> tuple[str, ...]:
+        """The arrangements a lookup of this operator's output reads."""
+        return tuple(name for child in self.inputs for name in child.history())
+
+
+@dataclass(frozen=True)
+class Get(Operator):
+    """Reads the shared arrangement of stored collection ``relation.name``: its changes in
+    each step, its history when looked up. Owns nothing."""
+
+    relation: logical.Get
+
+    def reads(self) -> tuple[str, ...]:
+        return (self.relation.name,)
+
+    def history(self) -> tuple[str, ...]:
+        return (self.relation.name,)
+
+
+@dataclass(frozen=True)
+class Constant(Operator):
+    """Emits its rows once, in the first step. Owns nothing; a lookup of it reads nothing."""
+
+    relation: logical.Constant
+
+
+@dataclass(frozen=True)
+class Linear(Operator):
+    """Applies the linear steps to its input's changes; looked up, it applies them to its
+    input's history on the fly. With a temporal filter it owns ``pending``: the updates dated
+    after the frontier, until they are due."""
+
+    relation: logical.Linear
+    pending: Arrangement | None = None
+
+    def state(self) -> tuple[Arrangement, ...]:
+        return () if self.pending is None else (self.pending,)
+
+
+@dataclass(frozen=True)
+class Union(Operator):
+    """Sums its inputs' changes; looked up, it reads its inputs' histories. Owns nothing."""
+
+    relation: logical.Union
+
+
+@dataclass(frozen=True)
+class Join(Operator):
+    """Joins its inputs as ``implementation`` says. Owns ``output`` (the joined rows that
+    passed the predicates) only when a consumer looks its output up."""
+
+    relation: logical.Join
+    implementation: JoinImplementation
+    output: Arrangement | None = None
+
+    def state(self) -> tuple[Arrangement, ...]:
+        return () if self.output is None else (self.output,)
+
+    def history(self) -> tuple[str, ...]:
+        assert self.output is not None, "a join's history is read only when it arranges it"
+        return (self.output.name,)
+
+
+@dataclass(frozen=True)
+class Reduce(Operator):
+    """Groups its input's changes by key, touching only the changed groups. Owns ``output``
+    (its rows by group key, with their accumulators) and, for min/max, ``values`` (the
+    input's values by group key); a lookup of it reads ``output``."""
+
+    relation: logical.Reduce
+    output: Arrangement
+    values: Arrangement | None = None
+
+    def state(self) -> tuple[Arrangement, ...]:
+        return (self.output,) if self.values is None else (self.output, self.values)
+
+    def history(self) -> tuple[str, ...]:
+        return (self.output.name,)
+
+
+def operators(root: Operator) -> Iterator[Operator]:
+    """Every operator under ``root``, in id order (inputs before consumers)."""
+    for child in root.inputs:
+        yield from operators(child)
+    yield root
+
+
+def reads(root: Operator) -> set[str]:
+    """The stored collections the plan under ``root`` reads."""
+    return {name for op in operators(root) for name in op.reads()}

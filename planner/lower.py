@@ -1,0 +1,103 @@
+"""Lowering: a planned logical plan (``pipeline.physical``) becomes the physical plan the
+runtime executes and EXPLAIN PHYSICAL prints (``ir.physical``).
+
+    lower(R) = the operators of R in post-order, numbered 0..n-1, each with
+      - its state: Reduce -> output (+ values for min/max); a temporal Linear -> pending;
+        Join -> output iff a consumer looks its output up (through Linear and Union);
+      - for a Join, its implementation: the delta paths of its JoinPlan, each lookup keyed by
+        the equivalence-class members over the looked-up input alone, at time <= t for an
+        input before the path's own and < t for one after it (Alt/Neu).
+
+Every decision about state and join paths is made here, once; the runtime and EXPLAIN read it.
+"""
+
+from __future__ import annotations
+
+from matview.ir import physical
+from matview.ir.linear_logic import is_temporal_steps
+from matview.ir.relation import (
+    Constant,
+    Get,
+    Join,
+    JoinPlan,
+    Linear,
+    Reduce,
+    Relation,
+    Union,
+    inputs_of,
+    offsets_of,
+)
+from matview.ir.scalar import Scalar, columns_used, remap
+
+
+def lower(plan: Relation) -> physical.Operator:
+    """The physical plan of ``plan`` (see the module docstring)."""
+    return _Lowering().lower(plan, looked_up=False)
+
+
+class _Lowering:
+    def __init__(self) -> None:
+        self.next_id = 0
+
+    def lower(self, rel: Relation, looked_up: bool) -> physical.Operator:
+        """``rel`` lowered; ``looked_up``: a consumer looks its output up (reads its history)."""
+        below = looked_up and isinstance(rel, (Linear, Union)) or isinstance(rel, Join)
+        inputs = tuple(self.lower(child, below) for child in inputs_of(rel))
+        op, self.next_id = self.next_id, self.next_id + 1
+        if isinstance(rel, Get):
+            return physical.Get(op, rel, inputs)
+        if isinstance(rel, Constant):
+            return physical.Constant(op, rel, inputs)
+        if isinstance(rel, Linear):
+            pending = physical.Arrangement(
+                op, "pending", "updates dated after the frontier, until they are due"
+            ) if is_temporal_steps(rel.steps) else None
+            return physical.Linear(op, rel, inputs, pending)
+        if isinstance(rel, Union):
+            return physical.Union(op, rel, inputs)
+        if isinstance(rel, Join):
+            output = physical.Arrangement(
+                op, "output", "the joined rows, for the lookups of a consumer", reused=False
+            ) if looked_up else None
+            return physical.Join(op, rel, inputs, _delta_join(rel, inputs), output)
+        if isinstance(rel, Reduce):
+            values = physical.Arrangement(
+                op, "values", "the input values of min/max by group key"
+            ) if any(a.func in ("min", "max") for a in rel.aggregates) else None
+            output = physical.Arrangement(
+                op, "output", "the output rows by group key, with their accumulators")
+            return physical.Reduce(op, rel, inputs, output, values)
+        raise TypeError(f"cannot lower {type(rel).__name__}")
+
+
+def _delta_join(join: Join, inputs: tuple[physical.Operator, ...]) -> physical.DeltaJoin:
+    """The delta paths of ``join``'s plan (every other input in input order when it has none)."""
+    ids = [op.id for op in inputs]
+    plan = join.plan or JoinPlan("delta", tuple(
+        tuple(j for j in range(len(ids)) if j != i) for i in range(len(ids))))
+    paths = []
+    for i, order in enumerate(plan.orders):
+        bound, lookups = {i}, []
+        for j in order:
+            lookups.append(physical.Lookup(j, ids[j], _key(join, bound, j),
+                                           "<=" if j < i else "<"))
+            bound.add(j)
+        paths.append(physical.DeltaPath(i, ids[i], tuple(lookups)))
+    return physical.DeltaJoin(tuple(paths))
+
+
+def _key(join: Join, bound: set[int], new: int) -> tuple[Scalar, ...]:
+    """The expressions over input ``new``'s own columns by which it is looked up once the
+    inputs ``bound`` are bound: each equivalence class member reading only ``new``, of the
+    classes with a member over the bound inputs."""
+    offsets = offsets_of([rel.arity for rel in join.inputs])
+    key = []
+    for cls in join.equivalences:
+        reads = [{join.input_of(c) for c in columns_used(m)} for m in cls]
+        if not any(r and r <= bound for r in reads):
+            continue
+        for member, read in zip(cls, reads):
+            if read == {new}:
+                key.append(remap(member, lambda c: c - offsets[new]))
+                break
+    return tuple(key)

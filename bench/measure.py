@@ -23,17 +23,22 @@ from matview.connection import Connection
 @contextmanager
 def counted(spark: SparkSession, group: str) -> Iterator[dict[str, int | None]]:
     """Count what the block does: ``py4j`` calls from Python to the JVM (every call through
-    py4j's gateway client, in any thread) and Spark ``jobs`` run by this thread (tagged with
-    job group ``group``, which earlier blocks may have used too: only the block's new jobs
-    count; None on Spark Connect, which has no SparkContext to ask)."""
+    py4j's gateway client, in any thread), less ``py4j_gc``, the ones py4j's own garbage
+    collection thread sends in the background to release JVM objects Python has dropped;
+    and Spark ``jobs`` run by this thread (tagged with job group ``group``, which earlier
+    blocks may have used too: only the block's new jobs count; None on Spark Connect, which
+    has no SparkContext to ask)."""
     from py4j.java_gateway import GatewayClient
+    from py4j.protocol import MEMORY_COMMAND_NAME, MEMORY_DEL_SUBCOMMAND_NAME
 
-    counts: dict[str, int | None] = {"py4j": 0, "jobs": None}
+    release = MEMORY_COMMAND_NAME + MEMORY_DEL_SUBCOMMAND_NAME
+    counts: dict[str, int | None] = {"py4j": 0, "py4j_gc": 0, "jobs": None}
     original: Callable[..., Any] = GatewayClient.send_command
 
-    def send_command(client: GatewayClient, *args: Any, **kwargs: Any) -> Any:
-        counts["py4j"] = (counts["py4j"] or 0) + 1
-        return original(client, *args, **kwargs)
+    def send_command(client: GatewayClient, command: str, *args: Any, **kwargs: Any) -> Any:
+        kind = "py4j_gc" if command.startswith(release) else "py4j"
+        counts[kind] = (counts[kind] or 0) + 1
+        return original(client, command, *args, **kwargs)
 
     context, before = None, set()
     if not type(spark).__module__.startswith("pyspark.sql.connect"):

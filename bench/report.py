@@ -41,10 +41,13 @@ def table(report: dict[str, Any]) -> str:
         py4j = mv.get("py4j_per_batch", [])
         if py4j:
             job_median = "-" if not jobs else f"{statistics.median(jobs):g}"
+            released = mv.get("py4j_gc_per_batch", [])
             extra.append(
                 f"{name}: per batch (commit and read every view), Spark jobs median "
                 f"{job_median}, py4j calls median {statistics.median(py4j):g} "
-                f"(max {max(py4j)})")
+                f"(max {max(py4j)})" + ("" if not released else
+                                        f", and {statistics.median(released):g} releases of "
+                                        "JVM objects by py4j's collector thread"))
         steps = mv.get("refresh", {})
         if steps:
             extra.append(f"{name}: view steps (the first of each included) " + "; ".join(

@@ -78,6 +78,7 @@ def run_matview(spark: SparkSession, workload: Workload, refresh: str = "auto"
         "latency": summary(latencies), "state": states,
         "jobs_per_batch": [c["jobs"] for c in calls],
         "py4j_per_batch": [c["py4j"] for c in calls],
+        "py4j_gc_per_batch": [c["py4j_gc"] for c in calls],
         "block_manager_bytes": block_manager_bytes(spark),
     }
     figures["refresh"] = {name: refresh_stats(engine.con, name) for name in workload.views}

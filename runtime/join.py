@@ -26,6 +26,7 @@ from matview.runtime.checked import (
     split_errors,
 )
 from matview.runtime.expressions import compile_scalar
+from matview.runtime.jvm_plans import Columns, columns, select
 from matview.runtime.operator import Delta, Operator, StepContext
 from matview.runtime.trace import Trace
 from matview.runtime.types import col
@@ -39,7 +40,7 @@ from matview.runtime.updates import (
     materialize,
     union_all,
 )
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 DEFAULT_JOIN_ROWS = 25_000_000
@@ -80,9 +81,10 @@ class JoinOp(Operator):
     def _prefixed(self, df: DataFrame, index: int) -> DataFrame:
         """Input ``index``'s batch with columns ``j{index}_c{k}``, ``_t{index}``,
         ``_d{index}``."""
-        return df.select(*self.built(("rename", index), lambda: [
+        return select(df, self.built(("rename", index), lambda: columns(
+            df.sparkSession,
             *[col(f"c{k}").alias(f"j{index}_c{k}") for k in range(self.inputs[index].arity)],
-            col(TIME).alias(f"_t{index}"), col(DIFF).alias(f"_d{index}")]))
+            col(TIME).alias(f"_t{index}"), col(DIFF).alias(f"_d{index}"))))
 
     def _reads(self, expr: Scalar) -> frozenset[int]:
         """The inputs whose columns ``expr`` reads."""
@@ -165,21 +167,38 @@ class JoinOp(Operator):
             if other is None:
                 return None
             other = self._prefixed(other, j)
-            seen = (col(f"_t{j}") <= col(f"_t{i}")) if j < i else (
-                col(f"_t{j}") < col(f"_t{i}"))
-            condition = functools.reduce(Column.__and__, self._conditions(bound, j), seen)
             large = (sizes[j] or 0) > LARGE_LOOKUP_ROWS
-            path = lookup(path, other, condition, "inner", ctx.small, build="left", large=large)
-            path = path.withColumn(f"_d{i}", col(f"_d{i}") * col(f"_d{j}"))
+            path = lookup(path, other, self._lookup_condition(bound, i, j), "inner", ctx.small,
+                          build="left", large=large)
+            path = select(path, self._times_diffs(path.sparkSession, bound | {j}, i, j))
             checks = self._checks(bound, j)
             if checks:
                 path = self._filter(path, checks)
             bound = bound | {j}
-        return path.select(*self._output(i))
+        return select(path, self.built(("output", i), lambda: columns(
+            path.sparkSession, *self._new_output(i))))
 
-    def _output(self, i: int) -> list[Column]:
-        """The columns of path ``i``'s output: the joined row, its error, time and diff."""
-        return self.built(("output", i), lambda: self._new_output(i))
+    def _lookup_condition(self, bound: frozenset[int], i: int, j: int) -> Column:
+        """Path ``i``'s condition for looking input ``j`` up once ``bound`` are bound: the
+        equalities it makes checkable, and the Alt/Neu order of times (made once)."""
+        def make() -> Column:
+            seen = (col(f"_t{j}") <= col(f"_t{i}")) if j < i else (
+                col(f"_t{j}") < col(f"_t{i}"))
+            return functools.reduce(Column.__and__, self._conditions(bound, j), seen)
+        return self.built(("lookup", bound, i, j), make)
+
+    def _times_diffs(self, spark: SparkSession, bound: frozenset[int], i: int,
+                     j: int) -> Columns:
+        """Path ``i``'s columns once input ``j`` joined ``bound``: those of the inputs
+        ``bound`` (and ``_err``), the diff the product of ``_d{i}`` and ``_d{j}`` (made
+        once)."""
+        def make() -> Columns:
+            kept = [name for k in sorted(bound) for name in (
+                *[f"j{k}_c{c}" for c in range(self.inputs[k].arity)], f"_t{k}",
+                *([] if k == i else [f"_d{k}"]))]
+            return columns(spark, *kept, *([ERR] if self.checks else []),
+                           (col(f"_d{i}") * col(f"_d{j}")).alias(f"_d{i}"))
+        return self.built(("times_diffs", bound, i, j), make)
 
     def _new_output(self, i: int) -> list[Column]:
         names = [f"j{k}_c{c}" for k, op in enumerate(self.inputs) for c in range(op.arity)]
@@ -219,9 +238,11 @@ class JoinOp(Operator):
     def _counted(self, out: DataFrame) -> DataFrame:
         """``out``, failing its job once a partition of it has produced more than
         ``max_rows`` rows (a small step's output is one partition: then exactly)."""
-        produced = F.monotonically_increasing_id().bitwiseAND(F.lit((1 << 33) - 1))
-        over = F.raise_error(F.lit(self._too_many("produced more than")))
-        return out.where(F.when(produced >= self.max_rows, over).otherwise(F.lit(True)))
+        def make() -> Column:
+            produced = F.monotonically_increasing_id().bitwiseAND(F.lit((1 << 33) - 1))
+            over = F.raise_error(F.lit(self._too_many("produced more than")))
+            return F.when(produced >= self.max_rows, over).otherwise(F.lit(True))
+        return out.where(self.built("counted", make))
 
     def compute(self, ctx: StepContext) -> Delta | None:
         deltas = [op.delta(ctx) for op in self.inputs]

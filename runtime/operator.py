@@ -22,13 +22,14 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, TypeVar
 
 from matview.ir.types import SqlType
+from matview.runtime.jvm_plans import columns, select
 from matview.runtime.updates import Leaf, row_count
-from pyspark.sql import DataFrame, Observation, SparkSession
+from pyspark.sql import Column, DataFrame, Observation, SparkSession
 
 
 @dataclass(frozen=True)
@@ -235,6 +236,14 @@ class Operator:
         if key not in self._built:
             self._built[key] = make()
         return self._built[key]  # type: ignore[no-any-return]
+
+    def selected(self, df: DataFrame, key: object,
+                 make: Callable[[], Sequence[Column | str]]) -> DataFrame:
+        """``df.select(*make())`` with the column list made once (``key`` names it among
+        this operator's lists) and, in a classic session, passed to the JVM once
+        (``jvm_plans``)."""
+        return select(df, self.built(("select", key),
+                                     lambda: columns(df.sparkSession, *make())))
 
     @property
     def arity(self) -> int:

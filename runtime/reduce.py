@@ -30,6 +30,7 @@ from matview.ir.relation import Aggregate
 from matview.ir.scalar import Scalar, may_fail
 from matview.ir.types import SqlType
 from matview.runtime.checked import ERR, compile_checked, described, first_error, split_errors
+from matview.runtime.jvm_plans import aggregate, columns
 from matview.runtime.operator import Delta, Operator, StepContext
 from matview.runtime.trace import Trace
 from matview.runtime.types import col, column_names, spark_type
@@ -125,7 +126,7 @@ class ReduceOp(Operator):
     def _prepared(self, df: DataFrame) -> DataFrame:
         """The input batch as keys ``k*``, aggregate arguments ``a*``, time and diff (and
         each row's evaluation error ``_err`` when they may fail)."""
-        return df.select(*self._preparation)
+        return self.selected(df, "prepared", lambda: self._preparation)
 
     @functools.cached_property
     def _preparation(self) -> list[Column]:
@@ -195,14 +196,14 @@ class ReduceOp(Operator):
             if leaf is not None and self._extremes():
                 assert self.values is not None
                 args = [*self._keys, *[f"a{j}" for j in self._extremes()], TIME, DIFF]
-                pairs = Leaf(leaf.df.select(*args), leaf.rows,
+                pairs = Leaf(self.selected(leaf.df, "pairs", lambda: args), leaf.rows,
                              None if leaf.table is None else leaf.table.select(args))
                 self._staged.append((self.values, pairs, *self._range(ctx)))
         if prepared is None and not first_global:
             return None
         full = self._updates(ctx, prepared)
-        full = full.select(*[col(n).alias(f"c{i}") for i, n in
-                             enumerate(self.full_names())], TIME, DIFF)
+        full = self.selected(full, "full", lambda: [
+            *[col(n).alias(f"c{i}") for i, n in enumerate(self.full_names())], TIME, DIFF])
         leaf = materialize(ctx.spark, consolidate(full), ctx.small)
         self._staged.append((self.output, leaf, *self._range(ctx)))
         if leaf is None:
@@ -211,7 +212,7 @@ class ReduceOp(Operator):
         if leaf.table is not None:
             return Delta(None, leaf.rows, Leaf(None, leaf.rows, leaf.table.select(shown),
                                                ctx.spark), count=leaf.rows)
-        return Delta(leaf.df.select(*shown), leaf.rows, count=leaf.rows)
+        return Delta(self.selected(leaf.df, "shown", lambda: shown), leaf.rows, count=leaf.rows)
 
     def _restricted(self, ctx: StepContext) -> bool:
         """Whether the step reads the state of the touched keys only (a semi-join), rather
@@ -233,7 +234,8 @@ class ReduceOp(Operator):
         assert self.output is not None
         parts = []
         if prepared is not None:
-            parts.append(prepared.select(*self._keys, TIME, *self._delta_contributions))
+            parts.append(self.selected(prepared, "delta contributions", lambda: [
+                *self._keys, TIME, *self._delta_contributions]))
         if not self.group_key and ctx.first:
             # the first step of a global aggregate: its row exists even over no input rows
             zero = [F.lit(0).cast("bigint").alias(n) if n[0] in "cn"
@@ -244,14 +246,17 @@ class ReduceOp(Operator):
         old = None if ctx.first else self.output.read(upto=ctx.lower)
         if old is not None:
             names = self.full_names()
-            old = old.select(*[col(f"c{i}").alias(n) for i, n in enumerate(names)], DIFF)
+            old = self.selected(old, "state", lambda: [
+                *[col(f"c{i}").alias(n) for i, n in enumerate(names)], DIFF])
             if self._restricted(ctx):
                 assert prepared is not None
-                keys = prepared.select(*[col(k).alias(f"t_{k}") for k in self._keys])
-                old = lookup(old, keys, _key_match(self._keys, [f"t_{k}" for k in self._keys]),
-                             "left_semi", ctx.small)
-            parts.append(old.select(*self._keys, F.lit(NEVER).alias(TIME),
-                                    *self._state_contributions))
+                keys = self.selected(prepared, "touched keys", lambda: [
+                    col(k).alias(f"t_{k}") for k in self._keys])
+                touched = self.built("touched", lambda: _key_match(
+                    self._keys, [f"t_{k}" for k in self._keys]))
+                old = lookup(old, keys, touched, "left_semi", ctx.small)
+            parts.append(self.selected(old, "state contributions", lambda: [
+                *self._keys, F.lit(NEVER).alias(TIME), *self._state_contributions]))
         out = union_all(parts)
         assert out is not None
         return out.coalesce(1) if ctx.small else out
@@ -295,8 +300,10 @@ class ReduceOp(Operator):
         hidden = self.hidden_names()
         single = ctx.single_time and not self._extremes()
         if single:
-            grouped = parts.groupBy(*self._keys).agg(*self._single_time_sums)
-            rows = grouped.where(col(TIME) > NEVER)
+            keys, first, rest = self.built("single time sums", lambda: (
+                columns(ctx.spark, *self._keys), self._single_time_sums[0],
+                columns(ctx.spark, *self._single_time_sums[1:])))
+            rows = aggregate(parts, keys, first, rest).where(self._later)
         else:
             per_time = parts.groupBy(*self._keys, TIME).agg(
                 *[F.sum(n).alias(n) for n in hidden])
@@ -320,9 +327,19 @@ class ReduceOp(Operator):
                 *self._keys, TIME, *carried,
                 *[F.lag(n).over(by_time).alias(f"p_{n}") for n in carried],
                 F.lag(TIME).over(by_time).isNotNull().alias("p_exists"),
-            ).where(col(TIME) > NEVER)
+            ).where(self._later)
         update, outputs = self._emitted(single)
-        return rows.select(col(TIME), update).where(col("u.keep")).select(*outputs)
+        exploded = self.selected(rows, ("exploded", single), lambda: [col(TIME), update])
+        return self.selected(exploded.where(self._kept), ("emitted", single), lambda: outputs)
+
+    @functools.cached_property
+    def _later(self) -> Column:
+        """The rows at real times (not the stored state's ``NEVER``)."""
+        return col(TIME) > NEVER
+
+    @functools.cached_property
+    def _kept(self) -> Column:
+        return col("u.keep")
 
     def _emitted(self, single: bool) -> tuple[Column, list[Column]]:
         """The column ``u`` exploding each (key, time) into the retraction of its previous

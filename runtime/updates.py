@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.compute as pc
 from matview.runtime.arrow_frames import arrow_frame
+from matview.runtime.jvm_plans import aggregate, columns, hint, made_once
 from matview.runtime.types import col, column_names
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -43,8 +44,10 @@ def cols(df: DataFrame) -> list[Column]:
 
 def consolidate(df: DataFrame) -> DataFrame:
     """Sum the diffs of equal (row, time) pairs and drop those that cancel."""
-    return (df.groupBy(*data_columns(df), TIME).agg(F.sum(DIFF).alias(DIFF))
-            .where(col(DIFF) != 0))
+    spark, names = df.sparkSession, tuple(data_columns(df))
+    keys, total, none, kept = made_once(spark, ("consolidate", names), lambda: (
+        columns(spark, *names, TIME), F.sum(DIFF).alias(DIFF), columns(spark), col(DIFF) != 0))
+    return aggregate(df, keys, total, none).where(kept)
 
 
 def advance_times(df: DataFrame, since: int) -> DataFrame:
@@ -85,9 +88,9 @@ def lookup(left: DataFrame, right: DataFrame, on: Column, how: str, small: bool,
     if small:
         left, right = left.coalesce(1), right.coalesce(1)
         if build == "left":
-            left = left.hint("shuffle_hash")
+            left = hint(left, "shuffle_hash")
         else:
-            right = right.hint("shuffle_hash")
+            right = hint(right, "shuffle_hash")
     return left.join(right, on, how)
 
 

@@ -67,7 +67,7 @@ def test_counted_counts_this_threads_jobs_and_py4j_calls(spark) -> None:  # type
 
     with counted(spark, "test-idle") as idle:
         pass
-    assert idle == {"py4j": 0, "jobs": 0}
+    assert idle == {"py4j": 0, "py4j_gc": 0, "jobs": 0}
     with counted(spark, "test-two-jobs") as busy:
         spark.range(10).collect()
         spark.range(5).collect()

@@ -1,0 +1,81 @@
+"""DataFrame operations over column lists made once.
+
+In a classic session every DataFrame method converts its column arguments into JVM objects
+one call at a time: a select of k named columns costs about 3k JVM calls, a
+``groupBy(...).agg(...)`` over three names about thirty (bench's py4j counter measures it).
+A dataflow's operators select, group and aggregate the same columns every step, so a
+``Columns`` holds its list made once together with its JVM ``Seq``, and ``select`` and
+``aggregate`` over it cost one or two calls whatever the number of columns. Spark Connect
+sessions build plans without JVM calls; there the plain DataFrame methods run.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from matview.runtime.types import col
+from pyspark import SparkContext
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql.utils import is_remote
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Columns:
+    """A fixed list of columns; ``seq`` is its JVM ``Seq[Column]`` in a classic session."""
+
+    columns: tuple[Column, ...]
+    seq: Any = None
+
+
+def columns(spark: SparkSession, *items: Column | str) -> Columns:
+    """``items`` (columns, or names of columns) as a ``Columns`` of ``spark``'s kind."""
+    made = tuple(col(c) if isinstance(c, str) else c for c in items)
+    if is_remote():
+        return Columns(made)
+    from pyspark.sql.classic.column import _to_java_column, _to_seq
+
+    return Columns(made, _to_seq(spark.sparkContext, made, _to_java_column))
+
+
+def select(df: DataFrame, cols: Columns) -> DataFrame:
+    """``df.select(*cols)``."""
+    if cols.seq is None:
+        return df.select(*cols.columns)
+    return DataFrame(df._jdf.select(cols.seq), df.sparkSession)
+
+
+def aggregate(df: DataFrame, keys: Columns, first: Column, rest: Columns) -> DataFrame:
+    """``df.groupBy(*keys).agg(first, *rest)`` (Spark's ``agg`` takes one aggregate, then
+    the others)."""
+    if keys.seq is None or rest.seq is None:
+        return df.groupBy(*keys.columns).agg(first, *rest.columns)
+    grouped = df._jdf.groupBy(keys.seq)
+    return DataFrame(grouped.agg(first._jc, rest.seq), df.sparkSession)
+
+
+def hint(df: DataFrame, name: str) -> DataFrame:
+    """``df.hint(name)`` (a hint without parameters)."""
+    if is_remote():
+        return df.hint(name)
+    spark = df.sparkSession
+    none = made_once(spark, "no columns", lambda: columns(spark))
+    return DataFrame(df._jdf.hint(name, none.seq), spark)
+
+
+_made: weakref.WeakKeyDictionary[SparkContext, dict[Hashable, Any]] = (
+    weakref.WeakKeyDictionary())
+_made_remote: dict[Hashable, Any] = {}
+
+
+def made_once(spark: SparkSession, key: Hashable, make: Callable[[], T]) -> T:
+    """What ``make`` returns, made once per Spark context (JVM objects live in one) and
+    ``key``; in Spark Connect sessions once per ``key``."""
+    made = _made_remote if is_remote() else _made.setdefault(spark.sparkContext, {})
+    if key not in made:
+        made[key] = make()
+    return made[key]  # type: ignore[no-any-return]

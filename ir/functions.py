@@ -13,12 +13,14 @@ import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import date, datetime, timedelta
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
 from matview.ir.intervals import Interval, shift
 from matview.ir.types import (
     BOOLEAN,
+    DATE,
     INT,
     INTEGER_KINDS,
     MZ_TIMESTAMP,
@@ -204,6 +206,9 @@ def _round(x: Any, digits: int = 0) -> Any:
 
 
 def _substr(s: str, start: int, length: int | None = None) -> str:
+    """PostgreSQL's ``substring(s FROM start FOR length)``: the characters at positions
+    ``start`` to ``start + length - 1`` (counted from 1) that ``s`` has, so a start below 1
+    shortens the result; without ``length``, to the end. A negative length is an error."""
     if length is not None and length < 0:
         raise EvalError("negative substring length not allowed")
     end = None if length is None else start + length - 1
@@ -211,30 +216,90 @@ def _substr(s: str, start: int, length: int | None = None) -> str:
     return s[begin:] if end is None else s[begin:max(end, 0)]
 
 
+def _spark_substr(F: Any, s: Any, start: Any, length: Any = None) -> Any:
+    """``_substr`` in Spark, whose ``substr`` counts a start below 1 from the end of the
+    text: the start is raised to 1 and the length shortened to match (computed as BIGINT,
+    so ``start + length`` cannot overflow; a negative length gives '' here, its error is
+    ``runtime.checked``'s)."""
+    first = F.when(start < 1, F.lit(1)).otherwise(start)
+    if length is None:
+        return F.substr(s, first)
+    count = start.cast("bigint") + length - first
+    return F.substr(s, first, F.when(count < 0, F.lit(0)).otherwise(count).cast("int"))
+
+
+def _strpos(s: str, sub: str) -> int:
+    """``strpos(s, sub)``, ``position(sub IN s)``: where ``sub`` first starts in ``s``,
+    counted from 1 (0 when it is not there, 1 when it is empty)."""
+    return s.find(sub) + 1
+
+
 def _is_integral(types: Sequence[SqlType]) -> bool:
     return all(t.kind in INTEGER_KINDS + (Kind.NULL,) for t in types)
 
 
 def _additive(types: list[SqlType]) -> SqlType:
-    """``+``/``-``: numbers, or a TIMESTAMP or DATE shifted by an INTERVAL (it second)."""
+    """``+``/``-``: numbers; a TIMESTAMP or DATE shifted by an INTERVAL (it second), a
+    TIMESTAMP (as PostgreSQL: a date plus an interval is a timestamp); a DATE shifted by an
+    INT number of days (it second), a DATE."""
     kinds = [t.kind for t in types]
     if Kind.INTERVAL in kinds:
         if kinds[0] in (Kind.TIMESTAMP, Kind.DATE, Kind.NULL) and kinds[1] is Kind.INTERVAL:
             return TIMESTAMP
         raise TypeError(f"operator does not accept {types[0]} and {types[1]}")
+    if Kind.DATE in kinds:
+        if kinds[0] is Kind.DATE and kinds[1] in (Kind.INT, Kind.NULL):
+            return DATE
+        raise TypeError(f"operator does not accept {types[0]} and {types[1]}")
     return _numeric(types)
 
 
+def _shifted(moment: date, by: Interval | int) -> date:
+    """``moment`` moved by the interval ``by`` (see ``intervals.shift``: months first, the
+    day clamped to the month's length) or by ``by`` days; out of the representable years
+    (1 to 9999) it is an error, as PostgreSQL's beyond its own range."""
+    try:
+        return shift(moment, by) if isinstance(by, Interval) else moment + timedelta(days=by)
+    except (OverflowError, ValueError):
+        kind = "date" if isinstance(by, int) else "timestamp"
+        raise EvalError(f"{kind} out of range") from None
+
+
 def _add(a: Any, b: Any) -> Any:
-    return shift(a, b) if isinstance(b, Interval) else a + b
+    return _shifted(a, b) if isinstance(a, date) else a + b
 
 
 def _sub(a: Any, b: Any) -> Any:
-    return shift(a, -b) if isinstance(b, Interval) else a - b
+    return _shifted(a, -b) if isinstance(a, date) else a - b
 
 
-register(Function("add", _additive, _add, lambda F, a, b: a + b, (2, 2), "+", may_fail=True))
-register(Function("sub", _additive, _sub, lambda F, a, b: a - b, (2, 2), "-", may_fail=True))
+def _spark_additive(operator: Callable[[Any, Any], Any], on_dates: str) -> Callable[..., Any]:
+    """A Spark ``+``/``-`` whose DATE and INT operands add days with ``on_dates``
+    (``date_add``/``date_sub``); other operands take ``operator``."""
+    def lowering(F: Any, types: list[SqlType], a: Any, b: Any) -> Any:
+        if types[0].kind is Kind.DATE and types[1].kind is not Kind.INTERVAL:
+            return getattr(F, on_dates)(a, b)
+        return operator(a, b)
+    return lowering
+
+
+register(Function("add", _additive, _add, lambda F, a, b: a + b, (2, 2), "+",
+                  typed_spark=_spark_additive(lambda a, b: a + b, "date_add"), may_fail=True))
+register(Function("sub", _additive, _sub, lambda F, a, b: a - b, (2, 2), "-",
+                  typed_spark=_spark_additive(lambda a, b: a - b, "date_sub"), may_fail=True))
+
+
+def _two_dates(types: list[SqlType]) -> SqlType:
+    """``days_between(a, b)`` is ``a - b`` of two dates: the number of days from ``b`` to
+    ``a``, an INT (a function apart from ``sub``, whose integer results are sums checked for
+    overflow)."""
+    if any(t.kind not in (Kind.DATE, Kind.NULL) for t in types):
+        raise TypeError(f"operator does not accept {types[0]} and {types[1]}")
+    return INT
+
+
+register(Function("days_between", _two_dates, lambda a, b: (a - b).days,
+                  lambda F, a, b: F.datediff(a, b), (2, 2)))
 register(Function("mul", _product, lambda a, b: a * b, lambda F, a, b: a * b, (2, 2), "*",
                   may_fail=True))
 
@@ -265,8 +330,8 @@ register(Function("concat", _text, lambda a, b: a + b,
 register(Function("lower", _text, str.lower, lambda F, a: F.lower(a), (1, 1)))
 register(Function("upper", _text, str.upper, lambda F, a: F.upper(a), (1, 1)))
 register(Function("length", lambda t: INT, len, lambda F, a: F.char_length(a), (1, 1)))
-register(Function("substr", _text, _substr,
-                  lambda F, *a: F.substr(*a), (2, 3), may_fail=True))
+register(Function("substr", _text, _substr, _spark_substr, (2, 3), may_fail=True))
+register(Function("strpos", lambda t: INT, _strpos, lambda F, s, sub: F.instr(s, sub), (2, 2)))
 register(Function("abs", _same, abs, lambda F, a: F.abs(a), (1, 1), may_fail=True))
 register(Function("round", _same, _round,
                   lambda F, a, d=None: F.round(a) if d is None else F.round(a, d), (1, 2),
@@ -276,6 +341,107 @@ register(Function("coalesce", _common,
                   lambda F, *a: F.coalesce(*a), (1, 10_000), handles_null=True))
 register(Function("nullif", lambda t: t[0], lambda a, b: None if a == b else a,
                   lambda F, a, b: F.nullif(a, b), (2, 2), handles_null=True))
+
+
+WHOLE_NUMERIC = SqlType(Kind.NUMERIC, 38, 0)
+"""PostgreSQL's (unconstrained) ``numeric`` holding whole numbers, as matview types it."""
+MICROS_NUMERIC = SqlType(Kind.NUMERIC, 38, 6)
+"""PostgreSQL's ``numeric`` holding a number of seconds to the microsecond."""
+_EPOCH = datetime(1970, 1, 1)
+
+
+def _seconds(moment: datetime) -> Decimal:
+    return Decimal(moment.second * 1_000_000 + moment.microsecond).scaleb(-6)
+
+
+def _epoch(moment: date) -> Decimal | int:
+    """Seconds since 1970-01-01 00:00 (the midnight that starts a date)."""
+    if isinstance(moment, datetime):
+        return Decimal((moment - _EPOCH) // timedelta(microseconds=1)).scaleb(-6)
+    return (moment - _EPOCH.date()).days * 86_400
+
+
+def _spark_epoch(F: Any, moment: Any) -> Any:
+    return F.unix_micros(moment.cast("timestamp")).cast("decimal(38,0)") / 1_000_000
+
+
+@dataclass(frozen=True)
+class _Field:
+    """A field ``extract`` reads: its value in Python (of a ``date`` or ``datetime``) and in
+    Spark, whether dates have it, and whether it counts seconds to the microsecond."""
+
+    python: Callable[[Any], Any]
+    spark: Callable[[Any, Any], Any]
+    of_dates: bool = True
+    fractional: bool = False
+
+
+EXTRACT_FIELDS = {
+    "year": _Field(lambda v: v.year, lambda F, v: F.year(v)),
+    "quarter": _Field(lambda v: (v.month + 2) // 3, lambda F, v: F.quarter(v)),
+    "month": _Field(lambda v: v.month, lambda F, v: F.month(v)),
+    "day": _Field(lambda v: v.day, lambda F, v: F.dayofmonth(v)),
+    "dow": _Field(lambda v: v.isoweekday() % 7, lambda F, v: F.dayofweek(v) - 1),
+    "doy": _Field(lambda v: v.timetuple().tm_yday, lambda F, v: F.dayofyear(v)),
+    "hour": _Field(lambda v: v.hour, lambda F, v: F.hour(v), of_dates=False),
+    "minute": _Field(lambda v: v.minute, lambda F, v: F.minute(v), of_dates=False),
+    "second": _Field(_seconds, lambda F, v: F.extract(F.lit("SECOND"), v), of_dates=False,
+                     fractional=True),
+    "epoch": _Field(_epoch, _spark_epoch, fractional=True),
+}
+"""``extract(field FROM x)`` as PostgreSQL computes it: ``dow`` counts from Sunday (0),
+``second`` includes the fraction, ``epoch`` counts seconds since 1970-01-01 00:00; each is
+the function ``extract_<field>`` of one DATE or TIMESTAMP argument. The result is
+PostgreSQL's numeric: NUMERIC(38,6) for ``second`` and a timestamp's ``epoch``, else
+NUMERIC(38,0); time fields of a date are an error, as in PostgreSQL."""
+
+
+def _extract_type(field: str, spec: _Field) -> Callable[[list[SqlType]], SqlType]:
+    def returns(types: list[SqlType]) -> SqlType:
+        kinds = (Kind.TIMESTAMP, Kind.NULL) + ((Kind.DATE,) if spec.of_dates else ())
+        if types[0].kind not in kinds:
+            raise TypeError(f'unit "{field}" not supported for type {types[0]}')
+        return MICROS_NUMERIC if spec.fractional and types[0].kind is not Kind.DATE else (
+            WHOLE_NUMERIC)
+    return returns
+
+
+for _field, _spec in EXTRACT_FIELDS.items():
+    register(Function(f"extract_{_field}", _extract_type(_field, _spec), _spec.python,
+                      _spec.spark, (1, 1)))
+
+
+def _midnight(moment: datetime) -> datetime:
+    return moment.replace(hour=0, minute=0, second=0, microsecond=0)
+
+
+TRUNCATIONS: dict[str, Callable[[datetime], datetime]] = {
+    "year": lambda v: _midnight(v).replace(month=1, day=1),
+    "quarter": lambda v: _midnight(v).replace(month=v.month - (v.month - 1) % 3, day=1),
+    "month": lambda v: _midnight(v).replace(day=1),
+    "week": lambda v: _midnight(v) - timedelta(days=v.weekday()),
+    "day": _midnight,
+    "hour": lambda v: v.replace(minute=0, second=0, microsecond=0),
+    "minute": lambda v: v.replace(second=0, microsecond=0),
+    "second": lambda v: v.replace(microsecond=0),
+}
+"""``date_trunc('unit', ts)``: the TIMESTAMP ``ts`` with the fields below the unit at their
+first value (a week starts on Monday); each is the function ``date_trunc_<unit>``."""
+
+
+def _timestamp(types: list[SqlType]) -> SqlType:
+    if types[0].kind not in (Kind.TIMESTAMP, Kind.NULL):
+        raise TypeError(f"function date_trunc does not accept {types[0]}")
+    return TIMESTAMP
+
+
+def _spark_truncation(unit: str) -> Callable[[Any, Any], Any]:
+    return lambda F, v: F.date_trunc(unit, v)
+
+
+for _unit, _truncate in TRUNCATIONS.items():
+    register(Function(f"date_trunc_{_unit}", _timestamp, _truncate, _spark_truncation(_unit),
+                      (1, 1)))
 
 
 def _not_evaluable(*args: Any) -> Any:

@@ -34,6 +34,13 @@ _TOKEN = re.compile(
     r"|(?P<number>[+-]?\d+(?:\.\d+)?)\s*(?P<unit>[a-z]+))", re.IGNORECASE)
 
 
+def unit_name(word: str) -> str | None:
+    """The unit ``word`` names (case-insensitive: ``'Mins'`` is ``'minute'``), as interval
+    text spells units and as PostgreSQL reads the units of ``extract`` and ``date_trunc``;
+    None when it names none of these."""
+    return _UNITS.get(word.lower())
+
+
 class IntervalError(ValueError):
     """Text that is no interval."""
 
@@ -76,7 +83,7 @@ def parse(text: str) -> Interval:
         if match.group("clock"):
             micros += _clock(match.group("clock"))
             continue
-        number, unit = match.group("number"), _UNITS.get(match.group("unit").lower())
+        number, unit = match.group("number"), unit_name(match.group("unit"))
         if unit is None:
             raise IntervalError(f'invalid input syntax for type interval: "{text}"')
         if unit in MICROS:

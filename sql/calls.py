@@ -18,7 +18,15 @@ from matview.ir.scalar import Call, Cast
 from matview.ir.types import INT, TEXT, Kind, SqlType
 from matview.sql.coerce import TypedScalar, call, coerce, explicit_cast, is_string_literal, unify
 from matview.sql.datatypes import sql_type
-from matview.sql.dialect import ARGUMENT_COUNT, CALL_NAMES, WRITTEN_NAME, Matview
+from matview.sql.datetime_fields import FieldCall, bind_field_call
+from matview.sql.dialect import (
+    ARGUMENT_COUNT,
+    CALL_NAMES,
+    WRITTEN_NAME,
+    DatePartCall,
+    DateTruncCall,
+    Matview,
+)
 from matview.sql.errors import SqlTypeError, UnknownObjectError, UnsupportedError
 from sqlglot import exp
 
@@ -30,18 +38,24 @@ _SIGNATURES: dict[type[exp.Func], tuple[str, tuple[SqlType | None, ...]]] = {
     exp.Upper: ("upper", (TEXT,)),
     exp.Length: ("length", (TEXT,)),
     exp.Substring: ("substr", (TEXT, INT, INT)),
+    exp.StrPosition: ("strpos", (TEXT, TEXT)),
     exp.Abs: ("abs", (None,)),
     exp.Round: ("round", (None, INT)),
 }
 """Function name in the registry and argument types (None: any, checked by the registry)."""
 
-_ARGUMENTS = {exp.Substring: ("this", "start", "length"), exp.Round: ("this", "decimals")}
+_ARGUMENTS = {exp.Substring: ("this", "start", "length"), exp.Round: ("this", "decimals"),
+              exp.StrPosition: ("this", "substr")}
 
 _REGISTERED: dict[type[exp.Expr], str] = {
     **{kind: name for kind, (name, _) in _SIGNATURES.items()},
     exp.Coalesce: "coalesce", exp.Nullif: "nullif", exp.Mod: "mod",
 }
 """The registered function of each node kind the binder lowers to one (its arity applies)."""
+
+_FIELD_CALLS = (DatePartCall, DateTruncCall)
+"""Calls whose function is chosen by their first argument, a field (``datetime_fields``):
+they take two arguments."""
 
 _AGGREGATE_ARITY = (1, 1)
 """Arguments of ``count``, ``sum``, ``avg``, ``min`` and ``max`` (``count(*)``: one, ``*``)."""
@@ -71,6 +85,8 @@ def check_call(node: exp.Expr) -> None:
         raise UnsupportedError.at(f"{what} {name} is not supported yet", node)
     if type(node) in _REGISTERED:
         check_arity(node, lookup(_REGISTERED[type(node)]).arity)
+    elif type(node) in _FIELD_CALLS:
+        check_arity(node, (2, 2))
     elif isinstance(node, exp.AggFunc) and type(node) in CALL_NAMES:
         check_arity(node, _AGGREGATE_ARITY)
 
@@ -108,6 +124,8 @@ def bind_call(binder: ExprBinder, node: exp.Expr) -> TypedScalar:
         return explicit_cast(binder.bind(node.this), to, node)
     if type(node) in _SIGNATURES:
         return _builtin(binder, node)
+    if isinstance(node, FieldCall):
+        return bind_field_call(binder, node)
     if isinstance(node, exp.Coalesce):
         args = [binder.bind(x) for x in (node.this, *node.expressions)]
         args = unify(args, node, lambda a, b: f"COALESCE types {a} and {b} cannot be matched")

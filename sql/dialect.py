@@ -22,7 +22,16 @@ Changed:
   name no function); a builder of another dialect's function failing on its arguments is a
   syntax error;
 * an interval literal whose text is more than one ``<number> <unit>`` pair, like
-  ``INTERVAL '1 day 02:00'``, keeps its whole text (sqlglot would keep its first pair only).
+  ``INTERVAL '1 day 02:00'``, keeps its whole text (sqlglot would keep its first pair only);
+* the SQL standard's leading field precision of an interval literal, ``INTERVAL '90' DAY
+  (3)`` (TPC-H writes it), is checked (the value has at most that many digits) and dropped:
+  the literal is ``INTERVAL '90' DAY`` (sqlglot would read ``DAY (3)`` as a call of ``day``);
+* ``date_part(field, source)`` and ``date_trunc(field, source)`` are parsed into
+  ``DatePartCall`` and ``DateTruncCall``, which keep the field as written (sqlglot reads
+  ``date_part`` as ``EXTRACT``, whose type it does not have, and takes a column naming the
+  field for the field's name); ``EXTRACT``'s field keyword keeps its position;
+* ``position(needle IN haystack)`` is the only form of ``position`` (other dialects'
+  ``position(needle, haystack[, start])`` is a syntax error), named ``position`` in messages.
 
 The dialect registers itself with sqlglot under the name ``matview``.
 """
@@ -33,7 +42,7 @@ import re
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from matview.sql.errors import SqlSyntaxError
+from matview.sql.errors import InvalidValueError, SqlSyntaxError
 from sqlglot import exp
 from sqlglot.dialects.postgres import Postgres
 from sqlglot.generators.postgres import PostgresGenerator
@@ -54,6 +63,22 @@ class Explain(exp.Expression):
                  "view": False}
 
 
+class DatePartCall(exp.Expression, exp.Func):
+    """``date_part(this, expression)``: ``this`` is the field as written (a string literal,
+    or any other expression, which the binder refuses), ``expression`` the date or timestamp."""
+
+    arg_types = {"this": True, "expression": True}
+    _sql_names = ["DATE_PART"]
+
+
+class DateTruncCall(exp.Expression, exp.Func):
+    """``date_trunc(this, expression)``: ``this`` is the field as written, ``expression`` the
+    date or timestamp truncated."""
+
+    arg_types = {"this": True, "expression": True}
+    _sql_names = ["DATE_TRUNC"]
+
+
 ARGUMENT_COUNT = "argument_count"
 """``meta`` key of a function call: the number of arguments it was written with."""
 
@@ -66,6 +91,8 @@ CALL_NAMES: dict[type[exp.Expr], frozenset[str]] = {
     exp.Lower: frozenset({"lower"}), exp.Upper: frozenset({"upper"}),
     exp.Length: frozenset({"length", "char_length", "character_length"}),
     exp.Substring: frozenset({"substr", "substring"}), exp.Abs: frozenset({"abs"}),
+    exp.StrPosition: frozenset({"strpos", "position"}),
+    DatePartCall: frozenset({"date_part"}), DateTruncCall: frozenset({"date_trunc"}),
     exp.Round: frozenset({"round"}), exp.Coalesce: frozenset({"coalesce"}),
     exp.Nullif: frozenset({"nullif"}), exp.Mod: frozenset({"mod"}),
     exp.Count: frozenset({"count"}), exp.Sum: frozenset({"sum"}), exp.Avg: frozenset({"avg"}),
@@ -89,6 +116,9 @@ _SUBSCRIBED = re.compile(r'\s*(?:TO\s+)?(?:"((?:[^"]|"")+)"|([A-Za-z_][\w$]*))(?
 """The relation name at the start of ``SUBSCRIBE``'s text (quoted, or not)."""
 
 
+LEADING_FIELDS = frozenset({"year", "month", "day", "hour", "minute"})
+"""The interval units that take a leading field precision, ``INTERVAL '90' DAY (3)``."""
+
 EXPLAIN_STAGES = ("RAW", "DECORRELATED", "OPTIMIZED", "PHYSICAL")
 EXPLAIN_FORMATS = ("TEXT", "JSON", "DOT")
 EXPLAIN_OPTIONS = ("arity", "types", "keys", "humanized expressions")
@@ -109,6 +139,15 @@ class MatviewParser(PostgresParser):
         TokenType.DESCRIBE: lambda self: self._parse_explain_or_describe(),
         TokenType.SHOW: lambda self: self._parse_show(),
         TokenType.COMMAND: lambda self: self._parse_command(),
+    }
+
+    FUNCTIONS = {**PostgresParser.FUNCTIONS, "DATE_PART": DatePartCall.from_arg_list,
+                 "DATE_TRUNC": DateTruncCall.from_arg_list}
+
+    FUNCTION_PARSERS = {
+        **{name: parse for name, parse in PostgresParser.FUNCTION_PARSERS.items()
+           if name != "DATE_PART"},
+        "POSITION": lambda self: self._parse_position_in(),
     }
 
     SHOW_PARSERS = {
@@ -242,7 +281,44 @@ class MatviewParser(PostgresParser):
             parts = exp.INTERVAL_STRING_RE.findall(text)
             if len(parts) == 1 and not exp.INTERVAL_STRING_RE.fullmatch(text):
                 return self.expression(exp.Interval(this=this))
-        return super()._parse_interval_span(this, parse_function_unit)
+        interval = super()._parse_interval_span(this, parse_function_unit)
+        unit = interval.args.get("unit")
+        if isinstance(unit, exp.Func) and unit.meta.get(WRITTEN_NAME) in LEADING_FIELDS:
+            self._check_leading_precision(interval, unit)
+            interval.set("unit", exp.var(unit.meta[WRITTEN_NAME].upper()))
+        return interval
+
+    def _check_leading_precision(self, interval: exp.Interval, unit: exp.Func) -> None:
+        """Raise unless ``unit`` is ``<field> (<digits>)`` (a syntax error) and the
+        interval's value has at most ``<digits>`` digits before its decimal point (an invalid
+        value, as the SQL standard's interval field overflow)."""
+        precision = unit.this
+        if unit.meta.get(ARGUMENT_COUNT) != 1 or not (isinstance(precision, exp.Literal)
+                                                      and precision.is_int):
+            self.raise_error("expected an integer leading field precision: "
+                             f"{unit.meta[WRITTEN_NAME].upper()} (<digits>)", self._prev)
+        value = interval.this.name if interval.this is not None else ""
+        digits = len(re.sub(r"[^0-9]", "", value.split(".")[0]))
+        if digits > int(precision.name):
+            raise InvalidValueError.at(f'interval field value out of range: "{value}" has '
+                                       f"more than {precision.name} digits", interval.this)
+
+    def _parse_extract(self) -> exp.Extract | exp.Anonymous:
+        """sqlglot's, keeping the position of the field's keyword (``EXTRACT(YEAR ...``)."""
+        field = self._curr
+        extract = super()._parse_extract()
+        if isinstance(extract.this, exp.Var) and field is not None:
+            extract.this.update_positions(field)
+        return extract
+
+    def _parse_position_in(self) -> exp.StrPosition:
+        """``position(needle IN haystack)``, PostgreSQL's only form."""
+        needle = self._parse_bitwise()
+        if not self._match(TokenType.IN):
+            self.raise_error("Expected IN")
+        position = self.expression(exp.StrPosition(this=self._parse_bitwise(), substr=needle))
+        position.meta[WRITTEN_NAME] = "position"
+        return position
 
     def _parse_show_columns(self) -> exp.Show:
         if not self._match_set((TokenType.FROM, TokenType.IN)):

@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 from matview.ir.intervals import Interval
 from matview.ir.scalar import Case, Col, Lit, balanced
-from matview.ir.types import BOOLEAN, TEXT, TIMESTAMP, Kind, SqlType
+from matview.ir.types import BOOLEAN, DATE, INT, TEXT, TIMESTAMP, Kind, SqlType
 from matview.sql import calls, temporal
 from matview.sql.coerce import TypedScalar, call, cast, is_string_literal, require, unify
 from matview.sql.errors import SqlError, SqlTypeError, UnsupportedError
@@ -127,6 +127,8 @@ class ExprBinder:
         values = [self.bind(left), self.bind(right)]
         if func in ("add", "sub") and any(v.type.kind is Kind.INTERVAL for v in values):
             return self._shift(func, values, node, mismatch)
+        if func in ("add", "sub") and any(v.type.kind is Kind.DATE for v in values):
+            return self._date_arithmetic(func, values, node, mismatch)
         operands = unify(values, node, mismatch)
         return call(func, operands, node, mismatch(operands[0].type, operands[1].type))
 
@@ -138,6 +140,24 @@ class ExprBinder:
         if is_string_literal(values[0]):
             values[0] = cast(values[0], TIMESTAMP, node)
         return call(func, values, node, mismatch(values[0].type, values[1].type))
+
+    def _date_arithmetic(self, func: str, values: list[TypedScalar], node: exp.Expr,
+                         mismatch: Callable[[SqlType, SqlType], str]) -> TypedScalar:
+        """PostgreSQL's operators on dates: ``date - date`` is the INT number of days
+        between them (a string literal or NULL beside a date is a date there); ``date +
+        int``, ``int + date`` and ``date - int`` are the DATE that many days later (or
+        earlier). Any other operand is an error."""
+        error = mismatch(values[0].type, values[1].type)
+        unknown = [is_string_literal(v) or v.type.kind is Kind.NULL for v in values]
+        if func == "sub" and all(v.type.kind is Kind.DATE or u
+                                 for v, u in zip(values, unknown, strict=True)):
+            return call("days_between", [cast(v, DATE, node) for v in values], node, error)
+        if func == "add" and values[1].type.kind is Kind.DATE:
+            values.reverse()
+        moment, days = values
+        if moment.type.kind is not Kind.DATE or days.type.kind not in (Kind.INT, Kind.NULL):
+            raise SqlTypeError.at(error, node)
+        return call(func, [moment, cast(days, INT)], node, error)
 
     def _connective(self, node: exp.And | exp.Or) -> TypedScalar:
         """A chain of ANDs (ORs), however long, as a balanced tree of its operands."""

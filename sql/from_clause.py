@@ -3,14 +3,33 @@
 Tables and materialized views are read with ``Get``; plain views, common table expressions
 and subqueries are inlined. Every inner join (comma, CROSS, ``JOIN ... ON``, ``USING``,
 NATURAL) adds its relation to the one ``Join``; ON and USING conditions are returned as
-predicates for the caller's filter.
+predicates for the caller's filter. An ON condition sees the two sides of its join only,
+as in PostgreSQL.
+
+An outer join (``LEFT``, ``RIGHT``, ``FULL [OUTER] JOIN`` with ON, USING or NATURAL) joins
+the FROM item to its left, the relations that item joined with the conditions collected
+for them, with the item to its right, bound on its own (it cannot read the left side):
+``outer_joins.outer_join`` lowers the pair, and its result replaces the left item's
+relations in the ``Join``. Chains are left-associative, as SQL parses them: ``a JOIN b ON p
+LEFT JOIN c ON q`` is ``σ_p(a × b) ⟕_q c``. WHERE stays above the whole FROM clause, so it
+sees the NULLs of the padded side. In ``a FULL JOIN b USING (c)`` the merged column ``c`` is
+``COALESCE(a.c, b.c)``, computed after the join's columns (LEFT shows ``a.c``, RIGHT
+``b.c``).
 
 A table function (``generate_series(1, t.a) WITH ORDINALITY AS g(x, n)``, with or without
 LATERAL) may read the columns of the FROM items before it, as in PostgreSQL: the relations
 joined so far (one empty row when it comes first) become ``Linear(rel, [FlatMap(call)])``,
 the single input so far, and later items join with it. The conditions collected keep their
 column positions, since the FlatMap appends its columns. ``repeat_row(n)`` likewise adds a
-``Repeat`` step, and no columns.
+``Repeat`` step, and no columns. As the right side of a LEFT JOIN a table function may read
+the left side too (``outer_joins.lateral_left_join``); the right side of a RIGHT or FULL
+JOIN may not, and the left side of one may not be such an expansion of earlier FROM items.
+
+Column positions are those of the FROM clause's whole row. A builder keeps its relations
+(``inputs``, whose row starts at column ``base``: 0, or the first column of the right side
+of an outer join, bound by a builder of its own) and the conditions of its items, each
+tagged with the first input of the item it belongs to, so that an outer join takes exactly
+its left item's relations and conditions.
 """
 
 from __future__ import annotations
@@ -18,21 +37,25 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import sqlglot
-from matview.ir.relation import FlatMap, Get, Join, Linear, Relation, Repeat, Step
-from matview.ir.scalar import Col, Scalar
+from matview.ir.relation import Filter, FlatMap, Get, Join, Linear, Map, Relation, Repeat, Step
+from matview.ir.scalar import Call, Col, Scalar, remap
 from matview.ir.types import BIGINT, SqlType
 from matview.sql import table_functions, temporal
 from matview.sql.catalog import CatalogItem
 from matview.sql.coerce import TypedScalar, call, unify
 from matview.sql.context import Context
 from matview.sql.dialect import Matview
-from matview.sql.errors import SqlError, UnknownObjectError, UnsupportedError
+from matview.sql.errors import SqlError, SqlSyntaxError, UnknownObjectError, UnsupportedError
 from matview.sql.names import normalize, relation_name
-from matview.sql.plans import UNIT
+from matview.sql.outer_joins import lateral_left_join, outer_join
+from matview.sql.plans import UNIT, linear
 from matview.sql.scalars import ExprBinder
 from matview.sql.scope import FromItem, RangeVar, Scope
 from matview.sql.statements import Query
 from sqlglot import exp
+
+_LATERAL = "a function in FROM can only read the FROM items before it"
+"""Why a table function cannot read a FROM item (the default rule)."""
 
 
 def bind_from(select: exp.Select, ctx: Context) -> tuple[Relation, Scope, list[Scalar]]:
@@ -45,7 +68,7 @@ def bind_from(select: exp.Select, ctx: Context) -> tuple[Relation, Scope, list[S
     items = builder.join_list(from_.this, select.args.get("joins") or [])
     inputs = builder.inputs
     rel = inputs[0] if len(inputs) == 1 else Join(tuple(inputs), ())
-    return rel, Scope(tuple(items), tuple(builder.types)), builder.conditions
+    return rel, Scope(tuple(items), tuple(builder.types)), [c for _, c in builder.conditions]
 
 
 def rename(names: Sequence[str], aliases: Sequence[str], relation: str,
@@ -76,42 +99,133 @@ class _FromBuilder:
     def __init__(self, ctx: Context, all_aliases: set[str]) -> None:
         self.ctx = ctx
         self.inputs: list[Relation] = []
+        self.base = 0
+        """The column of the FROM clause's row where the row of ``inputs`` starts."""
         self.types: list[SqlType] = []
-        self.conditions: list[Scalar] = []
+        self.conditions: list[tuple[int, Scalar]] = []
+        """Each join condition, with the first input of the item it belongs to."""
         self.aliases: set[str] = set()
         self.all_aliases = all_aliases
+        self.merges = 0
+        """How many times a table function has made the inputs so far one."""
+        self.lateral_rule = _LATERAL
 
     def join_list(self, first: exp.Expr, joins: Sequence[exp.Join],
                   before: Sequence[FromItem] = ()) -> list[FromItem]:
         """The FROM items of ``first`` followed by ``joins`` (sqlglot's flat join list, where a
         join without kind or condition is a comma); ``before`` are the items to their left
         (which table functions may read)."""
-        items = [self.item(first, before)]
+        item, start = self._bound(first, before)
+        items, starts = [item], [start]
         for join in joins:
-            if join.side or join.kind not in ("", "CROSS", "INNER"):
-                word = join.side or join.kind
-                raise UnsupportedError.at(f"{word} JOIN is not supported yet", join)
-            right = self.item(join.this, [*before, *items])
-            on, using = join.args.get("on"), join.args.get("using")
+            side = _outer_side(join)
+            hidden = frozenset(t.alias for i in [*before, *items[:-1]] for t in i.tables)
+            if side is not None:
+                items[-1], starts[-1] = self._outer_join(side, join, items[-1], starts[-1],
+                                                         [*before, *items], hidden)
+                continue
+            right, right_start = self._bound(join.this, [*before, *items])
+            if not (join.method == "NATURAL" or join.args.get("using")
+                    or join.args.get("on") is not None or join.kind):
+                items.append(right)
+                starts.append(right_start)
+                continue
+            if right_start is None:
+                starts[-1] = 0 if starts[-1] == 0 else None
+            items[-1], conditions, _ = self._condition(join, items[-1], right, hidden, None)
+            self.conditions.extend((starts[-1] or 0, c) for c in conditions)
+        return items
+
+    def _bound(self, node: exp.Expr, before: Sequence[FromItem]) -> tuple[FromItem, int | None]:
+        """The FROM item ``node`` and its first input (None when a table function in it made
+        it one input with the items before it)."""
+        count, merges = len(self.inputs), self.merges
+        item = self.item(node, before)
+        return item, (count if self.merges == merges or count == 0 else None)
+
+    def _outer_join(self, side: str, join: exp.Join, left: FromItem, start: int | None,
+                    before: Sequence[FromItem], hidden: frozenset[str]
+                    ) -> tuple[FromItem, int | None]:
+        """The item ``left`` ``side`` JOIN ``join.this`` makes, and its first input; the
+        relations of ``left`` (from input ``start``, or every input when None) become the
+        outer join's. ``before`` are the items a table function on the right may read."""
+        if start is None and side != "LEFT":
+            raise UnsupportedError.at(
+                f"{side} JOIN of a FROM item that a table function joined with the FROM items "
+                "before it is not supported yet", join)
+        if join.args.get("on") is None and not join.args.get("using") and (
+                join.method != "NATURAL"):
+            raise SqlSyntaxError.at(f"syntax error: {side} JOIN needs an ON or USING clause",
+                                    join)
+        function = _table_function(join.this)
+        if side == "LEFT" and function is not None and any(function[0].find_all(exp.Column)):
+            at, left_rel = self.base, self._take(0)
+            self.inputs = [left_rel]
+            right = self.item(join.this, before)
+            expanded = self.inputs.pop()
+            item, on, computed = self._condition(join, left, right, hidden, side)
+            joined = lateral_left_join(left_rel, expanded, _shifted(on, at))
+            start = 0 if start == 0 else None
+        else:
+            right_side = self._right_side(side)
+            right = right_side.item(join.this, ())
+            item, on, computed = self._condition(join, left, right, hidden, side)
+            at = self._column(start or 0)
+            joined = outer_join(side, self._take(start or 0), right_side._take(0),
+                                _shifted(on, at))
+        if computed:
+            joined = linear(joined, [Map(tuple(_shifted([c.expr for c in computed], at)))])
+            self.types.extend(c.type for c in computed)
+        self.inputs.append(joined)
+        return item, start
+
+    def _right_side(self, side: str) -> _FromBuilder:
+        """A builder for the right side of an outer join, whose columns follow the row so
+        far; it cannot read the left side."""
+        builder = _FromBuilder(self.ctx, self.all_aliases)
+        builder.types, builder.aliases, builder.base = self.types, self.aliases, len(self.types)
+        builder.lateral_rule = (
+            f"the right side of a {side} JOIN cannot read its left side" if side != "LEFT" else
+            "only a table function that is the whole right side of a LEFT JOIN can read its "
+            "left side")
+        return builder
+
+    def _column(self, first: int) -> int:
+        """The column of the FROM clause's row where input ``first`` starts."""
+        return self.base + sum(rel.arity for rel in self.inputs[:first])
+
+    def _take(self, first: int) -> Relation:
+        """Removes the inputs from ``first`` on and the conditions of their items: their
+        join, filtered by those conditions, over its own columns."""
+        at = self._column(first)
+        inputs, self.inputs = self.inputs[first:], self.inputs[:first]
+        taken = [c for tag, c in self.conditions if tag >= first]
+        self.conditions = [(tag, c) for tag, c in self.conditions if tag < first]
+        rel = inputs[0] if len(inputs) == 1 else Join(tuple(inputs), ())
+        return linear(rel, [Filter(tuple(_shifted(taken, at)))] if taken else [])
+
+    def _condition(self, join: exp.Join, left: FromItem, right: FromItem,
+                   hidden: frozenset[str], side: str | None
+                   ) -> tuple[FromItem, list[Scalar], list[TypedScalar]]:
+        """The item ``left`` JOIN ``right`` makes (``side`` None: an inner join), the predicates
+        of its ON, USING or NATURAL condition, and (FULL JOIN USING) the merged columns to
+        compute after the row. ``hidden`` are the other FROM items, which ON cannot read."""
+        using = join.args.get("using")
+        if join.method == "NATURAL" or using:
             if join.method == "NATURAL":
                 shared = {n for n, _ in right.columns}
-                names = list(dict.fromkeys(n for n, _ in items[-1].columns if n in shared))
-                items[-1] = self._using(items[-1], right, names, join)
-            elif using:
-                names = [normalize(ident) for ident in using]
-                items[-1] = self._using(items[-1], right, names, join)
-            elif on is not None or join.kind:
-                items[-1] = FromItem(items[-1].columns + right.columns,
-                                     items[-1].tables + right.tables)
-                if on is not None:
-                    table_functions.reject(on, "JOIN conditions")
-                    scope = Scope(tuple(items), tuple(self.types))
-                    binder = ExprBinder(scope, "aggregate functions are not allowed in JOIN "
-                                               "conditions")
-                    self.conditions.extend(temporal.conditions(binder, on, "JOIN/ON"))
+                names = list(dict.fromkeys(n for n, _ in left.columns if n in shared))
             else:
-                items.append(right)
-        return items
+                names = [normalize(ident) for ident in using]
+            return self._using(left, right, names, join, side)
+        item = FromItem(left.columns + right.columns, left.tables + right.tables)
+        on = join.args.get("on")
+        if on is None:
+            return item, [], []
+        table_functions.reject(on, "JOIN conditions")
+        binder = ExprBinder(Scope((item,), tuple(self.types), hidden),
+                            "aggregate functions are not allowed in JOIN conditions")
+        return item, temporal.conditions(binder, on, "JOIN/ON"), []
 
     def item(self, node: exp.Expr, before: Sequence[FromItem]) -> FromItem:
         """One FROM item: a relation, a subquery, a table function, or a parenthesized join;
@@ -122,10 +236,9 @@ class _FromBuilder:
             return self._add(query, _alias(node) or name, node)
         if isinstance(node, exp.Table) and node.args.get("rows_from"):
             raise UnsupportedError.at("ROWS FROM is not supported yet", node)
-        if isinstance(node, exp.Table) and isinstance(node.this, exp.Func):
-            return self._function(node.this, node, bool(node.args.get("ordinality")), before)
-        if isinstance(node, exp.Unnest):
-            return self._function(node, node, bool(node.args.get("offset")), before)
+        function = _table_function(node)
+        if function is not None:
+            return self._function(function[0], node, function[1], before)
         if isinstance(node, exp.Subquery) and isinstance(node.this, exp.Table):
             return self._parenthesized(node, before)
         if isinstance(node, exp.Subquery):
@@ -133,10 +246,6 @@ class _FromBuilder:
 
             query = subquery(node.this, self.ctx, "a subquery in FROM")
             return self._add(query, _alias(node), node)
-        if isinstance(node, exp.Lateral) and isinstance(node.this, exp.Func):
-            ordinality = node.args.get("ordinality") or (
-                isinstance(node.this, exp.Unnest) and node.this.args.get("offset"))
-            return self._function(node.this, node, bool(ordinality), before)
         if isinstance(node, exp.Lateral):
             raise UnsupportedError.at(
                 "LATERAL subqueries are not supported yet; table functions in FROM (which "
@@ -159,12 +268,14 @@ class _FromBuilder:
         if found.name == table_functions.REPEAT_ROW:
             if ordinality:
                 raise UnsupportedError.at("repeat_row has no WITH ORDINALITY", node)
-            step, names, types = Repeat(table_functions.repeat_count(binder, found)), (), ()
+            count = table_functions.repeat_count(binder, found)
+            step, names, types = Repeat(_shifted([count], self.base)[0]), (), ()
         else:
             calls = ([table_functions.TableCall("unnest", (a,), found.node) for a in found.args]
                      if found.name == "unnest" and len(found.args) > 1 else [found])
             bound = [table_functions.bind_call(binder, c) for c in calls]
-            step = FlatMap(tuple(b.call for b in bound), ordinality)
+            step = FlatMap(tuple(Call(b.call.func, tuple(_shifted(b.call.args, self.base)))
+                                 for b in bound), ordinality)
             names = tuple(n for b in bound for n in b.names)
             types = tuple(t for b in bound for t in b.types)
             alias_name = _alias(node)
@@ -174,6 +285,9 @@ class _FromBuilder:
                 names, types = names + ("ordinality",), types + (BIGINT,)
         rel = self.inputs[0] if len(self.inputs) == 1 else (
             Join(tuple(self.inputs), ()) if self.inputs else UNIT)
+        if self.inputs:
+            self.merges += 1
+            self.conditions = [(0, c) for _, c in self.conditions]
         self.inputs = [Linear(rel, (step,))]
         return self._add_columns(names, types, _alias(node) or found.name, node,
                                  _column_aliases(node, func))
@@ -187,9 +301,8 @@ class _FromBuilder:
                 continue
             name = normalize(qualifier)
             if name not in visible and name in self.all_aliases:
-                raise SqlError.at(
-                    f'invalid reference to FROM-clause entry for table "{name}": a function in '
-                    "FROM can only read the FROM items before it", column)
+                raise SqlError.at(f'invalid reference to FROM-clause entry for table "{name}": '
+                                  f"{self.lateral_rule}", column)
 
     def _relation(self, name: str, node: exp.Table) -> Query:
         if name in self.ctx.ctes:
@@ -232,20 +345,26 @@ class _FromBuilder:
         self.types.extend(types)
         return FromItem(table.columns(), (table,))
 
-    def _using(self, left: FromItem, right: FromItem, names: Sequence[str],
-               node: exp.Join) -> FromItem:
+    def _using(self, left: FromItem, right: FromItem, names: Sequence[str], node: exp.Join,
+               side: str | None) -> tuple[FromItem, list[Scalar], list[TypedScalar]]:
+        """``left`` JOIN ``right`` USING (``names``): see ``_condition``. The merged column is
+        the left one (the right one for RIGHT JOIN, their COALESCE for FULL JOIN)."""
         if len(set(names)) < len(names):
             raise SqlError.at("a column appears more than once in USING clause", node)
-        merged = []
+        merged, conditions, computed = [], [], []
         for name in names:
             left_col = self._using_column(left, name, "left", node)
             right_col = self._using_column(right, name, "right", node)
             operands = unify([TypedScalar(Col(i), self.types[i]) for i in (left_col, right_col)],
                              node, lambda a, b: f'JOIN/USING types {a} and {b} cannot be matched')
-            self.conditions.append(call("eq", operands, node).expr)
-            merged.append((name, left_col))
+            conditions.append(call("eq", operands, node).expr)
+            if side == "FULL":
+                computed.append(call("coalesce", operands, node))
+                merged.append((name, len(self.types) + len(computed) - 1))
+            else:
+                merged.append((name, right_col if side == "RIGHT" else left_col))
         rest = tuple(c for c in left.columns + right.columns if c[0] not in names)
-        return FromItem(tuple(merged) + rest, left.tables + right.tables)
+        return FromItem(tuple(merged) + rest, left.tables + right.tables), conditions, computed
 
     def _using_column(self, item: FromItem, name: str, side: str, node: exp.Join) -> int:
         found = [i for n, i in item.columns if n == name]
@@ -256,6 +375,36 @@ class _FromBuilder:
             raise SqlError.at(
                 f'common column name "{name}" appears more than once in {side} table', node)
         return found[0]
+
+
+def _outer_side(join: exp.Join) -> str | None:
+    """``LEFT``, ``RIGHT`` or ``FULL`` for an outer join, None for an inner or cross join
+    (or a comma); other kinds of join are refused."""
+    side, kind = (join.side or "").upper(), (join.kind or "").upper()
+    if side and kind in ("", "OUTER"):
+        return side
+    if side or kind not in ("", "CROSS", "INNER"):
+        raise UnsupportedError.at(f"{' '.join(w for w in (side, kind) if w)} JOIN is not "
+                                  "supported yet", join)
+    return None
+
+
+def _table_function(node: exp.Expr) -> tuple[exp.Expr, bool] | None:
+    """The call of table function FROM item ``node`` and whether it has WITH ORDINALITY; None
+    when ``node`` is no table function."""
+    if isinstance(node, exp.Table) and isinstance(node.this, exp.Func):
+        return node.this, bool(node.args.get("ordinality"))
+    if isinstance(node, exp.Unnest):
+        return node, bool(node.args.get("offset"))
+    if isinstance(node, exp.Lateral) and isinstance(node.this, exp.Func):
+        return node.this, bool(node.args.get("ordinality") or (
+            isinstance(node.this, exp.Unnest) and node.this.args.get("offset")))
+    return None
+
+
+def _shifted(exprs: Sequence[Scalar], at: int) -> list[Scalar]:
+    """``exprs`` over the FROM clause's row, rewritten over a row that starts at column ``at``."""
+    return [remap(e, lambda c: c - at) for e in exprs] if at else list(exprs)
 
 
 def _alias(node: exp.Expr) -> str | None:

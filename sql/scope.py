@@ -3,7 +3,8 @@
 The FROM clause's relations are joined into one row; each relation is a ``RangeVar`` (its
 alias, column names and first column in the row). Top-level FROM items (``FromItem``) group
 the range variables joined together and list the columns an unqualified name or ``*`` sees:
-``a JOIN b USING (c)`` shows ``c`` once, as PostgreSQL does.
+``a JOIN b USING (c)`` shows ``c`` once, as PostgreSQL does. A FULL JOIN's merged USING
+column, ``COALESCE(a.c, b.c)``, is a column of the row that belongs to no range variable.
 """
 
 from __future__ import annotations
@@ -41,10 +42,13 @@ class FromItem:
 
 @dataclass(frozen=True)
 class Scope:
-    """The names visible in one SELECT: its FROM items over a row of ``types``."""
+    """The names visible in one SELECT (or one JOIN's ON condition): its FROM items over a row
+    of ``types``. ``hidden`` are the range variables of the FROM clause that this part of the
+    query cannot reference (for an ON condition, the FROM items outside its join)."""
 
     items: tuple[FromItem, ...]
     types: tuple[SqlType, ...]
+    hidden: frozenset[str] = frozenset()
 
     def table(self, identifier: exp.Identifier) -> RangeVar:
         """The range variable ``identifier`` names."""
@@ -53,6 +57,9 @@ class Scope:
             for table in item.tables:
                 if table.alias == alias:
                     return table
+        if alias in self.hidden:
+            raise SqlError.at(f'invalid reference to FROM-clause entry for table "{alias}"',
+                              identifier)
         raise UnknownObjectError.at(f'missing FROM-clause entry for table "{alias}"', identifier)
 
     def resolve(self, column: exp.Column) -> int:
@@ -78,10 +85,15 @@ class Scope:
         return tuple(c for item in self.items for c in item.columns)
 
     def qualified_name(self, index: int) -> str:
-        """``alias.column`` for row column ``index``, as error messages show it."""
+        """``alias.column`` for row column ``index``, as error messages show it (the bare name
+        for a column of no relation, the merged column of a FULL JOIN USING)."""
         for item in self.items:
             for table in item.tables:
                 if table.offset <= index < table.offset + len(table.names):
                     name = table.names[index - table.offset]
                     return f"{table.alias}.{name}" if table.alias else name
+        for item in self.items:
+            for name, column in item.columns:
+                if column == index:
+                    return name
         raise IndexError(index)

@@ -1,7 +1,9 @@
 """One SELECT block lowered to a plan.
 
 Without aggregation: ``Linear(from) [Filter(ON and WHERE conditions), Map, Project]``, with
-a ``FlatMap`` after the filter when the select list calls table functions. With GROUP BY,
+a ``FlatMap`` after the filter when the select list calls table functions. The ON conditions
+are the inner joins'; an outer join's is part of ``from`` (``from_clause``), below WHERE,
+which so sees the NULLs of its padded rows. With GROUP BY,
 aggregates or HAVING: ``Linear(from) [Filter] -> Reduce(keys, aggregates) -> Linear
 [Filter(HAVING), Map, Project]``. DISTINCT adds a ``Reduce`` over all output columns.
 No output column may have a type that only exists in expressions (INTERVAL).

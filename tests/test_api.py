@@ -80,8 +80,8 @@ def test_errors_name_the_problem_and_position(con) -> None:  # type: ignore[no-u
         con.execute("SELECT * FROM nope")
     with pytest.raises(matview.ProgrammingError, match="line 1"):
         con.execute("SELEC 1")
-    with pytest.raises(matview.NotSupportedError, match="LEFT JOIN"):
-        con.execute("SELECT * FROM orders LEFT JOIN customers ON cust = customers.id")
+    with pytest.raises(matview.NotSupportedError, match="LEFT SEMI JOIN"):
+        con.execute("SELECT * FROM orders LEFT SEMI JOIN customers ON cust = customers.id")
     with pytest.raises(matview.ProgrammingError, match="already exists"):
         con.execute("CREATE TABLE orders (a INT)")
 

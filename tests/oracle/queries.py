@@ -155,4 +155,36 @@ QUERIES: tuple[Query, ...] = (
         SELECT o.id, o.cust, p.total, p.heaviest
         FROM orders o JOIN per_order p ON p.order_id = o.id
         WHERE p.total > 2"""),
+    # outer joins: customers.id, orders.cust and items.order_id hold NULLs and repeat
+    Query("left_join_residual", """
+        SELECT c.id, c.region, o.id AS order_id, o.amount
+        FROM customers c LEFT JOIN orders o ON o.cust = c.id AND o.amount > c.score * 10"""),
+    Query("left_join_one_side_filters", """
+        SELECT o.id, o.cust, c.region, c.vip
+        FROM orders o LEFT OUTER JOIN customers c ON c.id = o.cust AND c.score >= 3
+             AND o.note <> 'banana'"""),
+    Query("right_join", """
+        SELECT o.id AS order_id, o.note, i.sku, i.qty
+        FROM orders o RIGHT JOIN items i ON i.order_id = o.id AND o.amount >= 30"""),
+    Query("full_join_using", """
+        SELECT id, c.region, o.amount, c.id AS customer, o.id AS buyer
+        FROM (SELECT id, region FROM customers) AS c
+        FULL JOIN (SELECT cust AS id, amount FROM orders) AS o USING (id)"""),
+    Query("inner_then_left_join", """
+        SELECT c.region, o.id, i.sku, i.qty
+        FROM customers c JOIN orders o ON o.cust = c.id
+        LEFT JOIN items i ON i.order_id = o.id AND i.qty > 1"""),
+    Query("left_join_aggregate", """
+        SELECT c.id, c.region, p.n, p.total
+        FROM customers c
+        LEFT JOIN (SELECT cust, count(*) AS n, sum(amount) AS total
+                   FROM orders GROUP BY cust) AS p ON p.cust = c.id"""),
+    Query("full_join_general_grouped", """
+        SELECT c.region, count(*) AS n, count(i.sku) AS skus, sum(i.qty) AS qty
+        FROM customers c FULL JOIN items i ON i.qty = c.score OR i.order_id = c.id
+        GROUP BY c.region"""),
+    Query("left_anti_join", """
+        SELECT o.id, o.cust, o.note
+        FROM orders o LEFT JOIN customers c ON c.id = o.cust
+        WHERE c.id IS NULL"""),
 )

@@ -7,6 +7,11 @@
    and hashing the delta (no broadcast job, no shuffle).
 3. Session settings on W1 at a small scale: matview's defaults against 200 shuffle
    partitions, adaptive execution on, and whole-stage code generation off.
+4. How a join step looks state up by key, against the state's size: the state read whole
+   (held in Spark, one partition), the state sorted by key and cached with small column
+   batches so that a filter on the keys skips batches (Spark's in-memory partition
+   pruning), and the keyed read matview makes when the driver holds the state or a copy
+   of it (``Trace.matching``: a hash lookup in Arrow, then only those rows reach Spark).
 
 Every figure is a median over repeated runs in this process; ratios matter, not seconds.
 """
@@ -20,6 +25,9 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+from matview.runtime.arrow_frames import arrow_frame
+from matview.runtime.trace import Trace
+from matview.runtime.updates import lookup, stored
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -89,6 +97,51 @@ def join_strategy(spark: SparkSession) -> dict[str, dict[str, float]]:
     return out
 
 
+def keyed_lookup(spark: SparkSession, keys: int = 1_000) -> dict[str, dict[str, float]]:
+    """A delta of ``keys`` random keys joined with state of 100k to 2M rows (one row per
+    key) and counted, the state read three ways (see the module docstring)."""
+    rng = np.random.default_rng(2)
+    return {f"{rows} rows": _keyed_lookup_at(spark, rows, keys, rng)
+            for rows in (100_000, 1_000_000, 2_000_000)}
+
+
+def _keyed_lookup_at(spark: SparkSession, rows: int, keys: int,
+                     rng: np.random.Generator) -> dict[str, float]:
+    table = pa.table({"c0": pa.array(rng.permutation(rows), pa.int64()),
+                      "c1": pa.array(rng.integers(0, 10_000, rows), pa.int64()),
+                      "_time": pa.array(np.zeros(rows, np.int64)),
+                      "_diff": pa.array(np.ones(rows, np.int64))})
+    trace = Trace(spark, 2, copy_rows=rows)
+    trace.append(stored(spark, table), 0, 0)
+    whole_state = trace.read(upto=0)
+    assert whole_state is not None
+    previous = spark.conf.get("spark.sql.inMemoryColumnarStorage.batchSize")
+    spark.conf.set("spark.sql.inMemoryColumnarStorage.batchSize", "1000")
+    try:
+        ordered = whole_state.orderBy("c0").cache()
+        ordered.count()
+    finally:
+        spark.conf.set("spark.sql.inMemoryColumnarStorage.batchSize", str(previous))
+    values = pa.array(rng.integers(0, rows, keys), pa.int64())
+    delta = pa.table({"k": values})
+
+    def joined(state: DataFrame) -> None:
+        lookup(arrow_frame(spark, delta), state, F.col("k") == F.col("c0"), "inner", True,
+               build="left").groupBy().count().toArrow()
+
+    def keyed() -> None:
+        found = trace.matching(0, "c0", values)
+        assert found is not None
+        joined(arrow_frame(spark, found))
+
+    out = {"whole_s": _median(lambda: joined(whole_state)),
+           "pruned_s": _median(lambda: joined(ordered.where(F.col("c0").isin(
+               values.to_pylist())))),
+           "keyed_s": _median(keyed)}
+    ordered.unpersist()
+    return out
+
+
 def session_settings(spark: SparkSession) -> dict[str, float]:
     """W1 (100k orders, 8 batches) median per-batch latency under each setting, after a
     warm-up run (the JVM's first runs are slower), with the defaults measured first and
@@ -110,7 +163,7 @@ def session_settings(spark: SparkSession) -> dict[str, float]:
 
 def measure(spark: SparkSession) -> dict[str, Any]:
     return {"storage": storage(spark), "join_strategy": join_strategy(spark),
-            "session_settings": session_settings(spark)}
+            "keyed_lookup": keyed_lookup(spark), "session_settings": session_settings(spark)}
 
 
 def table(figures: dict[str, Any]) -> str:
@@ -120,6 +173,10 @@ def table(figures: dict[str, Any]) -> str:
     lines += ["", "| state | broadcast delta s | one partition s |", "|---|---:|---:|"]
     lines += [f"| {k} | {v['broadcast_s']:.3f} | {v['one_partition_s']:.3f} |"
               for k, v in figures["join_strategy"].items()]
+    lines += ["", "| state (1,000-key lookup) | read whole s | sorted, batches pruned s | "
+              "keyed read in Arrow s |", "|---|---:|---:|---:|"]
+    lines += [f"| {k} | {v['whole_s']:.3f} | {v['pruned_s']:.3f} | {v['keyed_s']:.3f} |"
+              for k, v in figures["keyed_lookup"].items()]
     lines += ["", "| W1 100k setting | median batch s |", "|---|---:|"]
     lines += [f"| {k} | {v:.3f} |" for k, v in figures["session_settings"].items()]
     return "\n".join(lines)

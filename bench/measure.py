@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+from matview.runtime.dataflow import drain_listeners
 from matview.runtime.trace import Trace
 from pyspark.sql import SparkSession
 
@@ -52,6 +53,7 @@ def counted(spark: SparkSession, group: str) -> Iterator[dict[str, int | None]]:
         GatewayClient.send_command = original  # type: ignore[method-assign]
         if context is not None:
             context.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
+            drain_listeners(spark)  # the status tracker hears of jobs through the bus
             after = set(context.statusTracker().getJobIdsForGroup(group))
             counts["jobs"] = len(after - before)
 

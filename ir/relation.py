@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from matview.ir.scalar import Call, Scalar, type_of
+from matview.ir.scalar import Call, Col, Scalar, type_of
 from matview.ir.types import BIGINT, NUMERIC_MAX, Kind, SqlType
 
 
@@ -125,6 +125,27 @@ def step_types(step: Step, types: tuple[SqlType, ...]) -> tuple[SqlType, ...]:
         added = tuple(t for call in step.calls for t in output_types(call, types))
         return types + added + ((BIGINT,) if step.ordinality else ())
     return types
+
+
+def input_column(steps: Sequence[Step], types: tuple[SqlType, ...], column: int) -> int | None:
+    """The column of the input (of ``types``) whose value column ``column`` of ``steps``'
+    output always holds: one that the steps keep, project or copy (a Map of a plain column);
+    None for a column they compute."""
+    arities = []
+    for step in steps:
+        arities.append(len(types))
+        types = step_types(step, types)
+    for step, before in zip(reversed(steps), reversed(arities)):
+        if isinstance(step, Project):
+            column = step.outputs[column]
+        while column >= before and isinstance(step, Map):
+            expr = step.exprs[column - before]
+            if not isinstance(expr, Col):
+                return None
+            column = expr.index
+        if column >= before:
+            return None
+    return column
 
 
 def step_scalars(step: Step) -> tuple[Scalar, ...]:

@@ -312,7 +312,7 @@ class Dataflow:
         ("owned", named ``%i.output``, ``%i.values`` or ``%i.pending``). Runs no Spark job;
         it first lets Spark deliver the row counts of the jobs that have run (see
         ``OperatorStats`` for what is counted)."""
-        _drain_listeners(self.spark)
+        drain_listeners(self.spark)
         ops = list(operators(self.root))
         for op in ops:
             op.meter.harvest()
@@ -336,7 +336,7 @@ class Dataflow:
             trace.compact(since)
 
 
-def _drain_listeners(spark: SparkSession) -> None:
+def drain_listeners(spark: SparkSession) -> None:
     """Wait until Spark's listener bus has delivered the events of the jobs that have run:
     an observation's count arrives through it, after the job's action returned. (Spark
     Connect clients receive the counts with the results instead: nothing to wait for.)"""

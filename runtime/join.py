@@ -16,7 +16,7 @@ from typing import ClassVar
 
 from matview.ir.functions import EvalError
 from matview.ir.relation import input_at, offsets_of
-from matview.ir.scalar import Scalar, columns_used, may_fail
+from matview.ir.scalar import Col, Scalar, columns_used, may_fail
 from matview.runtime.checked import (
     ERR,
     Checked,
@@ -231,6 +231,32 @@ class JoinOp(Operator):
             bound = bound | {j}
         return rows
 
+    def _keyed_history(self, ctx: StepContext, i: int) -> tuple[DataFrame | None, int] | None:
+        """The history of the input path ``i`` looks up first, read by key: only its rows
+        whose key column holds a value that the key column of input ``i``'s changes may hold
+        (known in the driver), with their number (a bound); None when the key is not a
+        plain column on both sides or the values are not at hand."""
+        if ctx.first or not self.orders[i]:
+            return None
+        j = self.orders[i][0]
+        columns = self.built(("key columns", i, j), lambda: self._key_columns(i, j))
+        if columns is None:
+            return None
+        values = self.inputs[i].step_values(ctx, columns[0])
+        if values is None:
+            return None
+        return self.inputs[j].history_matching(ctx, columns[1], values)
+
+    def _key_columns(self, i: int, j: int) -> tuple[int, int] | None:
+        """Columns of input ``i`` and of input ``j`` (each counted within its input) that an
+        equivalence class says are equal, when there are such plain columns."""
+        offsets = offsets_of([op.arity for op in self.inputs])
+        for cls in self.equivalences:
+            plain = {self._reads(m): m.index for m in cls if isinstance(m, Col)}
+            if frozenset({i}) in plain and frozenset({j}) in plain:
+                return (plain[frozenset({i})] - offsets[i], plain[frozenset({j})] - offsets[j])
+        return None
+
     def _too_many(self, how: str) -> str:
         return (f"{self.label} {how} {self.max_rows} rows in one step (raise the limit with "
                 "matview.connect(max_join_rows=...))")
@@ -251,17 +277,26 @@ class JoinOp(Operator):
             if estimate is not None and estimate > self.max_rows:
                 raise RowLimitExceeded(self._too_many(f"would produce up to {estimate:,}, more "
                                                       "than"))
-        histories = [op.history(ctx) for op in self.inputs]
-        sizes = [op.history_rows(ctx) for op in self.inputs]  # None: not known without a job
+        histories: dict[int, DataFrame | None] = {}
         paths: list[DataFrame | None] = []
         for i, start in enumerate(deltas):
             if start is None:
                 continue
+            sizes = [op.history_rows(ctx) for op in self.inputs]  # None: unknown without a job
+            olds = {}
+            keyed = self._keyed_history(ctx, i)
+            if keyed is not None:
+                first, (olds[first], sizes[first]) = self.orders[i][0], keyed
+            for j in range(len(deltas)):
+                if j not in olds:
+                    if j not in histories:
+                        histories[j] = self.inputs[j].history(ctx)
+                    olds[j] = histories[j]
             # what path i sees of input j: its history, plus its changes of this step unless
             # all changes share one time and j comes later (Alt/Neu: those are at `< t`)
-            others = [union_all([p for p in (old, None if delta is None or (
+            others = [union_all([p for p in (olds[j], None if delta is None or (
                 ctx.single_time and j > i) else delta.df) if p is not None])
-                for j, (delta, old) in enumerate(zip(deltas, histories))]
+                for j, delta in enumerate(deltas)]
             paths.append(self._path(ctx, i, start.df, others, sizes))
         out = union_all([p for p in paths if p is not None])
         if out is None:

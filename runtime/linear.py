@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar, TypeVar
 
+import pyarrow as pa
 import pyarrow.compute as pc
 from matview.ir import table_functions
 from matview.ir.linear_logic import TOP, is_temporal, is_temporal_steps, temporal_parts
@@ -34,6 +35,7 @@ from matview.ir.relation import (
     Project,
     Repeat,
     Step,
+    input_column,
     step_scalars,
     step_types,
 )
@@ -420,13 +422,33 @@ class LinearOp(Operator):
 
     def history(self, ctx: StepContext) -> DataFrame | None:
         assert self.input is not None
-        df = self.input.history(ctx)
+        return self._history_of(ctx, self.input.history(ctx))
+
+    def _history_of(self, ctx: StepContext, df: DataFrame | None) -> DataFrame | None:
+        """The steps applied to ``df``, some history of the input."""
         if df is None:
             return None
         out = self._apply(df)
         if self.checks:
             out = split_errors(out)[0]
         return out.where(col(TIME) <= ctx.lower) if self.temporal else out
+
+    def step_values(self, ctx: StepContext, column: int) -> pa.Array | None:
+        assert self.input is not None
+        if self.temporal:  # its delta also holds pending updates the input no longer has
+            return None
+        source = input_column(self.steps, self.input.types, column)
+        return None if source is None else self.input.step_values(ctx, source)
+
+    def history_matching(self, ctx: StepContext, column: int, values: pa.Array
+                         ) -> tuple[DataFrame | None, int] | None:
+        assert self.input is not None
+        source = input_column(self.steps, self.input.types, column)
+        found = None if source is None else self.input.history_matching(ctx, source, values)
+        if found is None or any(isinstance(s, FlatMap) for s in self.steps):
+            return None
+        rows = 2 * found[1] if self.temporal else found[1]
+        return self._history_of(ctx, found[0]), rows
 
     def history_rows(self, ctx: StepContext) -> int | None:
         assert self.input is not None

@@ -26,6 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, TypeVar
 
+import pyarrow as pa
 from matview.ir.types import SqlType
 from matview.runtime.jvm_plans import columns, select
 from matview.runtime.updates import Leaf, row_count
@@ -278,6 +279,18 @@ class Operator:
 
     def history_rows(self, ctx: StepContext) -> int | None:
         """A bound on the update rows ``history`` returns, when known without a Spark job."""
+        return None
+
+    def step_values(self, ctx: StepContext, column: int) -> pa.Array | None:
+        """Values that column ``column`` of this step's delta may hold (a superset), when
+        the driver knows them without a Spark job; else None."""
+        return None
+
+    def history_matching(self, ctx: StepContext, column: int, values: pa.Array
+                         ) -> tuple[DataFrame | None, int] | None:
+        """``history`` keeping (at least) the rows whose column ``column`` holds one of
+        ``values``, read by key from an arrangement held in the driver, with a bound on its
+        rows; None when there is no such read (the caller reads the whole history)."""
         return None
 
     def arrangement_arity(self, what: str) -> int:

@@ -64,6 +64,18 @@ class GetOp(Operator):
         assert self.trace is not None
         return 0 if ctx.first else self.trace.rows_between(None, ctx.lower)
 
+    def step_values(self, ctx: StepContext, column: int) -> pa.Array | None:
+        assert self.trace is not None
+        return None if ctx.first else self.trace.values(ctx.lower, ctx.upper, f"c{column}")
+
+    def history_matching(self, ctx: StepContext, column: int, values: pa.Array
+                         ) -> tuple[DataFrame | None, int] | None:
+        assert self.trace is not None
+        found = None if ctx.first else self.trace.matching(ctx.lower, f"c{column}", values)
+        if found is None:
+            return None
+        return (arrow_frame(ctx.spark, found) if found.num_rows else None), found.num_rows
+
 
 @dataclass
 class ConstantOp(Operator):

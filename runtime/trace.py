@@ -182,6 +182,32 @@ class Trace:
         df = union_all(frames)
         return df, (None if df is None else count)
 
+    def values(self, after: int, upto: int, column: str) -> pa.Array | None:
+        """The distinct values of ``column`` in the batches holding the updates with
+        ``after < time <= upto`` (a superset of those updates' values), when the driver
+        holds those batches; else None."""
+        tables = self._in_driver([b for b in self.batches
+                                  if b.upper > after and b.lower <= upto])
+        if not tables:
+            return None
+        return pc.unique(pa.chunked_array([t[column] for t in tables]))
+
+    def matching(self, upto: int, column: str, values: pa.Array) -> pa.Table | None:
+        """The updates with time ``<= upto`` whose ``column`` holds one of ``values``,
+        found in Arrow by a hash lookup over the batches held in the driver (or their
+        copies): a keyed read of the arrangement, with no Spark job, whose plan holds only
+        those rows. None when some batch is held only in Spark."""
+        batches = [b for b in self.batches if b.lower <= upto]
+        tables = self._in_driver(batches)
+        if tables is None:
+            return None
+        found = []
+        for batch, table in zip(batches, tables):
+            if batch.upper > upto:
+                table = table.filter(pc.less_equal(table[TIME], upto))
+            found.append(_holding(table, column, values))
+        return pa.concat_tables(found, promote_options="permissive") if found else None
+
     def held_rows(self, upto: int) -> pa.Table | None:
         """The collection's rows at ``upto`` (each repeated by its multiplicity), computed in
         Arrow when every batch it needs is held in the driver; None otherwise. Raises
@@ -217,8 +243,10 @@ class Trace:
             retracted = mine.filter(pc.less(mine[DIFF], 0)).select(names)
             probe = _probe_column(retracted) if retracted.num_rows <= PROBE_VALUES else None
             local = [leaf.in_driver for leaf in leaves]
-            parts = [_matching(t.select([*names, DIFF]), retracted, probe)
-                     for t in local if t is not None]
+            parts = [t.select([*names, DIFF]) for t in local if t is not None]
+            if probe is not None:
+                values = pc.unique(retracted[probe])
+                parts = [_holding(part, probe, values) for part in parts]
             held = [leaf.df.select(*names, DIFF) for leaf, t in zip(leaves, local) if t is None]
             if held and retracted.num_rows:
                 copies = self._found_in_spark(union_all(held), retracted, probe)  # type: ignore[arg-type]
@@ -329,14 +357,11 @@ class Trace:
         self.append(leaf, lower, max(max(b.upper for b in merging), lower))
 
 
-def _matching(table: pa.Table, retracted: pa.Table, probe: str | None) -> pa.Table:
-    """The rows of ``table`` whose ``probe`` column holds a value of the ``retracted``
-    rows' (all of them without a ``probe``): every copy of a retracted row, found in
-    Arrow."""
-    if probe is None:
-        return table
-    values = pc.unique(retracted[probe]).cast(table.schema.field(probe).type)
-    return table.filter(pc.is_in(table[probe], value_set=values, skip_nulls=False))
+def _holding(table: pa.Table, column: str, values: pa.Array) -> pa.Table:
+    """The rows of ``table`` whose ``column`` holds one of ``values`` (NULL among them
+    included), found in Arrow by a hash lookup."""
+    values = values.cast(table.schema.field(column).type)
+    return table.filter(pc.is_in(table[column], value_set=values, skip_nulls=False))
 
 
 def _probe_column(rows: pa.Table) -> str | None:

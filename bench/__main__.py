@@ -6,11 +6,12 @@
     python -m bench w2 --session connect
     python -m bench w3 --events 1000000
     python -m bench tpch --sf 0.1
+    python -m bench tpch22 --sf 0.1            # the 22 TPC-H queries: created? RF1/RF2 steps
     python -m bench config                     # the measurements behind the Spark settings
 
 Prints one table and writes every figure to ``bench/results/<workload>-<session>.json``
 (and ``quick-<session>.json`` for the quick suite). Exits non-zero if any engine's answer
-differs from matview's.
+differs from matview's (``tpch22``: Spark's, for the queries matview creates).
 """
 
 from __future__ import annotations
@@ -81,10 +82,26 @@ def _config(session: str, overrides: dict[str, str]) -> int:
     return 0
 
 
+def _tpch22(args: argparse.Namespace, overrides: dict[str, str]) -> int:
+    from bench import tpch22
+
+    spark = start_session(config=overrides, connect=args.session == "connect")
+    result = tpch22.run(spark, sf=args.sf, seed=args.seed, refresh=args.refresh)
+    RESULTS.mkdir(exist_ok=True)
+    path = RESULTS / f"tpch22-{args.session}.json"
+    path.write_text(json.dumps({"environment": _environment(args.session, overrides),
+                                "args": vars(args), "results": [result]},
+                               indent=1, default=str) + "\n")
+    print(tpch22.table(result))
+    print(f"\nfigures: {path}")
+    return 0 if tpch22.agrees(result) else 1
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("workload", choices=["quick", "w1", "w2", "w3", "tpch", "config"])
+    parser.add_argument("workload",
+                        choices=["quick", "w1", "w2", "w3", "tpch", "tpch22", "config"])
     parser.add_argument("--session", choices=["classic", "connect"], default="classic")
     parser.add_argument("--batches", type=int, default=None,
                         help="batches stepped one at a time (default 20; TPC-H 10)")
@@ -107,6 +124,8 @@ def main(argv: list[str] | None = None) -> int:
     overrides = dict(item.split("=", 1) for item in args.conf)
     if args.workload == "config":
         return _config(args.session, overrides)
+    if args.workload == "tpch22":
+        return _tpch22(args, overrides)
     workloads = _workloads(args)
     spark = start_session(config=overrides, connect=args.session == "connect")
     results = []

@@ -20,6 +20,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterable
 from datetime import date
 from decimal import Decimal
 from pathlib import Path
@@ -161,10 +162,11 @@ def make(sf: float = 0.1, batches: int = 10, catchup: int = 0, seed: int = 0) ->
     )
 
 
-def generate(sf: float) -> Path:
-    """The directory holding the Parquet files of the TPC-H tables at scale factor ``sf``,
-    generated with ``tpchgen-cli`` unless an earlier run left them there."""
-    directory = DATA_DIR / f"tpch-sf{sf:g}"
+def generate(sf: float, tables: Iterable[str] = tuple(_TABLES), prefix: str = "tpch") -> Path:
+    """The directory ``{prefix}-sf{sf}`` holding the Parquet files of TPC-H ``tables`` (by
+    default those of the six views) at scale factor ``sf``, generated with ``tpchgen-cli``
+    unless an earlier run left them there. Other sets of tables take another ``prefix``."""
+    directory = DATA_DIR / f"{prefix}-sf{sf:g}"
     if directory.is_dir():
         return directory
     DATA_DIR.mkdir(parents=True, exist_ok=True)
@@ -173,7 +175,7 @@ def generate(sf: float) -> Path:
         subprocess.run(
             [str(Path(sys.executable).parent / "tpchgen-cli"), "parquet",
              "--scale-factor", f"{sf:g}", "--output-dir", str(scratch),
-             "--tables", ",".join(_TABLES), "--quiet"],
+             "--tables", ",".join(tables), "--quiet"],
             check=True)
         scratch.rename(directory)  # whole or not at all, so a cached directory is complete
     finally:

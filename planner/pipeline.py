@@ -14,6 +14,7 @@ from collections.abc import Callable
 from matview.ir.relation import Relation
 from matview.planner.join_plan import join_plan
 from matview.planner.transforms.canonicalize_linear import canonicalize_linear
+from matview.planner.transforms.factor_disjunctions import factor_disjunctions
 from matview.planner.transforms.flat_map_to_map import flat_map_to_map
 from matview.planner.transforms.flatten_joins import flatten_joins
 from matview.planner.transforms.fold_constants import fold_constants
@@ -27,6 +28,7 @@ LOGICAL: tuple[Transform, ...] = (
     fuse_linear,
     flat_map_to_map,  # its Filter(FALSE) and Maps of literals are for fold_constants
     fold_constants,
+    factor_disjunctions,  # conjuncts shared by an OR's branches, for push_linear_into_joins
     canonicalize_linear,  # filters first, so that push_linear_into_joins sees them lead
     push_linear_into_joins,
     fuse_linear,

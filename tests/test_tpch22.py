@@ -57,9 +57,6 @@ MISSING: dict[str, tuple[type[Exception], str]] = {
     "q18": (matview.NotSupportedError,
             f"IN (subquery with GROUP BY ... HAVING): {SUBQUERIES}; then ORDER BY ... LIMIT in "
             "a view"),
-    "q19": (matview.DataError,
-            "the join equality common to every OR branch (p_partkey = l_partkey) is not "
-            "factored out: lineitem x part is a cross join beyond max_join_rows"),
     "q20": (matview.NotSupportedError,
             f"nested IN (subquery) with a correlated scalar subquery: {SUBQUERIES}"),
     "q21": (matview.NotSupportedError,

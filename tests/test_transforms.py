@@ -42,6 +42,7 @@ from matview.ir.types import BIGINT, BOOLEAN, INT, NULLTYPE, TEXT, Kind, SqlType
 from matview.planner.join_plan import join_plan
 from matview.planner.pipeline import LOGICAL, PHYSICAL, optimize, physical, trace
 from matview.planner.transforms.canonicalize_linear import canonicalize_linear
+from matview.planner.transforms.factor_disjunctions import factor_disjunctions
 from matview.planner.transforms.flat_map_to_map import flat_map_to_map
 from matview.planner.transforms.flatten_joins import flatten_joins
 from matview.planner.transforms.fold_constants import fold_constants
@@ -53,7 +54,7 @@ FIXTURES = Path(__file__).parent / "fixtures" / "transforms"
 Transform = Callable[[Relation], Relation]
 TRANSFORMS: dict[str, Transform] = {t.__name__: t for t in (
     fuse_linear, canonicalize_linear, push_linear_into_joins, flat_map_to_map,
-    fold_constants, flatten_joins, join_plan, optimize)}
+    fold_constants, factor_disjunctions, flatten_joins, join_plan, optimize)}
 LENIENT = {"push_linear_into_joins", "optimize"}
 """Transforms that may raise an error the original plan does not (see the module doc)."""
 

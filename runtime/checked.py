@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from matview.ir.scalar import Call, Case, Cast, Lit, Scalar, may_fail, type_of
 from matview.ir.types import INT_RANGE, INTEGER_KINDS, Kind, SqlType
 from matview.runtime.expressions import compile_call, compile_cast, compile_scalar
+from matview.runtime.jvm_plans import columns, made_once, select
 from matview.runtime.types import col, spark_type
 from matview.runtime.updates import DIFF, TIME
 from pyspark.sql import Column, DataFrame
@@ -265,6 +266,8 @@ function without a rule (``round``, ``like``) still raises from Spark when it fa
 def split_errors(df: DataFrame) -> tuple[DataFrame, DataFrame]:
     """An update batch with ``_err`` (``apply_steps(errors=True)``) as its rows that
     evaluated, and its errors as updates of one text column ``c0``."""
-    ok = df.where(col(ERR).isNull()).drop(ERR)
-    failed = df.where(col(ERR).isNotNull()).select(col(ERR).alias("c0"), col(TIME), col(DIFF))
-    return ok, failed
+    spark = df.sparkSession
+    evaluated, failed, message = made_once(spark, "split_errors", lambda: (
+        col(ERR).isNull(), col(ERR).isNotNull(),
+        columns(spark, col(ERR).alias("c0"), col(TIME), col(DIFF))))
+    return df.where(evaluated).drop(ERR), select(df.where(failed), message)

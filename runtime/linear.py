@@ -49,6 +49,7 @@ from matview.runtime.checked import (
     split_errors,
 )
 from matview.runtime.expressions import compile_scalar
+from matview.runtime.jvm_plans import Columns, columns, select, to_arrow
 from matview.runtime.operator import Delta, Operator, StepContext
 from matview.runtime.trace import Trace
 from matview.runtime.types import col, column_names, spark_type
@@ -69,6 +70,8 @@ class Pipeline:
 
     def __init__(self) -> None:
         self.calls: list[tuple[str, tuple[object, ...]]] = []
+        self._selects: dict[int, Columns] = {}
+        """The column lists of the recorded selects (by call), made once (``jvm_plans``)."""
 
     def select(self, *columns: Column) -> Pipeline:
         self.calls.append(("select", columns))
@@ -84,8 +87,13 @@ class Pipeline:
 
     def __call__(self, df: DataFrame) -> DataFrame:
         """``df`` transformed by the recorded calls."""
-        for method, args in self.calls:
-            df = getattr(df, method)(*args)
+        for at, (method, args) in enumerate(self.calls):
+            if method == "select":
+                if at not in self._selects:
+                    self._selects[at] = columns(df.sparkSession, *args)  # type: ignore[arg-type]
+                df = select(df, self._selects[at])
+            else:
+                df = getattr(df, method)(*args)
         return df
 
 
@@ -361,7 +369,7 @@ class LinearOp(Operator):
         if delta is not None:
             out = self._apply(delta.df)
             if ctx.small:
-                table = out.toArrow()
+                table = to_arrow(out)
                 if self.checks:
                     failed = table.filter(pc.is_valid(table[ERR]))
                     if failed.num_rows:

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 import pyarrow as pa
 from matview.ir.functions import EvalError
 from matview.ir.types import SqlType
+from matview.runtime.jvm_plans import to_arrow
 from matview.runtime.trace import NegativeRows, Trace
 from matview.runtime.types import column_names, update_schema
 from matview.runtime.updates import DIFF, TIME, union_all
@@ -49,7 +50,7 @@ def rows(updates: DataFrame | None, types: Sequence[SqlType], order_by: Ordering
         out = out.offset(offset)
     if limit is not None:
         out = out.limit(limit)
-    return out.select(*names).toArrow()
+    return to_arrow(out.select(*names))
 
 
 def held_rows(trace: Trace, name: str, now: int) -> pa.Table | None:
@@ -89,7 +90,7 @@ def changes(trace: Trace, arity: int, after: int, upper: int,
         return None
     df = (df.groupBy(TIME, *names).agg(F.sum(DIFF).alias(DIFF))
           .where(F.col(DIFF) != 0).orderBy(TIME, *names))
-    return df.select(TIME, DIFF, *names).toArrow()
+    return to_arrow(df.select(TIME, DIFF, *names))
 
 
 def _checked_diff() -> Column:

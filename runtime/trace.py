@@ -23,6 +23,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from matview.runtime.arrow_frames import arrow_frame
+from matview.runtime.jvm_plans import to_arrow
 from matview.runtime.types import col, column_names
 from matview.runtime.updates import (
     DIFF,
@@ -250,7 +251,7 @@ class Trace:
             held = [leaf.df.select(*names, DIFF) for leaf, t in zip(leaves, local) if t is None]
             if held and retracted.num_rows:
                 copies = self._found_in_spark(union_all(held), retracted, probe)  # type: ignore[arg-type]
-                parts.append(copies.toArrow().cast(mine.schema))
+                parts.append(to_arrow(copies).cast(mine.schema))
             # rows not retracted now may sum below zero (their other copies are not
             # fetched), so a row counts only where it is retracted now
             marked = [t.append_column(_RETRACTED, pa.array(np.zeros(t.num_rows, bool)))

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.compute as pc
 from matview.runtime.arrow_frames import arrow_frame
-from matview.runtime.jvm_plans import aggregate, columns, hint, made_once
+from matview.runtime.jvm_plans import aggregate, columns, hint, made_once, select, to_arrow
 from matview.runtime.types import col, column_names
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -209,20 +209,22 @@ def materialize(spark: SparkSession, df: DataFrame, small: bool) -> Leaf | None:
     more), where later steps read them without a Spark job.
     """
     if small:
-        table = df.toArrow()
+        table = to_arrow(df)
         return stored(spark, table) if table.num_rows else None
     leaf = df.localCheckpoint(eager=True)
     rows = leaf.count()
     if rows and rows <= LOCAL_LEAF_ROWS and not any(
             isinstance(f.dataType, (T.ArrayType, T.MapType, T.StructType)) for f in leaf.schema):
-        return stored(spark, leaf.toArrow())
+        return stored(spark, to_arrow(leaf))
     return Leaf(leaf, rows) if rows else None
 
 
 def any_row(df: DataFrame) -> tuple[object, ...] | None:
     """A row that update batch ``df`` holds with positive multiplicity once consolidated
     over all times (one Spark job), or None."""
-    names = data_columns(df)
-    found = (df.groupBy(*names).agg(F.sum(DIFF).alias(DIFF)).where(col(DIFF) > 0)
-             .select(*names).limit(1).collect())
-    return tuple(found[0]) if found else None
+    spark, names = df.sparkSession, tuple(data_columns(df))
+    keys, total, none, held, shown = made_once(spark, ("any_row", names), lambda: (
+        columns(spark, *names), F.sum(DIFF).alias(DIFF), columns(spark), col(DIFF) > 0,
+        columns(spark, *names)))
+    found = to_arrow(select(aggregate(df, keys, total, none).where(held), shown).limit(1))
+    return tuple(found.slice(0, 1).to_pylist()[0].values()) if found.num_rows else None

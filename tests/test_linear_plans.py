@@ -4,6 +4,7 @@ the DataFrame actions the runtime uses) and its executed plan searched for Pytho
 
 from __future__ import annotations
 
+import sys
 from datetime import date, datetime, timedelta
 
 import pyarrow as pa
@@ -11,6 +12,7 @@ import pytest
 from matview.ir.parse import parse_plan
 from matview.ir.relation import Linear
 from matview.planner.lower import lower
+from matview.runtime import jvm_plans
 from matview.runtime.dataflow import Dataflow
 from matview.runtime.trace import Trace
 from matview.runtime.types import update_schema
@@ -33,7 +35,8 @@ PLAN = parse_plan(
 
 @pytest.fixture
 def executed(spark, monkeypatch):  # type: ignore[no-untyped-def]
-    """The executed plans of every ``toArrow`` and ``localCheckpoint`` run meanwhile."""
+    """The executed plans of every ``toArrow``, ``localCheckpoint`` and runtime collect
+    (``jvm_plans.to_arrow``) run meanwhile."""
     plans: list[str] = []
     frame_class = type(spark.range(1))  # the session's DataFrame class (classic or connect)
     for name in ("toArrow", "localCheckpoint"):
@@ -45,6 +48,16 @@ def executed(spark, monkeypatch):  # type: ignore[no-untyped-def]
             return result
 
         monkeypatch.setattr(frame_class, name, wrapped)
+    collect = jvm_plans.to_arrow  # the runtime's collect, imported by name where it is used
+
+    def collected(df, __collect=collect):  # type: ignore[no-untyped-def]
+        result = __collect(df)
+        plans.append(df._jdf.queryExecution().executedPlan().toString())
+        return result
+
+    for module in list(sys.modules.values()):
+        if getattr(module, "to_arrow", None) is collect:
+            monkeypatch.setattr(module, "to_arrow", collected)
     return plans
 
 

@@ -9,19 +9,40 @@ column becomes a ``float``), so Python's operators behave as the SQL type demand
 
 Every argument of a function call is evaluated (there is no short-circuit, so an error is not
 hidden by the order of AND's operands); only CASE evaluates lazily, as SQL specifies.
+
+A subquery in an expression is evaluated by running its plan, with its ``Outer`` references
+bound to the row, through the function ``subquery_runner`` installs (the reference
+interpreter installs itself).
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from datetime import date, datetime
 from decimal import ROUND_HALF_UP, Context, Decimal, InvalidOperation, localcontext
 
 from matview.ir import intervals, jsonb
 from matview.ir.functions import EvalError, lookup
-from matview.ir.scalar import Call, Case, Cast, Col, Lit, Scalar, type_of
+from matview.ir.relation import Relation
+from matview.ir.scalar import (
+    Call,
+    Case,
+    Cast,
+    Col,
+    Exists,
+    InSubquery,
+    Lit,
+    Outer,
+    Scalar,
+    ScalarSubquery,
+    type_of,
+)
+from matview.ir.subquery import enter
 from matview.ir.types import INT_RANGE, INTEGER_KINDS, TIMESTAMP, Kind, SqlType
 
 DECIMAL_CONTEXT = Context(prec=80)
@@ -43,6 +64,21 @@ _DATETIME_TEXT = re.compile(
 )
 
 
+Runner = Callable[[Relation], Counter[tuple[object, ...]]]
+_RUNNER: ContextVar[Runner | None] = ContextVar("subquery_runner", default=None)
+
+
+@contextmanager
+def subquery_runner(run: Runner) -> Iterator[None]:
+    """Within the block, a subquery's plan (its references to the row bound) evaluates to
+    ``run(plan)``, a multiset of rows."""
+    token = _RUNNER.set(run)
+    try:
+        yield
+    finally:
+        _RUNNER.reset(token)
+
+
 def evaluate(expr: Scalar, row: Sequence[object], types: Sequence[SqlType]) -> object:
     """The value of ``expr`` on ``row``, whose columns have ``types``.
 
@@ -62,7 +98,35 @@ def evaluate(expr: Scalar, row: Sequence[object], types: Sequence[SqlType]) -> o
         return _conform(evaluate(chosen, row, types), type_of(expr, types))
     if isinstance(expr, Call):
         return _call(expr, row, types)
+    if isinstance(expr, (Exists, InSubquery, ScalarSubquery)):
+        return _subquery(expr, row, types)
+    if isinstance(expr, Outer):
+        raise TypeError(f"an outer reference outside its subquery: {expr!r}")
     raise TypeError(f"not a scalar expression: {expr!r}")
+
+
+def _subquery(expr: Exists | InSubquery | ScalarSubquery, row: Sequence[object],
+              types: Sequence[SqlType]) -> object:
+    """The value of a subquery on ``row`` (see each node's meaning)."""
+    run = _RUNNER.get()
+    if run is None:
+        raise TypeError("subqueries are evaluated only by the reference interpreter")
+    plan = enter(expr.rel, lambda ref: Lit(_conform(row[ref.index], ref.type), ref.type))
+    values = [r[0] if r else None for r in run(plan).elements()]
+    if isinstance(expr, Exists):
+        return bool(values)
+    if isinstance(expr, ScalarSubquery):
+        if len(values) > 1:
+            raise EvalError("more than one row returned by a subquery used as an expression")
+        return _conform(values[0], type_of(expr, types)) if values else None
+    needle = evaluate(expr.expr, row, types)
+    if not values:
+        return False
+    if needle is None:
+        return None
+    if any(v is not None and promote([v, needle])[0] == promote([v, needle])[1] for v in values):
+        return True
+    return None if None in values else False
 
 
 def _call(expr: Call, row: Sequence[object], types: Sequence[SqlType]) -> object:

@@ -15,7 +15,7 @@ from itertools import product
 from math import prod
 from typing import Any
 
-from matview.ir.evaluate import DECIMAL_CONTEXT, cast_value, evaluate, promote
+from matview.ir.evaluate import DECIMAL_CONTEXT, cast_value, evaluate, promote, subquery_runner
 from matview.ir.linear_logic import BOTTOM, join_function, steps_logic
 from matview.ir.relation import (
     Aggregate,
@@ -37,7 +37,14 @@ Row = tuple[object, ...]
 def interpret(rel: Relation, tables: Mapping[str, Counter[Row]], now: int = BOTTOM,
               limit: int = DEFAULT_ROW_LIMIT) -> Counter[Row]:
     """The multiset ``rel`` denotes at time ``now`` (what ``mz_now()`` reads) when each table
-    ``name`` holds ``tables[name]``; ``limit`` bounds the rows of a table function call."""
+    ``name`` holds ``tables[name]``; ``limit`` bounds the rows of a table function call. A
+    subquery in an expression is interpreted for each row it is evaluated on."""
+    with subquery_runner(lambda plan: interpret(plan, tables, now, limit)):
+        return _interpret(rel, tables, now, limit)
+
+
+def _interpret(rel: Relation, tables: Mapping[str, Counter[Row]], now: int,
+               limit: int) -> Counter[Row]:
     if isinstance(rel, Get):
         return _consolidate(tables[rel.name].items())
     if isinstance(rel, Constant):

@@ -15,13 +15,17 @@ with them raises what ``Relation.types`` raises on a plan that does not type-che
 equals itself: a double NaN parses as ``math.nan``, so only plans holding that very object
 compare equal after a round trip. ``parse_plan`` skips lines of spaces; malformed text raises
 ``PlanSyntaxError``.
+
+A subquery in an expression prints as ``@N`` (``exists(@0)``, ``in(#1, @1)``, ``@2``); the
+plan of subquery N of an operator follows the operator's inputs, one level deeper, under a
+line ``subquery @N``.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
 from decimal import Decimal
@@ -50,7 +54,20 @@ from matview.ir.relation import (
     Step,
     Union,
 )
-from matview.ir.scalar import Call, Case, Cast, Col, Lit, Scalar
+from matview.ir.scalar import (
+    Call,
+    Case,
+    Cast,
+    Col,
+    Exists,
+    InSubquery,
+    Lit,
+    Outer,
+    Scalar,
+    ScalarSubquery,
+    transform,
+)
+from matview.ir.subquery import map_own_scalars, with_rel
 from matview.ir.types import (
     BOOLEAN,
     INT,
@@ -107,22 +124,47 @@ def parse_plan(text: str) -> Relation:
         header = _parse(line, "header", number)
         assert isinstance(header, _Header)
         at += 1
-        inputs = []
+        children = []
         while at < len(lines) and _indent(lines[at][1]) > indent:
-            inputs.append(node(depth + 1))
+            children.append(node(depth + 1))
+        inputs = [c for c in children if not isinstance(c, _Slot)]
         if header.inputs is not None and len(inputs) != header.inputs:
             raise PlanSyntaxError(
                 f"{header.operator} takes {_INPUTS[header.inputs]}, found {len(inputs)}",
                 number,
                 indent + 1,
             )
-        return header.build(tuple(inputs))
+        plans = {c.number: c.plan for c in children if isinstance(c, _Slot)}
+        return _fill(header.build(tuple(inputs)), plans, number, indent)
 
     plan = node(0)
     if at < len(lines):
         number, line = lines[at]
         raise PlanSyntaxError("a plan has one root operator", number, _indent(line) + 1)
     return plan
+
+
+def with_subplans(rel: Relation, plans: Sequence[Relation]) -> Relation:
+    """``rel`` whose operator's subqueries were parsed as references ``@N`` (a plan's JSON
+    carries their plans apart), each given the plan ``plans[N]``."""
+    return _fill(rel, dict(enumerate(plans)), 1, 0)
+
+
+def _fill(rel: Relation, plans: dict[int, Relation | None], line: int, indent: int
+          ) -> Relation:
+    """``rel`` with each subquery ``@N`` of its operator given the plan ``plans[N]``."""
+
+    def fill(node: Scalar) -> Scalar:
+        if isinstance(node, (Exists, InSubquery, ScalarSubquery)) and isinstance(node.rel,
+                                                                                  _Slot):
+            plan = plans.get(node.rel.number)
+            if plan is None:
+                raise PlanSyntaxError(f"no plan for subquery @{node.rel.number}", line,
+                                      indent + 1)
+            return with_rel(node, plan)
+        return node
+
+    return map_own_scalars(rel, lambda e: transform(e, fill))
 
 
 def parse_scalar(text: str) -> Scalar:
@@ -180,6 +222,17 @@ def _spell(terminal: str) -> str:
 
 
 _INPUTS = {0: "no inputs", 1: "one input"}
+_TESTS = {("exists", 1), ("in", 2)}
+"""The calls that spell the subquery tests ``exists(@N)`` and ``in(EXPR, @N)``."""
+
+
+@dataclass(frozen=True)
+class _Slot(Relation):
+    """Subquery ``@number`` while parsing: in an expression (``plan`` None), or the block
+    ``subquery @number`` holding its ``plan``."""
+
+    number: int
+    plan: Relation | None = None
 
 
 @dataclass(frozen=True)
@@ -343,6 +396,17 @@ class _Builder(Transformer[Token, object]):
     def union(self) -> _Header:
         return _Header("Union", None, Union)
 
+    def subplan(self, token: Token) -> _Header:
+        number = int(token[1:])
+        return _Header("subquery", 1, lambda inputs: _Slot(number, inputs[0]))
+
+    def outer(self, token: Token, t: SqlType) -> Outer:
+        level = token.index("#")
+        return Outer(level, int(token[level + 1:]), t)
+
+    def scalar_subquery(self, token: Token) -> ScalarSubquery:
+        return ScalarSubquery(_Slot(int(token[1:])))
+
     def scalars(self, *exprs: Scalar) -> tuple[Scalar, ...]:
         return exprs
 
@@ -372,7 +436,11 @@ class _Builder(Transformer[Token, object]):
     def prefix_operator(self, operator: Token) -> Token:
         return operator
 
-    def call(self, func: Token, args: tuple[Scalar, ...]) -> Call:
+    def call(self, func: Token, args: tuple[Scalar, ...]) -> Scalar:
+        """A function call, or the subquery test ``exists(@N)`` or ``in(EXPR, @N)``."""
+        last = args[-1] if args else None
+        if isinstance(last, ScalarSubquery) and (str(func), len(args)) in _TESTS:
+            return Exists(last.rel) if len(args) == 1 else InSubquery(args[0], last.rel)
         return Call(str(func), args)
 
     def case(self, *exprs: Scalar) -> Case:

@@ -27,11 +27,25 @@ Operators (the grammar is ``grammar.lark``):
 - ``Reduce group_key=(EXPR, ...) aggregates=(count(*), sum(EXPR), ...)``, ``*`` standing for
   an aggregate without an expression.
 - ``Union``.
+- ``subquery @N``, a line below an operator's inputs (one level deeper) whose one input is
+  the plan of the operator's subquery ``@N`` (see scalars).
 
 Scalars: ``#i`` is column i. Operators of the function registry print parenthesized, infix
 ``(#0 + #1)`` or prefix ``(-#0)``, ``(NOT #0)`` (a space after ``-`` when the operand starts with
 a digit: ``(- 5)`` negates 5, ``-5`` is a literal); other functions print ``name(args)``. Then
-``case when C then V ... else D end`` and ``cast(E as TYPE)``.
+``case when C then V ... else D end`` and ``cast(E as TYPE)``. A correlated reference
+(``scalar.Outer``) prints ``^#i::TYPE``, one ``^`` per level. Subqueries print by number
+within their operator, numbered in the order they appear on its line (equal plans share a
+number): ``exists(@0)``, ``in(#1, @1)`` and the scalar subquery ``@2``; their plans follow
+the operator's inputs::
+
+    Linear [filter exists(@0)]
+      Get t (a int)
+      subquery @0
+        Linear [filter (#0 = ^#0::int)]
+          Get u (b int)
+
+A subquery rendered outside a plan's line (``render_scalar`` alone) prints ``@?``.
 
 Literals print their value, followed by ``::TYPE`` unless the value's form implies the type:
 integers are ``int`` (``5``, ``-5``, but ``5::bigint``), quoted strings ``text``, ``true`` and
@@ -71,7 +85,9 @@ the plan the text denotes:
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import date, datetime
 from decimal import Decimal
@@ -98,7 +114,19 @@ from matview.ir.relation import (
     Union,
     inputs_of,
 )
-from matview.ir.scalar import Call, Case, Cast, Col, Lit, Scalar
+from matview.ir.scalar import (
+    Call,
+    Case,
+    Cast,
+    Col,
+    Exists,
+    InSubquery,
+    Lit,
+    Outer,
+    Scalar,
+    ScalarSubquery,
+)
+from matview.ir.subquery import own_scalars, subqueries
 from matview.ir.types import (
     BOOLEAN,
     INT,
@@ -127,6 +155,9 @@ class RenderOptions:
 
 PLAIN = RenderOptions()
 """The options of the plain text form: no annotation, bare column references."""
+
+_SUBPLANS: ContextVar[tuple[Relation, ...]] = ContextVar("subplans", default=())
+"""The subquery plans of the operator whose line is being rendered, by number."""
 
 
 def render_plan(rel: Relation, options: RenderOptions = PLAIN) -> str:
@@ -172,13 +203,43 @@ def render_scalar(expr: Scalar, names: Sequence[str | None] = ()) -> str:
         return f"case {whens}else {render_scalar(expr.default, names)} end"
     if isinstance(expr, Cast):
         return f"cast({render_scalar(expr.expr, names)} as {render_type(expr.to)})"
+    if isinstance(expr, Outer):
+        return f"{'^' * expr.level}#{expr.index}::{render_type(expr.type)}"
+    if isinstance(expr, (Exists, InSubquery, ScalarSubquery)):
+        plans = _SUBPLANS.get()
+        ref = f"@{plans.index(expr.rel)}" if expr.rel in plans else "@?"
+        if isinstance(expr, Exists):
+            return f"exists({ref})"
+        if isinstance(expr, InSubquery):
+            return f"in({render_scalar(expr.expr, names)}, {ref})"
+        return ref
     raise TypeError(f"not a scalar expression: {expr!r}")
 
 
+def own_subplans(rel: Relation) -> tuple[Relation, ...]:
+    """The plans of the subqueries in ``rel``'s own operator, numbered (``@N``) in order."""
+    return tuple(dict.fromkeys(n.rel for e in own_scalars(rel) for n in subqueries(e)))
+
+
+@contextmanager
+def numbered(plans: tuple[Relation, ...]) -> Iterator[None]:
+    """Scalars rendered within refer to the subqueries ``plans`` as ``@0``, ``@1``..."""
+    token = _SUBPLANS.set(plans)
+    try:
+        yield
+    finally:
+        _SUBPLANS.reset(token)
+
+
 def _render_node(rel: Relation, depth: int, lines: list[str], options: RenderOptions) -> None:
-    lines.append(INDENT * depth + render_line(rel, options))
+    plans = own_subplans(rel)
+    with numbered(plans):
+        lines.append(INDENT * depth + render_line(rel, options))
     for child in inputs_of(rel):
         _render_node(child, depth + 1, lines, options)
+    for number, plan in enumerate(plans):
+        lines.append(f"{INDENT * (depth + 1)}subquery @{number}")
+        _render_node(plan, depth + 2, lines, options)
 
 
 def _render_header(rel: Relation, humanized: bool) -> str:

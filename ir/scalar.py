@@ -9,8 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from matview.ir.types import BOOLEAN, NULLTYPE, SqlType, common_type
+
+if TYPE_CHECKING:
+    from matview.ir.relation import Relation
 
 
 class Scalar:
@@ -56,6 +60,51 @@ class Cast(Scalar):
     to: SqlType
 
 
+@dataclass(frozen=True)
+class Outer(Scalar):
+    """A correlated reference (printed ``^#index::type``, one ``^`` per ``level``): column
+    ``index`` of the row that the subquery ``level`` subquery boundaries out is evaluated on.
+    Inside the plan of a subquery expression (``Exists``, ``InSubquery``, ``ScalarSubquery``)
+    evaluated on row ``r``, ``Outer(1, i, t)`` is ``r[i]``; within a subquery nested in that
+    plan the same column is ``Outer(2, i, t)``. ``type`` is the column's type. Only the RAW
+    plan holds them: decorrelation replaces them with columns. ``level`` 0 never appears in
+    a plan; decorrelation uses it for a column of the domain it joins in."""
+
+    level: int
+    index: int
+    type: SqlType
+
+
+@dataclass(frozen=True)
+class Exists(Scalar):
+    """``EXISTS (rel)``: TRUE when ``rel``, evaluated for the current row (its ``Outer``
+    references read it), has a row; FALSE otherwise (never NULL)."""
+
+    rel: Relation
+
+
+@dataclass(frozen=True)
+class InSubquery(Scalar):
+    """``expr IN (rel)``, ``rel`` having one column of ``expr``'s type: TRUE when some row of
+    ``rel`` equals ``expr``; else NULL when ``rel`` is not empty and ``expr`` is NULL or
+    ``rel`` holds a NULL; else FALSE (so ``NOT IN`` an empty set is TRUE, as in SQL)."""
+
+    expr: Scalar
+    rel: Relation
+
+
+@dataclass(frozen=True)
+class ScalarSubquery(Scalar):
+    """``(rel)`` as a value: the one column of ``rel``'s only row, NULL when ``rel`` is
+    empty. The binder admits only plans with at most one row (``keys.unique_keys`` holds the
+    empty key), since a second row would be an error."""
+
+    rel: Relation
+
+
+Subquery = Exists | InSubquery | ScalarSubquery
+"""The scalar nodes that hold a relation."""
+
 TRUE = Lit(True, BOOLEAN)
 NULL = Lit(None, NULLTYPE)
 
@@ -70,6 +119,12 @@ def type_of(expr: Scalar, input_types: Sequence[SqlType]) -> SqlType:
         return expr.type
     if isinstance(expr, Cast):
         return expr.to
+    if isinstance(expr, Outer):
+        return expr.type
+    if isinstance(expr, (Exists, InSubquery)):
+        return BOOLEAN
+    if isinstance(expr, ScalarSubquery):
+        return expr.rel.types[0]
     if isinstance(expr, Case):
         result = type_of(expr.default, input_types)
         for _, value in expr.whens:
@@ -86,13 +141,14 @@ def children(expr: Scalar) -> tuple[Scalar, ...]:
         return expr.args
     if isinstance(expr, Case):
         return tuple(x for pair in expr.whens for x in pair) + (expr.default,)
-    if isinstance(expr, Cast):
+    if isinstance(expr, (Cast, InSubquery)):
         return (expr.expr,)
     return ()
 
 
 def columns_used(expr: Scalar) -> set[int]:
-    """The column indexes ``expr`` reads."""
+    """The column indexes ``expr`` reads (not counting a subquery's ``Outer`` references:
+    decorrelation removes subqueries before any transform that needs them)."""
     if isinstance(expr, Col):
         return {expr.index}
     used: set[int] = set()
@@ -110,6 +166,8 @@ def transform(expr: Scalar, fn: Callable[[Scalar], Scalar]) -> Scalar:
                     transform(expr.default, fn))
     elif isinstance(expr, Cast):
         expr = Cast(transform(expr.expr, fn), expr.to)
+    elif isinstance(expr, InSubquery):
+        expr = InSubquery(transform(expr.expr, fn), expr.rel)
     return fn(expr)
 
 

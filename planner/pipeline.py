@@ -3,8 +3,8 @@ the plan's output schema, followed by physical planning.
 
 The stages EXPLAIN shows: ``raw`` (the binder's plan), ``decorrelated`` (after
 ``DECORRELATE``), ``optimized`` (after ``LOGICAL``), ``physical`` (after ``PHYSICAL``).
-``DECORRELATE`` is empty: the binder rejects subqueries in expressions (the only
-correlated ones), and inlines subqueries in FROM, so its plans hold nothing to decorrelate.
+``DECORRELATE`` (``planner.decorrelate``) rewrites the subqueries in expressions that the
+binder leaves in the RAW plan into joins and reductions: after it no subquery remains.
 """
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from matview.ir.relation import Relation
+from matview.planner.decorrelate.semi_joins import semi_joins
+from matview.planner.decorrelate.subquery_values import subquery_values
 from matview.planner.join_plan import join_plan
 from matview.planner.transforms.canonicalize_linear import canonicalize_linear
 from matview.planner.transforms.factor_disjunctions import factor_disjunctions
@@ -35,7 +37,7 @@ LOGICAL: tuple[Transform, ...] = (
     canonicalize_linear,  # the steps pushed into join inputs and the Project left above
 )
 PHYSICAL: tuple[Transform, ...] = (join_plan,)
-DECORRELATE: tuple[Transform, ...] = ()
+DECORRELATE: tuple[Transform, ...] = (semi_joins, subquery_values)
 STAGES = ("raw", "decorrelated", "optimized", "physical")
 
 

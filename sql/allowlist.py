@@ -47,22 +47,18 @@ ALLOWED: dict[type[exp.Expr], frozenset[str]] = {
     exp.Star: frozenset(),
     exp.Column: frozenset({"this", "table", "db", "catalog"}),
     exp.Cast: frozenset({"this", "to"}),
-    exp.In: frozenset({"this", "expressions"}),
+    exp.In: frozenset({"this", "expressions", "query"}),
 }
 """Per node kind, the arguments the binder reads (the others must be unset)."""
 
 REFUSED: dict[type[exp.Expr], str] = {
     exp.Rollup: "GROUP BY ROLLUP clauses", exp.Cube: "GROUP BY CUBE clauses",
     exp.GroupingSets: "GROUPING SETS", exp.Window: "window functions",
-    exp.Exists: "subqueries in expressions", exp.Any: "subqueries in expressions",
-    exp.All: "subqueries in expressions",
+    exp.Any: "subqueries in expressions with ANY or ALL",
+    exp.All: "subqueries in expressions with ANY or ALL",
 }
 """Node kinds the binder does not implement (refused before grouping looks for aggregates,
 which would otherwise take a subquery's or a window's aggregate for the query's own)."""
-
-_QUERY_PLACES = (exp.From, exp.Join, exp.Union, exp.Except, exp.Intersect, exp.Subquery,
-                 exp.Create, exp.Insert, exp.Lateral, exp.Table)
-"""Parents under which a parenthesized query is a relation, not an expression."""
 
 JOIN_METHODS = frozenset({"", "NATURAL"})
 """``Join.method`` values the binder runs (``ASOF``, ``POSITIONAL``... are refused)."""
@@ -103,10 +99,6 @@ def check_supported(tree: exp.Expr) -> None:
         if type(node) in REFUSED:
             at = node.parent if isinstance(node, exp.Any | exp.All) else node  # x > ALL (..)
             raise UnsupportedError.at(f"{REFUSED[type(node)]} are not supported yet", at)
-        if (isinstance(node, exp.In) and node.args.get("query")) or (
-                isinstance(node, exp.Subquery) and node.parent is not None
-                and not isinstance(node.parent, _QUERY_PLACES)):
-            raise UnsupportedError.at("subqueries in expressions are not supported yet", node)
         allowed = ALLOWED.get(type(node))
         if allowed is not None:
             check_arguments(node, allowed)

@@ -63,12 +63,13 @@ def bind_from(select: exp.Select, ctx: Context) -> tuple[Relation, Scope, list[S
     Without FROM, one empty row."""
     from_ = select.args.get("from_")
     if from_ is None:
-        return UNIT, Scope((), ()), []
+        return UNIT, Scope((), (), ctx=ctx), []
     builder = _FromBuilder(ctx, _aliases([from_.this, *(select.args.get("joins") or [])]))
     items = builder.join_list(from_.this, select.args.get("joins") or [])
     inputs = builder.inputs
     rel = inputs[0] if len(inputs) == 1 else Join(tuple(inputs), ())
-    return rel, Scope(tuple(items), tuple(builder.types)), [c for _, c in builder.conditions]
+    scope = Scope(tuple(items), tuple(builder.types), ctx=ctx)
+    return rel, scope, [c for _, c in builder.conditions]
 
 
 def rename(names: Sequence[str], aliases: Sequence[str], relation: str,

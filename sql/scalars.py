@@ -4,19 +4,30 @@
 Subclasses change what columns and aggregate calls denote (``grouping.GroupedBinder``).
 Table function calls are errors unless a ``table_functions.SelectListCalls`` binds them (the
 select list); ``mz_now()`` is an error here (``temporal`` binds it where it is allowed).
+
+Subqueries in expressions (``EXISTS``, ``IN (SELECT ...)``, scalar subqueries) bind to the
+scalar nodes holding their plans, where the scope has a context (``Scope.ctx``: the select
+list, WHERE and HAVING). While a subquery's query is bound, the binders of the queries
+around it are on a stack: a column its own FROM clause does not have is looked up there,
+innermost first, and becomes an ``Outer`` reference (level 1 for the query just around),
+through the binder that would bind it there (so a grouped query's column must be a key).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextvars import ContextVar
 
 from matview.ir.intervals import Interval
-from matview.ir.scalar import Case, Col, Lit, balanced
+from matview.ir.keys import unique_keys
+from matview.ir.relation import Relation
+from matview.ir.scalar import Case, Col, Exists, InSubquery, Lit, Outer, ScalarSubquery, balanced
 from matview.ir.types import BOOLEAN, DATE, INT, TEXT, TIMESTAMP, Kind, SqlType
 from matview.sql import calls, temporal
 from matview.sql.coerce import TypedScalar, call, cast, is_string_literal, require, unify
-from matview.sql.errors import SqlError, SqlTypeError, UnsupportedError
+from matview.sql.errors import SqlError, SqlTypeError, UnknownObjectError, UnsupportedError
 from matview.sql.literals import interval, literal
+from matview.sql.plans import compute
 from matview.sql.scope import Scope
 from matview.sql.table_functions import SelectListCalls, table_call
 from matview.sql.walk import chain
@@ -28,6 +39,11 @@ COMPARISON = {exp.EQ: "eq", exp.NEQ: "ne", exp.LT: "lt", exp.LTE: "le", exp.GT: 
 SYMBOLS = {"add": "+", "sub": "-", "mul": "*", "div": "/", "mod": "%", "eq": "=", "ne": "<>",
            "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 AGGREGATES = (exp.Count, exp.Sum, exp.Avg, exp.Min, exp.Max)
+SUBQUERIES = (exp.Subquery, exp.Exists)
+"""The nodes of a subquery in an expression (``IN`` holds its query as an ``exp.Subquery``)."""
+
+_OUTER: ContextVar[tuple[ExprBinder, ...]] = ContextVar("outer_binders", default=())
+"""The binders of the queries around the subquery being bound, outermost first."""
 
 
 class ExprBinder:
@@ -75,7 +91,14 @@ class ExprBinder:
     def _column(self, node: exp.Column) -> TypedScalar:
         if isinstance(node.this, exp.Star):
             raise UnsupportedError.at('"*" is only supported in the select list', node)
-        return self.column(self.scope.resolve(node), node)
+        try:
+            index = self.scope.resolve(node)
+        except UnknownObjectError:
+            outer = _outer_column(node)
+            if outer is None:
+                raise
+            return outer
+        return self.column(index, node)
 
     def _literal(self, node: exp.Literal | exp.Boolean | exp.Null) -> TypedScalar:
         return literal(node)
@@ -183,8 +206,16 @@ class ExprBinder:
         return call("not", [result], node) if node.args.get("negate") else result
 
     def _in(self, node: exp.In) -> TypedScalar:
-        """``x IN (a, b, ...)``: ``x = a OR x = b ...``, a balanced tree however long."""
-        if node.args.get("query") or not node.expressions:
+        """``x IN (a, b, ...)``: ``x = a OR x = b ...``, a balanced tree however long;
+        ``x IN (SELECT y ...)``: ``InSubquery``, ``x`` and ``y`` cast to their common type."""
+        query = node.args.get("query")
+        if query is not None:
+            plan = self.subquery(query, node, "IN")
+            values = unify([self.bind(node.this), TypedScalar(Col(0), plan.types[0])], node,
+                           lambda a, b: f"operator does not exist: {a} = {b}")
+            return TypedScalar(InSubquery(values[0].expr, compute(plan, [values[1].expr])),
+                               BOOLEAN)
+        if not node.expressions:
             raise UnsupportedError.at("subqueries in expressions are not supported yet", node)
         tests = [self.binary("eq", node.this, item, node) for item in node.expressions]
         return TypedScalar(balanced("or", [t.expr for t in tests]), BOOLEAN)
@@ -223,8 +254,37 @@ class ExprBinder:
         whens = tuple((c.expr, v.expr) for c, v in zip(conditions, values[:-1], strict=True))
         return TypedScalar(Case(whens, values[-1].expr), values[-1].type)
 
-    def _unsupported_subquery(self, node: exp.Expr) -> TypedScalar:
-        raise UnsupportedError.at("subqueries in expressions are not supported yet", node)
+    def subquery(self, node: exp.Expr, at: exp.Expr, word: str) -> Relation:
+        """The plan of the subquery ``node`` (an operand of ``word``), bound with this
+        binder's query around it; it must have one column unless ``word`` is EXISTS."""
+        from matview.sql.query import subquery
+
+        if self.scope.ctx is None:
+            raise UnsupportedError.at("subqueries are not supported in this clause yet", at)
+        token = _OUTER.set((*_OUTER.get(), self))
+        try:
+            query = subquery(node.this if isinstance(node, exp.Subquery) else node,
+                             self.scope.ctx, "a subquery")
+        finally:
+            _OUTER.reset(token)
+        if word != "EXISTS" and len(query.column_names) != 1:
+            raise SqlError.at("subquery must return only one column", node)
+        return query.plan
+
+    def _exists(self, node: exp.Exists) -> TypedScalar:
+        return TypedScalar(Exists(self.subquery(node.this, node, "EXISTS")), BOOLEAN)
+
+    def _scalar_subquery(self, node: exp.Subquery) -> TypedScalar:
+        """A scalar subquery; its plan must have at most one row (the empty unique key), since
+        matview cannot yet report a second row as an error of the view."""
+        plan = self.subquery(node, node, "a scalar subquery")
+        if () not in unique_keys(plan):
+            raise UnsupportedError.at(
+                "scalar subqueries that may return more than one row are not supported yet "
+                "(a second row would be the error \"more than one row returned by a subquery "
+                "used as an expression\", which a view cannot hold yet): use an aggregate "
+                "without GROUP BY, such as (SELECT max(x) ...)", node)
+        return TypedScalar(ScalarSubquery(plan), plan.types[0])
 
     def _window(self, node: exp.Window) -> TypedScalar:
         raise UnsupportedError.at("window functions are not supported yet", node)
@@ -251,7 +311,21 @@ _HANDLERS: dict[type[exp.Expr], Callable[[ExprBinder, exp.Expr], TypedScalar]] =
     exp.ILike: ExprBinder._like,
     exp.DPipe: ExprBinder._concat,
     exp.Case: ExprBinder._case,
-    exp.Subquery: ExprBinder._unsupported_subquery,
-    exp.Exists: ExprBinder._unsupported_subquery,
+    exp.Subquery: ExprBinder._scalar_subquery,
+    exp.Exists: ExprBinder._exists,
     exp.Window: ExprBinder._window,
 }
+
+
+def _outer_column(node: exp.Column) -> TypedScalar | None:
+    """The column ``node`` names in a query around the subquery being bound, as an ``Outer``
+    reference; None when no query around has it."""
+    for level, binder in enumerate(reversed(_OUTER.get()), 1):
+        try:
+            index = binder.scope.resolve(node)
+        except UnknownObjectError:
+            continue
+        value = binder.column(index, node)
+        assert isinstance(value.expr, Col)
+        return TypedScalar(Outer(level, value.expr.index, value.type), value.type)
+    return None

@@ -10,11 +10,15 @@ column, ``COALESCE(a.c, b.c)``, is a column of the row that belongs to no range 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from matview.ir.types import SqlType
 from matview.sql.errors import SqlError, UnknownObjectError
 from matview.sql.names import normalize
 from sqlglot import exp
+
+if TYPE_CHECKING:
+    from matview.sql.context import Context
 
 
 @dataclass(frozen=True)
@@ -44,11 +48,13 @@ class FromItem:
 class Scope:
     """The names visible in one SELECT (or one JOIN's ON condition): its FROM items over a row
     of ``types``. ``hidden`` are the range variables of the FROM clause that this part of the
-    query cannot reference (for an ON condition, the FROM items outside its join)."""
+    query cannot reference (for an ON condition, the FROM items outside its join). ``ctx``
+    binds the subqueries of its expressions; None where they are not supported."""
 
     items: tuple[FromItem, ...]
     types: tuple[SqlType, ...]
     hidden: frozenset[str] = frozenset()
+    ctx: Context | None = None
 
     def table(self, identifier: exp.Identifier) -> RangeVar:
         """The range variable ``identifier`` names."""

@@ -21,11 +21,11 @@ from matview.sql.context import Context
 from matview.sql.datatypes import storable
 from matview.sql.errors import SqlError, SqlTypeError, UnsupportedError
 from matview.sql.from_clause import bind_from
-from matview.sql.grouping import GroupedBinder, group_keys, has_aggregate
+from matview.sql.grouping import GroupedBinder, group_keys
 from matview.sql.names import output_name
 from matview.sql.order import limit_offset, order_by
 from matview.sql.plans import compute
-from matview.sql.scalars import ExprBinder
+from matview.sql.scalars import SUBQUERIES, ExprBinder
 from matview.sql.scope import Scope
 from matview.sql.statements import Query
 from sqlglot import exp
@@ -62,7 +62,8 @@ def bind_select(select: exp.Select, ctx: Context) -> Query:
     items = _select_items(select, scope)
     nodes = [item.node for item in items] + ([having] if having else []) + (
         [o.this for o in order.expressions] if order else [])
-    grouped = group is not None or having is not None or any(has_aggregate(n) for n in nodes)
+    _reject_subqueries(group, nodes)
+    grouped = group is not None or having is not None or any(_own_aggregates(n) for n in nodes)
     srf = next((c for i in items for c in table_functions.table_calls(i.node)), None)
     calls = table_functions.SelectListCalls(scope, rel.arity)
     if srf is not None and (grouped or distinct is not None):
@@ -96,6 +97,27 @@ def bind_select(select: exp.Select, ctx: Context) -> Query:
         plan = Reduce(plan, tuple(Col(i) for i in range(len(exprs))), ())
     limit, offset = limit_offset(select)
     return Query(plan, names, order_keys, limit, offset)
+
+
+def _own_aggregates(node: exp.Expr) -> list[exp.Expr]:
+    """The aggregate calls in ``node`` outside its subqueries (which aggregate their own
+    rows)."""
+    if isinstance(node, SUBQUERIES):
+        return []
+    if isinstance(node, exp.In) and node.args.get("query") is not None:
+        return _own_aggregates(node.this)
+    own = [node] if isinstance(node, exp.AggFunc) else []
+    return own + [a for child in node.iter_expressions() for a in _own_aggregates(child)]
+
+
+def _reject_subqueries(group: exp.Group | None, nodes: list[exp.Expr]) -> None:
+    """Subqueries are not supported in GROUP BY or in an aggregate's argument yet."""
+    places = [(group, "GROUP BY")] + [
+        (call, "aggregate arguments") for n in nodes for call in _own_aggregates(n)]
+    for place, word in places:
+        found = place.find(*SUBQUERIES) if place is not None else None
+        if found is not None:
+            raise UnsupportedError.at(f"subqueries in {word} are not supported yet", found)
 
 
 def _check_output_types(items: list[SelectItem], values: list[TypedScalar]) -> None:

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from golden import read_cases
-from matview.ir.parse import PlanSyntaxError, parse_plan, parse_scalar
+from matview.ir.parse import PlanSyntaxError, parse_plan, parse_scalar, with_subplans
 from matview.ir.relation import (
     Aggregate,
     Field,
@@ -160,6 +160,12 @@ def _step(doc: dict[str, Any]) -> Step:
 
 def from_json(doc: dict[str, Any]) -> Relation:
     """The plan a PLAN object describes: proves the JSON form loses nothing."""
+    rel = _operator_from_json(doc)
+    return with_subplans(rel, [from_json(s) for s in doc["subqueries"]]) \
+        if "subqueries" in doc else rel
+
+
+def _operator_from_json(doc: dict[str, Any]) -> Relation:
     inputs = tuple(from_json(child) for child in doc["inputs"])
     op = doc["operator"]
     if op == "Get":

@@ -42,6 +42,9 @@ with ``KIND`` and its attributes:
   for ``count(*)``).
 - ``"Union"``: no attributes.
 
+An operator whose expressions hold subqueries (a RAW or DECORRELATED-before plan: ``@N`` in
+its SCALARs) also has ``"subqueries"``: ``[PLAN, ...]``, the plan of ``@N`` at index ``N``.
+
 **DATAFLOW** (``dataflow_json``), the physical dataflow of ``planner.dataflow_graph``::
 
     {"operators": [OPERATOR, ...], "arrangements": [ARRANGEMENT, ...], "root": ID}
@@ -109,7 +112,14 @@ from matview.ir.relation import (
     Union,
     inputs_of,
 )
-from matview.ir.render import render_line, render_scalar, render_type, render_value
+from matview.ir.render import (
+    numbered,
+    own_subplans,
+    render_line,
+    render_scalar,
+    render_type,
+    render_value,
+)
 from matview.ir.scalar import Scalar
 from matview.planner.dataflow_graph import (
     arrangements,
@@ -137,13 +147,19 @@ def explain_document(stage: str, body: Json) -> Json:
 
 def plan_json(rel: Relation) -> Json:
     """The logical plan ``rel`` as a PLAN object."""
-    return {
+    plans = own_subplans(rel)
+    with numbered(plans):
+        attributes = _attributes(rel)
+    doc = {
         "operator": type(rel).__name__,
-        **_attributes(rel),
+        **attributes,
         "arity": rel.arity,
         "types": [render_type(t) for t in rel.types],
         "inputs": [plan_json(child) for child in inputs_of(rel)],
     }
+    if plans:
+        doc["subqueries"] = [plan_json(plan) for plan in plans]
+    return doc
 
 
 def dataflow_json(graph: nx.DiGraph, stats: Sequence[OperatorStats] | None = None) -> Json:

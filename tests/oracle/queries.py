@@ -187,4 +187,24 @@ QUERIES: tuple[Query, ...] = (
         SELECT o.id, o.cust, o.note
         FROM orders o LEFT JOIN customers c ON c.id = o.cust
         WHERE c.id IS NULL"""),
+    # subqueries in expressions (issue 15), decorrelated into joins and reductions
+    Query("exists_and_not_exists", """
+        SELECT o.id, o.cust, o.amount
+        FROM orders o
+        WHERE EXISTS (SELECT 1 FROM items i WHERE i.order_id = o.id AND i.qty > 1)
+          AND NOT EXISTS (SELECT 1 FROM customers c WHERE c.id = o.cust AND c.vip)"""),
+    Query("not_in_with_nulls", """
+        SELECT c.id, c.region, c.score NOT IN (SELECT i.qty FROM items i) AS fresh
+        FROM customers c
+        WHERE c.id IN (SELECT cust FROM orders WHERE amount >= 50)"""),
+    Query("correlated_scalar_counts", """
+        SELECT o.id, (SELECT count(*) FROM items i WHERE i.order_id = o.id) AS n,
+               (SELECT max(i.qty) FROM items i WHERE i.order_id = o.id) AS most
+        FROM orders o
+        WHERE o.amount > (SELECT min(p.amount) FROM orders p WHERE p.cust = o.cust)"""),
+    Query("scalar_subquery_in_having", """
+        SELECT c.region, count(*) AS n
+        FROM customers c
+        GROUP BY c.region
+        HAVING count(*) * 3 >= (SELECT count(*) FROM customers WHERE vip)"""),
 )

@@ -278,12 +278,12 @@ class JoinOp(Operator):
                 raise RowLimitExceeded(self._too_many(f"would produce up to {estimate:,}, more "
                                                       "than"))
         histories: dict[int, DataFrame | None] = {}
+        known = [op.history_rows(ctx) for op in self.inputs]  # None: unknown without a job
         paths: list[DataFrame | None] = []
         for i, start in enumerate(deltas):
             if start is None:
                 continue
-            sizes = [op.history_rows(ctx) for op in self.inputs]  # None: unknown without a job
-            olds = {}
+            sizes, olds = list(known), {}
             keyed = self._keyed_history(ctx, i)
             if keyed is not None:
                 first, (olds[first], sizes[first]) = self.orders[i][0], keyed

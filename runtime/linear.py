@@ -451,9 +451,11 @@ class LinearOp(Operator):
     def history_matching(self, ctx: StepContext, column: int, values: pa.Array
                          ) -> tuple[DataFrame | None, int] | None:
         assert self.input is not None
+        if any(isinstance(s, FlatMap) for s in self.steps):  # its rows are not bounded
+            return None
         source = input_column(self.steps, self.input.types, column)
         found = None if source is None else self.input.history_matching(ctx, source, values)
-        if found is None or any(isinstance(s, FlatMap) for s in self.steps):
+        if found is None:
             return None
         rows = 2 * found[1] if self.temporal else found[1]
         return self._history_of(ctx, found[0]), rows

@@ -3,18 +3,31 @@ the expressions evaluated on its output (select list, HAVING, ORDER BY).
 
 ``avg(x)`` is not a ``Reduce`` aggregate: it becomes ``sum(x)`` and ``count(x)`` there and
 ``CAST(sum AS DOUBLE) / CAST(NULLIF(count, 0) AS DOUBLE)`` above it.
+
+``f(DISTINCT x)`` (count, sum, avg; min and max ignore DISTINCT) aggregates each group's
+distinct values of ``x``. With keys ``K`` over input ``R``, distinct arguments ``x_1..x_n``
+and plain arguments ``y_1..y_p``, one ``Reduce`` over a union computes every aggregate:
+
+    Reduce_K(π_{K, TRUE, y, NULL..}(R) ⊎ ⊎_i π_{K, NULL, NULL.., x_i at i}(Reduce_{K, x_i}(R)))
+
+``count(*)`` counts the first part's ``TRUE`` marker, a plain ``f(y_j)`` reads ``y_j``'s
+column and ``f(DISTINCT x_i)`` reads ``x_i``'s, which holds each group's distinct values of
+``x_i`` once (the NULLs of the other parts are ignored by every aggregate). Every group of
+the distinct parts is a group of ``R``, so the groups are ``R``'s and GROUP BY's NULL keys
+need no join.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from matview.ir.relation import Aggregate
-from matview.ir.scalar import Call, Cast, Col, Lit
-from matview.ir.types import BIGINT, DOUBLE, Kind
+from matview.ir.relation import Aggregate, Reduce, Relation, Union
+from matview.ir.scalar import Call, Cast, Col, Lit, Scalar, type_of
+from matview.ir.types import BIGINT, BOOLEAN, DOUBLE, Kind
 from matview.sql.coerce import TypedScalar
 from matview.sql.errors import SqlError, SqlTypeError, UnknownObjectError, UnsupportedError
 from matview.sql.names import normalize
+from matview.sql.plans import compute
 from matview.sql.scalars import AGGREGATES, ExprBinder
 from matview.sql.scope import Scope
 from sqlglot import exp
@@ -73,7 +86,8 @@ class GroupedBinder(ExprBinder):
         self.keys = [k.expr for k in keys]
         self.key_types = [k.type for k in keys]
         self.inner = ExprBinder(scope, "aggregate function calls cannot be nested")
-        self.aggregates: list[Aggregate] = []
+        self.aggregates: list[tuple[Aggregate, bool]] = []
+        """The aggregates of the ``Reduce``, each with whether it reads distinct values."""
 
     def bind(self, node: exp.Expr) -> TypedScalar:
         if not has_aggregate(node):
@@ -92,23 +106,64 @@ class GroupedBinder(ExprBinder):
 
     def aggregate(self, node: exp.AggFunc) -> TypedScalar:
         assert isinstance(node, AGGREGATES)
-        func = node.key
-        if isinstance(node.this, exp.Distinct):
-            raise UnsupportedError.at(f"{func}(DISTINCT ...) is not supported yet", node)
-        if isinstance(node, exp.Count) and (node.this is None or isinstance(node.this, exp.Star)):
-            return self._add(Aggregate("count", None))
-        arg = self.inner.bind(node.this)
+        func, argument = node.key, node.this
+        distinct = isinstance(argument, exp.Distinct)
+        if distinct:
+            if len(argument.expressions) != 1:
+                raise UnsupportedError.at(
+                    f"{func}(DISTINCT ...) of several arguments is not supported", node)
+            argument = argument.expressions[0]
+            distinct = func not in ("min", "max")  # the same over distinct values
+        if isinstance(node, exp.Count) and (argument is None or isinstance(argument, exp.Star)):
+            return self._add(Aggregate("count", None), False)
+        arg = self.inner.bind(argument)
         untyped = func in ("min", "max") and arg.type.kind is Kind.NULL
         if untyped or func in ("sum", "avg") and not arg.type.is_numeric:
             raise SqlTypeError.at(f"function {func}({arg.type}) does not exist", node)
         if func != "avg":
-            return self._add(Aggregate(func, arg.expr))
-        total = Cast(self._add(Aggregate("sum", arg.expr)).expr, DOUBLE)
-        count = Call("nullif", (self._add(Aggregate("count", arg.expr)).expr, Lit(0, BIGINT)))
+            return self._add(Aggregate(func, arg.expr), distinct)
+        total = Cast(self._add(Aggregate("sum", arg.expr), distinct).expr, DOUBLE)
+        count = Call("nullif", (self._add(Aggregate("count", arg.expr), distinct).expr,
+                                Lit(0, BIGINT)))
         return TypedScalar(Call("div", (total, Cast(count, DOUBLE))), DOUBLE)
 
-    def _add(self, aggregate: Aggregate) -> TypedScalar:
-        if aggregate not in self.aggregates:
-            self.aggregates.append(aggregate)
-        position = len(self.keys) + self.aggregates.index(aggregate)
+    def _add(self, aggregate: Aggregate, distinct: bool) -> TypedScalar:
+        if (aggregate, distinct) not in self.aggregates:
+            self.aggregates.append((aggregate, distinct))
+        position = len(self.keys) + self.aggregates.index((aggregate, distinct))
         return TypedScalar(Col(position), aggregate.type(self.scope.types))
+
+    def reduce(self, rel: Relation) -> Relation:
+        """The ``Reduce`` of ``rel`` by the keys computing the aggregates bound so far (over a
+        union when some read distinct values: see the module docstring)."""
+        keys = tuple(self.keys)
+        if not any(distinct for _, distinct in self.aggregates):
+            return Reduce(rel, keys, tuple(a for a, _ in self.aggregates))
+        types = rel.types
+        plain = _unique([a.expr for a, d in self.aggregates if not d and a.expr is not None])
+        spread = _unique([a.expr for a, d in self.aggregates if d and a.expr is not None])
+        width = len(keys) + 1 + len(plain)
+        nulls = [Lit(None, type_of(e, types)) for e in (*plain, *spread)]
+        parts: list[Relation] = [compute(rel, [*keys, Lit(True, BOOLEAN), *plain,
+                                              *nulls[len(plain):]])]
+        for i, x in enumerate(spread):
+            values = Reduce(rel, (*keys, x), ())
+            row: list[Scalar] = [Col(k) for k in range(len(keys))]
+            row += [Lit(None, BOOLEAN), *nulls[:len(plain) + i], Col(len(keys)),
+                    *nulls[len(plain) + i + 1:]]
+            parts.append(compute(values, row))
+
+        def read(aggregate: Aggregate, distinct: bool) -> Aggregate:
+            if aggregate.expr is None:
+                return Aggregate("count", Col(len(keys)))
+            at = width + spread.index(aggregate.expr) if distinct else (
+                len(keys) + 1 + plain.index(aggregate.expr))
+            return Aggregate(aggregate.func, Col(at))
+
+        return Reduce(Union(tuple(parts)), tuple(Col(k) for k in range(len(keys))),
+                      tuple(read(a, d) for a, d in self.aggregates))
+
+
+def _unique(exprs: Sequence[Scalar]) -> list[Scalar]:
+    """``exprs`` without repeats, in order."""
+    return list(dict.fromkeys(exprs))

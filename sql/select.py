@@ -88,8 +88,7 @@ def bind_select(select: exp.Select, ctx: Context) -> Query:
     order_keys = order_by(order, names, exprs, match)
     if isinstance(binder, GroupedBinder):
         having_pred = [binder.predicate(having.this, "HAVING").expr] if having else []
-        grouped = Reduce(compute(rel, [Col(i) for i in range(rel.arity)], conditions),
-                         tuple(binder.keys), tuple(binder.aggregates))
+        grouped = binder.reduce(compute(rel, [Col(i) for i in range(rel.arity)], conditions))
         plan: Relation = compute(grouped, exprs, having_pred)
     else:
         plan = compute(rel, exprs, conditions, calls.step())

@@ -43,7 +43,6 @@ MISSING: dict[str, tuple[type[Exception], str]] = {
     "q02": (matview.NotSupportedError, f"ORDER BY ... LIMIT in a view (TopK): {LIMIT}"),
     "q03": (matview.NotSupportedError, f"ORDER BY ... LIMIT in a view (TopK): {LIMIT}"),
     "q10": (matview.NotSupportedError, f"ORDER BY ... LIMIT in a view (TopK): {LIMIT}"),
-    "q16": (matview.NotSupportedError, "count(DISTINCT ...) is not supported yet"),
     "q17": (matview.DataError,
             "the decorrelated avg per part joins lineitem and part without a key: the join "
             "row limit stops it (Join would produce up to 120,350,000 rows)"),

@@ -14,6 +14,7 @@ field the column is a copy of, or None when it is computed (or its origin has no
 - ``Reduce``: a group key entry that is a bare column keeps that input column's name; other
   group key entries and the aggregates are None.
 - ``Union``: the names of its first input (none when it has no inputs).
+- ``TopK``: its input's names.
 
 A reference to a column the row does not have (a malformed plan) names nothing: None. Only the
 number of columns a ``flat_map`` adds needs the plan's types.
@@ -33,6 +34,7 @@ from matview.ir.relation import (
     Project,
     Reduce,
     Relation,
+    TopK,
     Union,
 )
 from matview.ir.scalar import Col, Scalar
@@ -56,6 +58,8 @@ def column_names(rel: Relation) -> Names:
         return keys + (None,) * len(rel.aggregates)
     if isinstance(rel, Union):
         return column_names(rel.inputs[0]) if rel.inputs else ()
+    if isinstance(rel, TopK):
+        return column_names(rel.input)
     raise TypeError(f"not a relation: {rel!r}")
 
 

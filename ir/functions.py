@@ -342,6 +342,21 @@ register(Function("coalesce", _common,
 register(Function("nullif", lambda t: t[0], lambda a, b: None if a == b else a,
                   lambda F, a, b: F.nullif(a, b), (2, 2), handles_null=True))
 
+MORE_THAN_ONE_ROW = "more than one row returned by a subquery used as an expression"
+
+
+def _single_row(rows: int | None, value: object) -> object:
+    """``single_row(n, v)``: a scalar subquery's value ``v`` given its number of rows ``n``
+    (see ``planner.decorrelate``): ``v``, or the error of a subquery returning several rows
+    when ``n > 1``. Not callable from SQL."""
+    if rows is not None and rows > 1:
+        raise EvalError(MORE_THAN_ONE_ROW)
+    return value
+
+
+register(Function("single_row", lambda t: t[1], _single_row, lambda F, rows, value: value,
+                  (2, 2), handles_null=True, may_fail=True))
+
 
 WHOLE_NUMERIC = SqlType(Kind.NUMERIC, 38, 0)
 """PostgreSQL's (unconstrained) ``numeric`` holding whole numbers, as matview types it."""

@@ -8,9 +8,11 @@ row of multiplicity 0, and intermediate results may hold negative multiplicities
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from decimal import localcontext
+from functools import cmp_to_key
 from itertools import product
 from math import prod
 from typing import Any
@@ -25,7 +27,10 @@ from matview.ir.relation import (
     Linear,
     Reduce,
     Relation,
+    SortKey,
+    TopK,
     Union,
+    total_order,
 )
 from matview.ir.scalar import Scalar
 from matview.ir.table_functions import DEFAULT_ROW_LIMIT
@@ -59,6 +64,8 @@ def _interpret(rel: Relation, tables: Mapping[str, Counter[Row]], now: int,
         )
     if isinstance(rel, Reduce):
         return _reduce(rel, interpret(rel.input, tables, now, limit))
+    if isinstance(rel, TopK):
+        return _topk(rel, interpret(rel.input, tables, now, limit))
     raise TypeError(f"not a relation: {rel!r}")
 
 
@@ -138,3 +145,44 @@ def _aggregate(
     if agg.func == "max":
         return max(present, default=None)
     raise ValueError(f"unknown aggregate {agg.func}")
+
+
+def _topk(rel: TopK, rows: Counter[Row]) -> Counter[Row]:
+    """The rows at positions ``offset + 1 .. offset + limit`` of the input's rows in the
+    order of ``total_order`` (a row of multiplicity m at m positions)."""
+    order = total_order(rel.order_by, rel.arity)
+    ranked = sorted((row for row, mult in rows.items() if mult > 0),
+                    key=cmp_to_key(lambda a, b: compare_rows(a, b, order)))
+    end = None if rel.limit is None else rel.offset + rel.limit
+    out: Counter[Row] = Counter()
+    start = 0
+    for row in ranked:
+        stop = start + rows[row]
+        taken = (stop if end is None else min(stop, end)) - max(start, rel.offset)
+        if taken > 0:
+            out[row] = taken
+        start = stop
+    return out
+
+
+def compare_rows(a: Row, b: Row, order: Sequence[SortKey]) -> int:
+    """-1, 0 or 1 as row ``a`` sorts before, with or after row ``b`` by ``order``: NULLs
+    first or last as each key says, a NaN above every other number."""
+    for column, descending, nulls_first in order:
+        x, y = a[column], b[column]
+        if x is None or y is None:
+            if x is None and y is None:
+                continue
+            return -1 if (x is None) == nulls_first else 1
+        sign = _compare_values(x, y)
+        if sign:
+            return -sign if descending else sign
+    return 0
+
+
+def _compare_values(x: object, y: object) -> int:
+    """-1, 0 or 1 as non-NULL ``x`` is below, equal to or above ``y`` (NaN the largest)."""
+    x_nan, y_nan = (isinstance(v, float) and math.isnan(v) for v in (x, y))
+    if x_nan or y_nan:
+        return int(x_nan) - int(y_nan)
+    return int(x > y) - int(x < y)  # type: ignore[operator]

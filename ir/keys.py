@@ -17,6 +17,8 @@ multiplicity 1, as Materialize's keys. The empty key ``()`` says there is at mos
   no inputs is one empty row: the empty key).
 - ``Reduce``: its group key columns ``(0, ..., k-1)`` (the empty key for a global aggregate).
 - ``Union``: none.
+- ``TopK``: its input's keys (it keeps some of the input's rows, never more copies), and the
+  empty key when ``limit`` is at most 1.
 
 The result is minimal: each key's columns ascending, no key that holds another, no duplicates,
 keys sorted.
@@ -40,6 +42,7 @@ from matview.ir.relation import (
     Relation,
     Repeat,
     Step,
+    TopK,
     Union,
 )
 
@@ -79,6 +82,9 @@ def _keys(rel: Relation) -> Iterable[Key]:
                 product(*per_input))
     if isinstance(rel, Reduce):
         return (tuple(range(len(rel.group_key))),)
+    if isinstance(rel, TopK):
+        small = rel.limit is not None and rel.limit <= 1
+        return unique_keys(rel.input) + (((),) if small else ())
     if isinstance(rel, (Get, Union)):
         return ()
     raise TypeError(f"not a relation: {rel!r}")

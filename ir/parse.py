@@ -51,7 +51,9 @@ from matview.ir.relation import (
     Reduce,
     Relation,
     Repeat,
+    SortKey,
     Step,
+    TopK,
     Union,
 )
 from matview.ir.scalar import (
@@ -395,6 +397,23 @@ class _Builder(Transformer[Token, object]):
 
     def union(self) -> _Header:
         return _Header("Union", None, Union)
+
+    def topk(self, *children: SortKey | int | None) -> _Header:
+        *keys, limit, offset = children
+        order_by = tuple(k for k in keys if isinstance(k, tuple))
+        assert not isinstance(limit, tuple) and not isinstance(offset, tuple)
+        return _Header("TopK", 1,
+                       lambda inputs: TopK(inputs[0], order_by, limit, offset or 0))
+
+    def sort_key(self, column: int, desc: Token | None, nulls: Token | None) -> SortKey:
+        descending = desc is not None
+        return (column, descending, descending if nulls is None else nulls.endswith("first"))
+
+    def topk_limit(self, count: Token) -> int:
+        return int(count)
+
+    def topk_offset(self, count: Token) -> int:
+        return int(count)
 
     def subplan(self, token: Token) -> _Header:
         number = int(token[1:])

@@ -9,8 +9,9 @@ what the logical plan leaves open:
 
 - ``state()``: the arrangements it owns (``Arrangement``), which live as long as its
   dataflow: a Reduce's output (and its min/max input values), a temporal Linear's pending
-  updates, a Join's output when a consumer looks that output up. This is the seam for
-  persistence: the whole state of a dataflow is the state its operators declare.
+  updates, a Join's output when a consumer looks that output up, a TopK's input values and
+  prefix. This is the seam for persistence: the whole state of a dataflow is the state its
+  operators declare.
 - ``reads()``: the shared arrangements it reads (a Get's stored collection).
 - ``history()``: the arrangements a lookup of its output reads.
 - a Join's implementation, a typed variant (``DeltaJoin`` now; a worst-case optimal join
@@ -33,10 +34,10 @@ from matview.ir.types import SqlType
 
 @dataclass(frozen=True)
 class Arrangement:
-    """State an operator owns: the updates of ``what`` it holds (``output``, ``values`` or
-    ``pending``), named ``%<owner>.<what>``. ``reused`` says whether the arrangement exists
-    anyway (a Reduce's output, which it needs itself) rather than only for the lookups of a
-    consumer (a Join's output)."""
+    """State an operator owns: the updates of ``what`` it holds (``output``, ``values``,
+    ``pending`` or ``prefix``), named ``%<owner>.<what>``. ``reused`` says whether the
+    arrangement exists anyway (a Reduce's output, which it needs itself) rather than only for
+    the lookups of a consumer (a Join's output)."""
 
     owner: int
     what: str
@@ -194,6 +195,21 @@ class Reduce(Operator):
 
     def history(self) -> tuple[str, ...]:
         return (self.output.name,)
+
+
+@dataclass(frozen=True)
+class TopK(Operator):
+    """Keeps the first rows of its input in the order of its keys (``relation``'s delta
+    rule). Owns ``values`` (its input's updates, read only when deletions reach into the
+    first offset+limit positions) and ``prefix`` (the first rows, at least offset+limit
+    positions of them). Its output is never looked up (``planner.lower`` refuses to)."""
+
+    relation: logical.TopK
+    values: Arrangement
+    prefix: Arrangement
+
+    def state(self) -> tuple[Arrangement, ...]:
+        return (self.values, self.prefix)
 
 
 def operators(root: Operator) -> Iterator[Operator]:

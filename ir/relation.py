@@ -303,9 +303,58 @@ class Union(Relation):
         return self.inputs[0].types
 
 
+SortKey = tuple[int, bool, bool]
+"""An ORDER BY key: (column, descending, nulls first)."""
+
+
+def total_order(keys: Sequence[SortKey], arity: int) -> tuple[SortKey, ...]:
+    """``keys`` followed by every column they do not name, ascending with NULLs last: an
+    order of rows of ``arity`` columns in which only equal rows tie."""
+    named = {column for column, _, _ in keys}
+    return tuple(keys) + tuple((c, False, False) for c in range(arity) if c not in named)
+
+
+@dataclass(frozen=True)
+class TopK(Relation):
+    """ORDER BY ``order_by`` LIMIT ``limit`` OFFSET ``offset`` (at the top of a view).
+
+    Meaning: sort the input's rows (a row of multiplicity m takes m consecutive positions)
+    by ``order_by`` (each key (column, descending, nulls first); NULLs compare as
+    PostgreSQL's, a NaN above every other number), ties broken by every other column
+    ascending with NULLs last (``total_order``), so that the result is deterministic; the
+    output is the multiset of the rows at positions ``offset + 1 .. offset + limit`` (to the
+    end when ``limit`` is None). Its rows are a sub-multiset of its input's.
+
+    Delta rule: let W be the first distinct rows of the input, each with its full
+    multiplicity, holding at least k = ``offset + limit`` (``offset`` when there is no
+    limit) positions, unless W is the whole input. At each time of a batch in order, the
+    changes to rows ranked at or before W's last row update W, and the others are dropped
+    (they rank after position k); when deletions leave W incomplete with fewer than k
+    positions, W is read again from the input's contents at that time. The output changes
+    by the rows entering or leaving the positions of the output (with no limit: the input
+    delta less the changes to the first ``offset`` positions).
+    State: the input arranged (read only when deletions reach into the first k positions),
+    and W (``prefix``), kept to about 2k positions.
+    """
+
+    input: Relation
+    order_by: tuple[SortKey, ...]
+    limit: int | None
+    offset: int = 0
+
+    @property
+    def types(self) -> tuple[SqlType, ...]:
+        return self.input.types
+
+    @property
+    def depth(self) -> int:
+        """The positions the output reads: k = offset + limit (offset with no limit)."""
+        return self.offset + (self.limit or 0)
+
+
 def inputs_of(rel: Relation) -> tuple[Relation, ...]:
     """The direct inputs of ``rel``."""
-    if isinstance(rel, (Linear, Reduce)):
+    if isinstance(rel, (Linear, Reduce, TopK)):
         return (rel.input,)
     if isinstance(rel, (Join, Union)):
         return rel.inputs
@@ -314,7 +363,7 @@ def inputs_of(rel: Relation) -> tuple[Relation, ...]:
 
 def with_inputs(rel: Relation, new_inputs: Sequence[Relation]) -> Relation:
     """``rel`` with its direct inputs replaced by ``new_inputs``."""
-    if isinstance(rel, (Linear, Reduce)):
+    if isinstance(rel, (Linear, Reduce, TopK)):
         return replace(rel, input=new_inputs[0])
     if isinstance(rel, (Join, Union)):
         return replace(rel, inputs=tuple(new_inputs))

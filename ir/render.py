@@ -27,6 +27,9 @@ Operators (the grammar is ``grammar.lark``):
 - ``Reduce group_key=(EXPR, ...) aggregates=(count(*), sum(EXPR), ...)``, ``*`` standing for
   an aggregate without an expression.
 - ``Union``.
+- ``TopK order_by=(#i [desc] [nulls first|nulls last], ...) [limit=N] [offset=M]``: the
+  null order is printed only where it is not PostgreSQL's default (last ascending, first
+  descending); ``limit=`` is left out when there is none, ``offset=`` when it is 0.
 - ``subquery @N``, a line below an operator's inputs (one level deeper) whose one input is
   the plan of the operator's subquery ``@N`` (see scalars).
 
@@ -110,7 +113,9 @@ from matview.ir.relation import (
     Reduce,
     Relation,
     Repeat,
+    SortKey,
     Step,
+    TopK,
     Union,
     inputs_of,
 )
@@ -272,7 +277,22 @@ def _render_header(rel: Relation, humanized: bool) -> str:
         return f"Reduce group_key=({group_key}) aggregates=({aggregates})"
     if isinstance(rel, Union):
         return "Union"
+    if isinstance(rel, TopK):
+        names = column_names(rel.input) if humanized else ()
+        text = f"TopK order_by=({', '.join(_render_sort_key(k, names) for k in rel.order_by)})"
+        if rel.limit is not None:
+            text += f" limit={rel.limit}"
+        return text + (f" offset={rel.offset}" if rel.offset else "")
     raise TypeError(f"not a relation: {rel!r}")
+
+
+def _render_sort_key(key: SortKey, names: Sequence[str | None]) -> str:
+    """``#i [desc] [nulls first|nulls last]``, the null order only when not the default."""
+    column, descending, nulls_first = key
+    text = _render_column(column, names) + (" desc" if descending else "")
+    if nulls_first != descending:
+        text += " nulls first" if nulls_first else " nulls last"
+    return text
 
 
 def _render_annotation(rel: Relation, options: RenderOptions) -> str:

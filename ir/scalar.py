@@ -96,8 +96,8 @@ class InSubquery(Scalar):
 @dataclass(frozen=True)
 class ScalarSubquery(Scalar):
     """``(rel)`` as a value: the one column of ``rel``'s only row, NULL when ``rel`` is
-    empty. The binder admits only plans with at most one row (``keys.unique_keys`` holds the
-    empty key), since a second row would be an error."""
+    empty; an evaluation error ("more than one row returned by a subquery used as an
+    expression") when it has several."""
 
     rel: Relation
 
@@ -106,6 +106,7 @@ Subquery = Exists | InSubquery | ScalarSubquery
 """The scalar nodes that hold a relation."""
 
 TRUE = Lit(True, BOOLEAN)
+FALSE = Lit(False, BOOLEAN)
 NULL = Lit(None, NULLTYPE)
 
 

@@ -23,7 +23,7 @@ from matview.catalog import Entry, LiveCatalog
 from matview.clock import TimestampOracle
 from matview.errors import ProgrammingError
 from matview.ir.physical import reads
-from matview.ir.relation import Constant, Field, Get, Relation
+from matview.ir.relation import Constant, Field, Get, Relation, SortKey, TopK, total_order
 from matview.ir.types import TEXT, SqlType
 from matview.planner.explain import explain_analyze, explain_plan, explain_trace
 from matview.planner.lower import lower
@@ -181,15 +181,25 @@ class Engine:
 
     def _query(self, stmt: Query) -> Result:
         plan, table = physical(stmt.plan), None
+        order = stmt.order_by or self._view_order(plan)
         if isinstance(plan, Get) and not (stmt.order_by or stmt.offset or stmt.limit is not None):
             self._refresh({plan.name})  # a stored collection's rows may all be in the driver
             self.check_errors(plan.name)
-            table = peek.held_rows(self.trace_of(plan.name), plan.name, self.oracle.read())
+            table = peek.held_rows(self.trace_of(plan.name), plan.name, self.oracle.read(),
+                                   order)
         if table is None:
-            table = peek.rows(self._run(plan), stmt.plan.types, stmt.order_by, stmt.offset,
+            table = peek.rows(self._run(plan), stmt.plan.types, order, stmt.offset,
                               stmt.limit)
         table = table.rename_columns(column_names(len(stmt.column_names)))
         return Result(stmt.column_names, stmt.plan.types, table, table.num_rows)
+
+    def _view_order(self, plan: Relation) -> tuple[SortKey, ...]:
+        """The order in which a query reading ``plan`` (planned) returns its rows when it
+        has no ORDER BY: a materialized view kept as a ``TopK`` read whole is read in the
+        TopK's order (ties broken by every other column), anything else in no order."""
+        entry = self.catalog.entries.get(plan.name) if isinstance(plan, Get) else None
+        view = None if entry is None else entry.plan
+        return total_order(view.order_by, view.arity) if isinstance(view, TopK) else ()
 
     def evaluate(self, plan: Relation) -> DataFrame | None:
         """``plan``'s contents at the current time, as consolidated updates, run once as a

@@ -11,8 +11,8 @@ arrangements alike.
   input order), and for a Join ``implementation`` and ``paths`` (its delta paths).
 - **Arrangement nodes** are strings: a stored collection's name for the shared arrangement
   of a table or materialized view (``role="shared"``), ``%k.output`` / ``%k.values`` /
-  ``%k.pending`` for the state operator ``k`` owns (``role="owned"``; ``purpose`` says
-  what it holds). ``reused`` says whether the arrangement exists anyway (a stored
+  ``%k.pending`` / ``%k.prefix`` for the state operator ``k`` owns (``role="owned"``;
+  ``purpose`` says what it holds). ``reused`` says whether the arrangement exists anyway (a stored
   collection's, a Reduce's) rather than only for the lookups of a consumer (a Join's output).
 - **Edges**: ``kind="input"`` from an input operator to its consumer (``position``);
   ``kind="reads"`` from a shared arrangement to the Get reading it; ``kind="maintains"``

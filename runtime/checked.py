@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from matview.ir.functions import MORE_THAN_ONE_ROW
 from matview.ir.scalar import Call, Case, Cast, Lit, Scalar, may_fail, type_of
 from matview.ir.types import INT_RANGE, INTEGER_KINDS, Kind, SqlType
 from matview.runtime.expressions import compile_call, compile_cast, compile_scalar
@@ -255,9 +256,15 @@ def _substring(args: list[Column], arg_types: list[SqlType],
     return None, F.when(args[2] < 0, F.lit("negative substring length not allowed"))
 
 
+def _single_row(args: list[Column], arg_types: list[SqlType],
+                result: SqlType) -> tuple[Column | None, Column | None]:
+    """A scalar subquery's value fails where the subquery has more than one row."""
+    return None, F.when(args[0] > 1, F.lit(MORE_THAN_ONE_ROW))
+
+
 _RULES: dict[str, _Rule] = {
     "div": _division("try_divide"), "mod": _division("try_mod"), "abs": _absolute,
-    "substr": _substring,
+    "substr": _substring, "single_row": _single_row,
 }
 """The other functions whose failures are data (besides ``_EXACT`` arithmetic); a fallible
 function without a rule (``round``, ``like``) still raises from Spark when it fails."""

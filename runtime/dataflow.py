@@ -29,6 +29,7 @@ from matview.runtime.operator import (
 from matview.runtime.reduce import ReduceOp
 from matview.runtime.refresh import RefreshPolicy
 from matview.runtime.sources import ConstantOp, GetOp
+from matview.runtime.topk import TopKOp
 from matview.runtime.trace import Trace
 from matview.runtime.types import col
 from matview.runtime.updates import (
@@ -86,6 +87,9 @@ def _operator(node: physical.Operator, inputs: tuple[Operator, ...],
     if isinstance(node, physical.Reduce):
         return ReduceOp(rel.types, input=inputs[0], group_key=node.relation.group_key,
                         aggregates=node.relation.aggregates)
+    if isinstance(node, physical.TopK):
+        return TopKOp(rel.types, input=inputs[0], order_by=node.relation.order_by,
+                      limit=node.relation.limit, offset=node.relation.offset)
     raise PlanError(f"the runtime cannot execute {node.kind}")
 
 
@@ -309,9 +313,9 @@ class Dataflow:
         """What every operator did over the committed steps so far, in ``operators`` order
         (inputs before consumers: entry i is the plan's operator ``%i``), with the sizes of
         the arrangements it reads (a ``Get``'s stored collection, "shared") or owns
-        ("owned", named ``%i.output``, ``%i.values`` or ``%i.pending``). Runs no Spark job;
-        it first lets Spark deliver the row counts of the jobs that have run (see
-        ``OperatorStats`` for what is counted)."""
+        ("owned", named ``%i.output``, ``%i.values``, ``%i.pending`` or ``%i.prefix``). Runs
+        no Spark job; it first lets Spark deliver the row counts of the jobs that have run
+        (see ``OperatorStats`` for what is counted)."""
         drain_listeners(self.spark)
         ops = list(operators(self.root))
         for op in ops:

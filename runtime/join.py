@@ -308,7 +308,7 @@ class JoinOp(Operator):
         if not self.keep_history:
             return Delta(out, None)
         leaf = materialize(ctx.spark, consolidate(out), ctx.small)
-        self._staged = (leaf, ctx.as_of if ctx.first else ctx.lower + 1, ctx.upper)
+        self._staged = (leaf, *ctx.span)
         return None if leaf is None else Delta(None, leaf.rows, leaf, count=leaf.rows)
 
     def history(self, ctx: StepContext) -> DataFrame | None:

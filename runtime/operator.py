@@ -51,6 +51,12 @@ class StepContext:
         """The first step, which reads every input's snapshot at ``as_of`` as its delta."""
         return self.lower < self.as_of
 
+    @property
+    def span(self) -> tuple[int, int]:
+        """The first and last time the step's updates may have: the state batch it adds
+        covers them."""
+        return (self.as_of if self.first else self.lower + 1, self.upper)
+
 
 @dataclass(frozen=True)
 class Delta:
@@ -84,7 +90,7 @@ class ArrangementStats:
 
     ``role`` is "shared" for a stored collection's trace read by a ``Get`` (``name`` is the
     collection's), "owned" for the dataflow's own state (``name`` is ``%<id>.<attribute>``:
-    output, values or pending). ``rows`` counts the update rows held (``Trace.rows``),
+    output, values, pending or prefix). ``rows`` counts the update rows held (``Trace.rows``),
     ``bytes`` their size (``Trace.bytes``: exact for batches held in the driver as Arrow,
     estimated from the schema for batches held in Spark)."""
 

@@ -11,8 +11,10 @@ from collections.abc import Sequence
 
 import pyarrow as pa
 from matview.ir.functions import EvalError
+from matview.ir.relation import SortKey
 from matview.ir.types import SqlType
 from matview.runtime.jvm_plans import to_arrow
+from matview.runtime.ordering import arrow_order, spark_order
 from matview.runtime.trace import NegativeRows, Trace
 from matview.runtime.types import column_names, update_schema
 from matview.runtime.updates import DIFF, TIME, union_all
@@ -23,7 +25,7 @@ NEGATIVE_ROWS = ("the result holds a row with negative multiplicity, which no SQ
                  "have (repeat_row with a negative count retracted more copies than there "
                  "were)")
 
-Ordering = tuple[tuple[int, bool, bool], ...]
+Ordering = tuple[SortKey, ...]
 """Sort keys: (column, descending, nulls first)."""
 
 
@@ -45,7 +47,7 @@ def rows(updates: DataFrame | None, types: Sequence[SqlType], order_by: Ordering
     copies = F.explode(F.array_repeat(F.lit(1), _checked_diff().cast("int")))
     out = updates.select(*names, copies.alias("_copy"))
     if order_by:
-        out = out.orderBy(*[_order(names[i], desc, first) for i, desc, first in order_by])
+        out = out.orderBy(*spark_order(names, order_by))
     if offset:
         out = out.offset(offset)
     if limit is not None:
@@ -53,13 +55,17 @@ def rows(updates: DataFrame | None, types: Sequence[SqlType], order_by: Ordering
     return to_arrow(out.select(*names))
 
 
-def held_rows(trace: Trace, name: str, now: int) -> pa.Table | None:
-    """The rows of stored collection ``name`` at ``now`` when all its updates are held in the
-    driver (consolidated there, no Spark job); None otherwise."""
+def held_rows(trace: Trace, name: str, now: int, order_by: Ordering = ()) -> pa.Table | None:
+    """The rows of stored collection ``name`` at ``now``, sorted by ``order_by``, when all its
+    updates are held in the driver (consolidated and sorted there, no Spark job); None
+    otherwise."""
     try:
-        return trace.held_rows(now)
+        table = trace.held_rows(now)
     except NegativeRows as error:
         raise EvalError(f"{name}: {NEGATIVE_ROWS} (multiplicity {error.args[0]})") from None
+    if table is None or not order_by:
+        return table
+    return table.take(arrow_order(table, column_names(trace.arity), order_by))
 
 
 def check_errors(trace: Trace, name: str, now: int) -> None:
@@ -100,9 +106,3 @@ def _checked_diff() -> Column:
                                     diff.cast("string"), F.lit(")")))
     return F.when(diff < 0, failed).otherwise(diff)
 
-
-def _order(name: str, desc: bool, nulls_first: bool) -> Column:
-    col = F.col(name)
-    if desc:
-        return col.desc_nulls_first() if nulls_first else col.desc_nulls_last()
-    return col.asc_nulls_first() if nulls_first else col.asc_nulls_last()

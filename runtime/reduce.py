@@ -198,14 +198,21 @@ class ReduceOp(Operator):
                 args = [*self._keys, *[f"a{j}" for j in self._extremes()], TIME, DIFF]
                 pairs = Leaf(self.selected(leaf.df, "pairs", lambda: args), leaf.rows,
                              None if leaf.table is None else leaf.table.select(args))
-                self._staged.append((self.values, pairs, *self._range(ctx)))
+                self._staged.append((self.values, pairs, *ctx.span))
         if prepared is None and not first_global:
             return None
-        full = self._updates(ctx, prepared)
-        full = self.selected(full, "full", lambda: [
+        leaf = materialize(ctx.spark, consolidate(self._full(ctx, prepared)), ctx.small)
+        return self._output(ctx, leaf)
+
+    def _full(self, ctx: StepContext, prepared: DataFrame | None) -> DataFrame:
+        """The step's output updates with their hidden accumulators, as ``c*``."""
+        return self.selected(self._updates(ctx, prepared), "full", lambda: [
             *[col(n).alias(f"c{i}") for i, n in enumerate(self.full_names())], TIME, DIFF])
-        leaf = materialize(ctx.spark, consolidate(full), ctx.small)
-        self._staged.append((self.output, leaf, *self._range(ctx)))
+
+    def _output(self, ctx: StepContext, leaf: Leaf | None) -> Delta | None:
+        """Stage ``leaf`` (the step's consolidated ``_full`` updates) as the new state; the
+        step's output delta is its visible columns."""
+        self._staged.append((self.output, leaf, *ctx.span))
         if leaf is None:
             return None
         shown = [f"c{i}" for i in range(self.arity)] + [TIME, DIFF]
@@ -223,10 +230,6 @@ class ReduceOp(Operator):
         batches = self.output.batches
         return (any(b.leaf.table is None for b in batches)
                 or sum(b.leaf.rows for b in batches) > LOCAL_LEAF_ROWS)
-
-    @staticmethod
-    def _range(ctx: StepContext) -> tuple[int, int]:
-        return (ctx.as_of if ctx.first else ctx.lower + 1, ctx.upper)
 
     def _contributions(self, ctx: StepContext, prepared: DataFrame | None) -> DataFrame:
         """The input delta's and the stored state's contributions to the accumulators:

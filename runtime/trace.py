@@ -209,17 +209,25 @@ class Trace:
             found.append(_holding(table, column, values))
         return pa.concat_tables(found, promote_options="permissive") if found else None
 
-    def held_rows(self, upto: int) -> pa.Table | None:
-        """The collection's rows at ``upto`` (each repeated by its multiplicity), computed in
-        Arrow when every batch it needs is held in the driver; None otherwise. Raises
-        ``NegativeRows`` when a row's multiplicity is negative."""
+    def held_contents(self, upto: int) -> pa.Table | None:
+        """The collection's contents at ``upto``: each row once, with its multiplicity as
+        ``_diff`` (none 0), computed in Arrow when every batch it needs is held in the
+        driver; None otherwise, or when it holds no batch."""
         tables = self._in_driver([b for b in self.batches if b.lower <= upto])
         if not tables:
             return None
         table = pa.concat_tables(tables, promote_options="permissive")
         if any(b.upper > upto for b in self.batches):
             table = table.filter(pc.less_equal(table[TIME], upto))
-        summed = consolidated_arrow(table.drop_columns([TIME]))
+        return consolidated_arrow(table.drop_columns([TIME]))
+
+    def held_rows(self, upto: int) -> pa.Table | None:
+        """The collection's rows at ``upto`` (each repeated by its multiplicity), computed in
+        Arrow when every batch it needs is held in the driver; None otherwise. Raises
+        ``NegativeRows`` when a row's multiplicity is negative."""
+        summed = self.held_contents(upto)
+        if summed is None:
+            return None
         counts = summed[DIFF].to_numpy(zero_copy_only=False)
         if len(counts) and counts.min() < 0:
             raise NegativeRows(int(counts.min()))

@@ -167,7 +167,7 @@ class Leaf:
         return self.rows * default_size(self.df.schema) if self.rows else 0
 
 
-def _normalized(table: pa.Table) -> pa.Table:
+def normalized(table: pa.Table) -> pa.Table:
     """``table`` with every field nullable and timestamps without a zone (Spark hands out
     its UTC timestamps zoned, writes arrive without one), so batches of a trace concatenate."""
     fields = []
@@ -196,8 +196,8 @@ def stored(spark: SparkSession, table: pa.Table) -> Leaf:
     if table.num_rows > LOCAL_LEAF_ROWS or nested:
         # Arrow cannot group by nested values (arrays), so their consolidation runs in Spark
         return Leaf(arrow_frame(spark, table).localCheckpoint(eager=True), table.num_rows,
-                    copy=None if nested else _normalized(table))
-    return Leaf(None, table.num_rows, _normalized(table), spark)
+                    copy=None if nested else normalized(table))
+    return Leaf(None, table.num_rows, normalized(table), spark)
 
 
 def materialize(spark: SparkSession, df: DataFrame, small: bool) -> Leaf | None:

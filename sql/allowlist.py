@@ -54,8 +54,6 @@ ALLOWED: dict[type[exp.Expr], frozenset[str]] = {
 REFUSED: dict[type[exp.Expr], str] = {
     exp.Rollup: "GROUP BY ROLLUP clauses", exp.Cube: "GROUP BY CUBE clauses",
     exp.GroupingSets: "GROUPING SETS", exp.Window: "window functions",
-    exp.Any: "subqueries in expressions with ANY or ALL",
-    exp.All: "subqueries in expressions with ANY or ALL",
 }
 """Node kinds the binder does not implement (refused before grouping looks for aggregates,
 which would otherwise take a subquery's or a window's aggregate for the query's own)."""
@@ -97,8 +95,7 @@ def check_supported(tree: exp.Expr) -> None:
     """Raise ``UnsupportedError`` at the first clause of ``tree`` the binder does not read."""
     for node in tree.walk():
         if type(node) in REFUSED:
-            at = node.parent if isinstance(node, exp.Any | exp.All) else node  # x > ALL (..)
-            raise UnsupportedError.at(f"{REFUSED[type(node)]} are not supported yet", at)
+            raise UnsupportedError.at(f"{REFUSED[type(node)]} are not supported yet", node)
         allowed = ALLOWED.get(type(node))
         if allowed is not None:
             check_arguments(node, allowed)

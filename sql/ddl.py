@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from matview.ir.relation import Field
+from matview.ir.relation import Field, TopK
+from matview.ir.types import Kind
 from matview.sql.allowlist import check_arguments
 from matview.sql.catalog import ObjectKind, Recording
 from matview.sql.context import Context
@@ -17,7 +18,7 @@ from matview.sql.dialect import Matview
 from matview.sql.errors import DuplicateObjectError, SqlError, UnsupportedError
 from matview.sql.names import normalize, relation_name
 from matview.sql.query import bind_query
-from matview.sql.statements import CreateTable, CreateView, Drop, Show, ShowWhat
+from matview.sql.statements import CreateTable, CreateView, Drop, Query, Show, ShowWhat
 from sqlglot import exp
 
 _CREATE = frozenset({"this", "kind", "expression", "exists", "properties", "replace"})
@@ -53,9 +54,11 @@ def bind_create_table(node: exp.Create) -> CreateTable:
 
 
 def bind_create_view(node: exp.Create, ctx: Context) -> CreateView:
-    """``CREATE [MATERIALIZED] VIEW name [(columns)] AS query``; ORDER BY in the query is
-    dropped, LIMIT and OFFSET are not supported. Column names may repeat (a reference to a
-    repeated name is ambiguous)."""
+    """``CREATE [MATERIALIZED] VIEW name [(columns)] AS query``. A materialized view's query
+    may end in LIMIT and OFFSET (with or without ORDER BY): its plan is then a ``TopK`` of
+    the query's, and its rows are read in the ORDER BY's order. Otherwise ORDER BY is
+    dropped (a view is a set). Column names may repeat (a reference to a repeated name is
+    ambiguous)."""
     check_arguments(node, _CREATE)
     if node.args.get("replace"):
         raise UnsupportedError.at("CREATE OR REPLACE is not supported yet", node)
@@ -68,17 +71,31 @@ def bind_create_view(node: exp.Create, ctx: Context) -> CreateView:
     table = target.this if isinstance(target, exp.Schema) else target
     recording = Recording(ctx.catalog)
     query = bind_query(node.expression, Context(recording, ctx.ctes))
-    if query.limit is not None or query.offset is not None:
-        clause = node.expression.args.get("limit") or node.expression.args.get("offset")
-        raise UnsupportedError.at("LIMIT and OFFSET in a view definition are not supported yet",
-                                  clause)
     if len(columns) > len(query.column_names):
         raise SqlError.at("CREATE VIEW specifies more column names than columns", columns[0])
     names = tuple(normalize(c) for c in columns) + query.column_names[len(columns):]
-    text = node.expression.copy()
-    text.set("order", None)
+    text, plan = node.expression.copy(), query.plan
+    if query.limit is not None or query.offset:
+        plan = _top_k(node.expression, query, materialized)
+    else:
+        text.set("order", None)
     return CreateView(relation_name(table), text.sql(dialect=Matview), names, materialized,
-                      query.plan, bool(node.args.get("exists")), frozenset(recording.found))
+                      plan, bool(node.args.get("exists")), frozenset(recording.found))
+
+
+def _top_k(node: exp.Expr, query: Query, materialized: bool) -> TopK:
+    """The ``TopK`` of a view's ``query`` (``node``) ending in LIMIT or OFFSET."""
+    clause = node.args.get("limit") or node.args.get("offset")
+    if not materialized:
+        raise UnsupportedError.at(
+            "LIMIT and OFFSET in a view that is not materialized are not supported yet", clause)
+    arrays = [name for name, t in zip(query.column_names, query.plan.types, strict=True)
+              if t.kind is Kind.ARRAY]
+    if arrays:
+        raise UnsupportedError.at(
+            f'LIMIT and OFFSET in a view with an array column ("{arrays[0]}") are not '
+            "supported yet", clause)
+    return TopK(query.plan, query.order_by, query.limit, query.offset or 0)
 
 
 def bind_drop(node: exp.Drop) -> Drop:

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 
 from matview.ir.evaluate import cast_value
 from matview.ir.functions import EvalError
+from matview.ir.plans import UNIT, compute
 from matview.ir.relation import Constant, Filter, Get, Linear, Map, Project, Relation, Repeat, Union
 from matview.ir.scalar import Call, Cast, Col, Lit, Scalar
 from matview.ir.types import INT
@@ -25,7 +26,6 @@ from matview.sql.coerce import TypedScalar, assignment_cast
 from matview.sql.context import Context
 from matview.sql.errors import DuplicateObjectError, SqlError, UnknownObjectError, UnsupportedError
 from matview.sql.names import normalize, relation_name
-from matview.sql.plans import UNIT, compute
 from matview.sql.query import subquery
 from matview.sql.scalars import ExprBinder
 from matview.sql.scope import FromItem, RangeVar, Scope

@@ -25,6 +25,14 @@ column positions, since the FlatMap appends its columns. ``repeat_row(n)`` likew
 the left side too (``outer_joins.lateral_left_join``); the right side of a RIGHT or FULL
 JOIN may not, and the left side of one may not be such an expansion of earlier FROM items.
 
+A ``LATERAL (SELECT ...)`` item reads the FROM items before it as ``Outer`` references (the
+subquery is bound with their scope around it, as a subquery in an expression is):
+``planner.decorrelate.lateral`` joins the relations so far, under their conditions, with the
+subquery evaluated on the distinct values of the columns it reads, and the result is the
+single input so far (as a table function's expansion is). As the right side of a LEFT JOIN
+it is left-joined with the left side in the same way; on the right of a RIGHT or FULL JOIN,
+or as the first item, it is a plain subquery, which cannot read the left side.
+
 Column positions are those of the FROM clause's whole row. A builder keeps its relations
 (``inputs``, whose row starts at column ``base``: 0, or the first column of the right side
 of an outer join, bound by a builder of its own) and the conditions of its items, each
@@ -37,9 +45,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import sqlglot
+from matview.ir.outer_joins import lateral_left_join, outer_join
+from matview.ir.plans import UNIT, linear
 from matview.ir.relation import Filter, FlatMap, Get, Join, Linear, Map, Relation, Repeat, Step
-from matview.ir.scalar import Call, Col, Scalar, remap
+from matview.ir.scalar import Call, Col, Outer, Scalar, remap
+from matview.ir.subquery import rewrite_outer
 from matview.ir.types import BIGINT, SqlType
+from matview.planner.decorrelate.lateral import lateral_join
 from matview.sql import table_functions, temporal
 from matview.sql.catalog import CatalogItem
 from matview.sql.coerce import TypedScalar, call, unify
@@ -47,8 +59,6 @@ from matview.sql.context import Context
 from matview.sql.dialect import Matview
 from matview.sql.errors import SqlError, SqlSyntaxError, UnknownObjectError, UnsupportedError
 from matview.sql.names import normalize, relation_name
-from matview.sql.outer_joins import lateral_left_join, outer_join
-from matview.sql.plans import UNIT, linear
 from matview.sql.scalars import ExprBinder
 from matview.sql.scope import FromItem, RangeVar, Scope
 from matview.sql.statements import Query
@@ -159,7 +169,13 @@ class _FromBuilder:
             raise SqlSyntaxError.at(f"syntax error: {side} JOIN needs an ON or USING clause",
                                     join)
         function = _table_function(join.this)
-        if side == "LEFT" and function is not None and any(function[0].find_all(exp.Column)):
+        if side == "LEFT" and _lateral_query(join.this) is not None:
+            at, left_rel = self.base, self._take(0)
+            plan, right = self._lateral(join.this, before, at)
+            item, on, computed = self._condition(join, left, right, hidden, side)
+            joined = lateral_join(left_rel, plan, _shifted(on, at))
+            start = 0 if start == 0 else None
+        elif side == "LEFT" and function is not None and any(function[0].find_all(exp.Column)):
             at, left_rel = self.base, self._take(0)
             self.inputs = [left_rel]
             right = self.item(join.this, before)
@@ -242,17 +258,37 @@ class _FromBuilder:
             return self._function(function[0], node, function[1], before)
         if isinstance(node, exp.Subquery) and isinstance(node.this, exp.Table):
             return self._parenthesized(node, before)
-        if isinstance(node, exp.Subquery):
+        lateral = _lateral_query(node)
+        if lateral is not None and self.inputs:
+            at, left = self.base, self._take(0)
+            plan, item = self._lateral(node, before, at)
+            self.merges += 1
+            self.inputs = [lateral_join(left, plan, None)]
+            return item
+        if isinstance(node, exp.Subquery) or lateral is not None:
             from matview.sql.query import subquery
 
-            query = subquery(node.this, self.ctx, "a subquery in FROM")
+            query = subquery(lateral or node.this, self.ctx, "a subquery in FROM")
             return self._add(query, _alias(node), node)
-        if isinstance(node, exp.Lateral):
-            raise UnsupportedError.at(
-                "LATERAL subqueries are not supported yet; table functions in FROM (which "
-                "are lateral without the keyword) are", node)
         raise UnsupportedError.at(
             f"{node.sql(dialect=Matview)} is not supported in FROM yet", node)
+
+    def _lateral(self, node: exp.Lateral, before: Sequence[FromItem], at: int
+                 ) -> tuple[Relation, FromItem]:
+        """The plan of LATERAL subquery ``node``, reading the columns of the items ``before``
+        it (``Outer`` references of level 1 to a row starting at column ``at`` of the FROM
+        clause's row), and the FROM item naming its columns."""
+        visible = {t.alias for item in before for t in item.tables}
+        scope = Scope(tuple(before), tuple(self.types), frozenset(self.all_aliases - visible))
+        binder = ExprBinder(scope, "aggregate functions are not allowed in FROM")
+        query = binder.correlated(node.this.this, self.ctx, "a LATERAL subquery")
+        plan = query.plan if not at else rewrite_outer(
+            query.plan, lambda ref, depth: Outer(ref.level, ref.index - at, ref.type)
+            if ref.level == depth + 1 else ref)
+        alias_node = node.args.get("alias")
+        columns = [normalize(c) for c in alias_node.columns] if alias_node else []
+        item = self._add_columns(query.column_names, plan.types, _alias(node), node, columns)
+        return plan, item
 
     def _function(self, func: exp.Expr, node: exp.Expr, ordinality: bool,
                   before: Sequence[FromItem]) -> FromItem:
@@ -400,6 +436,13 @@ def _table_function(node: exp.Expr) -> tuple[exp.Expr, bool] | None:
     if isinstance(node, exp.Lateral) and isinstance(node.this, exp.Func):
         return node.this, bool(node.args.get("ordinality") or (
             isinstance(node.this, exp.Unnest) and node.this.args.get("offset")))
+    return None
+
+
+def _lateral_query(node: exp.Expr) -> exp.Expr | None:
+    """The query of FROM item ``node`` when it is ``LATERAL (SELECT ...)``, else None."""
+    if isinstance(node, exp.Lateral) and isinstance(node.this, exp.Subquery):
+        return node.this.this
     return None
 
 

@@ -21,13 +21,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from matview.ir.plans import compute
 from matview.ir.relation import Aggregate, Reduce, Relation, Union
 from matview.ir.scalar import Call, Cast, Col, Lit, Scalar, type_of
 from matview.ir.types import BIGINT, BOOLEAN, DOUBLE, Kind
 from matview.sql.coerce import TypedScalar
 from matview.sql.errors import SqlError, SqlTypeError, UnknownObjectError, UnsupportedError
 from matview.sql.names import normalize
-from matview.sql.plans import compute
 from matview.sql.scalars import AGGREGATES, ExprBinder
 from matview.sql.scope import Scope
 from sqlglot import exp

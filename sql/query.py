@@ -6,6 +6,7 @@ common to all); UNION also removes duplicates with a ``Reduce`` over every colum
 
 from __future__ import annotations
 
+from matview.ir.plans import compute
 from matview.ir.relation import Reduce, Relation, Union
 from matview.ir.scalar import Col
 from matview.ir.types import SqlType, common_type
@@ -15,7 +16,6 @@ from matview.sql.errors import SqlError, SqlTypeError, UnsupportedError
 from matview.sql.from_clause import rename
 from matview.sql.names import normalize
 from matview.sql.order import limit_offset, order_by
-from matview.sql.plans import compute
 from matview.sql.select import bind_select
 from matview.sql.statements import Query
 from sqlglot import exp

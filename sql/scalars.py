@@ -6,7 +6,8 @@ Table function calls are errors unless a ``table_functions.SelectListCalls`` bin
 select list); ``mz_now()`` is an error here (``temporal`` binds it where it is allowed).
 
 Subqueries in expressions (``EXISTS``, ``IN (SELECT ...)``, scalar subqueries) bind to the
-scalar nodes holding their plans, where the scope has a context (``Scope.ctx``: the select
+scalar nodes holding their plans (``x op ANY | ALL (SELECT ...)`` to ``IN`` or to scalar
+subqueries of aggregates: ``quantified``), where the scope has a context (``Scope.ctx``: the select
 list, WHERE and HAVING). While a subquery's query is bound, the binders of the queries
 around it are on a stack: a column its own FROM clause does not have is looked up there,
 innermost first, and becomes an ``Outer`` reference (level 1 for the query just around),
@@ -19,16 +20,30 @@ from collections.abc import Callable
 from contextvars import ContextVar
 
 from matview.ir.intervals import Interval
-from matview.ir.keys import unique_keys
-from matview.ir.relation import Relation
-from matview.ir.scalar import Case, Col, Exists, InSubquery, Lit, Outer, ScalarSubquery, balanced
-from matview.ir.types import BOOLEAN, DATE, INT, TEXT, TIMESTAMP, Kind, SqlType
+from matview.ir.plans import compute
+from matview.ir.relation import Aggregate, Reduce, Relation
+from matview.ir.scalar import (
+    FALSE,
+    TRUE,
+    Call,
+    Case,
+    Col,
+    Exists,
+    InSubquery,
+    Lit,
+    Outer,
+    Scalar,
+    ScalarSubquery,
+    balanced,
+)
+from matview.ir.types import BIGINT, BOOLEAN, DATE, INT, TEXT, TIMESTAMP, Kind, SqlType
 from matview.sql import calls, temporal
 from matview.sql.coerce import TypedScalar, call, cast, is_string_literal, require, unify
+from matview.sql.context import Context
 from matview.sql.errors import SqlError, SqlTypeError, UnknownObjectError, UnsupportedError
 from matview.sql.literals import interval, literal
-from matview.sql.plans import compute
 from matview.sql.scope import Scope
+from matview.sql.statements import Query
 from matview.sql.table_functions import SelectListCalls, table_call
 from matview.sql.walk import chain
 from sqlglot import exp
@@ -36,11 +51,14 @@ from sqlglot import exp
 ARITHMETIC = {exp.Add: "add", exp.Sub: "sub", exp.Mul: "mul", exp.Div: "div", exp.Mod: "mod"}
 COMPARISON = {exp.EQ: "eq", exp.NEQ: "ne", exp.LT: "lt", exp.LTE: "le", exp.GT: "gt",
               exp.GTE: "ge"}
+NEGATED = {"eq": "ne", "ne": "eq", "lt": "ge", "le": "gt", "gt": "le", "ge": "lt"}
+"""Each comparison's negation: ``NOT (a op b)`` is ``a NEGATED[op] b``, NULL when either is."""
 SYMBOLS = {"add": "+", "sub": "-", "mul": "*", "div": "/", "mod": "%", "eq": "=", "ne": "<>",
            "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 AGGREGATES = (exp.Count, exp.Sum, exp.Avg, exp.Min, exp.Max)
-SUBQUERIES = (exp.Subquery, exp.Exists)
-"""The nodes of a subquery in an expression (``IN`` holds its query as an ``exp.Subquery``)."""
+SUBQUERIES = (exp.Subquery, exp.Exists, exp.Any, exp.All)
+"""The nodes of a subquery in an expression (``IN`` holds its query as an ``exp.Subquery``;
+``x op ANY (...)`` as an ``exp.Any``, ``ALL`` as an ``exp.All``)."""
 
 _OUTER: ContextVar[tuple[ExprBinder, ...]] = ContextVar("outer_binders", default=())
 """The binders of the queries around the subquery being bound, outermost first."""
@@ -137,7 +155,29 @@ class ExprBinder:
         return self.binary(ARITHMETIC[type(node)], node.this, node.expression, node)
 
     def _comparison(self, node: exp.Binary) -> TypedScalar:
+        if isinstance(node.expression, (exp.Any, exp.All)):
+            return self._quantified(node, node.expression)
         return self.binary(COMPARISON[type(node)], node.this, node.expression, node)
+
+    def _quantified(self, node: exp.Binary, quantifier: exp.Any | exp.All) -> TypedScalar:
+        """``x op ANY (SELECT y ...)`` (``SOME`` too) and ``x op ALL (SELECT y ...)``: see
+        ``quantified``; ``x`` and ``y`` cast to their common type."""
+        func = COMPARISON[type(node)]
+        every = isinstance(quantifier, exp.All)
+        word = f"{SYMBOLS[func]} {'ALL' if every else 'ANY'}"
+        if not isinstance(quantifier.this, (exp.Subquery, exp.Query)):
+            raise UnsupportedError.at(f"{word} over an array is not supported yet", node)
+        plan = self.subquery(quantifier.this, node, word)
+
+        def mismatch(a: SqlType, b: SqlType) -> str:
+            return f"operator does not exist: {a} {SYMBOLS[func]} {b}"
+
+        needle, column = unify([self.bind(node.this), TypedScalar(Col(0), plan.types[0])],
+                               node, mismatch)
+        call(func, [needle, column], node, mismatch(needle.type, column.type))
+        value = quantified(NEGATED[func] if every else func, needle.expr,
+                           compute(plan, [column.expr]))
+        return TypedScalar(Call("not", (value,)) if every else value, BOOLEAN)
 
     def binary(self, func: str, left: exp.Expr, right: exp.Expr, node: exp.Expr) -> TypedScalar:
         """The arithmetic or comparison ``func`` of ``left`` and ``right``, cast to their
@@ -257,33 +297,32 @@ class ExprBinder:
     def subquery(self, node: exp.Expr, at: exp.Expr, word: str) -> Relation:
         """The plan of the subquery ``node`` (an operand of ``word``), bound with this
         binder's query around it; it must have one column unless ``word`` is EXISTS."""
-        from matview.sql.query import subquery
-
         if self.scope.ctx is None:
             raise UnsupportedError.at("subqueries are not supported in this clause yet", at)
-        token = _OUTER.set((*_OUTER.get(), self))
-        try:
-            query = subquery(node.this if isinstance(node, exp.Subquery) else node,
-                             self.scope.ctx, "a subquery")
-        finally:
-            _OUTER.reset(token)
+        query = self.correlated(node.this if isinstance(node, exp.Subquery) else node,
+                                self.scope.ctx, "a subquery")
         if word != "EXISTS" and len(query.column_names) != 1:
             raise SqlError.at("subquery must return only one column", node)
         return query.plan
+
+    def correlated(self, node: exp.Expr, ctx: Context, where: str) -> Query:
+        """The query ``node`` (``where`` names the place, for errors) bound in ``ctx`` with
+        this binder's query around it: a column it does not find is looked up here, as an
+        ``Outer`` reference of level 1 (further out, a level more)."""
+        from matview.sql.query import subquery
+
+        token = _OUTER.set((*_OUTER.get(), self))
+        try:
+            return subquery(node, ctx, where)
+        finally:
+            _OUTER.reset(token)
 
     def _exists(self, node: exp.Exists) -> TypedScalar:
         return TypedScalar(Exists(self.subquery(node.this, node, "EXISTS")), BOOLEAN)
 
     def _scalar_subquery(self, node: exp.Subquery) -> TypedScalar:
-        """A scalar subquery; its plan must have at most one row (the empty unique key), since
-        matview cannot yet report a second row as an error of the view."""
+        """A scalar subquery (a second row is an evaluation error: ``ScalarSubquery``)."""
         plan = self.subquery(node, node, "a scalar subquery")
-        if () not in unique_keys(plan):
-            raise UnsupportedError.at(
-                "scalar subqueries that may return more than one row are not supported yet "
-                "(a second row would be the error \"more than one row returned by a subquery "
-                "used as an expression\", which a view cannot hold yet): use an aggregate "
-                "without GROUP BY, such as (SELECT max(x) ...)", node)
         return TypedScalar(ScalarSubquery(plan), plan.types[0])
 
     def _window(self, node: exp.Window) -> TypedScalar:
@@ -315,6 +354,42 @@ _HANDLERS: dict[type[exp.Expr], Callable[[ExprBinder, exp.Expr], TypedScalar]] =
     exp.Exists: ExprBinder._exists,
     exp.Window: ExprBinder._window,
 }
+
+
+def quantified(func: str, needle: Scalar, column: Relation) -> Scalar:
+    """``needle func ANY (column)``, ``column`` a one-column plan, with SQL's NULLs: TRUE when
+    some comparison with a value of ``column`` is TRUE, else NULL when some is NULL, else
+    FALSE (FALSE over no rows); ``x op ALL S`` is ``NOT (x NEGATED[op] ANY S)``.
+
+    ``= ANY`` is ``InSubquery``. For the others, with ``t`` the comparison against the
+    extreme non-NULL value that decides it (``x < ANY S`` iff ``x < max(S)``; ``x > ANY S``
+    iff ``x > min(S)``; ``x <> ANY S`` iff ``x <> min(S) OR x <> max(S)``) and ``s`` the
+    scalar subquery ``CASE WHEN count(*) = count(y) THEN count(*) > 0 END`` over ``S``
+    (FALSE when ``S`` is empty, NULL when it holds a NULL)::
+
+        CASE WHEN t THEN TRUE WHEN NOT s THEN FALSE WHEN t IS NULL OR s IS NULL THEN NULL
+             ELSE FALSE END
+
+    so that each subquery is a global aggregate (one row per correlation key, whatever
+    ``needle`` is), not a comparison of every row of ``S`` with every value of ``needle``."""
+    if func == "eq":
+        return InSubquery(needle, column)
+
+    def extreme(name: str) -> Scalar:
+        return Call(func, (needle, ScalarSubquery(Reduce(column, (), (Aggregate(name, Col(0)),)))))
+
+    if func == "ne":
+        test = Call("or", (extreme("min"), extreme("max")))
+    else:
+        test = extreme("max" if func in ("lt", "le") else "min")
+    counts = Reduce(column, (), (Aggregate("count", None), Aggregate("count", Col(0))))
+    nonempty = Case(((Call("eq", (Col(0), Col(1))), Call("gt", (Col(0), Lit(0, BIGINT)))),),
+                    Lit(None, BOOLEAN))
+    state = ScalarSubquery(compute(counts, [nonempty]))
+    null = Lit(None, BOOLEAN)
+    return Case(((test, TRUE), (Call("not", (state,)), FALSE),
+                 (Call("or", (Call("is_null", (test,)), Call("is_null", (state,)))), null)),
+                FALSE)
 
 
 def _outer_column(node: exp.Column) -> TypedScalar | None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from matview.ir.plans import compute
 from matview.ir.relation import Reduce, Relation
 from matview.ir.scalar import Col
 from matview.sql import table_functions, temporal
@@ -24,7 +25,6 @@ from matview.sql.from_clause import bind_from
 from matview.sql.grouping import GroupedBinder, group_keys
 from matview.sql.names import output_name
 from matview.sql.order import limit_offset, order_by
-from matview.sql.plans import compute
 from matview.sql.scalars import SUBQUERIES, ExprBinder
 from matview.sql.scope import Scope
 from matview.sql.statements import Query

@@ -69,8 +69,9 @@ class Query:
 @dataclass(frozen=True)
 class CreateView:
     """``CREATE [MATERIALIZED] VIEW``: ``query_sql`` is the defining query as matview SQL text
-    (without ORDER BY), ``plan`` its binding now, ``depends_on`` the stored objects the binding
-    read (views' own dependencies included)."""
+    (without ORDER BY, unless the query ends in LIMIT or OFFSET: its plan is then a ``TopK``),
+    ``plan`` its binding now, ``depends_on`` the stored objects the binding read (views' own
+    dependencies included)."""
 
     name: str
     query_sql: str

@@ -26,6 +26,7 @@ from matview.ir.relation import (
     Relation,
     Repeat,
     Step,
+    TopK,
     Union,
     inputs_of,
 )
@@ -184,6 +185,9 @@ def _operator_from_json(doc: dict[str, Any]) -> Relation:
         aggregates = tuple(Aggregate(a["func"], a["expr"] and parse_scalar(a["expr"]))
                            for a in doc["aggregates"])
         return Reduce(inputs[0], tuple(map(parse_scalar, doc["group_key"])), aggregates)
+    if op == "TopK":
+        keys = tuple((k["column"], k["descending"], k["nulls_first"]) for k in doc["order_by"])
+        return TopK(inputs[0], keys, doc["limit"], doc["offset"])
     assert op == "Union"
     return Union(inputs)
 

@@ -1,5 +1,5 @@
 """Outer joins (``LEFT``, ``RIGHT``, ``FULL [OUTER] JOIN`` with ON, USING or NATURAL), which
-the binder lowers to inner joins, ``Reduce``, ``Union`` and ``Linear`` (``sql/outer_joins.py``).
+the binder lowers to inner joins, ``Reduce``, ``Union`` and ``Linear`` (``ir/outer_joins.py``).
 
 Through the reference interpreter: each query's plan, raw, optimized and physical, denotes
 what DuckDB computes over tables with NULL keys and duplicate rows, so the optimizer's

@@ -12,8 +12,8 @@ from the loaded tables.
 
 The queries matview cannot create yet are strict xfails naming the exception CREATE raises
 and the missing feature: a query that starts to work fails the suite until its mark is
-removed. A top-level ORDER BY is dropped by the view (a view is a set) and ORDER BY ...
-LIMIT is refused until it is maintained as a TopK; DuckDB's answer keeps both.
+removed. A top-level ORDER BY alone is dropped by the view (a view is a set); with LIMIT
+the view is a TopK holding the first rows, which DuckDB's answer holds too.
 """
 
 from __future__ import annotations
@@ -37,18 +37,8 @@ RF_ORDERS = 60
 """Orders each refresh function inserts or deletes, with about four lineitems each: some
 300 rows per refresh function at SF 0.01 (the specification's 0.1% would be 15 orders)."""
 
-LIMIT = "LIMIT and OFFSET in a view definition are not supported yet"
-
-MISSING: dict[str, tuple[type[Exception], str]] = {
-    "q02": (matview.NotSupportedError, f"ORDER BY ... LIMIT in a view (TopK): {LIMIT}"),
-    "q03": (matview.NotSupportedError, f"ORDER BY ... LIMIT in a view (TopK): {LIMIT}"),
-    "q10": (matview.NotSupportedError, f"ORDER BY ... LIMIT in a view (TopK): {LIMIT}"),
-    "q17": (matview.DataError,
-            "the decorrelated avg per part joins lineitem and part without a key: the join "
-            "row limit stops it (Join would produce up to 120,350,000 rows)"),
-    "q18": (matview.NotSupportedError, f"ORDER BY ... LIMIT in a view (TopK): {LIMIT}"),
-    "q21": (matview.NotSupportedError, f"ORDER BY ... LIMIT in a view (TopK): {LIMIT}"),
-}
+MISSING: dict[str, tuple[type[Exception], str]] = {}
+"""Queries matview cannot create yet, with the exception CREATE raises and why: none."""
 
 
 def _cases() -> list[object]:

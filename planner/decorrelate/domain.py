@@ -38,6 +38,9 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from decimal import Decimal
 
+from matview.ir.keys import unique_keys
+from matview.ir.outer_joins import outer_join
+from matview.ir.plans import compute, linear
 from matview.ir.relation import (
     Aggregate,
     Filter,
@@ -51,6 +54,7 @@ from matview.ir.relation import (
     Union,
 )
 from matview.ir.scalar import (
+    FALSE,
     TRUE,
     Call,
     Case,
@@ -65,7 +69,6 @@ from matview.ir.scalar import (
 )
 from matview.ir.subquery import enter, map_step, outer_columns, rewrite_outer
 from matview.ir.types import BIGINT, BOOLEAN, INT, TEXT, Kind, SqlType
-from matview.sql.plans import compute, linear
 
 _ZEROS: dict[Kind, object] = {
     Kind.INT: 0, Kind.BIGINT: 0, Kind.DOUBLE: 0.0, Kind.NUMERIC: Decimal(0), Kind.TEXT: "",
@@ -74,18 +77,23 @@ _ZEROS: dict[Kind, object] = {
 }
 """A value of each type, standing for NULL in a NULL-safe key."""
 
-FALSE = Lit(False, BOOLEAN)
-
 
 @dataclass(frozen=True)
 class Applied:
     """A subquery's plan decorrelated against the rows of an operator: ``rows`` holds the
     rows ``d ++ s`` (``d`` the values of the operator's columns ``keys``, see the module
-    doc); ``null_safe`` when a column of ``d`` may be NULL."""
+    doc); ``null_safe`` when a column of ``d`` may be NULL; ``unique`` when it holds at most
+    one row for each ``d`` (the subquery has at most one row), ``single`` when exactly one for
+    each ``d`` of ``D`` (it is a global aggregate), so that every row of the operator meets
+    exactly one. ``domain`` is ``D`` (``δ_TRUE`` of the operator's rows when ``keys`` is
+    empty: one row when it has any)."""
 
     keys: tuple[int, ...]
     rows: Relation
     null_safe: bool
+    unique: bool
+    single: bool
+    domain: Relation
 
     @property
     def width(self) -> int:
@@ -99,10 +107,20 @@ def decorrelated(sub: Relation, outer: Relation) -> Applied:
     reads; references further out lose a level."""
     keys = outer_columns(sub)
     marked = enter(sub, lambda ref: Outer(0, keys.index(ref.index), ref.type))
+    unique, single = () in unique_keys(sub), _single(sub)
+    domain = Reduce(outer, tuple(Col(c) for c in keys) or (TRUE,), ())
     if not keys:
-        return Applied((), marked, False)
-    applier = _Applier(Reduce(outer, tuple(Col(c) for c in keys), ()))
-    return Applied(tuple(keys), applier.apply(marked), applier.null_safe)
+        return Applied((), marked, False, unique, single, domain)
+    applier = _Applier(domain)
+    return Applied(tuple(keys), applier.apply(marked), applier.null_safe, unique, single,
+                   domain)
+
+
+def _single(rel: Relation) -> bool:
+    """Whether ``rel`` has exactly one row: a global aggregate, then maps and projects."""
+    if isinstance(rel, Linear):
+        return all(isinstance(s, (Map, Project)) for s in rel.steps) and _single(rel.input)
+    return isinstance(rel, Reduce) and not rel.group_key
 
 
 def key_equalities(applied: Applied, outer_at: int, rows_at: int) -> list[Scalar]:
@@ -323,9 +341,7 @@ def semi_join(outer: Relation, applied: Applied, pairs: Sequence[tuple[Scalar, i
 
 
 def left_joined(outer: Relation, rows: Relation, on: Sequence[Scalar]) -> Relation:
-    """``outer`` LEFT JOIN ``rows`` ON ``on`` (``sql.outer_joins``)."""
-    from matview.sql.outer_joins import outer_join
-
+    """``outer`` LEFT JOIN ``rows`` ON ``on`` (``ir.outer_joins``)."""
     return outer_join("LEFT", outer, rows, on)
 
 
@@ -340,11 +356,30 @@ def exists_value(outer: Relation, applied: Applied) -> tuple[Relation, Scalar]:
 
 
 def scalar_value(outer: Relation, applied: Applied) -> tuple[Relation, Scalar]:
-    """``outer`` extended with the scalar subquery's value: ``R ⟕ apply(D, S)`` (at most
-    one row per ``d``), the value the first column after ``d``."""
-    n = outer.arity
-    joined = left_joined(outer, applied.rows, key_equalities(applied, 0, n))
-    return joined, Col(n + applied.width)
+    """``outer`` extended with the scalar subquery's value: ``R ⟕ apply(D, S)`` when it has
+    at most one row per ``d``, ``R ⋈ apply(D, S)`` when exactly one for each ``d`` of ``D``,
+    the value the first column after ``d``. Otherwise ``R ⟕ γ_{d; count(*), max(s)}(A)``
+    (``R × γ_{; count(*), max(s)}(A)`` when uncorrelated: one row), the value
+    ``single_row(count, max)``: the error of a subquery returning several rows where there
+    are several, else the one value (NULL over none). ``A`` is first restricted to the
+    ``d`` of ``D`` (``π_A(D ⋈_d A)``): the optimizer may evaluate ``single_row`` before the
+    join, and a ``d`` that no row of ``R`` has must not fail."""
+    n, width = outer.arity, applied.width
+    rows, single = applied.rows, applied.single
+    value: Scalar = Col(n + width)
+    if not applied.unique:
+        domain = applied.domain
+        on = [p for j, t in enumerate(domain.types[:width])
+              for p in same(Col(j), Col(domain.arity + j), t, applied.null_safe)]
+        needed = Linear(Join((domain, rows), as_classes(on)),
+                        (Project(tuple(range(domain.arity, domain.arity + rows.arity))),))
+        rows = Reduce(needed, tuple(Col(j) for j in range(width)),
+                      (Aggregate("count", None), Aggregate("max", Col(width))))
+        single = not width
+        value = Call("single_row", (Col(n + width), Col(n + width + 1)))
+    on = key_equalities(applied, 0, n)
+    joined = Join((outer, rows), as_classes(on)) if single else left_joined(outer, rows, on)
+    return joined, value
 
 
 def in_value(outer: Relation, applied: Applied, needle: Scalar) -> tuple[Relation, Scalar]:

@@ -9,7 +9,7 @@ the rows ``d ++ s`` of ``domain``:
     σ_{x IN S ∧ q}(R)          =  σ_q(π_R(R ⋈_{c = d, x = s} δ_{d, s}(A)))
 
 ``δ`` (a ``Reduce`` without aggregates) makes each key once, so each copy of a row of ``R``
-matches once; ``−`` is ``Repeat(-1)``, as in ``sql.outer_joins``. A NULL ``x`` or ``s``
+matches once; ``−`` is ``Repeat(-1)``, as in ``ir.outer_joins``. A NULL ``x`` or ``s``
 matches nothing, which is what a filter makes of ``x IN S`` when it is NULL. The other
 conjuncts without subqueries are applied to ``R`` first. ``NOT IN`` (NULL when ``S`` holds
 a NULL) and tests elsewhere are left to ``subquery_values``.
@@ -17,6 +17,7 @@ a NULL) and tests elsewhere are left to ``subquery_values``.
 
 from __future__ import annotations
 
+from matview.ir.plans import linear
 from matview.ir.relation import Filter, Linear, Relation, Repeat, Union
 from matview.ir.scalar import (
     Call,
@@ -32,7 +33,6 @@ from matview.ir.subquery import has_subquery, map_own_scalars, subqueries, with_
 from matview.ir.types import INT
 from matview.planner.decorrelate.domain import decorrelated, semi_join
 from matview.planner.walk import bottom_up
-from matview.sql.plans import linear
 
 
 def semi_joins(plan: Relation) -> Relation:

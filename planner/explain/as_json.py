@@ -41,6 +41,8 @@ with ``KIND`` and its attributes:
   ``[{"func": "count" | "sum" | "min" | "max", "expr": SCALAR | null}, ...]`` (``null``
   for ``count(*)``).
 - ``"Union"``: no attributes.
+- ``"TopK"``: ``"order_by"``: ``[{"column": INT, "descending": BOOL, "nulls_first": BOOL},
+  ...]``, ``"limit"``: ``INT | null`` (none), ``"offset"``: ``INT``.
 
 An operator whose expressions hold subqueries (a RAW or DECORRELATED-before plan: ``@N`` in
 its SCALARs) also has ``"subqueries"``: ``[PLAN, ...]``, the plan of ``@N`` at index ``N``.
@@ -66,7 +68,8 @@ its SCALARs) also has ``"subqueries"``: ``[PLAN, ...]``, the plan of ``@N`` at i
   "reused": BOOL, "maintained_by": ID | null, "read_by": [ID, ...],
   "looked_up_by": [{"operator": ID, "paths": [I, ...]}, ...]}``: a shared arrangement is a
   table's or materialized view's (``name`` is the collection's), read by the Gets
-  ``read_by``; an owned one (``%k.output``, ``%k.values``, ``%k.pending``) is maintained
+  ``read_by``; an owned one (``%k.output``, ``%k.values``, ``%k.pending``,
+  ``%k.prefix``) is maintained
   by operator ``k``. ``looked_up_by``: the Joins whose delta paths ``paths`` look it up.
   Arrangements are listed in the order of the operators that read or maintain them
   (``arrangement_names``). ``reused`` is false for an arrangement that exists only for the
@@ -109,6 +112,7 @@ from matview.ir.relation import (
     Relation,
     Repeat,
     Step,
+    TopK,
     Union,
     inputs_of,
 )
@@ -231,6 +235,10 @@ def _attributes(rel: Relation) -> Json:
             for a in rel.aggregates]}
     if isinstance(rel, Union):
         return {}
+    if isinstance(rel, TopK):
+        return {"order_by": [{"column": c, "descending": d, "nulls_first": n}
+                             for c, d, n in rel.order_by],
+                "limit": rel.limit, "offset": rel.offset}
     raise TypeError(f"not a relation: {rel!r}")
 
 

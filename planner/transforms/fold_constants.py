@@ -19,6 +19,7 @@ Relations (``∅`` is ``Constant (types) []``):
     Linear(X, [.., Filter(.., FALSE|NULL, ..), ..]) =>  ∅
     Linear(∅, S)  =>  ∅        Join(.., ∅, ..)  =>  ∅        Join(I, E, [.., FALSE|NULL, ..]) => ∅
     Union(.., ∅, ..)  =>  Union(..)                 Reduce(∅, K ≠ ())  =>  ∅
+    TopK(∅, ..)  =>  ∅         TopK(X, limit 0)  =>  ∅
 
 An expression whose evaluation raises (``EvalError``) is left for run time, ``mz_now()`` is
 never evaluated, and a value without a literal text form (an ARRAY, say) is not made a
@@ -46,6 +47,7 @@ from matview.ir.relation import (
     Relation,
     Repeat,
     Step,
+    TopK,
     Union,
     step_types,
 )
@@ -206,6 +208,8 @@ def _fold(plan: Relation) -> Relation:
                       tuple(Aggregate(a.func, None if a.expr is None
                                       else fold_scalar(a.expr, types))
                             for a in plan.aggregates))
+    if isinstance(plan, TopK) and (is_empty(plan.input) or plan.limit == 0):
+        return _empty(plan)
     return plan
 
 

@@ -44,6 +44,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from matview.ir.linear_logic import is_temporal
+from matview.ir.plans import compute, linear
 from matview.ir.relation import (
     Aggregate,
     Filter,
@@ -57,7 +58,6 @@ from matview.ir.relation import (
 )
 from matview.ir.scalar import TRUE, Call, Col, Lit, Scalar, columns_used, conjuncts, remap
 from matview.ir.types import BIGINT, INT, SqlType
-from matview.sql.plans import compute, linear
 
 
 @dataclass(frozen=True)

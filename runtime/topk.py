@@ -1,0 +1,259 @@
+"""ORDER BY ... LIMIT ... OFFSET on Spark, kept up to date from the changes (``TopK``).
+
+Rows are ranked by the keys, ties broken by every other column (``relation.total_order``),
+a row of multiplicity m taking m positions. With k = offset + limit (offset when there is no
+limit), the operator keeps the *prefix* W: the first distinct rows of its input, each with
+its whole multiplicity, at least k positions of them unless W is the whole input (so W
+with fewer than k positions is the whole input). Whatever ranks after W's last row is at a
+position after k, so the first k positions are W's.
+
+Each time of a step, in order, changes W in the driver (Arrow, ``ordering.arrow_order``):
+changes to rows ranked at or before W's last row are applied to W, the others are dropped
+(they stay after position k), and W is cut back to the rows starting before position 2k.
+Only when deletions leave W with fewer than k positions, while it may not have been the
+whole input, is W read again: the first 2k distinct rows of the input's contents at that
+time (its arrangement ``values`` up to the step's lower frontier and the step's changes up
+to that time), in Arrow when both are held in the driver, else with one Spark job (a sorted
+``limit``). The output changes by the rows entering and leaving positions offset+1 ..
+offset+limit of W; with no limit, the output is the input less its first ``offset``
+positions, so it changes by the input's changes less the changes of those positions.
+
+So a small step that inserts rows, or deletes rows after W or no more of W's rows than
+its positions beyond k, reads neither the input's arrangement nor Spark: it runs the one
+job that computes its input changes, if they are not held in the driver already (none
+when its input is a Reduce). A step whose changes are not held in the driver (too large)
+reads W again from Spark at each of its times (one job each, and one listing the times).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from matview.ir.relation import SortKey, total_order
+from matview.runtime.jvm_plans import to_arrow
+from matview.runtime.operator import Delta, Operator, StepContext
+from matview.runtime.ordering import arrow_order, spark_order
+from matview.runtime.trace import Trace
+from matview.runtime.types import col, column_names, update_schema
+from matview.runtime.updates import (
+    DIFF,
+    TIME,
+    Leaf,
+    consolidate,
+    consolidated_arrow,
+    materialize,
+    normalized,
+    stored,
+    union_all,
+)
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+_IN_PREFIX = "_in_prefix"
+"""A column marking the rows of the prefix among the changes they are summed with."""
+
+
+@dataclass
+class TopKOp(Operator):
+    """``TopK``: see the module docstring. ``values`` arranges the input's updates,
+    ``prefix`` the prefix W."""
+
+    kind: ClassVar[str] = "TopK"
+
+    input: Operator | None = None
+    order_by: tuple[SortKey, ...] = ()
+    limit: int | None = None
+    offset: int = 0
+    values: Trace | None = None
+    prefix: Trace | None = None
+    _staged: list[tuple[Trace, Leaf | None, int, int]] = field(default_factory=list,
+                                                                 init=False)
+
+    @property
+    def _depth(self) -> int:
+        """k: the positions the output depends on."""
+        return self.offset + (self.limit or 0)
+
+    @property
+    def _names(self) -> list[str]:
+        return column_names(self.arity)
+
+    @property
+    def _order(self) -> tuple[SortKey, ...]:
+        return total_order(self.order_by, self.arity)
+
+    def compute(self, ctx: StepContext) -> Delta | None:
+        assert self.input is not None and self.values is not None
+        self._staged = []
+        source = self.input.delta(ctx)
+        if source is None:
+            return None
+        leaf = source.leaf or materialize(ctx.spark, consolidate(source.df), ctx.small)
+        if leaf is None:
+            return None
+        self._staged.append((self.values, leaf, *ctx.span))
+        changes = leaf.in_driver
+        if changes is not None:
+            times = pc.unique(changes[TIME]).to_pylist()
+        elif ctx.first:
+            times = [ctx.as_of]
+        else:
+            times = [row[0] for row in leaf.df.select(TIME).distinct().collect()]
+        names = self._names
+        prefix = self._prefix(ctx)
+        prefix_parts: list[pa.Table] = []
+        output_parts: list[pa.Table] = []
+        for at in sorted(times):
+            now = None if changes is None else consolidated_arrow(
+                changes.filter(pc.equal(changes[TIME], at)).drop_columns([TIME]))
+            new = None if now is None else self._advanced(prefix, now)
+            if new is None:
+                new = self._read(ctx, leaf, at)
+            prefix_parts.append(_at(_less(new, prefix), at))
+            if self.limit is None:
+                output_parts.append(_at(_less(self._window(prefix, 0, self.offset),
+                                              self._window(new, 0, self.offset)), at))
+            else:
+                stop = self.offset + self.limit
+                output_parts.append(_at(_less(self._window(new, self.offset, stop),
+                                              self._window(prefix, self.offset, stop)), at))
+            prefix = new
+        assert self.prefix is not None
+        self._staged.append((self.prefix, _stored(ctx, prefix_parts), *ctx.span))
+        output = _stored(ctx, output_parts)
+        if self.limit is None:  # the input's changes pass, less those of the first rows
+            if changes is not None:
+                output = _stored(ctx, [changes.select([*names, TIME, DIFF]),
+                                       *([] if output is None else [output.in_driver])])
+            else:
+                df = union_all([leaf.df.select(*names, TIME, DIFF),
+                                *([] if output is None else [output.df])])
+                assert df is not None
+                return Delta(df, None)
+        if output is None:
+            return None
+        return Delta(None, output.rows, output, count=output.rows)
+
+    def _prefix(self, ctx: StepContext) -> pa.Table:
+        """W as of the step's lower frontier, sorted (columns ``c*`` and ``_diff``)."""
+        assert self.prefix is not None
+        names = self._names
+        if ctx.first or not self.prefix.batches:
+            return self._empty()
+        held = self.prefix.held_contents(ctx.lower)
+        if held is None:  # held in Spark: a large k
+            df = self.prefix.read(upto=ctx.lower)
+            assert df is not None
+            held = normalized(to_arrow(df.groupBy(*names).agg(F.sum(DIFF).alias(DIFF))
+                                       .where(col(DIFF) != 0)))
+        return self._sorted(held)
+
+    def _empty(self) -> pa.Table:
+        """No rows (data columns and ``_diff``)."""
+        return update_schema(self.types).empty_table().drop_columns([TIME])
+
+    def _sorted(self, rows: pa.Table) -> pa.Table:
+        """``rows`` (data columns and ``_diff``) sorted by the total order."""
+        return rows.take(arrow_order(rows, self._names, self._order)).combine_chunks()
+
+    def _advanced(self, prefix: pa.Table, changes: pa.Table) -> pa.Table | None:
+        """W after ``changes`` (data columns and ``_diff``, at one time), or None when
+        deletions left it with fewer than k positions and it may not be the whole input."""
+        depth = self._depth
+        whole = _positions(prefix) < depth
+        marked = pa.concat_tables([
+            prefix.append_column(_IN_PREFIX, pa.array([True] * prefix.num_rows, pa.bool_())),
+            changes.append_column(_IN_PREFIX, pa.array([False] * changes.num_rows, pa.bool_())),
+        ], promote_options="permissive")
+        summed = marked.group_by(self._names, use_threads=False).aggregate(
+            [(DIFF, "sum"), (_IN_PREFIX, "any")])
+        summed = self._sorted(summed.rename_columns([*self._names, DIFF, _IN_PREFIX]))
+        if not whole:  # rows after W's last row stay after position k: dropped
+            inside = summed[_IN_PREFIX].to_numpy(zero_copy_only=False)
+            last = int(inside.nonzero()[0].max()) + 1 if inside.any() else 0
+            summed = summed.slice(0, last)
+        kept = summed.filter(pc.greater(summed[DIFF], 0)).drop_columns([_IN_PREFIX])
+        if not whole and _positions(kept) < depth:
+            return None
+        return self._cut(kept)
+
+    def _cut(self, rows: pa.Table) -> pa.Table:
+        """Sorted ``rows`` less those starting at or after position 2k."""
+        ends = pc.cumulative_sum(rows[DIFF])
+        starts = pc.subtract(ends, rows[DIFF])
+        return rows.filter(pc.less(starts, 2 * self._depth))
+
+    def _read(self, ctx: StepContext, leaf: Leaf, at: int) -> pa.Table:
+        """W read again: the first distinct rows of the input's contents at time ``at``
+        (``values`` as of the lower frontier and the step's changes ``leaf`` up to ``at``)
+        up to position 2k, in Arrow when both are held in the driver, else in one Spark
+        job."""
+        assert self.values is not None
+        names, depth = self._names, 2 * self._depth
+        if depth == 0:
+            return self._empty()
+        changes = leaf.in_driver
+        held = None if ctx.first else self.values.held_contents(ctx.lower)
+        if changes is not None and (held is not None or ctx.first or not self.values.batches):
+            upto = changes.filter(pc.less_equal(changes[TIME], at)).drop_columns([TIME])
+            contents = consolidated_arrow(pa.concat_tables(
+                [upto, *([] if held is None else [held.select([*names, DIFF])])],
+                promote_options="permissive"))
+            return self._cut(self._sorted(contents.filter(pc.greater(contents[DIFF], 0))))
+        history = None if ctx.first else self.values.read(upto=ctx.lower)
+        parts: list[DataFrame] = [leaf.df.where(col(TIME) <= at).select(*names, DIFF)]
+        if history is not None:
+            parts.append(history.select(*names, DIFF))
+        contents = union_all(parts)
+        assert contents is not None
+        first = (contents.groupBy(*names).agg(F.sum(DIFF).alias(DIFF)).where(col(DIFF) > 0)
+                 .orderBy(*spark_order(names, self._order)).limit(depth))
+        return self._cut(self._sorted(normalized(to_arrow(first))))
+
+    def _window(self, rows: pa.Table, start: int, stop: int) -> pa.Table:
+        """The rows of sorted ``rows`` at positions ``start`` .. ``stop - 1`` (from 0), each
+        with the number of its positions there."""
+        ends = pc.cumulative_sum(rows[DIFF])
+        starts = pc.subtract(ends, rows[DIFF])
+        taken = pc.subtract(pc.min_element_wise(ends, stop),
+                            pc.max_element_wise(starts, start))
+        out = rows.set_column(rows.column_names.index(DIFF), DIFF, taken)
+        return out.filter(pc.greater(taken, 0))
+
+    def abandon(self) -> None:
+        self._staged = []
+
+    def commit(self) -> None:
+        for trace, leaf, lower, upper in self._staged:
+            trace.append(leaf, lower, upper)
+        self._staged = []
+
+    def children(self) -> tuple[Operator, ...]:
+        assert self.input is not None
+        return (self.input,)
+
+
+def _positions(rows: pa.Table) -> int:
+    """The positions ``rows`` take: the sum of their multiplicities."""
+    return int(pc.sum(rows[DIFF]).as_py() or 0)
+
+
+def _less(a: pa.Table, b: pa.Table) -> pa.Table:
+    """The rows of ``a`` less those of ``b`` (data columns and ``_diff``), consolidated."""
+    negated = b.set_column(b.column_names.index(DIFF), DIFF, pc.negate(b[DIFF]))
+    return consolidated_arrow(pa.concat_tables([a, negated], promote_options="permissive"))
+
+
+def _at(rows: pa.Table, at: int) -> pa.Table:
+    """``rows`` (data columns and ``_diff``) as updates at time ``at``."""
+    times = pa.array([at] * rows.num_rows, pa.int64())
+    return rows.add_column(rows.num_columns - 1, TIME, times)
+
+
+def _stored(ctx: StepContext, parts: list[pa.Table]) -> Leaf | None:
+    """The updates ``parts`` as one consolidated batch held in the driver; None if empty."""
+    table = consolidated_arrow(pa.concat_tables(parts, promote_options="permissive"))
+    return stored(ctx.spark, table) if table.num_rows else None

@@ -127,7 +127,16 @@ class PendingStep:
     def materialized(self) -> tuple[Leaf | None, Leaf | None]:
         """The output updates and the errors as batches to keep: as they are when their
         plans are already narrow over leaves (readers consolidate), else computed together
-        in one job and consolidated."""
+        in one job and consolidated. A large step's errors are computed apart (two jobs:
+        such steps are few) and, being few as a rule, kept in the driver, where every read
+        of the view checks them without a job (none: no batch)."""
+        rows, errors = self._batches()
+        if errors is not None and errors.table is None and not self.small:
+            errors = materialize(self.dataflow.spark, consolidate(errors.df), small=False)
+        return rows, errors
+
+    def _batches(self) -> tuple[Leaf | None, Leaf | None]:
+        """``materialized`` before a large step's errors are computed."""
         if self.errors is None or (_kept(self.delta) and _kept(self.errors)):
             return _leaf_of(self.delta, self.dataflow.spark, self.small), _leaf_of(
                 self.errors, self.dataflow.spark, self.small)
@@ -194,7 +203,10 @@ def _leaf_of(delta: Delta | None, spark: SparkSession, small: bool) -> Leaf | No
 
 
 def _union(deltas: list[Delta]) -> Delta | None:
-    """The sum of ``deltas`` (None when there are none); its size is bounded when theirs are."""
+    """The sum of ``deltas`` (None when there are none); its size is bounded when theirs are.
+    A single delta is itself (a batch stays one, held where it is)."""
+    if len(deltas) == 1:
+        return deltas[0]
     df = union_all([d.df for d in deltas])
     if df is None:
         return None

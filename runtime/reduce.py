@@ -30,7 +30,7 @@ from matview.ir.relation import Aggregate
 from matview.ir.scalar import Scalar, may_fail
 from matview.ir.types import SqlType
 from matview.runtime.checked import ERR, compile_checked, described, first_error, split_errors
-from matview.runtime.jvm_plans import aggregate, columns
+from matview.runtime.jvm_plans import aggregate, columns, to_arrow
 from matview.runtime.operator import Delta, Operator, StepContext
 from matview.runtime.trace import Trace
 from matview.runtime.types import col, column_names, spark_type
@@ -42,11 +42,15 @@ from matview.runtime.updates import (
     consolidate,
     lookup,
     materialize,
+    stored,
     union_all,
 )
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
+
+_PART = "_part"
+"""The column telling apart the results a small step computes in one job."""
 
 NEVER = -(2**63)
 """The time given to the stored state's contributions: before every real time."""
@@ -180,6 +184,9 @@ class ReduceOp(Operator):
         if source is None and not first_global:
             return None
         prepared = None if source is None else self._prepared(source.df)
+        if prepared is not None and ctx.small and (
+                self._extremes() or self._restricted(ctx) or self.checks):
+            return self._in_one_job(ctx, prepared)
         if prepared is not None and (self._extremes() or self._restricted(ctx) or self.checks):
             # computed once: it feeds the changes, the semi-join on the touched keys, the
             # (key, argument) arrangement and the errors (which would otherwise compute the
@@ -220,6 +227,43 @@ class ReduceOp(Operator):
             return Delta(None, leaf.rows, Leaf(None, leaf.rows, leaf.table.select(shown),
                                                ctx.spark), count=leaf.rows)
         return Delta(self.selected(leaf.df, "shown", lambda: shown), leaf.rows, count=leaf.rows)
+
+    def _in_one_job(self, ctx: StepContext, prepared: DataFrame) -> Delta | None:
+        """A small step whose input feeds several results (the output, the evaluation
+        errors, the (key, argument) pairs of min/max, the touched keys) computed by one
+        Spark job: the lazy input is read by each (Spark reuses the broadcasts of what it
+        looks up), and the results come back together, tagged ``_part``, then are split
+        in Arrow. (Materializing the input first would cost a second job.)"""
+        assert self.values is not None or not self._extremes()
+        failed = None
+        if self.checks:
+            prepared, failed = split_errors(prepared)
+        full = self._full(ctx, prepared)
+        names = list(full.columns)
+        parts = [full.select(F.lit(0).alias(_PART), "*")]
+        if failed is not None:
+            parts.append(failed.select(F.lit(1).alias(_PART), col("c0").alias(ERR), TIME, DIFF))
+        pairs = [*self._keys, *[f"a{j}" for j in self._extremes()], TIME, DIFF]
+        if self._extremes():
+            parts.append(prepared.select(F.lit(2).alias(_PART), *[
+                col(n).alias(f"x_{n}") if n not in (TIME, DIFF) else col(n) for n in pairs]))
+        packed = parts[0]
+        for part in parts[1:]:
+            packed = packed.unionByName(part, allowMissingColumns=True)
+        table = to_arrow(consolidate(packed))
+
+        def piece(tag: int, columns: list[str], names: list[str]) -> Leaf | None:
+            rows = table.filter(pc.equal(table[_PART], tag)).select(columns)
+            return stored(ctx.spark, rows.rename_columns(names)) if rows.num_rows else None
+
+        if failed is not None:
+            errors = piece(1, [ERR, TIME, DIFF], ["c0", TIME, DIFF])
+            if errors is not None:
+                self.errors = Delta(None, errors.rows, errors, count=errors.rows)
+        if self._extremes():
+            packed_pairs = [f"x_{n}" if n not in (TIME, DIFF) else n for n in pairs]
+            self._staged.append((self.values, piece(2, packed_pairs, pairs), *ctx.span))
+        return self._output(ctx, piece(0, names, names))
 
     def _restricted(self, ctx: StepContext) -> bool:
         """Whether the step reads the state of the touched keys only (a semi-join), rather

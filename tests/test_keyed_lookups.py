@@ -62,3 +62,43 @@ def test_a_join_step_reads_only_the_rows_its_keys_match(
         ("r0", 1_200), ("r1", 1_200), ("r2", 1_197), ("r3", 1_200), ("r4", 1_206)]
     # the customer change looks orders up by customer: the 5 orders of customer 7 of 6,003
     assert [t.num_rows for t in found] == [5]
+
+
+def test_views_looking_up_a_table_share_its_one_arrangement(
+        spark: SparkSession, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two views' joins look customers up by ``id``: both dataflows read the table's one
+    trace (no copy per view or per reader), EXPLAIN ANALYZE calls it shared in both, and
+    each view's step reads that trace by key."""
+    readers: list[tuple[int, int]] = []
+    matching = Trace.matching
+
+    def spy(self: Trace, upto: int, column: str, values: pa.Array) -> pa.Table | None:
+        out = matching(self, upto, column, values)
+        readers.append((id(self), len(values)))
+        return out
+
+    monkeypatch.setattr(Trace, "matching", spy)
+    con = matview.connect(clock=0, spark=spark, refresh="incremental")
+    con.execute("CREATE TABLE customers (id INT, region TEXT)")
+    con.execute("CREATE TABLE orders (id INT, cust INT, amount INT)")
+    con.insert("customers", [(i, f"r{i % 3}") for i in range(100)])
+    con.insert("orders", [(i, i % 100, i) for i in range(300)])
+    con.execute("CREATE MATERIALIZED VIEW per_region AS SELECT c.region, count(*) "
+                "FROM orders o JOIN customers c ON o.cust = c.id GROUP BY c.region")
+    con.execute("CREATE MATERIALIZED VIEW big AS SELECT o.id, c.region "
+                "FROM orders o JOIN customers c ON c.id = o.cust WHERE o.amount > 250")
+    engine = con._engine_for_use()
+    table = engine.trace_of("customers")
+    flows = [engine.catalog.entries[name].dataflow for name in ("per_region", "big")]
+    for flow in flows:
+        assert flow is not None
+        [source] = [op for op in flow.sources() if op.name == "customers"]
+        assert source.trace is table
+        assert table not in flow.state()
+        [(role, rows)] = [(a.role, a.rows) for stats in flow.analyze()
+                          for a in stats.arrangements if a.name == "customers"]
+        assert (role, rows) == ("shared", 100)
+    con.insert("orders", [(300, 7, 999)])
+    con.execute("SELECT * FROM per_region").fetchall()
+    con.execute("SELECT * FROM big").fetchall()
+    assert readers == [(id(table), 1), (id(table), 1)]

@@ -63,3 +63,40 @@ def test_a_small_step_runs_at_most_one_job_to_commit_and_one_to_refresh(
         expected["moved"][0] += len(moved)
         expected["moved"][1] += sum(i % 97 for i in moved)
         assert sorted(rows) == sorted((k, n, total) for k, (n, total) in expected.items())
+
+
+def test_a_small_reduce_step_with_errors_and_extremes_runs_one_job(
+        spark: SparkSession) -> None:
+    """A GROUP BY whose arguments may fail (errors are data) and with min/max (their
+    (key, argument) pairs are arranged) computes its output, its errors and its pairs in
+    one job per small step, failing or not."""
+    con = matview.connect(clock=0, spark=spark, refresh="incremental")
+    con.execute("CREATE TABLE t (k INT, v INT)")
+    con.insert("t", [(i % 50, i % 13 + 1) for i in range(2_000)])
+    con.execute("CREATE MATERIALIZED VIEW v AS SELECT k, min(v), max(v), sum(100 / v) "
+                "FROM t GROUP BY k")
+    expected = {k: [v for i, v in ((i, i % 13 + 1) for i in range(2_000)) if i % 50 == k]
+                for k in range(50)}
+
+    def rows() -> list[tuple[int, int, int, int]]:
+        return sorted((k, min(vs), max(vs), sum(100 // v for v in vs))
+                      for k, vs in expected.items() if vs)
+
+    for step, (gone, new) in enumerate([((3, 1), (3, 20)), ((7, 2), (60, 4)),
+                                        ((3, 20), (61, 5))]):
+        with con.transaction():
+            con.delete("t", [gone])
+            con.insert("t", [new])
+        expected[gone[0]].remove(gone[1])
+        expected.setdefault(new[0], []).append(new[1])
+        with counted(spark, f"reduce-read-{step}") as read:
+            got = con.execute("SELECT * FROM v").fetchall()
+        assert read["jobs"] == 1, (step, read)
+        assert sorted(got) == rows()
+    con.insert("t", [(5, 0)])
+    with counted(spark, "reduce-read-failing") as read:
+        with pytest.raises(matview.DataError, match="division by zero"):
+            con.execute("SELECT * FROM v").fetchall()
+    assert read["jobs"] == 1, read
+    con.delete("t", [(5, 0)])
+    assert sorted(con.execute("SELECT * FROM v").fetchall()) == rows()

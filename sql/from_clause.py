@@ -240,7 +240,10 @@ class _FromBuilder:
         if on is None:
             return item, [], []
         table_functions.reject(on, "JOIN conditions")
-        binder = ExprBinder(Scope((item,), tuple(self.types), hidden),
+        # an inner join's ON is a filter over the joined row, as WHERE is: its subqueries
+        # are decorrelated with it (an outer join's ON decides the padding: not yet)
+        binder = ExprBinder(Scope((item,), tuple(self.types), hidden,
+                                  ctx=self.ctx if side is None else None),
                             "aggregate functions are not allowed in JOIN conditions")
         return item, temporal.conditions(binder, on, "JOIN/ON"), []
 

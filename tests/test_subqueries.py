@@ -54,6 +54,13 @@ QUERIES = [
     "SELECT o.id, o.cust NOT IN (SELECT c.id FROM customers c WHERE c.region = 'north') "
     "FROM orders o",
     "SELECT o.id FROM orders o WHERE o.amount IN (SELECT score FROM customers)",
+    # subqueries in an inner join's ON, which filters the joined row as WHERE does
+    "SELECT o.id, c.name FROM orders o JOIN customers c "
+    "ON c.id = o.cust AND EXISTS (SELECT 1 FROM tags t WHERE t.id = c.id)",
+    "SELECT o.id, c.id FROM orders o JOIN customers c "
+    "ON o.amount > (SELECT avg(p.amount) FROM orders p WHERE p.cust = c.id)",
+    "SELECT o.id FROM orders o JOIN customers c ON c.id = o.cust "
+    "AND o.cust NOT IN (SELECT id FROM tags WHERE tag = 'w')",
     # scalar subqueries in SELECT, WHERE and HAVING; count over no rows is 0
     "SELECT o.id, (SELECT max(score) FROM customers c WHERE c.id = o.cust) FROM orders o",
     "SELECT o.id, (SELECT count(*) FROM customers c WHERE c.id = o.cust) AS n FROM orders o",
@@ -202,7 +209,8 @@ TABLES = ("CREATE TABLE l (k INT, v INT)", "CREATE TABLE r (k INT, w INT)")
 
 def test_maintained_subqueries(spark: SparkSession) -> None:
     """Semi- and anti-joins, NOT IN with NULLs arriving and leaving, a correlated count that
-    goes to 0 and back (the count bug), a scalar subquery in WHERE and in the select list."""
+    goes to 0 and back (the count bug), a scalar subquery in WHERE, in the select list and
+    in an inner join's ON."""
     mirror = Mirror(spark, *TABLES)
     mirror.view("semi", "SELECT * FROM l WHERE EXISTS (SELECT 1 FROM r WHERE r.k = l.k)")
     mirror.view("anti", "SELECT * FROM l WHERE NOT EXISTS (SELECT 1 FROM r WHERE r.k = l.k)")
@@ -212,6 +220,8 @@ def test_maintained_subqueries(spark: SparkSession) -> None:
     mirror.view("counts", "SELECT l.k, (SELECT count(*) FROM r WHERE r.k = l.k) AS n FROM l")
     mirror.view("above", "SELECT * FROM l WHERE l.v > (SELECT avg(w) FROM r WHERE r.k = l.k)")
     mirror.view("uncorrelated", "SELECT * FROM l WHERE l.v >= (SELECT max(w) FROM r)")
+    mirror.view("joined", "SELECT a.k, b.v FROM l a JOIN l b ON a.k = b.k "
+                          "AND b.v > (SELECT min(w) FROM r WHERE r.k = a.k)")
     mirror.steps([
         "INSERT INTO l VALUES (1, 10), (1, 10), (2, 20), (NULL, 5), (3, NULL)",
         "INSERT INTO r VALUES (1, 10), (1, 3), (2, 30)",

@@ -41,7 +41,7 @@ function's expansion of ``L``, and ``unmatched(L)`` takes the general form.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from matview.ir.linear_logic import is_temporal
 from matview.ir.plans import compute, linear
@@ -56,7 +56,19 @@ from matview.ir.relation import (
     Repeat,
     Union,
 )
-from matview.ir.scalar import TRUE, Call, Col, Lit, Scalar, columns_used, conjuncts, remap
+from matview.ir.scalar import (
+    TRUE,
+    Call,
+    Col,
+    Lit,
+    Outer,
+    Scalar,
+    columns_used,
+    conjuncts,
+    remap,
+    transform,
+)
+from matview.ir.subquery import outer_columns, rewrite_outer, subqueries, with_rel
 from matview.ir.types import BIGINT, INT, SqlType
 
 
@@ -123,8 +135,10 @@ def _keyed(on: Sequence[Scalar], arity: int) -> _Keyed | None:
 
 
 def _sides(expr: Scalar, arity: int) -> set[int]:
-    """The sides ``expr`` reads: 0 for the left (columns below ``arity``), 1 for the right."""
-    return {int(c >= arity) for c in columns_used(expr)}
+    """The sides ``expr`` reads: 0 for the left (columns below ``arity``), 1 for the right;
+    its subqueries read the columns their correlated references name."""
+    read = [*columns_used(expr), *(c for s in subqueries(expr) for c in outer_columns(s.rel))]
+    return {int(c >= arity) for c in read}
 
 
 def _key_pair(pred: Scalar, arity: int) -> tuple[Scalar, Scalar] | None:
@@ -142,8 +156,18 @@ def _key_pair(pred: Scalar, arity: int) -> tuple[Scalar, Scalar] | None:
 
 
 def _right_side(expr: Scalar, arity: int) -> Scalar:
-    """``expr`` over the concatenated row, rewritten over the right side's own columns."""
-    return remap(expr, lambda c: c - arity)
+    """``expr`` over the concatenated row, rewritten over the right side's own columns (also
+    its subqueries' correlated references to that row)."""
+    def shifted(ref: Outer, depth: int) -> Scalar:
+        return replace(ref, index=ref.index - arity) if ref.level == depth + 1 else ref
+
+    def node(n: Scalar) -> Scalar:
+        if n in found:
+            return with_rel(n, rewrite_outer(n.rel, shifted))  # type: ignore[arg-type]
+        return n
+
+    found = list(subqueries(expr))
+    return remap(transform(expr, node) if found else expr, lambda c: c - arity)
 
 
 def _keyed_unmatched(keep: Relation, other: Relation, keyed: _Keyed) -> Relation:

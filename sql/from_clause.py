@@ -240,10 +240,11 @@ class _FromBuilder:
         if on is None:
             return item, [], []
         table_functions.reject(on, "JOIN conditions")
-        # an inner join's ON is a filter over the joined row, as WHERE is: its subqueries
-        # are decorrelated with it (an outer join's ON decides the padding: not yet)
+        # an ON's subqueries stay in its predicates (a filter over the joined row for an
+        # inner join, the matching condition of an outer join's lowering): DECORRELATE
+        # rewrites them there
         binder = ExprBinder(Scope((item,), tuple(self.types), hidden,
-                                  ctx=self.ctx if side is None else None),
+                                  ctx=self.ctx),
                             "aggregate functions are not allowed in JOIN conditions")
         return item, temporal.conditions(binder, on, "JOIN/ON"), []
 

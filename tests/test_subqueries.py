@@ -61,6 +61,19 @@ QUERIES = [
     "ON o.amount > (SELECT avg(p.amount) FROM orders p WHERE p.cust = c.id)",
     "SELECT o.id FROM orders o JOIN customers c ON c.id = o.cust "
     "AND o.cust NOT IN (SELECT id FROM tags WHERE tag = 'w')",
+    # ... and in an outer join's ON, reading either side or both
+    "SELECT o.id, c.id FROM orders o LEFT JOIN customers c ON c.id = o.cust "
+    "AND EXISTS (SELECT 1 FROM tags t WHERE t.id = c.id)",
+    "SELECT o.id, c.id FROM orders o LEFT JOIN customers c ON c.id = o.cust "
+    "AND o.amount > (SELECT avg(p.amount) FROM orders p WHERE p.cust = o.cust)",
+    "SELECT o.id, c.id FROM orders o FULL JOIN customers c ON c.id = o.cust "
+    "AND c.id NOT IN (SELECT id FROM tags WHERE tag = 'w')",
+    "SELECT o.id, c.id FROM orders o RIGHT JOIN customers c "
+    "ON o.amount > (SELECT min(p.amount) FROM orders p WHERE p.cust = c.id)",
+    "SELECT o.id, c.id FROM orders o LEFT JOIN customers c ON c.id = o.cust "
+    "AND c.score > (SELECT count(*) FROM tags t WHERE t.id = c.id AND t.id <> o.id)",
+    "SELECT o.id, c.id FROM orders o FULL JOIN customers c "
+    "ON EXISTS (SELECT 1 FROM tags t WHERE t.id = c.id AND t.id = o.cust)",
     # scalar subqueries in SELECT, WHERE and HAVING; count over no rows is 0
     "SELECT o.id, (SELECT max(score) FROM customers c WHERE c.id = o.cust) FROM orders o",
     "SELECT o.id, (SELECT count(*) FROM customers c WHERE c.id = o.cust) AS n FROM orders o",
@@ -210,7 +223,7 @@ TABLES = ("CREATE TABLE l (k INT, v INT)", "CREATE TABLE r (k INT, w INT)")
 def test_maintained_subqueries(spark: SparkSession) -> None:
     """Semi- and anti-joins, NOT IN with NULLs arriving and leaving, a correlated count that
     goes to 0 and back (the count bug), a scalar subquery in WHERE, in the select list and
-    in an inner join's ON."""
+    in an inner and an outer join's ON."""
     mirror = Mirror(spark, *TABLES)
     mirror.view("semi", "SELECT * FROM l WHERE EXISTS (SELECT 1 FROM r WHERE r.k = l.k)")
     mirror.view("anti", "SELECT * FROM l WHERE NOT EXISTS (SELECT 1 FROM r WHERE r.k = l.k)")
@@ -222,6 +235,8 @@ def test_maintained_subqueries(spark: SparkSession) -> None:
     mirror.view("uncorrelated", "SELECT * FROM l WHERE l.v >= (SELECT max(w) FROM r)")
     mirror.view("joined", "SELECT a.k, b.v FROM l a JOIN l b ON a.k = b.k "
                           "AND b.v > (SELECT min(w) FROM r WHERE r.k = a.k)")
+    mirror.view("padded", "SELECT l.k, l.v, r.w FROM l LEFT JOIN r ON r.k = l.k "
+                          "AND r.w > (SELECT avg(x.w) FROM r x WHERE x.k = r.k)")
     mirror.steps([
         "INSERT INTO l VALUES (1, 10), (1, 10), (2, 20), (NULL, 5), (3, NULL)",
         "INSERT INTO r VALUES (1, 10), (1, 3), (2, 30)",
@@ -306,8 +321,8 @@ REFUSED = [
      "subqueries in GROUP BY are not supported yet", 1, 34),
     ("SELECT sum((SELECT max(d) FROM u)) FROM t", UnsupportedError,
      "subqueries in aggregate arguments are not supported yet", 1, 20),
-    ("SELECT a FROM t JOIN u ON EXISTS (SELECT 1 FROM u)", UnsupportedError,
-     "subqueries are not supported in this clause yet", 1, 42),
+    ("SELECT a FROM t, generate_series(1, (SELECT max(d) FROM u)) g", UnsupportedError,
+     "subqueries are not supported in this clause yet", 1, 45),
     ("SELECT a FROM t WHERE a = ANY (ARRAY[1, 2])", UnsupportedError,
      "= ANY over an array is not supported yet", 1, 23),
     ("SELECT a FROM t WHERE a < ALL (SELECT b FROM t)", SqlError,

@@ -184,7 +184,7 @@ class ReduceOp(Operator):
         if source is None and not first_global:
             return None
         prepared = None if source is None else self._prepared(source.df)
-        if prepared is not None and ctx.small and (
+        if prepared is not None and ctx.small and source is not None and source.leafy and (
                 self._extremes() or self._restricted(ctx) or self.checks):
             return self._in_one_job(ctx, prepared)
         if prepared is not None and (self._extremes() or self._restricted(ctx) or self.checks):
@@ -231,9 +231,11 @@ class ReduceOp(Operator):
     def _in_one_job(self, ctx: StepContext, prepared: DataFrame) -> Delta | None:
         """A small step whose input feeds several results (the output, the evaluation
         errors, the (key, argument) pairs of min/max, the touched keys) computed by one
-        Spark job: the lazy input is read by each (Spark reuses the broadcasts of what it
-        looks up), and the results come back together, tagged ``_part``, then are split
-        in Arrow. (Materializing the input first would cost a second job.)"""
+        Spark job: the input, narrow over batches already computed (``Delta.leafy``), is
+        read by each, and the results come back together, tagged ``_part``, then are split
+        in Arrow. (Materializing the input first would cost a second job; an input that
+        is not narrow, a join say, is materialized first, since each reading would compute
+        it again.)"""
         assert self.values is not None or not self._extremes()
         failed = None
         if self.checks:

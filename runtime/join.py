@@ -11,7 +11,7 @@ changing update's time and the product of the diffs. No intermediate state is ke
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import ClassVar
 
 from matview.ir.functions import EvalError
@@ -34,7 +34,6 @@ from matview.runtime.updates import (
     DIFF,
     LARGE_LOOKUP_ROWS,
     TIME,
-    Leaf,
     consolidate,
     lookup,
     materialize,
@@ -76,7 +75,6 @@ class JoinOp(Operator):
     max_rows: int = DEFAULT_JOIN_ROWS
     label: str = "Join"
     """How errors name it (the dataflow numbers it as EXPLAIN PHYSICAL does: ``Join %3``)."""
-    _staged: tuple[Leaf | None, int, int] | None = field(default=None, init=False)
 
     def _prefixed(self, df: DataFrame, index: int) -> DataFrame:
         """Input ``index``'s batch with columns ``j{index}_c{k}``, ``_t{index}``,
@@ -307,8 +305,9 @@ class JoinOp(Operator):
             self.errors = Delta(failed, None)
         if not self.keep_history:
             return Delta(out, None)
+        assert self.output is not None
         leaf = materialize(ctx.spark, consolidate(out), ctx.small)
-        self._staged = (leaf, *ctx.span)
+        self.stage(self.output, leaf, ctx)
         return None if leaf is None else Delta(None, leaf.rows, leaf, count=leaf.rows)
 
     def history(self, ctx: StepContext) -> DataFrame | None:
@@ -319,14 +318,6 @@ class JoinOp(Operator):
         if ctx.first:
             return 0
         return None if self.output is None else self.output.rows_between(None, ctx.lower)
-
-    def commit(self) -> None:
-        if self._staged is not None and self.output is not None:
-            self.output.append(*self._staged)
-        self._staged = None
-
-    def abandon(self) -> None:
-        self._staged = None
 
     def children(self) -> tuple[Operator, ...]:
         return self.inputs

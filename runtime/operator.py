@@ -24,13 +24,16 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import pyarrow as pa
 from matview.ir.types import SqlType
 from matview.runtime.jvm_plans import columns, select
 from matview.runtime.updates import Leaf, row_count
 from pyspark.sql import Column, DataFrame, Observation, SparkSession
+
+if TYPE_CHECKING:
+    from matview.runtime.trace import Trace
 
 
 @dataclass(frozen=True)
@@ -235,6 +238,9 @@ class Operator:
     one text column (the message), or None: errors are data (``runtime.checked``)."""
     _built: dict[object, Any] = field(default_factory=dict, init=False, repr=False,
                                       compare=False)
+    _appends: list[tuple[Trace, Leaf | None, int, int]] = field(
+        default_factory=list, init=False, repr=False, compare=False)
+    """The batches the current step adds to the arrangements this operator owns."""
 
     def built(self, key: object, make: Callable[[], T]) -> T:
         """What ``make`` returns, made at the first step that asks for ``key`` and reused by
@@ -303,11 +309,20 @@ class Operator:
         """The columns (besides time and diff) of the arrangement ``what`` it owns."""
         return self.arity
 
+    def stage(self, trace: Trace, leaf: Leaf | None, ctx: StepContext) -> None:
+        """Add ``leaf`` to ``trace``, an arrangement this operator owns, as the batch of the
+        step's times (``ctx.span``), once the step commits."""
+        self._appends.append((trace, leaf, *ctx.span))
+
     def commit(self) -> None:
         """Apply the state staged in the last step."""
+        for trace, leaf, lower, upper in self._appends:
+            trace.append(leaf, lower, upper)
+        self._appends = []
 
     def abandon(self) -> None:
         """Forget state staged by a step that was not committed (it failed)."""
+        self._appends = []
 
     def children(self) -> tuple[Operator, ...]:
         return ()

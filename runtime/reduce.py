@@ -22,7 +22,7 @@ small step runs in one partition, so it needs no shuffle.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import ClassVar
 
 import pyarrow.compute as pc
@@ -75,7 +75,6 @@ class ReduceOp(Operator):
     aggregates: tuple[Aggregate, ...] = ()
     output: Trace | None = None
     values: Trace | None = None
-    _staged: list[tuple[Trace, Leaf | None, int, int]] = field(default_factory=list, init=False)
 
     # Layout of an output row: keys k0.., visible aggregates v0.., then hidden ``cnt`` and the
     # accumulators ``n{j}`` (non-null count) and ``s{j}`` (sum) of count/sum aggregates.
@@ -178,7 +177,6 @@ class ReduceOp(Operator):
 
     def compute(self, ctx: StepContext) -> Delta | None:
         assert self.input is not None and self.output is not None
-        self._staged = []
         source = self.input.delta(ctx)
         first_global = not self.group_key and ctx.first
         if source is None and not first_global:
@@ -205,7 +203,7 @@ class ReduceOp(Operator):
                 args = [*self._keys, *[f"a{j}" for j in self._extremes()], TIME, DIFF]
                 pairs = Leaf(self.selected(leaf.df, "pairs", lambda: args), leaf.rows,
                              None if leaf.table is None else leaf.table.select(args))
-                self._staged.append((self.values, pairs, *ctx.span))
+                self.stage(self.values, pairs, ctx)
         if prepared is None and not first_global:
             return None
         leaf = materialize(ctx.spark, consolidate(self._full(ctx, prepared)), ctx.small)
@@ -219,7 +217,7 @@ class ReduceOp(Operator):
     def _output(self, ctx: StepContext, leaf: Leaf | None) -> Delta | None:
         """Stage ``leaf`` (the step's consolidated ``_full`` updates) as the new state; the
         step's output delta is its visible columns."""
-        self._staged.append((self.output, leaf, *ctx.span))
+        self.stage(self.output, leaf, ctx)
         if leaf is None:
             return None
         shown = [f"c{i}" for i in range(self.arity)] + [TIME, DIFF]
@@ -264,7 +262,7 @@ class ReduceOp(Operator):
                 self.errors = Delta(None, errors.rows, errors, count=errors.rows)
         if self._extremes():
             packed_pairs = [f"x_{n}" if n not in (TIME, DIFF) else n for n in pairs]
-            self._staged.append((self.values, piece(2, packed_pairs, pairs), *ctx.span))
+            self.stage(self.values, piece(2, packed_pairs, pairs), ctx)
         return self._output(ctx, piece(0, names, names))
 
     def _restricted(self, ctx: StepContext) -> bool:
@@ -446,14 +444,6 @@ class ReduceOp(Operator):
     def history_rows(self, ctx: StepContext) -> int | None:
         assert self.output is not None
         return 0 if ctx.first else self.output.rows_between(None, ctx.lower)
-
-    def abandon(self) -> None:
-        self._staged = []
-
-    def commit(self) -> None:
-        for trace, leaf, lower, upper in self._staged:
-            trace.append(leaf, lower, upper)
-        self._staged = []
 
     def children(self) -> tuple[Operator, ...]:
         assert self.input is not None

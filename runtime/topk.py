@@ -27,7 +27,7 @@ reads W again from Spark at each of its times (one job each, and one listing the
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import ClassVar
 
 import pyarrow as pa
@@ -69,8 +69,6 @@ class TopKOp(Operator):
     offset: int = 0
     values: Trace | None = None
     prefix: Trace | None = None
-    _staged: list[tuple[Trace, Leaf | None, int, int]] = field(default_factory=list,
-                                                                 init=False)
 
     @property
     def _depth(self) -> int:
@@ -87,14 +85,13 @@ class TopKOp(Operator):
 
     def compute(self, ctx: StepContext) -> Delta | None:
         assert self.input is not None and self.values is not None
-        self._staged = []
         source = self.input.delta(ctx)
         if source is None:
             return None
         leaf = source.leaf or materialize(ctx.spark, consolidate(source.df), ctx.small)
         if leaf is None:
             return None
-        self._staged.append((self.values, leaf, *ctx.span))
+        self.stage(self.values, leaf, ctx)
         changes = leaf.in_driver
         if changes is not None:
             times = pc.unique(changes[TIME]).to_pylist()
@@ -122,7 +119,7 @@ class TopKOp(Operator):
                                               self._window(prefix, self.offset, stop)), at))
             prefix = new
         assert self.prefix is not None
-        self._staged.append((self.prefix, _stored(ctx, prefix_parts), *ctx.span))
+        self.stage(self.prefix, _stored(ctx, prefix_parts), ctx)
         output = _stored(ctx, output_parts)
         if self.limit is None:  # the input's changes pass, less those of the first rows
             if changes is not None:
@@ -222,14 +219,6 @@ class TopKOp(Operator):
                             pc.max_element_wise(starts, start))
         out = rows.set_column(rows.column_names.index(DIFF), DIFF, taken)
         return out.filter(pc.greater(taken, 0))
-
-    def abandon(self) -> None:
-        self._staged = []
-
-    def commit(self) -> None:
-        for trace, leaf, lower, upper in self._staged:
-            trace.append(leaf, lower, upper)
-        self._staged = []
 
     def children(self) -> tuple[Operator, ...]:
         assert self.input is not None

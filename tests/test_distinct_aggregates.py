@@ -9,17 +9,13 @@ Spark against DuckDB after every write of seeded random workloads.
 from __future__ import annotations
 
 import random
-from collections import Counter
 
 import pytest
-from matview.ir.interpret import interpret
-from matview.planner.pipeline import at_stage
 from matview.sql.errors import UnsupportedError
 from matview.sql.parse import parse
-from matview.sql.statements import Query
 from pyspark.sql import SparkSession
 from test_outer_joins import Mirror
-from test_sql_duckdb import Environment, _row, environment
+from test_sql_duckdb import Environment, assert_denotes, environment
 
 QUERIES = [
     "SELECT count(DISTINCT cust) FROM orders",
@@ -48,12 +44,7 @@ def setup() -> Environment:
 @pytest.mark.parametrize("sql", QUERIES)
 @pytest.mark.parametrize("stage", ["raw", "optimized", "physical"])
 def test_plans_denote_what_duckdb_computes(sql: str, stage: str, setup: Environment) -> None:
-    catalog, tables, db = setup
-    [query] = parse(sql, catalog)
-    assert isinstance(query, Query)
-    expected = Counter(_row(r) for r in db.execute(sql).fetchall())
-    got = interpret(at_stage(query.plan, stage), tables)
-    assert Counter(_row(r) for r in got.elements()) == expected
+    assert_denotes(sql, stage, setup)
 
 
 def test_several_arguments_are_refused(setup: Environment) -> None:

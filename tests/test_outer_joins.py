@@ -11,20 +11,15 @@ column, WHERE over the padded side), a lateral LEFT JOIN, and the binding errors
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Sequence
 from datetime import datetime
 
 import duckdb
 import pytest
-from matview.ir.interpret import interpret
-from matview.planner.pipeline import at_stage
-from matview.sql.parse import parse
-from matview.sql.statements import Query
 from oracle.compare import canonical, difference
 from oracle.workload import BulkDelete, BulkInsert, Op
 from pyspark.sql import SparkSession
-from test_sql_duckdb import Environment, _row, environment
+from test_sql_duckdb import Environment, assert_denotes, environment
 
 import matview
 
@@ -117,12 +112,7 @@ def setup() -> Environment:
 @pytest.mark.parametrize("sql", QUERIES)
 @pytest.mark.parametrize("stage", ["raw", "optimized", "physical"])
 def test_plans_denote_what_duckdb_computes(sql: str, stage: str, setup: Environment) -> None:
-    catalog, tables, db = setup
-    [query] = parse(sql, catalog)
-    assert isinstance(query, Query)
-    expected = Counter(_row(r) for r in db.execute(sql).fetchall())
-    got = interpret(at_stage(query.plan, stage), tables)
-    assert Counter(_row(r) for r in got.elements()) == expected
+    assert_denotes(sql, stage, setup)
 
 
 # ---- maintained views against DuckDB --------------------------------------------------------

@@ -18,6 +18,7 @@ import duckdb
 import pytest
 from matview.ir.interpret import interpret
 from matview.ir.relation import Field
+from matview.planner.pipeline import at_stage
 from matview.sql.catalog import CatalogItem
 from matview.sql.parse import parse
 from matview.sql.statements import CreateTable, CreateView, Query
@@ -183,6 +184,17 @@ def environment() -> Environment:
         con.execute(ddl)
     tables = {name: Counter(rows) for name, rows in ROWS.items()}
     return catalog, tables, con
+
+
+def assert_denotes(sql: str, stage: str, env: Environment) -> None:
+    """The plan of query ``sql`` at ``stage`` (``pipeline.at_stage``), run by the reference
+    interpreter over ``env``'s tables, holds the rows DuckDB returns (as multisets)."""
+    catalog, tables, db = env
+    [query] = parse(sql, catalog)
+    assert isinstance(query, Query)
+    expected = Counter(_row(r) for r in db.execute(sql).fetchall())
+    got = interpret(at_stage(query.plan, stage), tables)
+    assert Counter(_row(r) for r in got.elements()) == expected
 
 
 @pytest.fixture(scope="module")

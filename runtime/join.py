@@ -11,9 +11,12 @@ changing update's time and the product of the diffs. No intermediate state is ke
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import ClassVar
 
+import pyarrow as pa
+import pyarrow.compute as pc
 from matview.ir.functions import EvalError
 from matview.ir.relation import input_at, offsets_of
 from matview.ir.scalar import Col, Scalar, columns_used, may_fail
@@ -27,7 +30,7 @@ from matview.runtime.checked import (
 )
 from matview.runtime.expressions import compile_scalar
 from matview.runtime.jvm_plans import Columns, columns, select
-from matview.runtime.operator import Delta, Operator, StepContext
+from matview.runtime.operator import Delta, Matched, Operator, StepContext
 from matview.runtime.trace import Trace
 from matview.runtime.types import col
 from matview.runtime.updates import (
@@ -229,31 +232,57 @@ class JoinOp(Operator):
             bound = bound | {j}
         return rows
 
-    def _keyed_history(self, ctx: StepContext, i: int) -> tuple[DataFrame | None, int] | None:
-        """The history of the input path ``i`` looks up first, read by key: only its rows
-        whose key column holds a value that the key column of input ``i``'s changes may hold
-        (known in the driver), with their number (a bound); None when the key is not a
-        plain column on both sides or the values are not at hand."""
-        if ctx.first or not self.orders[i]:
-            return None
-        j = self.orders[i][0]
-        columns = self.built(("key columns", i, j), lambda: self._key_columns(i, j))
-        if columns is None:
-            return None
-        values = self.inputs[i].step_values(ctx, columns[0])
-        if values is None:
-            return None
-        return self.inputs[j].history_matching(ctx, columns[1], values)
+    def _keyed_histories(self, ctx: StepContext, i: int, deltas: list[Delta | None]
+                         ) -> dict[int, Matched]:
+        """The histories path ``i`` reads by key: an input it looks up whose plain column an
+        equivalence class equates with a plain column of an input whose values the driver
+        knows (input ``i``'s changes, or an input read by key earlier on the path, with its
+        changes when the path sees them) keeps only its rows holding one of those values
+        (``history_matching``, a superset of the rows the lookup can match). The other
+        inputs are read whole."""
+        if ctx.first:
+            return {}
+        start = self.inputs[i]
+        known: dict[int, Callable[[int], pa.Array | None]] = {
+            i: lambda c: start.step_values(ctx, c)}
+        read: dict[int, Matched] = {}
+        for j in self.orders[i]:
+            pairs = self.built(("key pairs", j), functools.partial(self._key_pairs, j))
+            for k, k_column, j_column in pairs:
+                values = known[k](k_column) if k in known else None
+                matched = None if values is None else self.inputs[j].history_matching(
+                    ctx, j_column, values)
+                if matched is not None:
+                    read[j] = matched
+                    sees = deltas[j] is not None and not (ctx.single_time and j > i)
+                    known[j] = self._values_seen(ctx, j, matched, sees)
+                    break
+        return read
 
-    def _key_columns(self, i: int, j: int) -> tuple[int, int] | None:
-        """Columns of input ``i`` and of input ``j`` (each counted within its input) that an
-        equivalence class says are equal, when there are such plain columns."""
+    def _values_seen(self, ctx: StepContext, j: int, matched: Matched, sees: bool
+                     ) -> Callable[[int], pa.Array | None]:
+        """The values a column of input ``j`` may hold on a path that read its history by
+        key (``matched``) and, when it ``sees`` them, its changes of the step."""
+        def values(column: int) -> pa.Array | None:
+            old = matched.values(column)
+            if old is None or not sees:
+                return old
+            new = self.inputs[j].step_values(ctx, column)
+            return None if new is None else pc.unique(
+                pa.chunked_array([old, new.cast(old.type)]))
+        return values
+
+    def _key_pairs(self, j: int) -> list[tuple[int, int, int]]:
+        """``(k, column of k, column of j)`` for each pair of plain columns, of another
+        input k and of input ``j`` (each counted within its input), that an equivalence
+        class says are equal."""
         offsets = offsets_of([op.arity for op in self.inputs])
+        pairs = []
         for cls in self.equivalences:
-            plain = {self._reads(m): m.index for m in cls if isinstance(m, Col)}
-            if frozenset({i}) in plain and frozenset({j}) in plain:
-                return (plain[frozenset({i})] - offsets[i], plain[frozenset({j})] - offsets[j])
-        return None
+            plain = [(input_at(offsets, m.index), m.index) for m in cls if isinstance(m, Col)]
+            pairs += [(k, at_k - offsets[k], at_j - offsets[j])
+                      for k, at_k in plain for owner, at_j in plain if owner == j and k != j]
+        return pairs
 
     def _too_many(self, how: str) -> str:
         return (f"{self.label} {how} {self.max_rows} rows in one step (raise the limit with "
@@ -282,9 +311,8 @@ class JoinOp(Operator):
             if start is None:
                 continue
             sizes, olds = list(known), {}
-            keyed = self._keyed_history(ctx, i)
-            if keyed is not None:
-                first, (olds[first], sizes[first]) = self.orders[i][0], keyed
+            for j, matched in self._keyed_histories(ctx, i, deltas).items():
+                olds[j], sizes[j] = matched.frame, matched.rows
             for j in range(len(deltas)):
                 if j not in olds:
                     if j not in histories:

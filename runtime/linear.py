@@ -50,7 +50,7 @@ from matview.runtime.checked import (
 )
 from matview.runtime.expressions import compile_scalar
 from matview.runtime.jvm_plans import Columns, columns, select, to_arrow
-from matview.runtime.operator import Delta, Operator, StepContext
+from matview.runtime.operator import Delta, Matched, Operator, StepContext
 from matview.runtime.trace import Trace
 from matview.runtime.types import col, column_names, spark_type
 from matview.runtime.updates import DIFF, TIME, Leaf, stored, union_all
@@ -449,7 +449,7 @@ class LinearOp(Operator):
         return None if source is None else self.input.step_values(ctx, source)
 
     def history_matching(self, ctx: StepContext, column: int, values: pa.Array
-                         ) -> tuple[DataFrame | None, int] | None:
+                         ) -> Matched | None:
         assert self.input is not None
         if any(isinstance(s, FlatMap) for s in self.steps):  # its rows are not bounded
             return None
@@ -457,8 +457,14 @@ class LinearOp(Operator):
         found = None if source is None else self.input.history_matching(ctx, source, values)
         if found is None:
             return None
-        rows = 2 * found[1] if self.temporal else found[1]
-        return self._history_of(ctx, found[0]), rows
+        types = self.input.types
+
+        def values_of(c: int) -> pa.Array | None:
+            copied = input_column(self.steps, types, c)
+            return None if copied is None else found.values(copied)
+
+        return Matched(self._history_of(ctx, found.frame),
+                       2 * found.rows if self.temporal else found.rows, values_of)
 
     def history_rows(self, ctx: StepContext) -> int | None:
         assert self.input is not None

@@ -88,6 +88,17 @@ class Delta:
 
 
 @dataclass(frozen=True)
+class Matched:
+    """A keyed read of an operator's history (``Operator.history_matching``): the rows read
+    (None: none), a bound on their number, and ``values(c)``, the distinct values column
+    ``c`` of those rows may hold (a superset), known in the driver (None: not known)."""
+
+    frame: DataFrame | None
+    rows: int
+    values: Callable[[int], pa.Array | None]
+
+
+@dataclass(frozen=True)
 class ArrangementStats:
     """The size of one arrangement (``Trace``) an operator reads or owns, now.
 
@@ -299,10 +310,10 @@ class Operator:
         return None
 
     def history_matching(self, ctx: StepContext, column: int, values: pa.Array
-                         ) -> tuple[DataFrame | None, int] | None:
+                         ) -> Matched | None:
         """``history`` keeping (at least) the rows whose column ``column`` holds one of
-        ``values``, read by key from an arrangement held in the driver, with a bound on its
-        rows; None when there is no such read (the caller reads the whole history)."""
+        ``values``, read by key from an arrangement held in the driver; None when there is
+        no such read (the caller reads the whole history)."""
         return None
 
     def arrangement_arity(self, what: str) -> int:

@@ -25,6 +25,11 @@ DEFAULT_CONFIG: dict[str, str] = {
     # expression; over a join feeding a Reduce whose rows carry errors as data (TPC-H Q10)
     # planning one step took 550 s with it and 6 s without (bench/README.md)
     "spark.sql.constraintPropagation.enabled": "false",
+    # a join whose sides are each one partition (a small step's lookups) keeps them so only
+    # while Spark's size estimate of each side is at most this; the estimate of a join is
+    # the product of its inputs' sizes, so from a path's second lookup on the 128 MB default
+    # was passed and every later lookup shuffled both its sides (bench/README.md)
+    "spark.sql.maxSinglePartitionBytes": "9223372036854775807b",
     "spark.log.level": "OFF",
     "spark.cleaner.periodicGC.interval": "1min",
     "spark.driver.memory": "4g",
@@ -33,6 +38,10 @@ DEFAULT_CONFIG: dict[str, str] = {
     # binder allows a few hundred
     "spark.driver.extraJavaOptions": "-Xss32m",
     "spark.executor.extraJavaOptions": "-Xss32m",
+    # Spark keeps the classes it compiled for generated code in a cache of 100 by default:
+    # a refresh of six TPC-H views runs more plans than that, so each step compiled its code
+    # again (0.2-0.4 s a plan); the classes take a few MB of metaspace (bench/README.md)
+    "spark.sql.codegen.cache.maxEntries": "1000",
     # PySpark otherwise records the Python call site with five JVM calls per DataFrame or
     # Column function, which doubled the cost of building a step's plans (bench/README.md)
     "spark.python.sql.dataFrameDebugging.enabled": "false",
@@ -40,7 +49,8 @@ DEFAULT_CONFIG: dict[str, str] = {
 
 SESSION_CONFIG = ("spark.sql.shuffle.partitions", "spark.sql.adaptive.enabled",
                   "spark.sql.session.timeZone", "spark.sql.ansi.enabled",
-                  "spark.sql.constraintPropagation.enabled")
+                  "spark.sql.constraintPropagation.enabled",
+                  "spark.sql.maxSinglePartitionBytes")
 
 
 class JavaMissingError(RuntimeError):

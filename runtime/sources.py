@@ -6,8 +6,9 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from matview.runtime.arrow_frames import arrow_frame
-from matview.runtime.operator import Delta, Operator, StepContext
+from matview.runtime.operator import Delta, Matched, Operator, StepContext
 from matview.runtime.trace import Trace
 from matview.runtime.types import update_schema
 from matview.runtime.updates import advance_times
@@ -69,12 +70,13 @@ class GetOp(Operator):
         return None if ctx.first else self.trace.values(ctx.lower, ctx.upper, f"c{column}")
 
     def history_matching(self, ctx: StepContext, column: int, values: pa.Array
-                         ) -> tuple[DataFrame | None, int] | None:
+                         ) -> Matched | None:
         assert self.trace is not None
         found = None if ctx.first else self.trace.matching(ctx.lower, f"c{column}", values)
         if found is None:
             return None
-        return (arrow_frame(ctx.spark, found) if found.num_rows else None), found.num_rows
+        return Matched(arrow_frame(ctx.spark, found) if found.num_rows else None,
+                       found.num_rows, lambda c: pc.unique(found[f"c{c}"]))
 
 
 @dataclass

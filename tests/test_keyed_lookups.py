@@ -1,8 +1,10 @@
-"""Keyed lookups: a join step reads, of the arrangement it looks up first, only the rows
-whose key its changes may hold, found in Arrow in the driver (``Trace.matching``)."""
+"""Keyed lookups: a join step reads, of each arrangement it looks up by a key whose values
+the driver knows (those of the changes, or of rows it read by key before on the path), only
+the rows holding one of them, found in Arrow in the driver (``Trace.matching``)."""
 
 from __future__ import annotations
 
+import duckdb
 import pyarrow as pa
 import pytest
 from matview.ir.relation import FlatMap, Map, Project, input_column
@@ -62,6 +64,58 @@ def test_a_join_step_reads_only_the_rows_its_keys_match(
         ("r0", 1_200), ("r1", 1_200), ("r2", 1_197), ("r3", 1_200), ("r4", 1_206)]
     # the customer change looks orders up by customer: the 5 orders of customer 7 of 6,003
     assert [t.num_rows for t in found] == [5]
+
+
+def test_every_lookup_of_a_path_whose_key_values_are_known_reads_by_key(
+        spark: SparkSession, monkeypatch: pytest.MonkeyPatch) -> None:
+    """TPC-H's shape: an orders change looks up customers (by the order's customer), then
+    lineitems (by the order's key, a column of the change, though not the first lookup);
+    a lineitem change looks up orders by key, then customers by the customer of the orders
+    it found. No lookup reads a whole table; the view equals DuckDB after each change."""
+    found: list[tuple[str, int]] = []
+    matching = Trace.matching
+    con = matview.connect(clock=0, spark=spark, refresh="incremental")
+    engine = con._engine_for_use()
+
+    def spy(self: Trace, upto: int, column: str, values: pa.Array) -> pa.Table | None:
+        out = matching(self, upto, column, values)
+        assert out is not None
+        name = next(n for n, e in engine.catalog.entries.items() if e.trace is self)
+        found.append((name, out.num_rows))
+        return out
+
+    monkeypatch.setattr(Trace, "matching", spy)
+    con.execute("CREATE TABLE customer (c_custkey INT, c_nation TEXT)")
+    con.execute("CREATE TABLE orders (o_orderkey INT, o_custkey INT)")
+    con.execute("CREATE TABLE lineitem (l_orderkey INT, l_price INT)")
+    con.insert("customer", [(c, f"n{c % 4}") for c in range(500)])
+    con.insert("orders", [(o, o % 500) for o in range(2_000)])
+    con.insert("lineitem", [(o, o % 7 + k) for o in range(2_000) for k in range(3)])
+    query = ("SELECT c_nation, sum(l_price) AS revenue, count(*) AS n "
+             "FROM customer, orders, lineitem "
+             "WHERE c_custkey = o_custkey AND l_orderkey = o_orderkey GROUP BY c_nation")
+    con.execute(f"CREATE MATERIALIZED VIEW v AS {query}")
+    duck = duckdb.connect()
+
+    def check() -> None:
+        for name in ("customer", "orders", "lineitem"):
+            duck.register(name, con.execute(f"SELECT * FROM {name}").fetch_arrow())
+        assert sorted(con.execute("SELECT * FROM v").fetchall()) == sorted(
+            duck.execute(query).fetchall())
+
+    check()
+    assert not found  # the first step reads every input whole
+    with con.transaction():
+        con.insert("orders", [(2_000, 3), (2_001, 4)])
+        con.insert("lineitem", [(2_000, 10), (2_001, 20), (5, 30)])
+        con.delete("orders", [(7, 7)])
+    check()
+    # the orders change finds customers 3, 4, 7 and the 3 lineitems of order 7 (the new
+    # orders' lineitems are changes of the step); the lineitem change finds order 5 (2,000
+    # and 2,001 are changes), then customer 5 of the order it found and 3, 4, 7 of the
+    # orders changes it sees: 4 customers of 500, 3 lineitems of 6,000, 1 order of 2,000
+    assert sorted(found) == [("customer", 3), ("customer", 4), ("lineitem", 3),
+                             ("orders", 1)]
 
 
 def test_views_looking_up_a_table_share_its_one_arrangement(

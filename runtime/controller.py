@@ -2,8 +2,10 @@
 writes), starts the dataflow of each materialized view with its output trace, steps them to
 a time, and compacts what no reader needs any more.
 
-A materialized view's trace holds its rows; ``trace.errors`` holds its evaluation errors as
-rows (errors are data: a retraction cancels the error it caused). A step's outputs are
+A materialized view's trace holds its rows (the batches a large step computes in Spark are
+copied to the driver too, ``VIEW_COPY_ROWS``, so that reads run in Arrow); ``trace.errors``
+holds its evaluation errors as rows (errors are data: a retraction cancels the error it
+caused). A step's outputs are
 appended only after the whole step succeeded, so a failed step changes no state.
 """
 
@@ -20,7 +22,7 @@ from matview.ir.table_functions import DEFAULT_ROW_LIMIT
 from matview.runtime.dataflow import Dataflow
 from matview.runtime.join import DEFAULT_JOIN_ROWS
 from matview.runtime.refresh import Measured, RefreshPolicy
-from matview.runtime.trace import Trace
+from matview.runtime.trace import VIEW_COPY_ROWS, Trace
 from pyspark.sql import DataFrame, SparkSession
 
 
@@ -76,7 +78,7 @@ class Controller:
         """The dataflow of a materialized view of physical ``plan`` (``arity`` columns) and
         its output trace, holding the view's contents (and errors) at ``now``."""
         flow = self.dataflow(plan, now)
-        trace = Trace(self.spark, arity)
+        trace = Trace(self.spark, arity, copy_rows=VIEW_COPY_ROWS)
         trace.errors = Trace(self.spark, 1)
         return self.step(flow, trace, now), trace
 
@@ -100,6 +102,8 @@ class Controller:
         else:
             step = flow.prepare(now)
         leaf, failed = step.materialized()
+        if not step.small:  # a batch held in Spark: copied to the driver, where reads run
+            leaf = trace.with_copy(leaf)
         step.commit()
         assert trace.errors is not None
         trace.append(leaf, lower + 1, now)

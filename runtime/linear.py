@@ -39,7 +39,7 @@ from matview.ir.relation import (
     step_scalars,
     step_types,
 )
-from matview.ir.scalar import Call, Scalar, conjoin, may_fail, type_of
+from matview.ir.scalar import Call, Col, Scalar, conjoin, may_fail, type_of
 from matview.ir.types import INTEGER_KINDS, Kind, SqlType
 from matview.runtime.checked import (
     ERR,
@@ -343,6 +343,9 @@ class LinearOp(Operator):
             return self._compute_temporal(ctx, delta)
         if delta is None:
             return None
+        held = None if delta.leaf is None else delta.leaf.in_driver
+        if held is not None and self._copied_columns is not None:
+            return self._rearranged(ctx, delta, held)
         out = self._apply(delta.df)
         rows = None if self._fallible else delta.rows
         if self.checks:
@@ -350,6 +353,33 @@ class LinearOp(Operator):
             self.errors = Delta(failed, rows)
         # a step that may raise must run within this step, so that it fails the step
         return Delta(out, rows, count=delta.count if self._keeps_rows else None)
+
+    @functools.cached_property
+    def _copied_columns(self) -> tuple[int, ...] | None:
+        """The input column each output column copies when the steps only rearrange
+        columns (projections, maps of plain columns); else None."""
+        assert self.input is not None
+        if not all(isinstance(s, Project) or (isinstance(s, Map) and all(
+                isinstance(e, Col) for e in s.exprs)) for s in self.steps):
+            return None
+        sources = [input_column(self.steps, self.input.types, c) for c in range(self.arity)]
+        return None if None in sources else tuple(c for c in sources if c is not None)
+
+    def _rearranged(self, ctx: StepContext, delta: Delta, held: pa.Table) -> Delta:
+        """The output of steps that only rearrange columns, over a batch the driver holds
+        (``held``: the batch, or its copy): its columns picked in Arrow, so the output
+        stays a batch in the driver (or keeps a copy there) and needs no Spark job."""
+        assert delta.leaf is not None and self._copied_columns is not None
+        names = held.column_names
+        picked = held.select([names.index(f"c{c}") for c in self._copied_columns]
+                             + [names.index(TIME), names.index(DIFF)])
+        picked = picked.rename_columns([*column_names(self.arity), TIME, DIFF])
+        leaf = delta.leaf
+        if leaf.table is not None:
+            return Delta(None, picked.num_rows, Leaf(None, picked.num_rows, picked, ctx.spark),
+                         count=picked.num_rows)
+        kept = Leaf(self._apply(leaf.df), leaf.rows, exact=leaf.exact, copy=picked)
+        return Delta(None, leaf.rows, kept, count=delta.count)
 
     def _compute_temporal(self, ctx: StepContext, delta: Delta | None) -> Delta | None:
         """Release the pending updates due in ``(lower, upper]``, and split this step's

@@ -192,8 +192,15 @@ class ReduceOp(Operator):
             leaf = materialize(ctx.spark, prepared, ctx.small)
             if leaf is not None and self.checks:
                 ok, failed = split_errors(leaf.df)
-                self.errors = Delta(failed, leaf.rows)
                 table = leaf.table
+                if table is None:
+                    self.errors = Delta(failed, leaf.rows)
+                else:  # split in Arrow: the errors stay a batch in the driver
+                    errors = table.filter(pc.is_valid(table[ERR])).select([ERR, TIME, DIFF])
+                    if errors.num_rows:
+                        self.errors = Delta(None, errors.num_rows, stored(
+                            ctx.spark, errors.rename_columns(["c0", TIME, DIFF])),
+                            count=errors.num_rows)
                 leaf = Leaf(ok, leaf.rows, None if table is None else
                             table.filter(pc.is_null(table[ERR])).drop_columns([ERR]),
                             exact=False)
@@ -224,7 +231,11 @@ class ReduceOp(Operator):
         if leaf.table is not None:
             return Delta(None, leaf.rows, Leaf(None, leaf.rows, leaf.table.select(shown),
                                                ctx.spark), count=leaf.rows)
-        return Delta(self.selected(leaf.df, "shown", lambda: shown), leaf.rows, count=leaf.rows)
+        visible = self.selected(leaf.df, "shown", lambda: shown)
+        if leaf.copy is not None:  # a batch held in Spark, copied in the driver: both kept
+            return Delta(None, leaf.rows, Leaf(visible, leaf.rows, copy=leaf.copy.select(shown)),
+                         count=leaf.rows)
+        return Delta(visible, leaf.rows, count=leaf.rows)
 
     def _in_one_job(self, ctx: StepContext, prepared: DataFrame) -> Delta | None:
         """A small step whose input feeds several results (the output, the evaluation

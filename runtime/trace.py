@@ -9,7 +9,8 @@ each read plans over a bounded union of leaves.
 Small batches are held in the driver as Arrow, larger ones in Spark. A table's trace also
 keeps a driver copy of its Spark batches, up to ``TABLE_COPY_ROWS`` update rows: a write's
 check that no multiplicity goes negative, a read of the whole table and a merge of its
-batches then run in Arrow, with no Spark job.
+batches then run in Arrow, with no Spark job. A materialized view's trace keeps one of the
+Spark batches a large step appends (``VIEW_COPY_ROWS``), so that it is read in Arrow too.
 """
 
 from __future__ import annotations
@@ -35,6 +36,8 @@ from matview.runtime.updates import (
     consolidate,
     consolidated_arrow,
     materialize,
+    nested,
+    normalized,
     stored,
     union_all,
 )
@@ -51,6 +54,11 @@ by a semi-join with them broadcast."""
 TABLE_COPY_ROWS = 2_000_000
 """Update rows a table's trace keeps in the driver beside the batches it holds in Spark, so
 that writes are checked in Arrow (24 MB for a million rows of three BIGINTs)."""
+
+VIEW_COPY_ROWS = 2_000_000
+"""Update rows a materialized view's trace keeps in the driver beside the batches it holds
+in Spark (its first contents, a recompute's): a read of the view, a check of its errors and
+a merge of its batches then run in Arrow, with no Spark job."""
 
 MAX_BATCHES = 8
 """Batches a trace keeps before it merges: a merge is a Spark job, so not after every step."""
@@ -122,6 +130,15 @@ class Trace:
                 leaf = dataclasses.replace(leaf, copy=None)
             self.batches.append(Batch(leaf, lower, upper))
             self._reads = {}
+
+    def with_copy(self, leaf: Leaf | None) -> Leaf | None:
+        """``leaf``, a batch about to be appended, with a driver copy of its rows fetched
+        (one Spark job) when it is held only in Spark, holds no ``nested`` values and the
+        trace's copies have room for it (``copy_rows``); else as it is."""
+        if (leaf is None or leaf.in_driver is not None
+                or self._copied() + leaf.rows > self.copy_rows or nested(leaf.df.schema)):
+            return leaf
+        return dataclasses.replace(leaf, copy=normalized(to_arrow(leaf.df)))
 
     def _copied(self) -> int:
         return sum(b.leaf.rows for b in self.batches if b.leaf.copy is not None)

@@ -213,10 +213,15 @@ def materialize(spark: SparkSession, df: DataFrame, small: bool) -> Leaf | None:
         return stored(spark, table) if table.num_rows else None
     leaf = df.localCheckpoint(eager=True)
     rows = leaf.count()
-    if rows and rows <= LOCAL_LEAF_ROWS and not any(
-            isinstance(f.dataType, (T.ArrayType, T.MapType, T.StructType)) for f in leaf.schema):
+    if rows and rows <= LOCAL_LEAF_ROWS and not nested(leaf.schema):
         return stored(spark, to_arrow(leaf))
     return Leaf(leaf, rows) if rows else None
+
+
+def nested(schema: T.StructType) -> bool:
+    """Whether rows of ``schema`` hold nested values (arrays, maps, structs), which Arrow
+    cannot group by: their batches are consolidated in Spark, not copied to the driver."""
+    return any(isinstance(f.dataType, T.ArrayType | T.MapType | T.StructType) for f in schema)
 
 
 def any_row(df: DataFrame) -> tuple[object, ...] | None:

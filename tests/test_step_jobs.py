@@ -1,12 +1,14 @@
 """The Spark jobs a small step runs, counted (``bench.measure.counted``): a transaction
 deleting rows held in Spark checks them with one job per table, rows held in the driver
 (or copied there) with none, and reading a GROUP BY-over-join view after it refreshes and
-reads in one, with at most 100 py4j calls once its plans' column lists are made."""
+reads in one, with at most 100 py4j calls once its plans' column lists are made; a view
+read from the driver copy of its contents runs no job."""
 
 from __future__ import annotations
 
 import pytest
-from matview.runtime.trace import TABLE_COPY_ROWS
+from matview.runtime import controller
+from matview.runtime.trace import TABLE_COPY_ROWS, VIEW_COPY_ROWS
 from matview.runtime.updates import LOCAL_LEAF_ROWS
 from pyspark.sql import SparkSession
 
@@ -100,3 +102,31 @@ def test_a_small_reduce_step_with_errors_and_extremes_runs_one_job(
     assert read["jobs"] == 1, read
     con.delete("t", [(5, 0)])
     assert sorted(con.execute("SELECT * FROM v").fetchall()) == rows()
+
+
+@pytest.mark.parametrize("copy_rows, read_jobs", [(VIEW_COPY_ROWS, 0), (0, 1)])
+def test_a_large_view_is_read_from_its_driver_copy(
+        spark: SparkSession, monkeypatch: pytest.MonkeyPatch, copy_rows: int,
+        read_jobs: int) -> None:
+    """A view's first contents, too many rows to keep in the driver as its batch, are held
+    in Spark and copied to the driver: reading the view runs no Spark job then, and after
+    a small step only the step's one; without the copy each read runs one more."""
+    monkeypatch.setattr(controller, "VIEW_COPY_ROWS", copy_rows)
+    con = matview.connect(clock=0, spark=spark, refresh="incremental")
+    con.execute("CREATE TABLE t (k INT, v INT)")
+    con.insert("t", [(i, i % 10) for i in range(ORDERS)])
+    con.execute("CREATE MATERIALIZED VIEW v AS SELECT k, count(*) AS n, sum(v) AS s "
+                "FROM t GROUP BY k")
+    expected = {i: (1, i % 10) for i in range(ORDERS)}
+    with counted(spark, f"first-read-{copy_rows}") as first:
+        rows = con.execute("SELECT * FROM v").fetchall()
+    assert first["jobs"] == read_jobs and len(rows) == ORDERS
+    for step in range(2):
+        con.insert("t", [(step, 5), (ORDERS + step, 7)])
+        with counted(spark, f"read-{copy_rows}-{step}") as read:
+            rows = con.execute("SELECT * FROM v").fetchall()
+        n, s = expected[step]
+        expected[step] = (n + 1, s + 5)
+        expected[ORDERS + step] = (1, 7)
+        assert read["jobs"] == 1 + read_jobs, (step, read)
+        assert sorted(rows) == sorted((k, n, s) for k, (n, s) in expected.items())

@@ -19,6 +19,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+import pyarrow as pa
+import pyarrow.compute as pc
 from matview.ir.functions import MORE_THAN_ONE_ROW
 from matview.ir.scalar import Call, Case, Cast, Lit, Scalar, may_fail, type_of
 from matview.ir.types import INT_RANGE, INTEGER_KINDS, Kind, SqlType
@@ -278,3 +280,10 @@ def split_errors(df: DataFrame) -> tuple[DataFrame, DataFrame]:
         col(ERR).isNull(), col(ERR).isNotNull(),
         columns(spark, col(ERR).alias("c0"), col(TIME), col(DIFF))))
     return df.where(evaluated).drop(ERR), select(df.where(failed), message)
+
+
+def split_arrow_errors(table: pa.Table) -> tuple[pa.Table, pa.Table]:
+    """``split_errors`` of a batch held in the driver, in Arrow."""
+    failed = table.filter(pc.is_valid(table[ERR])).select([ERR, TIME, DIFF])
+    return (table.filter(pc.is_null(table[ERR])).drop_columns([ERR]),
+            failed.rename_columns(["c0", TIME, DIFF]))

@@ -13,10 +13,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-import pyarrow.compute as pc
 from matview.ir import physical
 from matview.ir.table_functions import DEFAULT_ROW_LIMIT
-from matview.runtime.checked import ERR, split_errors
+from matview.runtime.checked import ERR, split_arrow_errors, split_errors
 from matview.runtime.join import DEFAULT_JOIN_ROWS, JoinOp
 from matview.runtime.linear import LinearOp, UnionOp
 from matview.runtime.operator import (
@@ -150,10 +149,7 @@ class PendingStep:
         if leaf is None:
             return None, None
         if leaf.table is not None:
-            table = leaf.table
-            ok = table.filter(pc.is_null(table[ERR])).drop_columns([ERR])
-            failed = table.filter(pc.is_valid(table[ERR])).select([ERR, TIME, DIFF])
-            failed = failed.rename_columns(["c0", TIME, DIFF])
+            ok, failed = split_arrow_errors(leaf.table)
             return (stored(self.dataflow.spark, ok) if ok.num_rows else None,
                     stored(self.dataflow.spark, failed) if failed.num_rows else None)
         ok_df, failed_df = split_errors(leaf.df)

@@ -46,6 +46,7 @@ from matview.runtime.checked import (
     compile_checked,
     described,
     first_error,
+    split_arrow_errors,
     split_errors,
 )
 from matview.runtime.expressions import compile_scalar
@@ -401,13 +402,10 @@ class LinearOp(Operator):
             if ctx.small:
                 table = to_arrow(out)
                 if self.checks:
-                    failed = table.filter(pc.is_valid(table[ERR]))
+                    table, failed = split_arrow_errors(table)
                     if failed.num_rows:
-                        failed = failed.select([ERR, TIME, DIFF]).rename_columns(
-                            ["c0", TIME, DIFF])
                         self.errors = Delta(None, failed.num_rows,
                                             stored(ctx.spark, failed), failed.num_rows)
-                    table = table.filter(pc.is_null(table[ERR])).drop_columns([ERR])
                 now_rows = table.filter(pc.less_equal(table[TIME], ctx.upper))
                 later = table.filter(pc.greater(table[TIME], ctx.upper))
                 if now_rows.num_rows:

@@ -29,7 +29,14 @@ import pyarrow.compute as pc
 from matview.ir.relation import Aggregate
 from matview.ir.scalar import Scalar, may_fail
 from matview.ir.types import SqlType
-from matview.runtime.checked import ERR, compile_checked, described, first_error, split_errors
+from matview.runtime.checked import (
+    ERR,
+    compile_checked,
+    described,
+    first_error,
+    split_arrow_errors,
+    split_errors,
+)
 from matview.runtime.jvm_plans import aggregate, columns, to_arrow
 from matview.runtime.operator import Delta, Operator, StepContext
 from matview.runtime.trace import Trace
@@ -196,14 +203,11 @@ class ReduceOp(Operator):
                 if table is None:
                     self.errors = Delta(failed, leaf.rows)
                 else:  # split in Arrow: the errors stay a batch in the driver
-                    errors = table.filter(pc.is_valid(table[ERR])).select([ERR, TIME, DIFF])
+                    table, errors = split_arrow_errors(table)
                     if errors.num_rows:
-                        self.errors = Delta(None, errors.num_rows, stored(
-                            ctx.spark, errors.rename_columns(["c0", TIME, DIFF])),
-                            count=errors.num_rows)
-                leaf = Leaf(ok, leaf.rows, None if table is None else
-                            table.filter(pc.is_null(table[ERR])).drop_columns([ERR]),
-                            exact=False)
+                        self.errors = Delta(None, errors.num_rows, stored(ctx.spark, errors),
+                                            count=errors.num_rows)
+                leaf = Leaf(ok, leaf.rows, table, exact=False)
             prepared = None if leaf is None else leaf.df
             if leaf is not None and self._extremes():
                 assert self.values is not None

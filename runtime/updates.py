@@ -138,7 +138,8 @@ class Leaf:
     exact: bool = True
     copy: pa.Table | None = None
     """The rows of a batch held in Spark, kept in the driver too, as Arrow, where a table's
-    trace checks writes against them without a Spark job (``Trace.copy_rows``)."""
+    trace checks writes against them and a view's trace is read without a Spark job
+    (``Trace.copy_rows``)."""
 
     @property
     def df(self) -> DataFrame:

@@ -232,12 +232,24 @@ class Engine:
 
     def _refresh(self, names: set[str]) -> None:
         """Step every materialized view ``names`` depend on (and they) to the current time,
-        in dependency order, then compact."""
+        in dependency order, then compact. Every other materialized view steps with them,
+        in the same Spark job (``Controller.refresh``), as a database maintaining its views
+        at each commit would; when one of those fails to step, the views ``names`` need
+        step alone, and only their own failure is raised. A read of tables alone steps no
+        view (their changes wait, to step together with later ones)."""
         if self.transaction is not None:
             self._outside_transaction("a read")
-        self.controller.refresh(self.catalog.upstream(names), self.catalog.entries,
-                                self.oracle.read(), list(self.cursors.values()),
-                                self.catalog.dependents)
+        needed = self.catalog.upstream(names)
+        every = needed if all(self.catalog.entries[n].dataflow is None for n in needed) else (
+            self.catalog.upstream(set(self.catalog.of_kind("materialized view")) | names))
+        for order in (every, needed) if every != needed else (needed,):
+            try:
+                self.controller.refresh(order, self.catalog.entries, self.oracle.read(),
+                                        list(self.cursors.values()), self.catalog.dependents)
+                return
+            except Exception:
+                if order is needed:
+                    raise
 
     # --- writes -------------------------------------------------------------------------
 

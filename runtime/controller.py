@@ -2,6 +2,11 @@
 writes), starts the dataflow of each materialized view with its output trace, steps them to
 a time, and compacts what no reader needs any more.
 
+Views step together: the small steps of every view a refresh brings up to date compute
+what they keep (their output, their errors, their operators' new state) in one Spark job
+(``runtime.one_job``) and commit once it has run; a view reading another waits for the
+job of the views before it.
+
 A materialized view's trace holds its rows (the batches a large step computes in Spark are
 copied to the driver too, ``VIEW_COPY_ROWS``, so that reads run in Arrow); ``trace.errors``
 holds its evaluation errors as rows (errors are data: a retraction cancels the error it
@@ -19,9 +24,10 @@ from typing import Protocol
 from matview.ir import physical
 from matview.ir.functions import EvalError
 from matview.ir.table_functions import DEFAULT_ROW_LIMIT
-from matview.runtime.dataflow import Dataflow
+from matview.runtime.dataflow import Dataflow, PendingStep
 from matview.runtime.join import DEFAULT_JOIN_ROWS
-from matview.runtime.refresh import Measured, RefreshPolicy
+from matview.runtime.one_job import OneJob
+from matview.runtime.refresh import Choice, Measured, RefreshPolicy
 from matview.runtime.trace import VIEW_COPY_ROWS, Trace
 from pyspark.sql import DataFrame, SparkSession
 
@@ -33,6 +39,23 @@ class Limits:
 
     table_function_rows: int = DEFAULT_ROW_LIMIT
     join_rows: int = DEFAULT_JOIN_ROWS
+
+
+@dataclass(frozen=True)
+class _Stepping:
+    """A view's step begun: the dataflow stepping (a recompute's fresh one), its output
+    trace, the pending step and the refresh policy's choice with the sizes it chose from,
+    the frontier it steps from, the time it steps to, and the seconds spent so far."""
+
+    flow: Dataflow
+    trace: Trace
+    step: PendingStep
+    choice: Choice
+    changed: int
+    held: int
+    lower: int
+    now: int
+    seconds: float
 
 
 class Stored(Protocol):
@@ -90,25 +113,45 @@ class Controller:
         recompute's fresh one), whose change is at the one time of the inputs' changes
         (else at ``now``). ``subscribed``: a subscription reads the view, or a view over
         it, and must see each time apart."""
-        if flow.frontier >= now:
+        job = OneJob()
+        stepping = self._begin(flow, trace, now, subscribed, job)
+        if stepping is None:
             return flow
+        job.run()
+        return self._end(stepping)
+
+    def _begin(self, flow: Dataflow, trace: Trace, now: int, subscribed: bool,
+               job: OneJob) -> _Stepping | None:
+        """``step`` up to its job: the step computed as plans, its results wanted from
+        ``job`` (None: nothing to step)."""
+        if flow.frontier >= now:
+            return None
         started = time.perf_counter()
         changed, held, at = flow.inputs(now)
         choice = flow.policy.choose(changed, held, flow.first, subscribed and at is None)
         lower = flow.frontier
         if choice.strategy == "recompute" and not flow.first:
             flow = self.dataflow(flow.plan, now, flow.policy)
-            step = flow.prepare(now).less(trace, lower, now if at is None else at)
+            step = flow.prepare(now, job).less(trace, lower, now if at is None else at)
         else:
-            step = flow.prepare(now)
+            step = flow.prepare(now, job)
+        step.want()
+        return _Stepping(flow, trace, step, choice, changed, held, lower, now,
+                         time.perf_counter() - started)
+
+    def _end(self, stepping: _Stepping, shared: float = 0.0) -> Dataflow:
+        """``step`` after its job ran (``shared``: this step's share of the job's time)."""
+        started = time.perf_counter()
+        flow, trace, step = stepping.flow, stepping.trace, stepping.step
         leaf, failed = step.materialized()
         if not step.small:  # a batch held in Spark: copied to the driver, where reads run
             leaf = trace.with_copy(leaf)
         step.commit()
         assert trace.errors is not None
-        trace.append(leaf, lower + 1, now)
-        trace.errors.append(failed, lower + 1, now)
-        flow.policy.record(choice, Measured(changed, held, time.perf_counter() - started))
+        trace.append(leaf, stepping.lower + 1, stepping.now)
+        trace.errors.append(failed, stepping.lower + 1, stepping.now)
+        seconds = stepping.seconds + shared + time.perf_counter() - started
+        flow.policy.record(stepping.choice, Measured(stepping.changed, stepping.held, seconds))
         return flow
 
     def refresh(self, order: Sequence[str], stored: Mapping[str, Stored], now: int,
@@ -117,16 +160,39 @@ class Controller:
         """Step the materialized views among ``order`` (dependency order: a view after what
         it reads) to ``now``, then compact every collection of ``stored``. ``cursors`` are
         the open subscriptions ``(name, time read up to)``: a view that one of them reads,
-        directly or through the views over it (``dependents``), keeps each time apart."""
+        directly or through the views over it (``dependents``), keeps each time apart.
+
+        Views step together: their small steps' results come back in one Spark job
+        (``runtime.one_job``), and they commit together once it has run. A view reading
+        another that steps in the same refresh waits for it (the job of the views before
+        runs first). When any step fails, none of the views stepping with it commits."""
         read = {name for name, _ in cursors}
+        together: list[tuple[str, _Stepping]] = []
+        job = OneJob()
         for name in order:
             view = stored[name]
-            if view.dataflow is not None and view.trace is not None:
-                subscribed = bool(read) and not read.isdisjoint([name, *dependents(name)])
-                view.dataflow = self.step(view.dataflow, view.trace, now, subscribed)
+            if view.dataflow is None or view.trace is None:
+                continue
+            if not view.dataflow.reads.isdisjoint(n for n, _ in together):
+                self._finish(together, job, stored)
+                together, job = [], OneJob()
+            subscribed = bool(read) and not read.isdisjoint([name, *dependents(name)])
+            stepping = self._begin(view.dataflow, view.trace, now, subscribed, job)
+            if stepping is not None:
+                together.append((name, stepping))
+        self._finish(together, job, stored)
         self.compact([v.dataflow for v in stored.values() if v.dataflow is not None],
                      {n: v.trace for n, v in stored.items() if v.trace is not None}, now,
                      cursors)
+
+    def _finish(self, together: list[tuple[str, _Stepping]], job: OneJob,
+                stored: Mapping[str, Stored]) -> None:
+        """Run the job of the steps ``together`` and commit them."""
+        started = time.perf_counter()
+        job.run()
+        shared = (time.perf_counter() - started) / max(len(together), 1)
+        for name, stepping in together:
+            stored[name].dataflow = self._end(stepping, shared)
 
     @staticmethod
     def compact(flows: Iterable[Dataflow], traces: Mapping[str, Trace], now: int,

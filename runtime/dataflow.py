@@ -11,13 +11,15 @@ dataflow's life (``OperatorStats``) and the size of the arrangements it reads or
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+import pyarrow as pa
 from matview.ir import physical
 from matview.ir.table_functions import DEFAULT_ROW_LIMIT
 from matview.runtime.checked import ERR, split_arrow_errors, split_errors
 from matview.runtime.join import DEFAULT_JOIN_ROWS, JoinOp
 from matview.runtime.linear import LinearOp, UnionOp
+from matview.runtime.one_job import OneJob
 from matview.runtime.operator import (
     ArrangementStats,
     Delta,
@@ -102,7 +104,8 @@ def operators(root: Operator) -> Iterator[Operator]:
 @dataclass
 class PendingStep:
     """A computed step whose state changes wait for ``commit``: its output ``delta`` and
-    the ``errors`` its operators found (updates of one text column, the message)."""
+    the ``errors`` its operators found (updates of one text column, the message). ``job``
+    is where its operators asked for the results they keep (``runtime.one_job``)."""
 
     dataflow: Dataflow
     delta: Delta | None
@@ -110,6 +113,10 @@ class PendingStep:
     upper: int
     small: bool
     errors: Delta | None = None
+    job: OneJob | None = None
+    _asked: bool = False
+    _got: dict[str, Leaf | None] = field(default_factory=dict)
+    """What the job returned: the batch of ``rows``, of ``errors``."""
 
     @property
     def output(self) -> DataFrame | None:
@@ -123,37 +130,73 @@ class PendingStep:
         found = any_row(self.errors.df)
         return None if found is None else str(found[0])
 
-    def materialized(self) -> tuple[Leaf | None, Leaf | None]:
-        """The output updates and the errors as batches to keep: as they are when their
-        plans are already narrow over leaves (readers consolidate), else computed together
-        in one job and consolidated. A large step's errors are computed apart (two jobs:
-        such steps are few) and, being few as a rule, kept in the driver, where every read
-        of the view checks them without a job (none: no batch)."""
-        rows, errors = self._batches()
-        if errors is not None and errors.table is None and not self.small:
-            errors = materialize(self.dataflow.spark, consolidate(errors.df), small=False)
-        return rows, errors
+    def want(self) -> None:
+        """Ask the step's job (a small step's) for the output updates and the errors the
+        driver does not hold yet: when both, as one batch of rows with ``_err`` (NULL for
+        rows, NULL rows for errors). Asks once."""
+        if self._asked or not self.small or self.job is None:
+            return
+        self._asked = True
+        spark = self.dataflow.spark
+        rows, errors = not _held(self.delta), not _held(self.errors)
+        if rows and errors:
+            self.job.want(consolidate(self._merged()), self._split)
+        elif rows:
+            assert self.delta is not None
+            self.job.want(consolidate(self.delta.df),
+                          lambda table: self._got.update(rows=_stored(spark, table)))
+        elif errors:
+            assert self.errors is not None
+            self.job.want(consolidate(self.errors.df),
+                          lambda table: self._got.update(errors=_stored(spark, table)))
 
-    def _batches(self) -> tuple[Leaf | None, Leaf | None]:
-        """``materialized`` before a large step's errors are computed."""
-        if self.errors is None or (_kept(self.delta) and _kept(self.errors)):
-            return _leaf_of(self.delta, self.dataflow.spark, self.small), _leaf_of(
-                self.errors, self.dataflow.spark, self.small)
+    def _merged(self) -> DataFrame:
+        """The output updates and the errors as one batch of rows with ``_err``."""
+        assert self.errors is not None
         errors = self.errors.df
         if self.delta is None:
-            return None, materialize(self.dataflow.spark, consolidate(errors), self.small)
+            return errors.select(col("c0").alias(ERR), TIME, DIFF)
         rows = self.delta.df
         row_columns, error_columns = self.dataflow.merged_columns(rows.schema)
-        both = rows.select(*row_columns).unionByName(errors.select(*error_columns))
-        leaf = materialize(self.dataflow.spark, consolidate(both), self.small)
+        return rows.select(*row_columns).unionByName(errors.select(*error_columns))
+
+    def _split(self, table: pa.Table) -> None:
+        """Keep the rows and errors of a ``_merged`` batch held in the driver."""
+        ok, failed = split_arrow_errors(table)
+        spark = self.dataflow.spark
+        self._got.update(rows=None if self.delta is None else _stored(spark, ok),
+                         errors=_stored(spark, failed))
+
+    def materialized(self) -> tuple[Leaf | None, Leaf | None]:
+        """The output updates and the errors as batches to keep. A small step's come from
+        its one job (``want``), which also computes every result its operators keep, or are
+        already held in the driver. A large step's updates are kept as they are when their
+        plans are narrow over leaves (readers consolidate), else computed (with its errors
+        when it has some); its errors are computed apart (such steps are few) and, being
+        few as a rule, kept in the driver, where every read of the view checks them without
+        a job."""
+        self.want()
+        if self.job is not None:
+            self.job.run()
+        if self._asked:
+            return (self._got["rows"] if "rows" in self._got else _held_leaf(self.delta),
+                    self._got["errors"] if "errors" in self._got else _held_leaf(self.errors))
+        spark = self.dataflow.spark
+        if self.errors is None or (_narrow(self.delta) and _narrow(self.errors)):
+            errors = None if self.errors is None else materialize(
+                spark, consolidate(self.errors.df), small=False)
+            return _leaf_of(self.delta, spark, self.small), errors
+        if self.delta is None:
+            return None, materialize(spark, consolidate(self.errors.df), small=False)
+        leaf = materialize(spark, consolidate(self._merged()), small=False)
         if leaf is None:
             return None, None
         if leaf.table is not None:
-            ok, failed = split_arrow_errors(leaf.table)
-            return (stored(self.dataflow.spark, ok) if ok.num_rows else None,
-                    stored(self.dataflow.spark, failed) if failed.num_rows else None)
-        ok_df, failed_df = split_errors(leaf.df)
-        return Leaf(ok_df, leaf.rows, exact=False), Leaf(failed_df, leaf.rows, exact=False)
+            self._split(leaf.table)
+            return self._got["rows"], self._got["errors"]
+        rows, errors = split_errors(leaf.df)
+        return (Leaf(rows, leaf.rows, exact=False),
+                materialize(spark, consolidate(errors), small=False))
 
     def less(self, trace: Trace, upto: int, at: int) -> PendingStep:
         """Recompute-and-diff: this step (a first step, the contents at ``upper``) less
@@ -162,9 +205,14 @@ class PendingStep:
         this step's dataflow."""
         assert trace.errors is not None
         return PendingStep(self.dataflow, _less(self.delta, trace, upto, at), upto,
-                           self.upper, False, _less(self.errors, trace.errors, upto, at))
+                           self.upper, False, _less(self.errors, trace.errors, upto, at),
+                           self.job)
 
     def commit(self) -> None:
+        """Apply the state the step's operators staged (running its job first, if nothing
+        has: the results they keep come from it)."""
+        if self.job is not None:
+            self.job.run()
         for op in operators(self.dataflow.root):
             op.commit()
             op.meter.commit()
@@ -182,7 +230,37 @@ def _less(delta: Delta | None, trace: Trace, upto: int, at: int) -> Delta | None
     return None if df is None else Delta(df, None)
 
 
-def _kept(delta: Delta | None) -> bool:
+def _read_toward_output(root: Operator) -> Iterator[Operator]:
+    """``root`` and the operators whose output reaches ``root``'s through Linears that
+    only rearrange columns (which pick them in Arrow from the batch the driver holds)."""
+    yield root
+    if isinstance(root, LinearOp) and root.rearranges:
+        assert root.input is not None
+        yield from _read_toward_output(root.input)
+
+
+def _held(delta: Delta | None) -> bool:
+    """Whether the driver holds ``delta``'s rows (none; a batch or its copy; ``later``)."""
+    return delta is None or delta.later is not None or (
+        delta.leaf is not None and delta.leaf.in_driver is not None)
+
+
+def _held_leaf(delta: Delta | None) -> Leaf | None:
+    """The batch of a delta the driver holds (``_held``)."""
+    if delta is None:
+        return None
+    if delta.later is not None:
+        return delta.later()
+    assert delta.leaf is not None
+    return delta.leaf
+
+
+def _stored(spark: SparkSession, table: pa.Table) -> Leaf | None:
+    """Rows the job returned, as a batch (None: none)."""
+    return stored(spark, table) if table.num_rows else None
+
+
+def _narrow(delta: Delta | None) -> bool:
     """Whether ``delta`` can be kept as it is (no delta, a batch, or narrow over leaves)."""
     return delta is None or delta.leaf is not None or delta.rows is not None
 
@@ -230,6 +308,9 @@ class Dataflow:
         self.reads = physical.reads(plan)
         self.root = build(plan, spark, trace_of, limit, max_join_rows)
         self._merged: dict[T.StructType, tuple[list[Column], list[Column]]] = {}
+        for op in _read_toward_output(self.root):
+            if isinstance(op, ReduceOp):
+                op.deferred = True
         self._owned = [(arrangement, getattr(op, arrangement.what))
                        for node, op in zip(physical.operators(plan), operators(self.root))
                        for arrangement in node.state()]
@@ -292,13 +373,15 @@ class Dataflow:
         times = [t for t in (op.next_time() for op in self.temporal()) if t is not None]
         return min(times, default=None)
 
-    def prepare(self, upper: int) -> PendingStep:
+    def prepare(self, upper: int, job: OneJob | None = None) -> PendingStep:
         """Compute the output updates with times in ``(frontier, upper]``, consolidated.
 
         A step runs when a source changed in that range or a temporal operator holds
         updates due in it. All input updates share one time only on the first step, or
         when every source change has one time and no temporal operator may release or
-        emit updates at other times."""
+        emit updates at other times. ``job``: where its operators ask for the results they
+        keep, a refresh's one job shared with other dataflows (by default the step's own,
+        run when it is ``materialized``)."""
         for op in operators(self.root):
             op.abandon()
             op.meter.abandon()
@@ -309,13 +392,14 @@ class Dataflow:
         due = self.next_time()
         single = (len(times) <= 1 and all(lo == hi for lo, hi in times)
                   and (probe.first or not temporal))
+        job = job or OneJob()
         ctx = StepContext(self.spark, self.frontier, upper, self.as_of,
-                          pending + waiting <= SMALL_BATCH_ROWS, single)
+                          pending + waiting <= SMALL_BATCH_ROWS, single, job)
         if not ctx.first and pending == 0 and (due is None or due > upper):
             return PendingStep(self, None, ctx.lower, upper, True)
         delta = self.root.delta(ctx)
         errors = [op.errors for op in operators(self.root) if op.errors is not None]
-        return PendingStep(self, delta, ctx.lower, upper, ctx.small, _union(errors))
+        return PendingStep(self, delta, ctx.lower, upper, ctx.small, _union(errors), job)
 
     def analyze(self) -> list[OperatorStats]:
         """What every operator did over the committed steps so far, in ``operators`` order

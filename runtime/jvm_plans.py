@@ -59,13 +59,16 @@ def aggregate(df: DataFrame, keys: Columns, first: Column, rest: Columns) -> Dat
     return DataFrame(grouped.agg(first._jc, rest.seq), df.sparkSession)
 
 
-def to_arrow(df: DataFrame) -> pa.Table:
+def to_arrow(df: DataFrame, nullable: bool = False) -> pa.Table:
     """``df.toArrow()``: its rows collected in one Spark job. In a classic session without
     the SQL settings PySpark reads first (matview's sessions keep its defaults: no large
     variable-width types, no self-destruct) and the call site it records, about a dozen
-    JVM calls fewer per collect."""
+    JVM calls fewer per collect. ``nullable``: every field of the result's schema, nested
+    ones too, may hold NULLs (a NULL struct's fields are NULL though Spark's schema may
+    say they cannot be)."""
     if is_remote():
-        return df.toArrow()
+        table = df.toArrow()
+        return table.cast(_nullable(table.schema)) if nullable else table
     from pyspark.errors.exceptions.captured import unwrap_spark_exception
     from pyspark.sql.pandas.serializers import ArrowCollectSerializer
     from pyspark.sql.pandas.types import to_arrow_schema
@@ -80,8 +83,21 @@ def to_arrow(df: DataFrame) -> pa.Table:
     finally:
         with unwrap_spark_exception():
             server.getResult()  # the job's failure, raised as PySpark raises it
+    if nullable:
+        schema = _nullable(schema)
     table = pa.Table.from_batches(batches) if batches else schema.empty_table()
     return table.cast(schema)
+
+
+def _nullable(schema: pa.Schema) -> pa.Schema:
+    """``schema`` with every field, nested ones too, nullable."""
+    def loose(t: pa.DataType) -> pa.DataType:
+        if isinstance(t, pa.StructType):
+            return pa.struct([t.field(i).with_type(loose(t.field(i).type)).with_nullable(True)
+                              for i in range(t.num_fields)])
+        return t
+
+    return pa.schema([f.with_type(loose(f.type)).with_nullable(True) for f in schema])
 
 
 def hint(df: DataFrame, name: str) -> DataFrame:

@@ -347,6 +347,17 @@ class LinearOp(Operator):
         held = None if delta.leaf is None else delta.leaf.in_driver
         if held is not None and self._copied_columns is not None:
             return self._rearranged(ctx, delta, held)
+        if delta.later is not None and self._copied_columns is not None:
+            later = delta.later
+
+            def picked() -> Leaf | None:
+                batch = later()
+                if batch is None or batch.table is None:
+                    return None if batch is None else Leaf(self._apply(batch.df), batch.rows)
+                table = self._picked(batch.table)
+                return Leaf(None, table.num_rows, table, ctx.spark)
+
+            return Delta(self._apply(delta.df), None, later=picked)
         out = self._apply(delta.df)
         rows = None if self._fallible else delta.rows
         if self.checks:
@@ -354,6 +365,11 @@ class LinearOp(Operator):
             self.errors = Delta(failed, rows)
         # a step that may raise must run within this step, so that it fails the step
         return Delta(out, rows, count=delta.count if self._keeps_rows else None)
+
+    @property
+    def rearranges(self) -> bool:
+        """Whether its steps only rearrange columns (``_copied_columns``)."""
+        return self._copied_columns is not None
 
     @functools.cached_property
     def _copied_columns(self) -> tuple[int, ...] | None:
@@ -370,17 +386,23 @@ class LinearOp(Operator):
         """The output of steps that only rearrange columns, over a batch the driver holds
         (``held``: the batch, or its copy): its columns picked in Arrow, so the output
         stays a batch in the driver (or keeps a copy there) and needs no Spark job."""
-        assert delta.leaf is not None and self._copied_columns is not None
-        names = held.column_names
-        picked = held.select([names.index(f"c{c}") for c in self._copied_columns]
-                             + [names.index(TIME), names.index(DIFF)])
-        picked = picked.rename_columns([*column_names(self.arity), TIME, DIFF])
+        assert delta.leaf is not None
+        picked = self._picked(held)
         leaf = delta.leaf
         if leaf.table is not None:
             return Delta(None, picked.num_rows, Leaf(None, picked.num_rows, picked, ctx.spark),
                          count=picked.num_rows)
         kept = Leaf(self._apply(leaf.df), leaf.rows, exact=leaf.exact, copy=picked)
         return Delta(None, leaf.rows, kept, count=delta.count)
+
+    def _picked(self, held: pa.Table) -> pa.Table:
+        """The output columns of steps that only rearrange columns, picked in Arrow from
+        input rows the driver holds."""
+        assert self._copied_columns is not None
+        names = held.column_names
+        picked = held.select([names.index(f"c{c}") for c in self._copied_columns]
+                             + [names.index(TIME), names.index(DIFF)])
+        return picked.rename_columns([*column_names(self.arity), TIME, DIFF])
 
     def _compute_temporal(self, ctx: StepContext, delta: Delta | None) -> Delta | None:
         """Release the pending updates due in ``(lower, upper]``, and split this step's
@@ -452,9 +474,10 @@ class LinearOp(Operator):
 
     @property
     def _fallible(self) -> bool:
-        exprs = [e for s in self.steps for e in step_scalars(s)]
-        return any(may_fail(e) for e in exprs) or any(
-            isinstance(s, FlatMap | Repeat) for s in self.steps)
+        """Whether its steps may raise (a table function or a repeat asked for too many or
+        for impossible rows); expressions that may fail do not raise: their errors are
+        data (``runtime.checked``)."""
+        return any(isinstance(s, FlatMap | Repeat) for s in self.steps)
 
     def history(self, ctx: StepContext) -> DataFrame | None:
         assert self.input is not None

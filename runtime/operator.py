@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 import pyarrow as pa
 from matview.ir.types import SqlType
 from matview.runtime.jvm_plans import columns, select
+from matview.runtime.one_job import OneJob
 from matview.runtime.updates import Leaf, row_count
 from pyspark.sql import Column, DataFrame, Observation, SparkSession
 
@@ -48,6 +49,8 @@ class StepContext:
     """Whether the step's input deltas are small enough to broadcast and pass through Arrow."""
     single_time: bool = False
     """Whether every input update of the step has the same time (no running sums needed)."""
+    job: OneJob | None = None
+    """Where a small step's operators ask for the results they keep (``runtime.one_job``)."""
 
     @property
     def first(self) -> bool:
@@ -74,6 +77,9 @@ class Delta:
     rows: int | None
     leaf: Leaf | None = None
     count: int | None = None
+    later: Callable[[], Leaf | None] | None = None
+    """The batch the delta is once the step's one job has run (``runtime.one_job``), kept
+    in the driver: the job's result, whose readers may use it instead of ``frame``."""
 
     @property
     def df(self) -> DataFrame:
@@ -191,6 +197,9 @@ class Meter:
         """Record a step's compute; returns ``delta`` as consumers must use it (observed
         when its size is not known)."""
         known, obs = 0, None
+        if delta is not None and delta.later is not None:
+            self._staged = (seconds, 0, delta.later)
+            return delta
         if delta is not None:
             count = delta.count
             if count is None and delta.leaf is not None and delta.leaf.exact:
@@ -209,7 +218,10 @@ class Meter:
             self.steps += 1
             self.seconds += seconds
             self.rows += known
-            if obs is not None:
+            if callable(obs):  # the delta's batch, once its step's job ran
+                batch = obs()
+                self.rows += 0 if batch is None else batch.rows
+            elif obs is not None:
                 self._waiting.append(obs)
                 del self._waiting[:-MAX_WAITING]
             self._staged = None

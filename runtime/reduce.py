@@ -25,7 +25,7 @@ import functools
 from dataclasses import dataclass
 from typing import ClassVar
 
-import pyarrow.compute as pc
+import pyarrow as pa
 from matview.ir.relation import Aggregate
 from matview.ir.scalar import Scalar, may_fail
 from matview.ir.types import SqlType
@@ -37,7 +37,8 @@ from matview.runtime.checked import (
     split_arrow_errors,
     split_errors,
 )
-from matview.runtime.jvm_plans import aggregate, columns, to_arrow
+from matview.runtime.jvm_plans import aggregate, columns
+from matview.runtime.one_job import OneJob
 from matview.runtime.operator import Delta, Operator, StepContext
 from matview.runtime.trace import Trace
 from matview.runtime.types import col, column_names, spark_type
@@ -55,9 +56,6 @@ from matview.runtime.updates import (
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
-
-_PART = "_part"
-"""The column telling apart the results a small step computes in one job."""
 
 NEVER = -(2**63)
 """The time given to the stored state's contributions: before every real time."""
@@ -82,6 +80,10 @@ class ReduceOp(Operator):
     aggregates: tuple[Aggregate, ...] = ()
     output: Trace | None = None
     values: Trace | None = None
+    deferred: bool = False
+    """Whether its output reaches the dataflow's only through Linears that rearrange
+    columns, which pick them from the batch the refresh's one job returns (``later``): any
+    other reader would compute the plan of its output again."""
 
     # Layout of an output row: keys k0.., visible aggregates v0.., then hidden ``cnt`` and the
     # accumulators ``n{j}`` (non-null count) and ``s{j}`` (sum) of count/sum aggregates.
@@ -189,10 +191,9 @@ class ReduceOp(Operator):
         if source is None and not first_global:
             return None
         prepared = None if source is None else self._prepared(source.df)
-        if prepared is not None and ctx.small and source is not None and source.leafy and (
+        narrow = source is not None and source.leafy
+        if prepared is not None and not (ctx.small and narrow) and (
                 self._extremes() or self._restricted(ctx) or self.checks):
-            return self._in_one_job(ctx, prepared)
-        if prepared is not None and (self._extremes() or self._restricted(ctx) or self.checks):
             # computed once: it feeds the changes, the semi-join on the touched keys, the
             # (key, argument) arrangement and the errors (which would otherwise compute the
             # input a second time, in the job that keeps them)
@@ -215,8 +216,14 @@ class ReduceOp(Operator):
                 pairs = Leaf(self.selected(leaf.df, "pairs", lambda: args), leaf.rows,
                              None if leaf.table is None else leaf.table.select(args))
                 self.stage(self.values, pairs, ctx)
+            narrow = False
+        elif prepared is not None and self.checks:
+            prepared, failed = split_errors(prepared)
+            self.errors = Delta(failed, None if source is None else source.rows)
         if prepared is None and not first_global:
             return None
+        if ctx.small and ctx.job is not None:
+            return self._in_one_job(ctx, prepared, narrow and bool(self._extremes()))
         leaf = materialize(ctx.spark, consolidate(self._full(ctx, prepared)), ctx.small)
         return self._output(ctx, leaf)
 
@@ -231,7 +238,7 @@ class ReduceOp(Operator):
         self.stage(self.output, leaf, ctx)
         if leaf is None:
             return None
-        shown = [f"c{i}" for i in range(self.arity)] + [TIME, DIFF]
+        shown = self._shown
         if leaf.table is not None:
             return Delta(None, leaf.rows, Leaf(None, leaf.rows, leaf.table.select(shown),
                                                ctx.spark), count=leaf.rows)
@@ -241,44 +248,43 @@ class ReduceOp(Operator):
                          count=leaf.rows)
         return Delta(visible, leaf.rows, count=leaf.rows)
 
-    def _in_one_job(self, ctx: StepContext, prepared: DataFrame) -> Delta | None:
-        """A small step whose input feeds several results (the output, the evaluation
-        errors, the (key, argument) pairs of min/max, the touched keys) computed by one
-        Spark job: the input, narrow over batches already computed (``Delta.leafy``), is
-        read by each, and the results come back together, tagged ``_part``, then are split
-        in Arrow. (Materializing the input first would cost a second job; an input that
-        is not narrow, a join say, is materialized first, since each reading would compute
-        it again.)"""
-        assert self.values is not None or not self._extremes()
-        failed = None
-        if self.checks:
-            prepared, failed = split_errors(prepared)
+    @property
+    def _shown(self) -> list[str]:
+        """The columns of an output row that the reduce's readers see."""
+        return [f"c{i}" for i in range(self.arity)] + [TIME, DIFF]
+
+    def _in_one_job(self, ctx: StepContext, prepared: DataFrame | None,
+                    pairs: bool) -> Delta | None:
+        """A small step: its new state (the consolidated ``_full`` updates) and, when
+        ``pairs``, the (key, argument) pairs of min/max taken from the ``prepared`` input
+        are wanted from the refresh's one job (``runtime.one_job``) and staged once it has
+        run. The output delta is the updates' visible columns: a plan its readers compute
+        in that same job (the input, narrow over batches already computed or materialized
+        above, is read again by each), or, ``later``, the batch the job returned. Unless
+        ``deferred``, they are computed by a job of their own, now, and the output delta is
+        that batch."""
+        assert ctx.job is not None and (self.values is not None or not pairs)
+        job = ctx.job if self.deferred else OneJob()
         full = self._full(ctx, prepared)
-        names = list(full.columns)
-        parts = [full.select(F.lit(0).alias(_PART), "*")]
-        if failed is not None:
-            parts.append(failed.select(F.lit(1).alias(_PART), col("c0").alias(ERR), TIME, DIFF))
-        pairs = [*self._keys, *[f"a{j}" for j in self._extremes()], TIME, DIFF]
-        if self._extremes():
-            parts.append(prepared.select(F.lit(2).alias(_PART), *[
-                col(n).alias(f"x_{n}") if n not in (TIME, DIFF) else col(n) for n in pairs]))
-        packed = parts[0]
-        for part in parts[1:]:
-            packed = packed.unionByName(part, allowMissingColumns=True)
-        table = to_arrow(consolidate(packed))
+        shown: list[Leaf | None] = [None]
+        out: list[Delta | None] = [None]
 
-        def piece(tag: int, columns: list[str], names: list[str]) -> Leaf | None:
-            rows = table.filter(pc.equal(table[_PART], tag)).select(columns)
-            return stored(ctx.spark, rows.rename_columns(names)) if rows.num_rows else None
+        def then(table: pa.Table) -> None:
+            out[0] = self._output(ctx, stored(ctx.spark, table) if table.num_rows else None)
+            shown[0] = None if out[0] is None else out[0].leaf or Leaf(out[0].df, out[0].rows)
 
-        if failed is not None:
-            errors = piece(1, [ERR, TIME, DIFF], ["c0", TIME, DIFF])
-            if errors is not None:
-                self.errors = Delta(None, errors.rows, errors, count=errors.rows)
-        if self._extremes():
-            packed_pairs = [f"x_{n}" if n not in (TIME, DIFF) else n for n in pairs]
-            self.stage(self.values, piece(2, packed_pairs, pairs), ctx)
-        return self._output(ctx, piece(0, names, names))
+        if pairs:
+            assert prepared is not None
+            keyed = [*self._keys, *[f"a{j}" for j in self._extremes()], TIME, DIFF]
+            job.want(consolidate(self.selected(prepared, "pairs", lambda: keyed)),
+                     lambda table: self.stage(self.values, stored(ctx.spark, table)
+                                              if table.num_rows else None, ctx))
+        job.want(consolidate(full), then)
+        if job is not ctx.job:  # its readers want the batch now
+            job.run()
+            return out[0]
+        return Delta(self.selected(full, "shown", lambda: self._shown), None,
+                     later=lambda: shown[0])
 
     def _restricted(self, ctx: StepContext) -> bool:
         """Whether the step reads the state of the touched keys only (a semi-join), rather

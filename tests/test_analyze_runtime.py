@@ -177,9 +177,10 @@ def test_large_step_join_counts(spark, monkeypatch) -> None:  # type: ignore[no-
     assert _counts(flow.analyze()) == [("Get", 3, 4, 4), ("Get", 3, 5, 5), ("Join", 3, 9, 8)]
 
 
-def test_output_kept_as_is_is_counted_when_read(spark) -> None:  # type: ignore[no-untyped-def]
-    """A filter's output is kept lazily by the engine (a plan over stored batches): its rows
-    are counted once a reader computes it, after the step committed."""
+def test_output_kept_as_is_is_counted_when_read(spark, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A large step's filter output is kept lazily by the engine (a plan over stored
+    batches): its rows are counted once a reader computes it, after the step committed."""
+    monkeypatch.setattr(dataflow_module, "SMALL_BATCH_ROWS", 0)
     a = Trace(spark, 2)
     _write(spark, a, A, 1, [(1, 5, 1), (2, -7, 1), (3, 9, 1)], arrow=True)
     flow = Dataflow(lower(Linear(A, (POSITIVE,))), spark, {"a": a}.__getitem__, as_of=1)

@@ -2,7 +2,8 @@
 deleting rows held in Spark checks them with one job per table, rows held in the driver
 (or copied there) with none, and reading a GROUP BY-over-join view after it refreshes and
 reads in one, with at most 100 py4j calls once its plans' column lists are made; a view
-read from the driver copy of its contents runs no job."""
+read from the driver copy of its contents runs no job; every view a small transaction
+changes refreshes in one job, and a view failing to step fails only its own reads."""
 
 from __future__ import annotations
 
@@ -130,3 +131,68 @@ def test_a_large_view_is_read_from_its_driver_copy(
         expected[ORDERS + step] = (1, 7)
         assert read["jobs"] == 1 + read_jobs, (step, read)
         assert sorted(rows) == sorted((k, n, s) for k, (n, s) in expected.items())
+
+
+def test_the_views_a_transaction_changes_refresh_in_one_job(spark: SparkSession) -> None:
+    """A small transaction's refresh steps every materialized view it changes in one Spark
+    job (a GROUP BY over a join, a filter whose expression may fail, a GROUP BY with
+    min/max), whichever view is read first; the others are then read without a job."""
+    con = matview.connect(clock=0, spark=spark, refresh="incremental")
+    con.execute("CREATE TABLE customers (id INT, region TEXT)")
+    con.execute("CREATE TABLE orders (id INT, cust INT, amount BIGINT)")
+    con.insert("customers", [(i, f"r{i % 7}") for i in range(300)])
+    orders = {i: (i % 300, i % 97) for i in range(3_000)}
+    con.insert("orders", [(i, c, a) for i, (c, a) in orders.items()])
+    con.execute("CREATE MATERIALIZED VIEW by_region AS SELECT c.region, count(*) AS n, "
+                "sum(o.amount) AS total FROM orders o JOIN customers c ON o.cust = c.id "
+                "GROUP BY c.region")
+    con.execute("CREATE MATERIALIZED VIEW ratios AS SELECT id, 1000 / amount AS r "
+                "FROM orders WHERE amount > 90")
+    con.execute("CREATE MATERIALIZED VIEW extremes AS SELECT cust, min(amount) AS lo, "
+                "max(amount) AS hi FROM orders GROUP BY cust")
+
+    def expected() -> dict[str, list[tuple[object, ...]]]:
+        regions: dict[str, list[int]] = {}
+        for c, a in orders.values():
+            regions.setdefault(f"r{c % 7}", []).append(a)
+        custs: dict[int, list[int]] = {}
+        for c, a in orders.values():
+            custs.setdefault(c, []).append(a)
+        return {"by_region": sorted((r, len(a), sum(a)) for r, a in regions.items()),
+                "ratios": sorted((i, 1000 // a) for i, (_, a) in orders.items() if a > 90),
+                "extremes": sorted((c, min(a), max(a)) for c, a in custs.items())}
+
+    for step, first in enumerate(["by_region", "ratios", "extremes"]):
+        gone = range(step * 10, step * 10 + 10)
+        new = {5_000 + step * 10 + i: (i * 7 % 300, 91 + i) for i in range(10)}
+        with con.transaction():
+            con.delete("orders", [(i, *orders[i]) for i in gone])
+            con.insert("orders", [(i, c, a) for i, (c, a) in new.items()])
+        for i in gone:
+            del orders[i]
+        orders.update(new)
+        want = expected()
+        with counted(spark, f"one-job-{step}") as read:
+            got = {name: sorted(con.execute(f"SELECT * FROM {name}").fetchall())
+                   for name in [first, *sorted(set(want) - {first})]}
+        assert read["jobs"] == 1, (step, read)
+        assert got == want
+
+
+def test_a_view_that_fails_to_step_does_not_stop_the_others(spark: SparkSession) -> None:
+    """Views step together, but a view whose step fails (a table function asked for more
+    rows than the limit) fails its own reads only: the views a read needs then step alone."""
+    con = matview.connect(clock=0, spark=spark, refresh="incremental",
+                          max_table_function_rows=100)
+    con.execute("CREATE TABLE t (v INT)")
+    con.execute("INSERT INTO t VALUES (1), (2)")
+    con.execute("CREATE MATERIALIZED VIEW series AS SELECT generate_series(1, v) AS s FROM t")
+    con.execute("CREATE MATERIALIZED VIEW total AS SELECT sum(v) AS s FROM t")
+    con.execute("INSERT INTO t VALUES (1000)")
+    assert con.execute("SELECT * FROM total").fetchall() == [(1003,)]
+    with pytest.raises(matview.Error, match="more than 100 rows"):
+        con.execute("SELECT * FROM series").fetchall()
+    con.execute("INSERT INTO t VALUES (4)")
+    assert con.execute("SELECT * FROM total").fetchall() == [(1007,)]
+    with pytest.raises(matview.Error, match="more than 100 rows"):
+        con.execute("SELECT * FROM series").fetchall()

@@ -1,0 +1,70 @@
+"""The one Spark job of a refresh: every result that the operators of the dataflows stepping
+together need in the driver, computed by a single action.
+
+A small step's operators do not collect what they keep (a Reduce's new state, a dataflow's
+output and errors) one job each: they ask ``OneJob.want`` for it and get it once
+``OneJob.run`` has run. ``run`` puts every wanted frame in one union, each frame's rows as
+a struct column of its own beside a tag telling them apart, collects it through Arrow, and
+hands each asker its rows. A plan that several wanted frames read is computed once by each
+within that job, so an operator defers its output to the job only when its readers take
+the returned batch instead (``Delta.later``; a Reduce under a view's last projection).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from matview.runtime.jvm_plans import Columns, columns, made_once, select, to_arrow
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+_PART = "_part"
+"""The column telling apart the wanted frames' rows in the packed result."""
+
+
+@dataclass
+class OneJob:
+    """The results wanted from one Spark job: frames, and what to do with their rows."""
+
+    wanted: list[tuple[DataFrame, Callable[[pa.Table], None]]] = field(default_factory=list)
+
+    def want(self, frame: DataFrame, then: Callable[[pa.Table], None]) -> None:
+        """Have ``then`` called with ``frame``'s rows (an Arrow table of its columns) when
+        the job runs."""
+        self.wanted.append((frame, then))
+
+    def run(self) -> None:
+        """Compute every wanted frame in one Spark job (none when nothing is wanted) and
+        hand each its rows, in the order they were wanted."""
+        wanted, self.wanted = self.wanted, []
+        if len(wanted) == 1:
+            frame, then = wanted[0]
+            then(to_arrow(frame))
+            return
+        if not wanted:
+            return
+        packed = [select(frame, _packing(frame.sparkSession, i)) for i, (frame, _) in
+                  enumerate(wanted)]
+        union = packed[0]
+        for part in packed[1:]:
+            union = union.unionByName(part, allowMissingColumns=True)
+        table = to_arrow(union, nullable=True)
+        for i, (_, then) in enumerate(wanted):
+            then(_unpacked(table.filter(pc.equal(table[_PART], i))[f"p{i}"]))
+
+
+def _packing(spark: SparkSession, i: int) -> Columns:
+    """The columns of the ``i``-th wanted frame in the packed result (made once)."""
+    return made_once(spark, ("one job part", i), lambda: columns(
+        spark, F.lit(i).alias(_PART), F.struct("*").alias(f"p{i}")))
+
+
+def _unpacked(column: pa.ChunkedArray) -> pa.Table:
+    """The struct column of one wanted frame as a table of its fields."""
+    struct = column.type
+    assert isinstance(struct, pa.StructType)
+    names = [struct.field(i).name for i in range(struct.num_fields)]
+    return pa.Table.from_arrays(column.combine_chunks().flatten(), names=names)

@@ -352,10 +352,10 @@ class LinearOp(Operator):
 
             def picked() -> Leaf | None:
                 batch = later()
-                if batch is None or batch.table is None:
+                if batch is None or batch.in_driver is None:
                     return None if batch is None else Leaf(self._apply(batch.df), batch.rows)
-                table = self._picked(batch.table)
-                return Leaf(None, table.num_rows, table, ctx.spark)
+                return self._rearranged(ctx, Delta(None, batch.rows, batch, count=batch.rows),
+                                        batch.in_driver).leaf
 
             return Delta(self._apply(delta.df), None, later=picked)
         out = self._apply(delta.df)

@@ -192,13 +192,16 @@ class Meter:
     seconds: float = 0.0
     _staged: tuple[float, int, Any] | None = None
     _waiting: list[Any] = field(default_factory=list)
+    _later: Callable[[], Leaf | None] | None = None
+    """The staged step's ``Delta.later``: its rows are counted from that batch."""
 
     def stage(self, seconds: float, delta: Delta | None) -> Delta | None:
         """Record a step's compute; returns ``delta`` as consumers must use it (observed
         when its size is not known)."""
         known, obs = 0, None
-        if delta is not None and delta.later is not None:
-            self._staged = (seconds, 0, delta.later)
+        if delta is not None and delta.later is not None:  # counted from its batch
+            self._staged = (seconds, 0, None)
+            self._later = delta.later
             return delta
         if delta is not None:
             count = delta.count
@@ -218,17 +221,17 @@ class Meter:
             self.steps += 1
             self.seconds += seconds
             self.rows += known
-            if callable(obs):  # the delta's batch, once its step's job ran
-                batch = obs()
+            if self._later is not None:  # the delta's batch, its step's job having run
+                batch = self._later()
                 self.rows += 0 if batch is None else batch.rows
-            elif obs is not None:
+            if obs is not None:
                 self._waiting.append(obs)
                 del self._waiting[:-MAX_WAITING]
-            self._staged = None
+            self._staged = self._later = None
         self.harvest()
 
     def abandon(self) -> None:
-        self._staged = None
+        self._staged = self._later = None
 
     def harvest(self) -> None:
         """Count the observed deltas of committed steps whose job has run."""

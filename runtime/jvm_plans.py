@@ -89,6 +89,21 @@ def to_arrow(df: DataFrame, nullable: bool = False) -> pa.Table:
     return table.cast(schema)
 
 
+def checkpointed(df: DataFrame) -> DataFrame:
+    """``df.localCheckpoint(eager=True)``: its rows computed once and kept in the executors,
+    read by plans of ``df``'s session. Spark Connect's client binds the checkpointed frame
+    to the client's active session, not ``df``'s (``proto_to_remote_cached_dataframe``): in
+    a session of matview's own beside the user's, joining it with the session's other
+    frames then fails (``SESSION_NOT_SAME``) and reading it finds no such relation in the
+    active session; the frame is bound back to ``df``'s session, which holds it (and
+    releases it when the frame is gone)."""
+    leaf = df.localCheckpoint(eager=True)
+    if is_remote() and leaf.sparkSession is not df.sparkSession:
+        leaf._plan._spark_session = df.sparkSession  # type: ignore[attr-defined]
+        leaf._session = df.sparkSession  # type: ignore[attr-defined]
+    return leaf
+
+
 def _nullable(schema: pa.Schema) -> pa.Schema:
     """``schema`` with every field, nested ones too, nullable."""
     def loose(t: pa.DataType) -> pa.DataType:

@@ -50,7 +50,7 @@ from matview.runtime.checked import (
     split_errors,
 )
 from matview.runtime.expressions import compile_scalar
-from matview.runtime.jvm_plans import Columns, columns, select, to_arrow
+from matview.runtime.jvm_plans import Columns, checkpointed, columns, select, to_arrow
 from matview.runtime.operator import Delta, Matched, Operator, StepContext
 from matview.runtime.trace import Trace
 from matview.runtime.types import col, column_names, spark_type
@@ -440,7 +440,7 @@ class LinearOp(Operator):
                     bounds = pc.min_max(later[TIME]).as_py()
                     first, last = bounds["min"], bounds["max"]
             else:
-                leaf_df = out.localCheckpoint(eager=True)
+                leaf_df = checkpointed(out)
                 if self.checks:
                     leaf_df, failed_df = split_errors(leaf_df)
                     self.errors = Delta(failed_df, None)

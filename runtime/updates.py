@@ -13,7 +13,15 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.compute as pc
 from matview.runtime.arrow_frames import arrow_frame
-from matview.runtime.jvm_plans import aggregate, columns, hint, made_once, select, to_arrow
+from matview.runtime.jvm_plans import (
+    aggregate,
+    checkpointed,
+    columns,
+    hint,
+    made_once,
+    select,
+    to_arrow,
+)
 from matview.runtime.types import col, column_names
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -196,7 +204,7 @@ def stored(spark: SparkSession, table: pa.Table) -> Leaf:
     nested = any(pa.types.is_nested(f.type) for f in table.schema)
     if table.num_rows > LOCAL_LEAF_ROWS or nested:
         # Arrow cannot group by nested values (arrays), so their consolidation runs in Spark
-        return Leaf(arrow_frame(spark, table).localCheckpoint(eager=True), table.num_rows,
+        return Leaf(checkpointed(arrow_frame(spark, table)), table.num_rows,
                     copy=None if nested else normalized(table))
     return Leaf(None, table.num_rows, normalized(table), spark)
 
@@ -212,7 +220,7 @@ def materialize(spark: SparkSession, df: DataFrame, small: bool) -> Leaf | None:
     if small:
         table = to_arrow(df)
         return stored(spark, table) if table.num_rows else None
-    leaf = df.localCheckpoint(eager=True)
+    leaf = checkpointed(df)
     rows = leaf.count()
     if rows and rows <= LOCAL_LEAF_ROWS and not nested(leaf.schema):
         return stored(spark, to_arrow(leaf))

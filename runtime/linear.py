@@ -406,7 +406,8 @@ class LinearOp(Operator):
 
     def _compute_temporal(self, ctx: StepContext, delta: Delta | None) -> Delta | None:
         """Release the pending updates due in ``(lower, upper]``, and split this step's
-        output into the updates due now and those that must wait (one Spark job)."""
+        output into the updates due now and those that must wait: a small step within the
+        refresh's one job (``_due_now``), else by a Spark job of its own."""
         assert self.pending is not None
         parts: list[DataFrame] = []
         rows = 0
@@ -421,6 +422,12 @@ class LinearOp(Operator):
         first = last = 0
         if delta is not None:
             out = self._apply(delta.df)
+            if ctx.small and ctx.job is not None and delta.leafy and not self._fallible:
+                parts.append(self._due_now(ctx, out))
+                rows += delta.rows or 0
+                count = None
+                df = union_all(parts)
+                return None if df is None else Delta(df, rows, count=count)
             if ctx.small:
                 table = to_arrow(out)
                 if self.checks:
@@ -460,6 +467,29 @@ class LinearOp(Operator):
         self._staged = (future, first, last, ctx.upper)
         df = union_all(parts)
         return None if df is None else Delta(df, rows, count=count)
+
+    def _due_now(self, ctx: StepContext, out: DataFrame) -> DataFrame:
+        """A small step's output ``out`` (narrow) split without a job of its own: the
+        updates due by ``upper`` stay a plan, read by this step's readers; those that must
+        wait, and the errors, are wanted from the step's one job, and staged when it has
+        run."""
+        assert ctx.job is not None
+        if self.checks:
+            out, failed = split_errors(out)
+            self.errors = Delta(failed, None)
+        due = col(TIME) <= ctx.upper
+        upto = ctx.upper
+
+        def stage(later: pa.Table) -> None:
+            if not later.num_rows:
+                self._staged = (None, 0, 0, upto)
+                return
+            bounds = pc.min_max(later[TIME]).as_py()
+            self._staged = (stored(ctx.spark, later), bounds["min"], bounds["max"], upto)
+
+        self._staged = (None, 0, 0, upto)
+        ctx.job.want(out.where(~due), stage)
+        return out.where(due)
 
     def next_time(self) -> int | None:
         """The earliest time of a pending update (None when none wait)."""

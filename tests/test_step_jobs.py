@@ -3,7 +3,8 @@ deleting rows held in Spark checks them with one job per table, rows held in the
 (or copied there) with none, and reading a GROUP BY-over-join view after it refreshes and
 reads in one, with at most 100 py4j calls once its plans' column lists are made; a view
 read from the driver copy of its contents runs no job; every view a small transaction
-changes refreshes in one job, and a view failing to step fails only its own reads."""
+changes refreshes in one job (temporal filters' splits of updates due now and later
+included), and a view failing to step fails only its own reads."""
 
 from __future__ import annotations
 
@@ -196,3 +197,40 @@ def test_a_view_that_fails_to_step_does_not_stop_the_others(spark: SparkSession)
     assert con.execute("SELECT * FROM total").fetchall() == [(1007,)]
     with pytest.raises(matview.Error, match="more than 100 rows"):
         con.execute("SELECT * FROM series").fetchall()
+
+
+def test_a_small_step_of_a_temporal_filter_runs_one_job(spark: SparkSession) -> None:
+    """A sliding window (events counted per kind while less than 60 s old): each small
+    step releases the updates due, splits the new events' updates into those due now and
+    those that must wait, and counts, in one Spark job; also when the clock alone moves,
+    and when an event's expression fails (a division by zero, an error of the view)."""
+    con = matview.connect(clock=0, spark=spark, refresh="incremental")
+    con.execute("CREATE TABLE events (id INT, kind TEXT, ts BIGINT, w INT)")
+    window = ("SELECT kind, count(*) AS n FROM events WHERE mz_now() < ts + 60000 "
+              "GROUP BY kind")
+    con.execute(f"CREATE MATERIALIZED VIEW recent AS {window}")
+    con.execute("CREATE MATERIALIZED VIEW weighted AS SELECT id, 100 / w AS x FROM events "
+                "WHERE mz_now() < ts + 30000")
+    events: list[tuple[int, str, int, int]] = []
+    for step in range(6):
+        now = 20_000 * (step + 1)
+        con.advance_time(now)
+        if step != 3:  # step 3 only moves the clock
+            new = [(step * 10 + i, f"k{i % 3}", now - 1_000 * i, 1 + i) for i in range(10)]
+            con.insert("events", new)
+            events.extend(new)
+        with counted(spark, f"temporal-{step}") as read:
+            got = sorted(con.execute("SELECT * FROM recent").fetchall())
+            weighted = sorted(con.execute("SELECT * FROM weighted").fetchall())
+        assert read["jobs"] == 1, (step, read)
+        kinds: dict[str, int] = {}
+        for _, kind, ts, _ in events:
+            if now < ts + 60_000:
+                kinds[kind] = kinds.get(kind, 0) + 1
+        assert got == sorted(kinds.items())
+        assert weighted == sorted((i, 100 // w) for i, _, ts, w in events if now < ts + 30_000)
+    con.execute("INSERT INTO events VALUES (100, 'k0', 130000, 0)")
+    with pytest.raises(matview.DataError, match="division by zero"):
+        con.execute("SELECT * FROM weighted").fetchall()
+    assert sorted(con.execute("SELECT * FROM recent").fetchall())[0] == (
+        "k0", 1 + sum(1 for _, k, ts, _ in events if k == "k0" and 120_000 < ts + 60_000))

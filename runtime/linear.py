@@ -406,8 +406,9 @@ class LinearOp(Operator):
 
     def _compute_temporal(self, ctx: StepContext, delta: Delta | None) -> Delta | None:
         """Release the pending updates due in ``(lower, upper]``, and split this step's
-        output into the updates due now and those that must wait: a small step within the
-        refresh's one job (``_due_now``), else by a Spark job of its own."""
+        output into the updates due now and those that must wait (staged until commit): a
+        small step within the refresh's one job (``_due_now``), else by a Spark job of its
+        own."""
         assert self.pending is not None
         parts: list[DataFrame] = []
         rows = 0
@@ -418,17 +419,14 @@ class LinearOp(Operator):
             parts.append(released)
             rows += self.pending.rows_between(ctx.lower, ctx.upper)
             count = released_count
-        future: Leaf | None = None
-        first = last = 0
+        self._staged = (None, 0, 0, ctx.upper)
         if delta is not None:
             out = self._apply(delta.df)
             if ctx.small and ctx.job is not None and delta.leafy and not self._fallible:
                 parts.append(self._due_now(ctx, out))
                 rows += delta.rows or 0
                 count = None
-                df = union_all(parts)
-                return None if df is None else Delta(df, rows, count=count)
-            if ctx.small:
+            elif ctx.small:
                 table = to_arrow(out)
                 if self.checks:
                     table, failed = split_arrow_errors(table)
@@ -436,16 +434,12 @@ class LinearOp(Operator):
                         self.errors = Delta(None, failed.num_rows,
                                             stored(ctx.spark, failed), failed.num_rows)
                 now_rows = table.filter(pc.less_equal(table[TIME], ctx.upper))
-                later = table.filter(pc.greater(table[TIME], ctx.upper))
                 if now_rows.num_rows:
                     leaf = stored(ctx.spark, now_rows)
                     parts.append(leaf.df)
                     rows += leaf.rows
                     count = None if count is None else count + leaf.rows
-                if later.num_rows:
-                    future = stored(ctx.spark, later)
-                    bounds = pc.min_max(later[TIME]).as_py()
-                    first, last = bounds["min"], bounds["max"]
+                self._wait(ctx, table.filter(pc.greater(table[TIME], ctx.upper)))
             else:
                 leaf_df = checkpointed(out)
                 if self.checks:
@@ -462,34 +456,31 @@ class LinearOp(Operator):
                     rows += stats["now"]
                     count = None if count is None else count + stats["now"]
                 if stats["later"]:
-                    future = Leaf(leaf_df.where(~due), stats["later"])
-                    first, last = stats["first"], stats["last"]
-        self._staged = (future, first, last, ctx.upper)
+                    self._staged = (Leaf(leaf_df.where(~due), stats["later"]), stats["first"],
+                                    stats["last"], ctx.upper)
         df = union_all(parts)
         return None if df is None else Delta(df, rows, count=count)
 
     def _due_now(self, ctx: StepContext, out: DataFrame) -> DataFrame:
-        """A small step's output ``out`` (narrow) split without a job of its own: the
-        updates due by ``upper`` stay a plan, read by this step's readers; those that must
-        wait, and the errors, are wanted from the step's one job, and staged when it has
-        run."""
+        """A small step's output ``out`` split without a job of its own: the updates due by
+        ``upper`` stay a plan, read by this step's readers; those that must wait, and the
+        errors, are wanted from the step's one job and staged when it has run. ``out`` is
+        narrow over batches the driver holds, so the plans that read it in that job each
+        read those batches again rather than an earlier job's work."""
         assert ctx.job is not None
         if self.checks:
             out, failed = split_errors(out)
             self.errors = Delta(failed, None)
         due = col(TIME) <= ctx.upper
-        upto = ctx.upper
-
-        def stage(later: pa.Table) -> None:
-            if not later.num_rows:
-                self._staged = (None, 0, 0, upto)
-                return
-            bounds = pc.min_max(later[TIME]).as_py()
-            self._staged = (stored(ctx.spark, later), bounds["min"], bounds["max"], upto)
-
-        self._staged = (None, 0, 0, upto)
-        ctx.job.want(out.where(~due), stage)
+        ctx.job.want(out.where(~due), lambda later: self._wait(ctx, later))
         return out.where(due)
+
+    def _wait(self, ctx: StepContext, later: pa.Table) -> None:
+        """Stage ``later``, this step's updates due after ``upper``, for the pending
+        arrangement (nothing when there are none)."""
+        if later.num_rows:
+            bounds = pc.min_max(later[TIME]).as_py()
+            self._staged = (stored(ctx.spark, later), bounds["min"], bounds["max"], ctx.upper)
 
     def next_time(self) -> int | None:
         """The earliest time of a pending update (None when none wait)."""

@@ -41,7 +41,7 @@ from matview.runtime.updates import (
     any_row,
     consolidate,
     materialize,
-    stored,
+    stored_or_none,
     union_all,
 )
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -144,11 +144,11 @@ class PendingStep:
         elif rows:
             assert self.delta is not None
             self.job.want(consolidate(self.delta.df),
-                          lambda table: self._got.update(rows=_stored(spark, table)))
+                          lambda table: self._got.update(rows=stored_or_none(spark, table)))
         elif errors:
             assert self.errors is not None
             self.job.want(consolidate(self.errors.df),
-                          lambda table: self._got.update(errors=_stored(spark, table)))
+                          lambda table: self._got.update(errors=stored_or_none(spark, table)))
 
     def _merged(self) -> DataFrame:
         """The output updates and the errors as one batch of rows with ``_err``."""
@@ -164,8 +164,8 @@ class PendingStep:
         """Keep the rows and errors of a ``_merged`` batch held in the driver."""
         ok, failed = split_arrow_errors(table)
         spark = self.dataflow.spark
-        self._got.update(rows=None if self.delta is None else _stored(spark, ok),
-                         errors=_stored(spark, failed))
+        self._got.update(rows=None if self.delta is None else stored_or_none(spark, ok),
+                         errors=stored_or_none(spark, failed))
 
     def materialized(self) -> tuple[Leaf | None, Leaf | None]:
         """The output updates and the errors as batches to keep. A small step's come from
@@ -253,11 +253,6 @@ def _held_leaf(delta: Delta | None) -> Leaf | None:
         return delta.later()
     assert delta.leaf is not None
     return delta.leaf
-
-
-def _stored(spark: SparkSession, table: pa.Table) -> Leaf | None:
-    """Rows the job returned, as a batch (None: none)."""
-    return stored(spark, table) if table.num_rows else None
 
 
 def _narrow(delta: Delta | None) -> bool:

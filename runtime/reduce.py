@@ -51,6 +51,7 @@ from matview.runtime.updates import (
     lookup,
     materialize,
     stored,
+    stored_or_none,
     union_all,
 )
 from pyspark.sql import Column, DataFrame, Window
@@ -270,15 +271,15 @@ class ReduceOp(Operator):
         out: list[Delta | None] = [None]
 
         def then(table: pa.Table) -> None:
-            out[0] = self._output(ctx, stored(ctx.spark, table) if table.num_rows else None)
+            out[0] = self._output(ctx, stored_or_none(ctx.spark, table))
             shown[0] = None if out[0] is None else out[0].leaf or Leaf(out[0].df, out[0].rows)
 
         if pairs:
             assert prepared is not None
             keyed = [*self._keys, *[f"a{j}" for j in self._extremes()], TIME, DIFF]
             job.want(consolidate(self.selected(prepared, "pairs", lambda: keyed)),
-                     lambda table: self.stage(self.values, stored(ctx.spark, table)
-                                              if table.num_rows else None, ctx))
+                     lambda table: self.stage(self.values, stored_or_none(ctx.spark, table),
+                                              ctx))
         job.want(consolidate(full), then)
         if job is not ctx.job:  # its readers want the batch now
             job.run()

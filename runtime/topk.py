@@ -46,7 +46,7 @@ from matview.runtime.updates import (
     consolidated_arrow,
     materialize,
     normalized,
-    stored,
+    stored_or_none,
     union_all,
 )
 from pyspark.sql import DataFrame
@@ -245,4 +245,4 @@ def _at(rows: pa.Table, at: int) -> pa.Table:
 def _stored(ctx: StepContext, parts: list[pa.Table]) -> Leaf | None:
     """The updates ``parts`` as one consolidated batch held in the driver; None if empty."""
     table = consolidated_arrow(pa.concat_tables(parts, promote_options="permissive"))
-    return stored(ctx.spark, table) if table.num_rows else None
+    return stored_or_none(ctx.spark, table)

@@ -38,7 +38,7 @@ from matview.runtime.updates import (
     materialize,
     nested,
     normalized,
-    stored,
+    stored_or_none,
     union_all,
 )
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -371,7 +371,7 @@ class Trace:
             times = pc.max_element_wise(table[TIME], pa.scalar(self.since, pa.int64()))
             table = table.set_column(table.column_names.index(TIME), TIME, times)
             table = consolidated_arrow(table)
-            leaf = stored(self.spark, table) if table.num_rows else None
+            leaf = stored_or_none(self.spark, table)
         else:
             merged = union_all([b.leaf.df for b in merging])
             assert merged is not None

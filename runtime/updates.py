@@ -209,6 +209,11 @@ def stored(spark: SparkSession, table: pa.Table) -> Leaf:
     return Leaf(None, table.num_rows, normalized(table), spark)
 
 
+def stored_or_none(spark: SparkSession, table: pa.Table) -> Leaf | None:
+    """``table`` as a leaf (``stored``); None when it holds no rows."""
+    return stored(spark, table) if table.num_rows else None
+
+
 def materialize(spark: SparkSession, df: DataFrame, small: bool) -> Leaf | None:
     """Compute ``df`` once and return it as a leaf; ``None`` when it is empty.
 
@@ -219,7 +224,7 @@ def materialize(spark: SparkSession, df: DataFrame, small: bool) -> Leaf | None:
     """
     if small:
         table = to_arrow(df)
-        return stored(spark, table) if table.num_rows else None
+        return stored_or_none(spark, table)
     leaf = checkpointed(df)
     rows = leaf.count()
     if rows and rows <= LOCAL_LEAF_ROWS and not nested(leaf.schema):

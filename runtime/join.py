@@ -55,6 +55,11 @@ class RowLimitExceeded(EvalError):
     """A join would produce more rows in one step than its limit."""
 
 
+_PathInputs = tuple[int, DataFrame, tuple[DataFrame | None, ...],
+                    tuple[DataFrame | None, ...], tuple[bool, ...]]
+"""What a path of a step is built from (``JoinOp._output``)."""
+
+
 @dataclass
 class JoinOp(Operator):
     """``Join`` executed as a delta query; keeps an arrangement of its own output only when a
@@ -151,8 +156,8 @@ class JoinOp(Operator):
         rows on which a predicate fails, a bilinear function of the inputs like the join)."""
         return any(may_fail(p) for p in self.predicates)
 
-    def _path(self, ctx: StepContext, i: int, start: DataFrame,
-              others: list[DataFrame | None], sizes: list[int | None]) -> DataFrame | None:
+    def _path(self, small: bool, i: int, start: DataFrame, others: list[DataFrame | None],
+              large: tuple[bool, ...]) -> DataFrame | None:
         path = self._prefixed(start, i)
         if self.checks:
             path = path.withColumn(ERR, F.lit(None).cast("string"))
@@ -168,9 +173,8 @@ class JoinOp(Operator):
             if other is None:
                 return None
             other = self._prefixed(other, j)
-            large = (sizes[j] or 0) > LARGE_LOOKUP_ROWS
-            path = lookup(path, other, self._lookup_condition(bound, i, j), "inner", ctx.small,
-                          build="left", large=large)
+            path = lookup(path, other, self._lookup_condition(bound, i, j), "inner", small,
+                          build="left", large=large[j])
             path = select(path, self._times_diffs(path.sparkSession, bound | {j}, i, j))
             checks = self._checks(bound, j)
             if checks:
@@ -306,30 +310,32 @@ class JoinOp(Operator):
                                                       "than"))
         histories: dict[int, DataFrame | None] = {}
         known = [op.history_rows(ctx) for op in self.inputs]  # None: unknown without a job
-        paths: list[DataFrame | None] = []
+        paths: list[_PathInputs] = []
         for i, start in enumerate(deltas):
             if start is None:
                 continue
             sizes, olds = list(known), {}
             for j, matched in self._keyed_histories(ctx, i, deltas).items():
                 olds[j], sizes[j] = matched.frame, matched.rows
-            for j in range(len(deltas)):
+            for j in self.orders[i]:
                 if j not in olds:
                     if j not in histories:
                         histories[j] = self.inputs[j].history(ctx)
                     olds[j] = histories[j]
-            # what path i sees of input j: its history, plus its changes of this step unless
-            # all changes share one time and j comes later (Alt/Neu: those are at `< t`)
-            others = [union_all([p for p in (olds[j], None if delta is None or (
-                ctx.single_time and j > i) else delta.df) if p is not None])
-                for j, delta in enumerate(deltas)]
-            paths.append(self._path(ctx, i, start.df, others, sizes))
-        out = union_all([p for p in paths if p is not None])
+            # what path i sees of an input j it looks up: its history, plus its changes of
+            # this step unless all changes share one time and j comes later (Alt/Neu: those
+            # are at `< t`)
+            seen = tuple(None if delta is None or j not in olds or (
+                ctx.single_time and j > i) else delta.df for j, delta in enumerate(deltas))
+            large = tuple((size or 0) > LARGE_LOOKUP_ROWS for size in sizes)
+            paths.append((i, start.df, tuple(olds.get(j) for j in range(len(deltas))), seen,
+                          large))
+        made = tuple(paths)
+        out, failed = self.planned("output", (ctx.small, made),
+                                   lambda: self._output(ctx.small, made))
         if out is None:
             return None
-        out = self._counted(out)
-        if self.checks:
-            out, failed = split_errors(out)
+        if failed is not None:
             self.errors = Delta(failed, None)
         if not self.keep_history:
             return Delta(out, None)
@@ -337,6 +343,23 @@ class JoinOp(Operator):
         leaf = materialize(ctx.spark, consolidate(out), ctx.small)
         self.stage(self.output, leaf, ctx)
         return None if leaf is None else Delta(None, leaf.rows, leaf, count=leaf.rows)
+
+    def _output(self, small: bool, paths: tuple[_PathInputs, ...]
+                ) -> tuple[DataFrame | None, DataFrame | None]:
+        """The step's output over its ``paths`` (each: the input it starts from, that
+        input's changes, what it reads of each input's history and changes, and which
+        inputs it looks up as large), and the rows on which a predicate failed (None when
+        none can)."""
+        made = [self._path(small, i, start, [union_all([p for p in (old, new) if p is not None])
+                                             for old, new in zip(olds, seen)], large)
+                for i, start, olds, seen, large in paths]
+        out = union_all([p for p in made if p is not None])
+        if out is None:
+            return None, None
+        out = self._counted(out)
+        if self.checks:
+            return split_errors(out)
+        return out, None
 
     def history(self, ctx: StepContext) -> DataFrame | None:
         assert self.output is not None, "join history read but the plan does not arrange it"

@@ -74,19 +74,62 @@ def to_arrow(df: DataFrame, nullable: bool = False) -> pa.Table:
     from pyspark.sql.pandas.types import to_arrow_schema
     from pyspark.util import _load_from_socket
 
+    spark = df.sparkSession
+    # a new query over the analysed plan (not analysed again): Spark caches a query's
+    # physical plan with the rows of its local relations, and a plan over slots is run
+    # again with other rows bound (``runtime.templates``)
+    query = of_rows(spark)(spark._jsparkSession, df._jdf.queryExecution().analyzed())
     schema = to_arrow_schema(df.schema, error_on_duplicated_field_names_in_struct=True,
                              timezone="UTC")
-    port, secret, server = df._jdf.collectAsArrowToPython()
+    port, secret, server = query.collectAsArrowToPython()
     try:
         with _load_from_socket((port, secret), ArrowCollectSerializer()) as stream:
             batches = list(stream)
     finally:
         with unwrap_spark_exception():
             server.getResult()  # the job's failure, raised as PySpark raises it
+    row_counts.read(query)
     if nullable:
         schema = _nullable(schema)
     table = pa.Table.from_batches(batches) if batches else schema.empty_table()
     return table.cast(schema)
+
+
+class RowCounts:
+    """Row counts of frames observed by name (``DataFrame.observe(name, ...)``), read from
+    the job that computed them: a frame observed once and reused by later steps' plans
+    cannot carry PySpark's single-use ``Observation``."""
+
+    def __init__(self) -> None:
+        self.pending: dict[str, int | None] = {}
+
+    def expect(self, name: str) -> None:
+        self.pending[name] = None
+
+    def read(self, query: Any) -> None:
+        """Take the counts of the pending names from ``query`` (a JVM Dataset), which ran."""
+        if not self.pending:
+            return
+        metrics = query.queryExecution().observedMetrics()
+        for name in [n for n, v in self.pending.items() if v is None]:
+            found = metrics.get(name)
+            if found.isDefined():
+                row = found.get()
+                self.pending[name] = int(row.getLong(0)) if row.length() else 0
+
+    def take(self, name: str) -> int:
+        """The count of ``name`` (0 when no job computed it: Spark's optimizer left its
+        frame out) and forget it."""
+        return self.pending.pop(name, None) or 0
+
+
+row_counts = RowCounts()
+
+
+def of_rows(spark: SparkSession) -> Any:
+    """``Dataset.ofRows`` (a query over a logical plan), looked up once per Spark context."""
+    return made_once(spark, "Dataset.ofRows",
+                     lambda: spark._jvm.org.apache.spark.sql.classic.Dataset.ofRows)  # type: ignore
 
 
 def checkpointed(df: DataFrame) -> DataFrame:

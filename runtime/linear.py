@@ -334,8 +334,10 @@ class LinearOp(Operator):
         assert self.input is not None
         return apply_steps(Pipeline(), self.steps, self.input.types, self.limit, self.checks)
 
-    def _apply(self, df: DataFrame) -> DataFrame:
-        return self._pipeline(df)
+    def _apply(self, df: DataFrame, role: object = "delta") -> DataFrame:
+        """The steps over ``df``, built once for the same frame in the same ``role`` (what
+        ``df`` is of the input: its changes, its history, ...; ``Operator.planned``)."""
+        return self.planned(("apply", role), (df,), lambda: self._pipeline(df))
 
     def compute(self, ctx: StepContext) -> Delta | None:
         assert self.input is not None
@@ -353,7 +355,8 @@ class LinearOp(Operator):
             def picked() -> Leaf | None:
                 batch = later()
                 if batch is None or batch.in_driver is None:
-                    return None if batch is None else Leaf(self._apply(batch.df), batch.rows)
+                    return None if batch is None else Leaf(self._apply(batch.df, "batch"),
+                                                           batch.rows)
                 return self._rearranged(ctx, Delta(None, batch.rows, batch, count=batch.rows),
                                         batch.in_driver).leaf
 
@@ -361,7 +364,7 @@ class LinearOp(Operator):
         out = self._apply(delta.df)
         rows = None if self._fallible else delta.rows
         if self.checks:
-            out, failed = split_errors(out)
+            out, failed = self.planned("split", (out,), lambda: split_errors(out))
             self.errors = Delta(failed, rows)
         # a step that may raise must run within this step, so that it fails the step
         return Delta(out, rows, count=delta.count if self._keeps_rows else None)
@@ -392,7 +395,7 @@ class LinearOp(Operator):
         if leaf.table is not None:
             return Delta(None, picked.num_rows, Leaf(None, picked.num_rows, picked, ctx.spark),
                          count=picked.num_rows)
-        kept = Leaf(self._apply(leaf.df), leaf.rows, exact=leaf.exact, copy=picked)
+        kept = Leaf(self._apply(leaf.df, "batch"), leaf.rows, exact=leaf.exact, copy=picked)
         return Delta(None, leaf.rows, kept, count=delta.count)
 
     def _picked(self, held: pa.Table) -> pa.Table:
@@ -502,15 +505,16 @@ class LinearOp(Operator):
 
     def history(self, ctx: StepContext) -> DataFrame | None:
         assert self.input is not None
-        return self._history_of(ctx, self.input.history(ctx))
+        return self._history_of(ctx, self.input.history(ctx), "history")
 
-    def _history_of(self, ctx: StepContext, df: DataFrame | None) -> DataFrame | None:
-        """The steps applied to ``df``, some history of the input."""
+    def _history_of(self, ctx: StepContext, df: DataFrame | None, role: object
+                    ) -> DataFrame | None:
+        """The steps applied to ``df``, some history of the input (``role``: which)."""
         if df is None:
             return None
-        out = self._apply(df)
+        out = self._apply(df, role)
         if self.checks:
-            out = split_errors(out)[0]
+            out = self.planned(("split", role), (out,), lambda: split_errors(out)[0])
         return out.where(col(TIME) <= ctx.lower) if self.temporal else out
 
     def step_values(self, ctx: StepContext, column: int) -> pa.Array | None:
@@ -535,7 +539,7 @@ class LinearOp(Operator):
             copied = input_column(self.steps, types, c)
             return None if copied is None else found.values(copied)
 
-        return Matched(self._history_of(ctx, found.frame),
+        return Matched(self._history_of(ctx, found.frame, ("matching", column)),
                        2 * found.rows if self.temporal else found.rows, values_of)
 
     def history_rows(self, ctx: StepContext) -> int | None:

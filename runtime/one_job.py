@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 import pyarrow.compute as pc
 from matview.runtime.jvm_plans import Columns, columns, made_once, select, to_arrow
+from matview.runtime.templates import same
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -46,14 +47,32 @@ class OneJob:
             return
         if not wanted:
             return
-        packed = [select(frame, _packing(frame.sparkSession, i)) for i, (frame, _) in
-                  enumerate(wanted)]
-        union = packed[0]
-        for part in packed[1:]:
-            union = union.unionByName(part, allowMissingColumns=True)
-        table = to_arrow(union, nullable=True)
+        table = to_arrow(_packed(tuple(frame for frame, _ in wanted)), nullable=True)
         for i, (_, then) in enumerate(wanted):
             then(_unpacked(table.filter(pc.equal(table[_PART], i))[f"p{i}"]))
+
+
+_PACKED = 16
+"""Packed unions kept for reuse: a refresh's jobs (one per group of views stepping
+together) usually want the same frames again in its next step (``runtime.templates``)."""
+
+_packed_last: list[tuple[tuple[DataFrame, ...], DataFrame]] = []
+
+
+def _packed(frames: tuple[DataFrame, ...]) -> DataFrame:
+    """The union of ``frames`` packed (each frame's rows a struct column beside its tag),
+    built once for the same frames."""
+    for i, (made_of, union) in enumerate(_packed_last):
+        if same(made_of, frames):
+            _packed_last.append(_packed_last.pop(i))
+            return union
+    packed = [select(frame, _packing(frame.sparkSession, i)) for i, frame in enumerate(frames)]
+    union = packed[0]
+    for part in packed[1:]:
+        union = union.unionByName(part, allowMissingColumns=True)
+    _packed_last.append((frames, union))
+    del _packed_last[:-_PACKED]
+    return union
 
 
 def _packing(spark: SparkSession, i: int) -> Columns:

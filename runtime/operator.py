@@ -20,6 +20,7 @@ dataflow's output kept as it is is computed by its readers).
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -28,9 +29,11 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import pyarrow as pa
 from matview.ir.types import SqlType
-from matview.runtime.jvm_plans import columns, select
+from matview.runtime.arrow_frames import arrow_frame
+from matview.runtime.jvm_plans import columns, row_counts, select
 from matview.runtime.one_job import OneJob
-from matview.runtime.updates import Leaf, row_count
+from matview.runtime.templates import Slot, same, slot_for
+from matview.runtime.updates import Leaf, row_count, union_all
 from pyspark.sql import Column, DataFrame, Observation, SparkSession
 
 if TYPE_CHECKING:
@@ -62,6 +65,13 @@ class StepContext:
         """The first and last time the step's updates may have: the state batch it adds
         covers them."""
         return (self.as_of if self.first else self.lower + 1, self.upper)
+
+
+def templated(ctx: StepContext) -> bool:
+    """Whether the step binds driver-held batches into slots (``runtime.templates``): a
+    small step after the first, whose results all come back from the refresh's one job,
+    so that no plan over a slot outlives it."""
+    return ctx.small and ctx.job is not None and not ctx.first
 
 
 @dataclass(frozen=True)
@@ -195,9 +205,12 @@ class Meter:
     _later: Callable[[], Leaf | None] | None = None
     """The staged step's ``Delta.later``: its rows are counted from that batch."""
 
-    def stage(self, seconds: float, delta: Delta | None) -> Delta | None:
+    def stage(self, seconds: float, delta: Delta | None,
+              named: Callable[[DataFrame], tuple[DataFrame, str]] | None = None
+              ) -> Delta | None:
         """Record a step's compute; returns ``delta`` as consumers must use it (observed
-        when its size is not known)."""
+        when its size is not known: by ``named``, when given, a frame observed by a name
+        whose count the step's job reads, ``jvm_plans.RowCounts``)."""
         known, obs = 0, None
         if delta is not None and delta.later is not None:  # counted from its batch
             self._staged = (seconds, 0, None)
@@ -209,6 +222,11 @@ class Meter:
                 count = delta.leaf.rows
             if count is not None:
                 known = count
+            elif named is not None:
+                frame, name = named(delta.df)
+                row_counts.expect(name)
+                self._staged = (seconds, 0, name)
+                return replace(delta, frame=frame, leaf=None)
             else:
                 obs = Observation()
                 delta = replace(delta, frame=delta.df.observe(obs, row_count()), leaf=None)
@@ -224,13 +242,17 @@ class Meter:
             if self._later is not None:  # the delta's batch, its step's job having run
                 batch = self._later()
                 self.rows += 0 if batch is None else batch.rows
-            if obs is not None:
+            if isinstance(obs, str):  # observed by name: counted by the step's job
+                self.rows += row_counts.take(obs)
+            elif obs is not None:
                 self._waiting.append(obs)
                 del self._waiting[:-MAX_WAITING]
             self._staged = self._later = None
         self.harvest()
 
     def abandon(self) -> None:
+        if self._staged is not None and isinstance(self._staged[2], str):
+            row_counts.take(self._staged[2])
         self._staged = self._later = None
 
     def harvest(self) -> None:
@@ -249,6 +271,9 @@ class Meter:
 
 T = TypeVar("T")
 
+_observations = itertools.count()
+"""Numbers the names by which operators observe their output's row count."""
+
 
 @dataclass
 class Operator:
@@ -264,9 +289,58 @@ class Operator:
     one text column (the message), or None: errors are data (``runtime.checked``)."""
     _built: dict[object, Any] = field(default_factory=dict, init=False, repr=False,
                                       compare=False)
+    _planned: dict[object, tuple[tuple[object, ...], Any]] = field(
+        default_factory=dict, init=False, repr=False, compare=False)
+    _slots: dict[tuple[object, int], Slot] = field(
+        default_factory=dict, init=False, repr=False, compare=False)
+    _bound_in: tuple[StepContext, dict[object, int]] | None = field(
+        default=None, init=False, repr=False, compare=False)
+    """The step binding slots now, and how many batches it bound for each key."""
     _appends: list[tuple[Trace, Leaf | None, int, int]] = field(
         default_factory=list, init=False, repr=False, compare=False)
     """The batches the current step adds to the arrangements this operator owns."""
+
+    def planned(self, key: object, inputs: tuple[object, ...], make: Callable[[], T]) -> T:
+        """What ``make`` returned the last time this operator asked for ``key``, when its
+        ``inputs`` were the same (``templates.same``: frames the same objects), else what it
+        returns now. ``make`` builds plans from ``inputs`` alone (and what the operator
+        ``built``): over slots (``bound``) a small step of the same shape as the last one
+        reuses its plans and makes no DataFrame call (``runtime.templates``)."""
+        last = self._planned.get(key)
+        if last is None or not same(last[0], inputs):
+            last = self._planned[key] = (inputs, make())
+        return last[1]  # type: ignore[no-any-return]
+
+    def bound(self, ctx: StepContext, key: object, table: pa.Table) -> DataFrame:
+        """``table`` (a batch the driver holds) as a frame of the step: in a ``templated``
+        step, the rows of this operator's slot ``key``, which they replace
+        (``templates.Slot``), else a local frame of its own. A step binding several batches
+        for ``key`` binds the n-th into slot ``(key, n)``: a step of the same shape binds
+        them in the same order."""
+        if not templated(ctx):
+            return arrow_frame(ctx.spark, table)
+        if self._bound_in is None or self._bound_in[0] is not ctx:
+            self._bound_in = (ctx, {})
+        seen = self._bound_in[1]
+        seen[key] = seen.get(key, 0) + 1
+        slot = slot_for(self._slots.get((key, seen[key])), ctx.spark, table)
+        if slot is None:
+            return arrow_frame(ctx.spark, table)
+        self._slots[(key, seen[key])] = slot
+        slot.bind(table)
+        return slot.frame
+
+    def read_bound(self, ctx: StepContext, key: object, trace: Trace,
+                   after: int | None = None, upto: int | None = None
+                   ) -> tuple[DataFrame | None, int | None]:
+        """``trace.read_counted(after, upto)``, the updates it holds in the driver ``bound``
+        into this operator's slot ``key``."""
+        if not templated(ctx):
+            return trace.read_counted(after, upto)
+        local, frames, count = trace.read_parts(after, upto)
+        parts = ([] if local is None else [self.bound(ctx, key, local)]) + frames
+        df = self.planned(("read", key), tuple(parts), lambda: union_all(parts))
+        return df, (None if df is None else count)
 
     def built(self, key: object, make: Callable[[], T]) -> T:
         """What ``make`` returns, made at the first step that asks for ``key`` and reused by
@@ -281,8 +355,8 @@ class Operator:
         """``df.select(*make())`` with the column list made once (``key`` names it among
         this operator's lists) and, in a classic session, passed to the JVM once
         (``jvm_plans``)."""
-        return select(df, self.built(("select", key),
-                                     lambda: columns(df.sparkSession, *make())))
+        cols = self.built(("select", key), lambda: columns(df.sparkSession, *make()))
+        return self.planned(("select", key), (df,), lambda: select(df, cols))
 
     @property
     def arity(self) -> int:
@@ -302,11 +376,18 @@ class Operator:
         stack.append(0.0)
         try:
             out = self.compute(ctx)
-            return self.meter.stage(time.perf_counter() - start - stack[-1], out)
+            named = self._observed if templated(ctx) else None
+            return self.meter.stage(time.perf_counter() - start - stack[-1], out, named)
         finally:
             stack.pop()
             if stack:  # all of it, counting included, is the consumer's inputs' time
                 stack[-1] += time.perf_counter() - start
+
+    def _observed(self, df: DataFrame) -> tuple[DataFrame, str]:
+        """``df`` observing its row count by a name of this operator's (made once, with
+        the observed frame: ``planned``)."""
+        name = self.built("rows observed", lambda: f"matview_rows_{next(_observations)}")
+        return self.planned("observed", (df,), lambda: df.observe(name, row_count())), name
 
     def compute(self, ctx: StepContext) -> Delta | None:
         raise NotImplementedError

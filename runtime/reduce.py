@@ -219,18 +219,21 @@ class ReduceOp(Operator):
                 self.stage(self.values, pairs, ctx)
             narrow = False
         elif prepared is not None and self.checks:
-            prepared, failed = split_errors(prepared)
+            prepared, failed = self.planned("split", (prepared,), lambda: split_errors(prepared))
             self.errors = Delta(failed, None if source is None else source.rows)
         if prepared is None and not first_global:
             return None
         if ctx.small and ctx.job is not None:
             return self._in_one_job(ctx, prepared, narrow and bool(self._extremes()))
-        leaf = materialize(ctx.spark, consolidate(self._full(ctx, prepared)), ctx.small)
+        old = None if ctx.first else self.output.read(upto=ctx.lower)
+        leaf = materialize(ctx.spark, consolidate(self._full(ctx, prepared, old)), ctx.small)
         return self._output(ctx, leaf)
 
-    def _full(self, ctx: StepContext, prepared: DataFrame | None) -> DataFrame:
-        """The step's output updates with their hidden accumulators, as ``c*``."""
-        return self.selected(self._updates(ctx, prepared), "full", lambda: [
+    def _full(self, ctx: StepContext, prepared: DataFrame | None, old: DataFrame | None
+              ) -> DataFrame:
+        """The step's output updates with their hidden accumulators, as ``c*`` (``old``:
+        the stored state the step reads, None on the first step)."""
+        return self.selected(self._updates(ctx, prepared, old), "full", lambda: [
             *[col(n).alias(f"c{i}") for i, n in enumerate(self.full_names())], TIME, DIFF])
 
     def _output(self, ctx: StepContext, leaf: Leaf | None) -> Delta | None:
@@ -266,7 +269,17 @@ class ReduceOp(Operator):
         that batch."""
         assert ctx.job is not None and (self.values is not None or not pairs)
         job = ctx.job if self.deferred else OneJob()
-        full = self._full(ctx, prepared)
+        old = None if ctx.first else self.read_bound(ctx, "state", self.output,
+                                                     upto=ctx.lower)[0]
+
+        def plans() -> tuple[DataFrame, DataFrame]:
+            full = self._full(ctx, prepared, old)
+            return consolidate(full), self.selected(full, "shown", lambda: self._shown)
+
+        # min/max also read their (key, argument) arrangement: those plans are made anew
+        kept, visible = plans() if self._extremes() else self.planned("one job", (
+            prepared, old, ctx.first, ctx.small, ctx.single_time, self._restricted(ctx)),
+            plans)
         shown: list[Leaf | None] = [None]
         out: list[Delta | None] = [None]
 
@@ -280,12 +293,11 @@ class ReduceOp(Operator):
             job.want(consolidate(self.selected(prepared, "pairs", lambda: keyed)),
                      lambda table: self.stage(self.values, stored_or_none(ctx.spark, table),
                                               ctx))
-        job.want(consolidate(full), then)
+        job.want(kept, then)
         if job is not ctx.job:  # its readers want the batch now
             job.run()
             return out[0]
-        return Delta(self.selected(full, "shown", lambda: self._shown), None,
-                     later=lambda: shown[0])
+        return Delta(visible, None, later=lambda: shown[0])
 
     def _restricted(self, ctx: StepContext) -> bool:
         """Whether the step reads the state of the touched keys only (a semi-join), rather
@@ -297,7 +309,8 @@ class ReduceOp(Operator):
         return (any(b.leaf.table is None for b in batches)
                 or sum(b.leaf.rows for b in batches) > LOCAL_LEAF_ROWS)
 
-    def _contributions(self, ctx: StepContext, prepared: DataFrame | None) -> DataFrame:
+    def _contributions(self, ctx: StepContext, prepared: DataFrame | None,
+                       old: DataFrame | None) -> DataFrame:
         """The input delta's and the stored state's contributions to the accumulators:
         keys, time, then one column per hidden accumulator (see the module docstring)."""
         assert self.output is not None
@@ -312,7 +325,6 @@ class ReduceOp(Operator):
                     for n in self.hidden_names()]
             parts.append(ctx.spark.range(1).select(F.lit(ctx.as_of).cast("bigint").alias(TIME),
                                                        *zero))
-        old = None if ctx.first else self.output.read(upto=ctx.lower)
         if old is not None:
             names = self.full_names()
             old = self.selected(old, "state", lambda: [
@@ -362,10 +374,11 @@ class ReduceOp(Operator):
     def _sum_spark(self, j: int) -> T.DataType:
         return spark_type(self._sum_type(j))
 
-    def _updates(self, ctx: StepContext, prepared: DataFrame | None) -> DataFrame:
+    def _updates(self, ctx: StepContext, prepared: DataFrame | None, old: DataFrame | None
+                 ) -> DataFrame:
         """Retractions of the previous rows and insertions of the new rows at every
         interesting time of every touched key."""
-        parts = self._contributions(ctx, prepared)
+        parts = self._contributions(ctx, prepared, old)
         hidden = self.hidden_names()
         single = ctx.single_time and not self._extremes()
         if single:

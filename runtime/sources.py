@@ -43,18 +43,18 @@ class GetOp(Operator):
     def compute(self, ctx: StepContext) -> Delta | None:
         assert self.trace is not None
         if self.trace.errors is not None:  # a materialized view's errors are its readers'
-            self.errors = self._read(self.trace.errors, ctx)
-        return self._read(self.trace, ctx)
+            self.errors = self._read(self.trace.errors, ctx, "errors")
+        return self._read(self.trace, ctx, "rows")
 
-    @staticmethod
-    def _read(trace: Trace, ctx: StepContext) -> Delta | None:
-        """``trace``'s updates of the step (on the first step its snapshot at ``as_of``)."""
+    def _read(self, trace: Trace, ctx: StepContext, what: str) -> Delta | None:
+        """``trace``'s updates of the step (on the first step its snapshot at ``as_of``),
+        ``what`` naming the slot they are bound into."""
         rows = trace.rows_between(None if ctx.first else ctx.lower, ctx.upper)
         if ctx.first:
             df, count = trace.read_counted(upto=ctx.upper)
             return None if df is None else Delta(advance_times(df, ctx.as_of), rows,
                                                  count=count)
-        df, count = trace.read_counted(after=ctx.lower, upto=ctx.upper)
+        df, count = self.read_bound(ctx, what, trace, after=ctx.lower, upto=ctx.upper)
         return None if df is None else Delta(df, rows, count=count)
 
     def history(self, ctx: StepContext) -> DataFrame | None:
@@ -75,8 +75,8 @@ class GetOp(Operator):
         found = None if ctx.first else self.trace.matching(ctx.lower, f"c{column}", values)
         if found is None:
             return None
-        return Matched(arrow_frame(ctx.spark, found) if found.num_rows else None,
-                       found.num_rows, lambda c: pc.unique(found[f"c{c}"]))
+        return Matched(self.bound(ctx, ("matching", column), found) if found.num_rows
+                       else None, found.num_rows, lambda c: pc.unique(found[f"c{c}"]))
 
 
 @dataclass

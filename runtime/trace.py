@@ -166,6 +166,17 @@ class Trace:
         return self._reads[(after, upto)]
 
     def _read(self, after: int | None, upto: int | None) -> tuple[DataFrame | None, int | None]:
+        local, frames, count = self.read_parts(after, upto)
+        if local is not None:
+            frames.insert(0, arrow_frame(self.spark, local))
+        df = union_all(frames)
+        return df, (None if df is None else count)
+
+    def read_parts(self, after: int | None = None, upto: int | None = None
+                   ) -> tuple[pa.Table | None, list[DataFrame], int | None]:
+        """What ``read`` unites: the updates of the batches held in the driver, cut and
+        concatenated in Arrow (None: none), the plans of those held in Spark, and the exact
+        number of update rows of both when known without a Spark job."""
         tables, frames = [], []
         count: int | None = 0
         for batch in self.batches:
@@ -195,10 +206,7 @@ class Trace:
             count = None if count is None or low or high or not batch.leaf.exact \
                 else count + batch.leaf.rows
         local = pa.concat_tables(tables, promote_options="permissive") if tables else None
-        if local is not None and local.num_rows:
-            frames.insert(0, arrow_frame(self.spark, local))
-        df = union_all(frames)
-        return df, (None if df is None else count)
+        return (local if local is not None and local.num_rows else None), frames, count
 
     def values(self, after: int, upto: int, column: str) -> pa.Array | None:
         """The distinct values of ``column`` in the batches holding the updates with

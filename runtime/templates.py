@@ -1,0 +1,117 @@
+"""Plans built once: a small step of the same shape as the one before reuses its Spark plans,
+with the step's batches bound into placeholder leaves.
+
+Building a plan from Python costs a JVM call per DataFrame method, and in a classic session
+Spark analyses the whole plan again at each call: W1's step of about 40 calls spent 0.15-0.26 s
+there, more than its one Spark job. The driver-held batches a step reads (its input changes,
+the history read by key, a Reduce's state) enter its plans through ``Slot``s, placeholder leaves
+of fixed columns whose rows each step replaces; an operator builds its plans over them through
+``Operator.planned``, which returns the plans built the last time when their inputs are the
+same objects. A step whose inputs keep their shape so makes no DataFrame call at all, and its
+one job runs the plans of the first such step over the rows now bound (every collect runs
+its plan as a new query: ``jvm_plans.to_arrow``).
+
+A plan over slots reads whatever they hold when its job runs, so slots are bound only in a
+small step whose results all come back from the refresh's one job (``StepContext.job``) as
+batches in the driver: no plan over a slot outlives its step. Spark Connect sessions send each
+plan whole in one call and keep no JVM objects here: there batches are plain local frames.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pyarrow as pa
+from matview.runtime.arrow_frames import arrow_frame
+from matview.runtime.jvm_plans import columns, of_rows, select
+from matview.runtime.types import col
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.utils import is_remote
+
+LIVE = "_live"
+"""The column telling a slot's rows (true) from its padding (false)."""
+
+MIN_CAPACITY = 256
+"""The fewest rows a slot holds room for (a power of two: a new slot has room for the
+smallest power of two rows that holds its first batch)."""
+
+SHRINK = 16
+"""A slot with room for this many times a batch's rows gives way to a smaller one."""
+
+MAX_SLOT_ROWS = 1 << 16
+"""Batches larger than this are not bound into slots but made local frames of their own."""
+
+
+class Slot:
+    """A placeholder leaf: a local relation with room for ``capacity`` rows of ``schema``
+    whose rows ``bind`` replaces. Spark keeps a local relation's rows in an immutable
+    sequence; the slot's is a JVM array wrapped without a copy, which ``bind`` overwrites:
+    the batch's rows, then padding rows (NULLs, ``_live`` false) up to the capacity. Its
+    ``frame`` keeps the live rows, a filter that Spark's optimizer evaluates on the local rows
+    (``ConvertToLocalRelation``), so a job plans the slot as a local relation of just the
+    bound batch."""
+
+    def __init__(self, spark: SparkSession, schema: pa.Schema, capacity: int) -> None:
+        self.spark = spark
+        self.schema = schema
+        self.fields = _fields(schema)
+        self.capacity = capacity
+        jvm = spark._jvm  # type: ignore[attr-defined]
+        first = self._relation(schema.empty_table())
+        self.rows = spark.sparkContext._gateway.new_array(  # type: ignore[union-attr]
+            jvm.java.lang.Object, capacity)
+        first.data().copyToArray(self.rows)
+        relation = jvm.org.apache.spark.sql.catalyst.plans.logical.LocalRelation(
+            first.output(), jvm.scala.collection.immutable.ArraySeq.unsafeWrapArray(self.rows),
+            False, first.stream())
+        whole = DataFrame(of_rows(spark)(spark._jsparkSession, relation), spark)
+        self.frame = select(whole.where(col(LIVE)), columns(spark, *schema.names))
+
+    def fits(self, table: pa.Table) -> bool:
+        """Whether ``table`` is bound here: its columns are the slot's, it has room, and
+        not so much (``SHRINK`` times its rows) that padding would cost more than a new
+        slot."""
+        rows = table.num_rows
+        return (rows <= self.capacity and _fields(table.schema) == self.fields
+                and (self.capacity == MIN_CAPACITY or rows * SHRINK >= self.capacity))
+
+    def bind(self, table: pa.Table) -> None:
+        """Make ``table`` (which ``fits``) the slot's rows."""
+        self._relation(table).data().copyToArray(self.rows)
+
+    def _relation(self, table: pa.Table) -> Any:
+        """The JVM local relation of ``table``'s rows with ``_live`` true, padded up to the
+        capacity with dead rows."""
+        pad = self.capacity - table.num_rows
+        loose = pa.schema([f.with_nullable(True) for f in self.schema])
+        live = table.cast(loose).append_column(LIVE, pa.array([True] * table.num_rows,
+                                                              pa.bool_()))
+        dead = pa.table([*[pa.nulls(pad, f.type) for f in loose],
+                         pa.array([False] * pad, pa.bool_())], schema=live.schema)
+        padded = pa.concat_tables([live, dead])
+        return arrow_frame(self.spark, padded)._jdf.queryExecution().analyzed()
+
+
+def _fields(schema: pa.Schema) -> list[tuple[str, pa.DataType]]:
+    return [(f.name, f.type) for f in schema]
+
+
+def slot_for(slot: Slot | None, spark: SparkSession, table: pa.Table) -> Slot | None:
+    """``slot`` when ``table`` fits it, else a new slot with room for it (None: too large
+    to bind, or a Spark Connect session)."""
+    if is_remote() or table.num_rows > MAX_SLOT_ROWS:
+        return None
+    if slot is not None and slot.fits(table):
+        return slot
+    capacity = max(MIN_CAPACITY, 1 << max(table.num_rows - 1, 0).bit_length())
+    return Slot(spark, table.schema, capacity)
+
+
+def same(a: object, b: object) -> bool:
+    """Whether two plan inputs are the same: frames the same objects, tuples item by item,
+    other values equal."""
+    if isinstance(a, tuple) and isinstance(b, tuple):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+    if isinstance(a, DataFrame) or isinstance(b, DataFrame):
+        return a is b
+    return type(a) is type(b) and a == b

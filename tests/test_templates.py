@@ -1,0 +1,147 @@
+"""Plans built once (``runtime.templates``): a slot's frame reads the rows bound last, each
+collect of it included; a small step of the same shape as the one before reuses its plans
+(the frames the refresh's one job computes are the same objects) and makes no DataFrame
+call, while the views stay right and operators' row counts exact."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import pyarrow as pa
+import pytest
+from matview.runtime import one_job
+from matview.runtime.dataflow import operators
+from matview.runtime.join import JoinOp
+from matview.runtime.jvm_plans import to_arrow
+from matview.runtime.templates import MIN_CAPACITY, SHRINK, Slot, slot_for
+from pyspark.sql import DataFrame, SparkSession
+
+import matview
+
+
+def _table(rows: list[tuple[int, str]]) -> pa.Table:
+    return pa.table({"k": pa.array([r[0] for r in rows], pa.int64()),
+                     "v": pa.array([r[1] for r in rows], pa.string())})
+
+
+def _rows(df: DataFrame) -> list[tuple[int, str]]:
+    return sorted((r["k"], r["v"]) for r in to_arrow(df).to_pylist())
+
+
+def test_a_slot_frame_reads_the_rows_bound_last(spark: SparkSession) -> None:
+    """Plans over a slot, collected again after another batch is bound, read that batch
+    (the collect is a new query: Spark keeps the local rows of a query it ran)."""
+    first = _table([(1, "a"), (2, "b"), (3, None)])
+    slot = slot_for(None, spark, first)
+    assert isinstance(slot, Slot) and slot.capacity == MIN_CAPACITY
+    slot.bind(first)
+    grouped = slot.frame.groupBy("v").count().withColumnRenamed("count", "k")
+    plan = slot.frame.where("k > 1")
+    assert _rows(plan) == [(2, "b"), (3, None)]
+    assert sorted(r["k"] for r in to_arrow(grouped).to_pylist()) == [1, 1, 1]
+    second = _table([(5, "x"), (6, "x")])
+    assert slot_for(slot, spark, second) is slot
+    slot.bind(second)
+    assert _rows(plan) == [(5, "x"), (6, "x")]
+    assert to_arrow(grouped).to_pylist() == [{"v": "x", "k": 2}]
+    slot.bind(_table([]))
+    assert _rows(plan) == []
+
+
+def test_a_slot_grows_and_keeps_its_columns(spark: SparkSession) -> None:
+    """A batch larger than the slot, of other columns, or so much smaller that padding it
+    would cost more than a new slot, takes a new slot."""
+    slot = slot_for(None, spark, _table([(1, "a")]))
+    assert slot is not None
+    bigger = _table([(i, "a") for i in range(MIN_CAPACITY + 1)])
+    grown = slot_for(slot, spark, bigger)
+    assert grown is not slot and grown is not None and grown.capacity == 2 * MIN_CAPACITY
+    grown.bind(bigger)
+    assert len(_rows(grown.frame)) == MIN_CAPACITY + 1
+    other = pa.table({"k": pa.array([1], pa.int32()), "v": pa.array(["a"])})
+    assert slot_for(grown, spark, other) is not grown
+    bigger = _table([(i, "a") for i in range(SHRINK * MIN_CAPACITY + 1)])
+    big = slot_for(grown, spark, bigger)
+    assert big is not None and big.capacity == 2 * SHRINK * MIN_CAPACITY
+    small = slot_for(big, spark, _table([(1, "a")]))  # room for 32 times its rows: smaller
+    assert small is not None and small.capacity == MIN_CAPACITY
+
+
+@contextmanager
+def _dataframe_calls() -> Iterator[list[str]]:
+    """The DataFrame methods that build plans, called in the block."""
+    names = ["select", "where", "join", "unionByName", "groupBy", "withColumn", "observe",
+             "hint", "coalesce", "drop", "alias"]
+    called: list[str] = []
+    originals = {name: getattr(DataFrame, name) for name in names}
+
+    def counting(name: str):  # type: ignore[no-untyped-def]
+        def method(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+            called.append(name)
+            return originals[name](self, *args, **kwargs)
+        return method
+
+    for name in names:
+        setattr(DataFrame, name, counting(name))
+    try:
+        yield called
+    finally:
+        for name, original in originals.items():
+            setattr(DataFrame, name, original)
+
+
+def test_a_step_of_the_same_shape_reuses_its_plans(
+        spark: SparkSession, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A GROUP BY over a join: from the third small step on (the second binds its slots and
+    builds the plans over them), each step's one job computes the same frame objects as the
+    step before and no DataFrame method runs, while the view equals its expected rows and
+    the join's row count in EXPLAIN ANALYZE's figures is exact."""
+    wanted: list[list[DataFrame]] = []
+    run = one_job.OneJob.run
+
+    def recording(self: one_job.OneJob) -> None:
+        wanted.append([frame for frame, _ in self.wanted])
+        run(self)
+
+    monkeypatch.setattr(one_job.OneJob, "run", recording)
+    con = matview.connect(clock=0, spark=spark, refresh="incremental")
+    con.execute("CREATE TABLE customers (id INT, region TEXT)")
+    con.execute("CREATE TABLE orders (id INT, cust INT, amount BIGINT)")
+    con.insert("customers", [(i, f"r{i % 5}") for i in range(100)])
+    con.insert("orders", [(i, i % 100, i) for i in range(1_000)])
+    con.execute("CREATE MATERIALIZED VIEW v AS SELECT c.region, count(*) AS n, "
+                "sum(o.amount) AS total FROM orders o JOIN customers c ON o.cust = c.id "
+                "GROUP BY c.region")
+    live = {i: (i % 100, i) for i in range(1_000)}
+    joined, previous = 0, []
+    for step in range(5):
+        new = range(1_000 + step * 10, 1_010 + step * 10)
+        gone = range(step * 10, step * 10 + 10)
+        with con.transaction():
+            con.delete("orders", [(i, *live.pop(i)) for i in gone])
+            con.insert("orders", [(i, i % 100, i) for i in new])
+        live.update({i: (i % 100, i) for i in new})
+        joined += len(gone) + len(new)
+        wanted.clear()
+        with _dataframe_calls() as called:
+            rows = con.execute("SELECT * FROM v").fetchall()
+        expected: dict[str, list[int]] = {}
+        for cust, amount in live.values():
+            group = expected.setdefault(f"r{cust % 5}", [0, 0])
+            group[0] += 1
+            group[1] += amount
+        assert sorted(rows) == sorted((k, n, t) for k, (n, t) in expected.items())
+        frames = [frame for job in wanted for frame in job]
+        if step >= 2:
+            assert called == [], (step, called)
+            assert len(frames) == len(previous) and all(
+                a is b for a, b in zip(frames, previous)), step
+        previous = frames
+    flow = con._engine_for_use().catalog.entries["v"].dataflow
+    assert flow is not None
+    join = [op for op in operators(flow.root) if isinstance(op, JoinOp)]
+    assert len(join) == 1
+    # the first step joined the 1,000 orders; every later step its 20 changed orders
+    assert join[0].meter.rows == 1_000 + joined
+

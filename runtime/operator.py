@@ -15,7 +15,9 @@ Every operator also keeps a ``Meter`` of what it did over the committed steps of
 output rows adds no Spark job: a delta whose exact size is known without one (``Delta.count``)
 is counted as it is; any other is observed (``DataFrame.observe``) and its count read, without
 waiting, once the job that computed it has run, which may be after the step committed (a
-dataflow's output kept as it is is computed by its readers).
+dataflow's output kept as it is is computed by its readers). A small step reusing its plans
+(``runtime.templates``) observes by a name of the operator's, whose count the step's job
+reads (``jvm_plans.RowCounts``): PySpark's ``Observation`` serves one query only.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from matview.runtime.one_job import OneJob
 from matview.runtime.templates import Slot, same, slot_for
 from matview.runtime.updates import Leaf, row_count, union_all
 from pyspark.sql import Column, DataFrame, Observation, SparkSession
+from pyspark.sql.utils import is_remote
 
 if TYPE_CHECKING:
     from matview.runtime.trace import Trace
@@ -376,7 +379,8 @@ class Operator:
         stack.append(0.0)
         try:
             out = self.compute(ctx)
-            named = self._observed if templated(ctx) else None
+            # by name in classic sessions (the collect reads the counts from its query)
+            named = self._observed if templated(ctx) and not is_remote() else None
             return self.meter.stage(time.perf_counter() - start - stack[-1], out, named)
         finally:
             stack.pop()

@@ -98,29 +98,35 @@ def to_arrow(df: DataFrame, nullable: bool = False) -> pa.Table:
 class RowCounts:
     """Row counts of frames observed by name (``DataFrame.observe(name, ...)``), read from
     the job that computed them: a frame observed once and reused by later steps' plans
-    cannot carry PySpark's single-use ``Observation``."""
+    cannot carry PySpark's single-use ``Observation``. Each name waits for a count while its
+    ``owner`` lives and has not taken it: a dataflow dropped with a step staged leaves no
+    name for later collects to look up."""
 
     def __init__(self) -> None:
-        self.pending: dict[str, int | None] = {}
+        self.pending: dict[str, tuple[weakref.ref[Any], int | None]] = {}
 
-    def expect(self, name: str) -> None:
-        self.pending[name] = None
+    def expect(self, name: str, owner: object) -> None:
+        self.pending[name] = (weakref.ref(owner), None)
 
     def read(self, query: Any) -> None:
         """Take the counts of the pending names from ``query`` (a JVM Dataset), which ran."""
-        if not self.pending:
+        for name in [n for n, (owner, _) in self.pending.items() if owner() is None]:
+            del self.pending[name]
+        waiting = [n for n, (_, count) in self.pending.items() if count is None]
+        if not waiting:
             return
         metrics = query.queryExecution().observedMetrics()
-        for name in [n for n, v in self.pending.items() if v is None]:
+        for name in waiting:
             found = metrics.get(name)
             if found.isDefined():
                 row = found.get()
-                self.pending[name] = int(row.getLong(0)) if row.length() else 0
+                self.pending[name] = (self.pending[name][0],
+                                      int(row.getLong(0)) if row.length() else 0)
 
     def take(self, name: str) -> int:
         """The count of ``name`` (0 when no job computed it: Spark's optimizer left its
         frame out) and forget it."""
-        return self.pending.pop(name, None) or 0
+        return self.pending.pop(name, (None, None))[1] or 0
 
 
 row_counts = RowCounts()

@@ -34,7 +34,7 @@ from matview.ir.types import SqlType
 from matview.runtime.arrow_frames import arrow_frame
 from matview.runtime.jvm_plans import columns, row_counts, select
 from matview.runtime.one_job import OneJob
-from matview.runtime.templates import Slot, same, slot_for
+from matview.runtime.templates import MAX_SLOT_ROWS, Slot, same, slot_for
 from matview.runtime.updates import Leaf, row_count, union_all
 from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql.utils import is_remote
@@ -227,7 +227,7 @@ class Meter:
                 known = count
             elif named is not None:
                 frame, name = named(delta.df)
-                row_counts.expect(name)
+                row_counts.expect(name, self)
                 self._staged = (seconds, 0, name)
                 return replace(delta, frame=frame, leaf=None)
             else:
@@ -334,13 +334,16 @@ class Operator:
         return slot.frame
 
     def read_bound(self, ctx: StepContext, key: object, trace: Trace,
-                   after: int | None = None, upto: int | None = None
-                   ) -> tuple[DataFrame | None, int | None]:
+                   after: int | None = None, upto: int | None = None,
+                   most: int = MAX_SLOT_ROWS) -> tuple[DataFrame | None, int | None]:
         """``trace.read_counted(after, upto)``, the updates it holds in the driver ``bound``
-        into this operator's slot ``key``."""
+        into this operator's slot ``key`` when they are at most ``most`` rows (else the
+        trace's own read, which readers of the same range share)."""
         if not templated(ctx):
             return trace.read_counted(after, upto)
         local, frames, count = trace.read_parts(after, upto)
+        if local is not None and local.num_rows > most:
+            return trace.read_counted(after, upto)
         parts = ([] if local is None else [self.bound(ctx, key, local)]) + frames
         df = self.planned(("read", key), tuple(parts), lambda: union_all(parts))
         return df, (None if df is None else count)

@@ -14,6 +14,11 @@ from matview.runtime.types import update_schema
 from matview.runtime.updates import advance_times
 from pyspark.sql import DataFrame
 
+HISTORY_SLOT_ROWS = 4_096
+"""A history read whole whose driver-held updates are at most this many rows is bound into
+a slot (its readers' plans are then built once); a larger one is the trace's own read,
+shared by the readers of the same range (binding it would copy it to the JVM each step)."""
+
 
 @dataclass
 class GetOp(Operator):
@@ -59,7 +64,8 @@ class GetOp(Operator):
 
     def history(self, ctx: StepContext) -> DataFrame | None:
         assert self.trace is not None
-        return None if ctx.first else self.trace.read(upto=ctx.lower)
+        return None if ctx.first else self.read_bound(ctx, "history", self.trace,
+                                                      upto=ctx.lower, most=HISTORY_SLOT_ROWS)[0]
 
     def history_rows(self, ctx: StepContext) -> int | None:
         assert self.trace is not None

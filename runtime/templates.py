@@ -84,10 +84,10 @@ class Slot:
         capacity with dead rows."""
         pad = self.capacity - table.num_rows
         loose = pa.schema([f.with_nullable(True) for f in self.schema])
-        live = table.cast(loose).append_column(LIVE, pa.array([True] * table.num_rows,
-                                                              pa.bool_()))
+        live = table.cast(loose).append_column(LIVE, pa.repeat(pa.scalar(True),
+                                                               table.num_rows))
         dead = pa.table([*[pa.nulls(pad, f.type) for f in loose],
-                         pa.array([False] * pad, pa.bool_())], schema=live.schema)
+                         pa.repeat(pa.scalar(False), pad)], schema=live.schema)
         padded = pa.concat_tables([live, dead])
         return arrow_frame(self.spark, padded)._jdf.queryExecution().analyzed()
 

@@ -21,6 +21,7 @@ from matview.ir.intervals import Interval, shift
 from matview.ir.types import (
     BOOLEAN,
     DATE,
+    DOUBLE,
     INT,
     INTEGER_KINDS,
     MZ_TIMESTAMP,
@@ -305,6 +306,14 @@ register(Function("mul", _product, lambda a, b: a * b, lambda F, a, b: a * b, (2
 
 register(Function("div", _numeric, _divide, lambda F, a, b: a / b, (2, 2), "/",
                   typed_spark=_spark_divide, may_fail=True))
+def _real(types: list[SqlType]) -> SqlType:
+    _numeric(types)
+    return DOUBLE
+
+
+# The square root of a non-negative number, for stddev (ir/aggregates.py). SQL's sqrt() is not
+# bound: Spark answers NaN for a negative argument where PostgreSQL raises an error.
+register(Function("sqrt", _real, math.sqrt, lambda F, a: F.sqrt(a), (1, 1)))
 register(Function("mod", _numeric, _modulo, lambda F, a, b: a % b, (2, 2), "%", may_fail=True))
 register(Function("neg", _same, lambda a: -a, lambda F, a: -a, (1, 1), "-", may_fail=True))
 

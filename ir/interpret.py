@@ -17,6 +17,7 @@ from itertools import product
 from math import prod
 from typing import Any
 
+from matview.ir import aggregates
 from matview.ir.evaluate import DECIMAL_CONTEXT, cast_value, evaluate, promote, subquery_runner
 from matview.ir.linear_logic import BOTTOM, join_function, steps_logic
 from matview.ir.relation import (
@@ -122,29 +123,17 @@ def _reduce(rel: Reduce, rows: Counter[Row]) -> Counter[Row]:
 def _aggregate(
     agg: Aggregate, members: list[tuple[Row, int]], types: tuple[SqlType, ...]
 ) -> object:
-    """``agg`` over the rows of one group, each ``(row, multiplicity)``: count and sum weigh
-    each non-NULL value by its multiplicity, min and max see the rows present (multiplicity
-    above 0)."""
+    """``agg`` over the rows of one group, each ``(row, multiplicity)``: its registered
+    meaning (``ir/aggregates.py``) over the non-NULL values with their multiplicities."""
     if agg.expr is None:
         return sum(mult for _, mult in members)
     evaluated = [(evaluate(agg.expr, row, types), mult) for row, mult in members]
     pairs: list[tuple[Any, int]] = [(value, mult) for value, mult in evaluated if value is not None]
-    count = sum(mult for _, mult in pairs)
-    if agg.func == "count":
-        return count
-    if agg.func == "sum":
-        if count == 0:
-            return None
-        with localcontext(DECIMAL_CONTEXT):
-            # Sorted, so that a DOUBLE sum does not depend on the order of the rows.
-            total = sum(sorted(value * mult for value, mult in pairs))
-        return cast_value(total, agg.type(types))
-    present = [value for value, mult in pairs if mult > 0]
-    if agg.func == "min":
-        return min(present, default=None)
-    if agg.func == "max":
-        return max(present, default=None)
-    raise ValueError(f"unknown aggregate {agg.func}")
+    fn = aggregates.maintained(agg.func)
+    assert fn.python is not None
+    with localcontext(DECIMAL_CONTEXT):
+        value = fn.python(pairs)
+    return cast_value(value, agg.type(types)) if fn.sums_values and value is not None else value
 
 
 def _topk(rel: TopK, rows: Counter[Row]) -> Counter[Row]:

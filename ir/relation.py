@@ -11,8 +11,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from matview.ir import aggregates
 from matview.ir.scalar import Call, Col, Scalar, type_of
-from matview.ir.types import BIGINT, NUMERIC_MAX, Kind, SqlType
+from matview.ir.types import BIGINT, SqlType
 
 
 @dataclass(frozen=True)
@@ -242,29 +243,22 @@ def input_at(offsets: Sequence[int], column: int) -> int:
     return max(i for i, off in enumerate(offsets) if off <= column)
 
 
-AGGREGATES = ("count", "sum", "min", "max")
+AGGREGATES = tuple(name for name, fn in aggregates.REGISTRY.items()
+                   if fn.maintenance is not aggregates.Maintenance.DERIVED)
+"""The aggregates a ``Reduce`` computes (``ir/aggregates.py``: SUMMED and EXTREME)."""
 
 
 @dataclass(frozen=True)
 class Aggregate:
-    """An aggregate: ``func`` of ``expr`` over a group; ``expr`` None means ``count(*)``."""
+    """An aggregate: ``func`` (a SUMMED or EXTREME aggregate of ``ir/aggregates.py``) of
+    ``expr`` over a group; ``expr`` None means ``count(*)``."""
 
     func: str
     expr: Scalar | None
 
     def type(self, input_types: Sequence[SqlType]) -> SqlType:
-        if self.func == "count":
-            return BIGINT
-        assert self.expr is not None
-        arg = type_of(self.expr, input_types)
-        if self.func == "sum":
-            if arg.kind is Kind.INT:
-                return BIGINT
-            if arg.kind is Kind.BIGINT:
-                return NUMERIC_MAX
-            if arg.kind is Kind.NUMERIC:
-                return replace(arg, precision=38)
-        return arg
+        arg = None if self.expr is None else type_of(self.expr, input_types)
+        return aggregates.lookup(self.func).returns(arg)
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ Every decision about state and join paths is made here, once; the runtime and EX
 from __future__ import annotations
 
 from matview.ir import physical
+from matview.ir.aggregates import Maintenance, maintained
 from matview.ir.linear_logic import is_temporal_steps
 from matview.ir.relation import (
     Constant,
@@ -65,7 +66,8 @@ class _Lowering:
         if isinstance(rel, Reduce):
             values = physical.Arrangement(
                 op, "values", "the input values of min/max by group key"
-            ) if any(a.func in ("min", "max") for a in rel.aggregates) else None
+            ) if any(maintained(a.func).maintenance is Maintenance.EXTREME
+                     for a in rel.aggregates) else None
             output = physical.Arrangement(
                 op, "output", "the output rows by group key, with their accumulators")
             return physical.Reduce(op, rel, inputs, output, values)

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 import pyarrow as pa
+from matview.ir.aggregates import Maintenance, maintained
 from matview.ir.relation import Aggregate
 from matview.ir.scalar import Scalar, may_fail
 from matview.ir.types import SqlType
@@ -93,17 +94,18 @@ class ReduceOp(Operator):
         return [f"k{i}" for i in range(len(self.group_key))]
 
     def _accumulated(self) -> list[int]:
-        return [j for j, a in enumerate(self.aggregates) if a.func in ("count", "sum")
-                and a.expr is not None]
+        return [j for j, a in enumerate(self.aggregates)
+                if maintained(a.func).maintenance is Maintenance.SUMMED and a.expr is not None]
 
     def _extremes(self) -> list[int]:
-        return [j for j, a in enumerate(self.aggregates) if a.func in ("min", "max")]
+        return [j for j, a in enumerate(self.aggregates)
+                if maintained(a.func).maintenance is Maintenance.EXTREME]
 
     def hidden_names(self) -> list[str]:
         names = ["cnt"]
         for j in self._accumulated():
             names.append(f"n{j}")
-            if self.aggregates[j].func == "sum":
+            if maintained(self.aggregates[j].func).sums_values:
                 names.append(f"s{j}")
         return names
 
@@ -115,7 +117,7 @@ class ReduceOp(Operator):
         """``output``: its rows with their hidden accumulators; ``values``: the group key and
         the argument of each min/max aggregate."""
         if what == "values":
-            return len(self.group_key) + sum(a.func in ("min", "max") for a in self.aggregates)
+            return len(self.group_key) + len(self._extremes())
         return len(self.full_names())
 
     def _full_types(self) -> list[T.DataType]:
@@ -181,8 +183,8 @@ class ReduceOp(Operator):
                        & (col(TIME) <= col("x_time")), "inner", ctx.small)
         counted = (valid.groupBy(*[f"x_{k}" for k in self._keys], "x_time", *args)
                    .agg(F.sum(DIFF).alias("m")).where(col("m") > 0))
-        extremes = [(F.min if self.aggregates[j].func == "min" else F.max)(f"a{j}").alias(f"e{j}")
-                    for j in self._extremes()]
+        extremes = [F.call_function(str(maintained(self.aggregates[j].func).spark), col(f"a{j}"))
+                    .alias(f"e{j}") for j in self._extremes()]
         return counted.groupBy(*[f"x_{k}" for k in self._keys], "x_time").agg(*extremes)
 
     def compute(self, ctx: StepContext) -> Delta | None:
@@ -350,7 +352,7 @@ class ReduceOp(Operator):
         for j in self._accumulated():
             present = col(f"a{j}").isNotNull()
             delta.append(F.when(present, col(DIFF)).otherwise(0).alias(f"n{j}"))
-            if self.aggregates[j].func == "sum":
+            if maintained(self.aggregates[j].func).sums_values:
                 weighted = col(f"a{j}").cast(self._sum_spark(j)) * col(DIFF)
                 delta.append(F.when(present, weighted).alias(f"s{j}"))
         return delta
@@ -457,12 +459,13 @@ class ReduceOp(Operator):
 
         row: dict[str, Column] = {k: col(k) for k in self._keys}
         for j, agg in enumerate(self.aggregates):
-            if agg.func == "count":
-                value = acc("cnt") if agg.expr is None else acc(f"n{j}")
-            elif agg.func == "sum":
+            fn = maintained(agg.func)
+            if fn.maintenance is Maintenance.EXTREME:
+                value = col(f"{prefix}e{j}")
+            elif fn.sums_values:
                 value = F.when(acc(f"n{j}") > 0, acc(f"s{j}"))
             else:
-                value = col(f"{prefix}e{j}")
+                value = acc("cnt") if agg.expr is None else acc(f"n{j}")
             row[f"v{j}"] = value.cast(spark_type(self.types[len(self._keys) + j]))
         for name in self.hidden_names():
             row[name] = acc(name)

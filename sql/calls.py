@@ -58,7 +58,7 @@ _FIELD_CALLS = (DatePartCall, DateTruncCall)
 they take two arguments."""
 
 _AGGREGATE_ARITY = (1, 1)
-"""Arguments of ``count``, ``sum``, ``avg``, ``min`` and ``max`` (``count(*)``: one, ``*``)."""
+"""Arguments of every aggregate bound (``count(*)``: one, ``*``)."""
 
 _MANY = 1000
 """An arity bound from which a function is described as taking "at least" its minimum."""
@@ -135,7 +135,9 @@ def bind_call(binder: ExprBinder, node: exp.Expr) -> TypedScalar:
                      lambda a, b: f"operator does not exist: {a} = {b}")
         return call("nullif", args, node)
     if isinstance(node, exp.Filter):
-        raise UnsupportedError.at("FILTER clauses of aggregates are not supported yet", node)
+        check_call(node.this)
+        raise UnsupportedError.at(f"FILTER is not supported on {function_name(node.this)}",
+                                  node)
     if isinstance(node, exp.AggFunc):
         raise UnsupportedError.at(
             f"aggregate function {function_name(node)} is not supported yet", node)

@@ -97,6 +97,10 @@ CALL_NAMES: dict[type[exp.Expr], frozenset[str]] = {
     exp.Nullif: frozenset({"nullif"}), exp.Mod: frozenset({"mod"}),
     exp.Count: frozenset({"count"}), exp.Sum: frozenset({"sum"}), exp.Avg: frozenset({"avg"}),
     exp.Min: frozenset({"min"}), exp.Max: frozenset({"max"}),
+    exp.LogicalAnd: frozenset({"bool_and"}), exp.LogicalOr: frozenset({"bool_or"}),
+    exp.Variance: frozenset({"variance", "var_samp"}), exp.VariancePop: frozenset({"var_pop"}),
+    exp.Stddev: frozenset({"stddev"}), exp.StddevSamp: frozenset({"stddev_samp"}),
+    exp.StddevPop: frozenset({"stddev_pop"}),
     exp.Explode: frozenset({"unnest"}),
     exp.ExplodingGenerateSeries: frozenset({"generate_series"}),
 }

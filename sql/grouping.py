@@ -1,10 +1,14 @@
 """GROUP BY and aggregates: the keys and aggregate calls of a ``Reduce``, and the binding of
 the expressions evaluated on its output (select list, HAVING, ORDER BY).
 
-``avg(x)`` is not a ``Reduce`` aggregate: it becomes ``sum(x)`` and ``count(x)`` there and
-``CAST(sum AS DOUBLE) / CAST(NULLIF(count, 0) AS DOUBLE)`` above it.
+An aggregate is bound by its entry in ``ir/aggregates.py``: a ``Reduce`` computes count,
+sum, min and max; the others (avg, bool_and, bool_or, the variances and standard deviations)
+become an expression above the ``Reduce`` over the counts and sums it computes (``avg(x)`` is
+``CAST(sum(x) AS DOUBLE) / CAST(NULLIF(count(x), 0) AS DOUBLE)``). ``f(x) FILTER (WHERE c)``
+is ``f(CASE WHEN c THEN x END)`` (``count(*)``'s ``x`` is TRUE).
 
-``f(DISTINCT x)`` (count, sum, avg; min and max ignore DISTINCT) aggregates each group's
+``f(DISTINCT x)`` (those whose value over distinct values differs: not min, max, bool_and,
+bool_or) aggregates each group's
 distinct values of ``x``. With keys ``K`` over input ``R``, distinct arguments ``x_1..x_n``
 and plain arguments ``y_1..y_p``, one ``Reduce`` over a union computes every aggregate:
 
@@ -21,10 +25,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from matview.ir import aggregates
 from matview.ir.plans import compute
 from matview.ir.relation import Aggregate, Reduce, Relation, Union
-from matview.ir.scalar import Call, Cast, Col, Lit, Scalar, type_of
-from matview.ir.types import BIGINT, BOOLEAN, DOUBLE, Kind
+from matview.ir.scalar import Case, Col, Lit, Scalar, type_of
+from matview.ir.types import BOOLEAN
+from matview.sql import calls
 from matview.sql.coerce import TypedScalar
 from matview.sql.errors import SqlError, SqlTypeError, UnknownObjectError, UnsupportedError
 from matview.sql.names import normalize
@@ -86,6 +92,7 @@ class GroupedBinder(ExprBinder):
         self.keys = [k.expr for k in keys]
         self.key_types = [k.type for k in keys]
         self.inner = ExprBinder(scope, "aggregate function calls cannot be nested")
+        self.filter = ExprBinder(scope, "aggregate functions are not allowed in FILTER")
         self.aggregates: list[tuple[Aggregate, bool]] = []
         """The aggregates of the ``Reduce``, each with whether it reads distinct values."""
 
@@ -104,28 +111,47 @@ class GroupedBinder(ExprBinder):
             f'column "{self.scope.qualified_name(index)}" must appear in the GROUP BY clause '
             "or be used in an aggregate function", node)
 
-    def aggregate(self, node: exp.AggFunc) -> TypedScalar:
+    def aggregate(self, node: exp.Expr) -> TypedScalar:
+        """The aggregate call ``node`` (an ``exp.Filter`` around it when it has a FILTER
+        clause): a registered aggregate (``ir/aggregates.py``) of its argument, which under
+        ``FILTER (WHERE c)`` is ``CASE WHEN c THEN x END`` (``count(*)``'s ``x`` is TRUE):
+        every aggregate ignores NULL arguments."""
+        condition = None
+        if isinstance(node, exp.Filter):
+            calls.check_call(node.this)
+            where = node.expression
+            condition = self.filter.predicate(where.this, "FILTER")
+            node = node.this
         assert isinstance(node, AGGREGATES)
-        func, argument = node.key, node.this
+        name, argument = calls.function_name(node), node.this
+        fn = aggregates.lookup(name)
         distinct = isinstance(argument, exp.Distinct)
         if distinct:
             if len(argument.expressions) != 1:
                 raise UnsupportedError.at(
-                    f"{func}(DISTINCT ...) of several arguments is not supported", node)
+                    f"{name}(DISTINCT ...) of several arguments is not supported", node)
+            if not fn.distinct:
+                raise UnsupportedError.at(f"{name}(DISTINCT ...) is not supported yet", node)
             argument = argument.expressions[0]
-            distinct = func not in ("min", "max")  # the same over distinct values
+            distinct = not fn.same_over_distinct
         if isinstance(node, exp.Count) and (argument is None or isinstance(argument, exp.Star)):
-            return self._add(Aggregate("count", None), False)
-        arg = self.inner.bind(argument)
-        untyped = func in ("min", "max") and arg.type.kind is Kind.NULL
-        if untyped or func in ("sum", "avg") and not arg.type.is_numeric:
-            raise SqlTypeError.at(f"function {func}({arg.type}) does not exist", node)
-        if func != "avg":
-            return self._add(Aggregate(func, arg.expr), distinct)
-        total = Cast(self._add(Aggregate("sum", arg.expr), distinct).expr, DOUBLE)
-        count = Call("nullif", (self._add(Aggregate("count", arg.expr), distinct).expr,
-                                Lit(0, BIGINT)))
-        return TypedScalar(Call("div", (total, Cast(count, DOUBLE))), DOUBLE)
+            if condition is None:
+                return self._add(Aggregate("count", None), False)
+            arg = TypedScalar(Lit(True, BOOLEAN), BOOLEAN)
+        else:
+            arg = self.inner.bind(argument)
+        if not fn.accepts(arg.type):
+            raise SqlTypeError.at(f"function {name}({arg.type}) does not exist", node)
+        if condition is not None:
+            arg = TypedScalar(Case(((condition.expr, arg.expr),), Lit(None, arg.type)),
+                              arg.type)
+        if fn.derive is None:
+            return self._add(Aggregate(fn.name, arg.expr), distinct)
+
+        def add(func: str, expr: Scalar | None) -> Scalar:
+            return self._add(Aggregate(func, expr), distinct).expr
+
+        return TypedScalar(fn.derive(arg.expr, arg.type, add), fn.returns(arg.type))
 
     def _add(self, aggregate: Aggregate, distinct: bool) -> TypedScalar:
         if (aggregate, distinct) not in self.aggregates:

@@ -55,7 +55,10 @@ NEGATED = {"eq": "ne", "ne": "eq", "lt": "ge", "le": "gt", "gt": "le", "ge": "lt
 """Each comparison's negation: ``NOT (a op b)`` is ``a NEGATED[op] b``, NULL when either is."""
 SYMBOLS = {"add": "+", "sub": "-", "mul": "*", "div": "/", "mod": "%", "eq": "=", "ne": "<>",
            "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
-AGGREGATES = (exp.Count, exp.Sum, exp.Avg, exp.Min, exp.Max)
+AGGREGATES = (exp.Count, exp.Sum, exp.Avg, exp.Min, exp.Max, exp.LogicalAnd, exp.LogicalOr,
+              exp.Variance, exp.VariancePop, exp.Stddev, exp.StddevSamp, exp.StddevPop)
+"""The aggregate calls the binder binds (``ir/aggregates.py`` registers each by the names of
+``dialect.CALL_NAMES``)."""
 SUBQUERIES = (exp.Subquery, exp.Exists, exp.Any, exp.All)
 """The nodes of a subquery in an expression (``IN`` holds its query as an ``exp.Subquery``;
 ``x op ANY (...)`` as an ``exp.Any``, ``ALL`` as an ``exp.All``)."""
@@ -83,7 +86,8 @@ class ExprBinder:
         handler = _HANDLERS.get(type(node))
         if handler is not None:
             return handler(self, node)
-        if isinstance(node, AGGREGATES):
+        if isinstance(node, AGGREGATES) or (
+                isinstance(node, exp.Filter) and isinstance(node.this, AGGREGATES)):
             return self.aggregate(node)
         found = table_call(node)
         if found is not None:
@@ -102,8 +106,9 @@ class ExprBinder:
         """Column ``index`` of the scope's row, referenced by ``node``."""
         return TypedScalar(Col(index), self.scope.types[index])
 
-    def aggregate(self, node: exp.AggFunc) -> TypedScalar:
-        """An aggregate call; not allowed here (see ``grouping.GroupedBinder``)."""
+    def aggregate(self, node: exp.Expr) -> TypedScalar:
+        """An aggregate call (``exp.Filter`` when it has a FILTER clause); not allowed here
+        (see ``grouping.GroupedBinder``)."""
         raise SqlError.at(self.aggregate_error, node)
 
     def _column(self, node: exp.Column) -> TypedScalar:

@@ -105,7 +105,7 @@ def _own_aggregates(node: exp.Expr) -> list[exp.Expr]:
         return []
     if isinstance(node, exp.In) and node.args.get("query") is not None:
         return _own_aggregates(node.this)
-    own = [node] if isinstance(node, exp.AggFunc) else []
+    own = [node] if isinstance(node, (exp.AggFunc, exp.Filter)) else []
     return own + [a for child in node.iter_expressions() for a in _own_aggregates(child)]
 
 

@@ -64,7 +64,9 @@ def build(node: physical.Operator, spark: SparkSession, trace_of: Callable[[str]
     op = _operator(node, inputs, trace_of, limit, max_join_rows)
     for arrangement in node.state():
         assert hasattr(op, arrangement.what), f"{op.kind} cannot own {arrangement.what}"
-        setattr(op, arrangement.what, Trace(spark, op.arrangement_arity(arrangement.what)))
+        setattr(op, arrangement.what, Trace(
+            spark, op.arrangement_arity(arrangement.what),
+            local_rows=op.arrangement_local_rows(arrangement.what)))
     return op
 
 
@@ -140,15 +142,28 @@ class PendingStep:
         spark = self.dataflow.spark
         rows, errors = not _held(self.delta), not _held(self.errors)
         if rows and errors:
-            self.job.want(consolidate(self._merged()), self._split)
+            assert self.errors is not None
+            self.job.want(self._consolidated(
+                "merged", (None if self.delta is None else self.delta.df, self.errors.df),
+                self._merged), self._split)
         elif rows:
             assert self.delta is not None
-            self.job.want(consolidate(self.delta.df),
+            delta = self.delta.df
+            self.job.want(self._consolidated("rows", (delta,), lambda: delta),
                           lambda table: self._got.update(rows=stored_or_none(spark, table)))
         elif errors:
             assert self.errors is not None
-            self.job.want(consolidate(self.errors.df),
+            failed = self.errors.df
+            self.job.want(self._consolidated("errors", (failed,), lambda: failed),
                           lambda table: self._got.update(errors=stored_or_none(spark, table)))
+
+    def _consolidated(self, what: str, inputs: tuple[DataFrame | None, ...],
+                      make: Callable[[], DataFrame]) -> DataFrame:
+        """``consolidate(make())``, made once for the same ``inputs`` (kept by the root
+        operator, ``Operator.planned``): a step of the same shape as a recent one wants the
+        same frame."""
+        return self.dataflow.root.planned(("consolidated", what), inputs,
+                                          lambda: consolidate(make()))
 
     def _merged(self) -> DataFrame:
         """The output updates and the errors as one batch of rows with ``_err``."""

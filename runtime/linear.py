@@ -62,6 +62,11 @@ from pyspark.sql import types as T
 LOWER = "_lower"
 UPPER = "_upper"
 """Hidden columns of the validity bounds of rows past a temporal filter (NULL: no bound)."""
+PENDING_HELD_ROWS = 1_000_000
+"""A large step's updates that wait for a temporal filter's ``upper`` are held in the driver
+up to this many rows (the window's rows: a minute of events, say), so that each step releases
+its due updates by an Arrow cut and not by a filter over a Spark batch, a new plan every
+step."""
 
 
 class Pipeline:
@@ -416,8 +421,8 @@ class LinearOp(Operator):
         parts: list[DataFrame] = []
         rows = 0
         count: int | None = 0
-        released, released_count = (None, 0) if ctx.first else self.pending.read_counted(
-            after=ctx.lower, upto=ctx.upper)
+        released, released_count = (None, 0) if ctx.first else self.read_bound(
+            ctx, "released", self.pending, after=ctx.lower, upto=ctx.upper)
         if released is not None:
             parts.append(released)
             rows += self.pending.rows_between(ctx.lower, ctx.upper)
@@ -459,10 +464,20 @@ class LinearOp(Operator):
                     rows += stats["now"]
                     count = None if count is None else count + stats["now"]
                 if stats["later"]:
-                    self._staged = (Leaf(leaf_df.where(~due), stats["later"]), stats["first"],
-                                    stats["last"], ctx.upper)
-        df = union_all(parts)
+                    self._staged = (self._later_leaf(ctx, leaf_df.where(~due), stats["later"]),
+                                    stats["first"], stats["last"], ctx.upper)
+        df = self.planned("temporal", tuple(parts), lambda: union_all(parts))
         return None if df is None else Delta(df, rows, count=count)
+
+    @staticmethod
+    def _later_leaf(ctx: StepContext, later: DataFrame, rows: int) -> Leaf:
+        """A large step's updates that must wait, as a batch of the pending arrangement:
+        fetched into the driver when at most ``PENDING_HELD_ROWS`` (one job), where each
+        step cuts the updates it releases in Arrow and binds them into its plans; else
+        held in Spark."""
+        if rows > PENDING_HELD_ROWS:
+            return Leaf(later, rows)
+        return stored(ctx.spark, to_arrow(later), local_rows=PENDING_HELD_ROWS)
 
     def _due_now(self, ctx: StepContext, out: DataFrame) -> DataFrame:
         """A small step's output ``out`` split without a job of its own: the updates due by
@@ -472,11 +487,13 @@ class LinearOp(Operator):
         read those batches again rather than an earlier job's work."""
         assert ctx.job is not None
         if self.checks:
-            out, failed = split_errors(out)
+            out, failed = self.planned("split", (out,), lambda: split_errors(out))
             self.errors = Delta(failed, None)
-        due = col(TIME) <= ctx.upper
-        ctx.job.want(out.where(~due), lambda later: self._wait(ctx, later))
-        return out.where(due)
+        upper = self.clock(ctx)[1]
+        later, due = self.planned("due", (out, upper), lambda: (
+            out.where(col(TIME) > upper), out.where(col(TIME) <= upper)))
+        ctx.job.want(later, lambda rows: self._wait(ctx, rows))
+        return due
 
     def _wait(self, ctx: StepContext, later: pa.Table) -> None:
         """Stage ``later``, this step's updates due after ``upper``, for the pending
@@ -548,6 +565,9 @@ class LinearOp(Operator):
         if rows is None or any(isinstance(s, FlatMap) for s in self.steps):
             return None
         return 2 * rows if self.temporal else rows  # an insertion and a retraction each
+
+    def arrangement_local_rows(self, what: str) -> int:
+        return PENDING_HELD_ROWS
 
     def commit(self) -> None:
         if self._staged is not None and self.pending is not None:

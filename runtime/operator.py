@@ -35,8 +35,9 @@ from matview.runtime.arrow_frames import arrow_frame
 from matview.runtime.jvm_plans import columns, row_counts, select
 from matview.runtime.one_job import OneJob
 from matview.runtime.templates import MAX_SLOT_ROWS, Slot, same, slot_for
-from matview.runtime.updates import Leaf, row_count, union_all
+from matview.runtime.updates import LOCAL_LEAF_ROWS, Leaf, row_count, union_all
 from pyspark.sql import Column, DataFrame, Observation, SparkSession
+from pyspark.sql import functions as F
 from pyspark.sql.utils import is_remote
 
 if TYPE_CHECKING:
@@ -68,6 +69,10 @@ class StepContext:
         """The first and last time the step's updates may have: the state batch it adds
         covers them."""
         return (self.as_of if self.first else self.lower + 1, self.upper)
+
+
+PLANS_KEPT = 4
+"""The plans ``Operator.planned`` keeps for each of an operator's keys, most recent first."""
 
 
 def templated(ctx: StepContext) -> bool:
@@ -292,27 +297,37 @@ class Operator:
     one text column (the message), or None: errors are data (``runtime.checked``)."""
     _built: dict[object, Any] = field(default_factory=dict, init=False, repr=False,
                                       compare=False)
-    _planned: dict[object, tuple[tuple[object, ...], Any]] = field(
+    _planned: dict[object, list[tuple[tuple[object, ...], Any]]] = field(
         default_factory=dict, init=False, repr=False, compare=False)
     _slots: dict[tuple[object, int], Slot] = field(
         default_factory=dict, init=False, repr=False, compare=False)
     _bound_in: tuple[StepContext, dict[object, int]] | None = field(
         default=None, init=False, repr=False, compare=False)
     """The step binding slots now, and how many batches it bound for each key."""
+    _clock_in: tuple[StepContext, tuple[Column, Column]] | None = field(
+        default=None, init=False, repr=False, compare=False)
+    """The step whose times ``clock`` bound, and its columns."""
     _appends: list[tuple[Trace, Leaf | None, int, int]] = field(
         default_factory=list, init=False, repr=False, compare=False)
     """The batches the current step adds to the arrangements this operator owns."""
 
     def planned(self, key: object, inputs: tuple[object, ...], make: Callable[[], T]) -> T:
-        """What ``make`` returned the last time this operator asked for ``key``, when its
-        ``inputs`` were the same (``templates.same``: frames the same objects), else what it
-        returns now. ``make`` builds plans from ``inputs`` alone (and what the operator
-        ``built``): over slots (``bound``) a small step of the same shape as the last one
-        reuses its plans and makes no DataFrame call (``runtime.templates``)."""
-        last = self._planned.get(key)
-        if last is None or not same(last[0], inputs):
-            last = self._planned[key] = (inputs, make())
-        return last[1]  # type: ignore[no-any-return]
+        """What ``make`` returned when this operator last asked for ``key`` with the same
+        ``inputs`` (``templates.same``: frames the same objects), among its last
+        ``PLANS_KEPT`` asks for ``key``; else what it returns now. ``make`` builds plans from
+        ``inputs`` alone (and what the operator ``built``): over slots (``bound``) a small
+        step of the same shape as one of the last few reuses its plans and makes no
+        DataFrame call (``runtime.templates``), also when steps of a few shapes alternate
+        (a temporal filter's steps with and without new rows)."""
+        kept = self._planned.setdefault(key, [])
+        for i, (seen, made) in enumerate(kept):
+            if same(seen, inputs):
+                kept.insert(0, kept.pop(i))
+                return made  # type: ignore[no-any-return]
+        made = make()
+        kept.insert(0, (inputs, made))
+        del kept[PLANS_KEPT:]
+        return made
 
     def bound(self, ctx: StepContext, key: object, table: pa.Table) -> DataFrame:
         """``table`` (a batch the driver holds) as a frame of the step: in a ``templated``
@@ -332,6 +347,22 @@ class Operator:
         self._slots[(key, seen[key])] = slot
         slot.bind(table)
         return slot.frame
+
+    def clock(self, ctx: StepContext) -> tuple[Column, Column]:
+        """The step's ``lower`` and ``upper`` times as columns of its plans. In a
+        ``templated`` step (classic session) each is a scalar subquery over a one-row slot
+        bound with the step's times, so plans comparing times with them are the same every
+        step (Spark reads local rows for such a subquery, with no job of its own); else
+        literals."""
+        if not templated(ctx) or is_remote():
+            return F.lit(ctx.lower), F.lit(ctx.upper)
+        if self._clock_in is None or self._clock_in[0] is not ctx:
+            times = pa.table({"lower": pa.array([ctx.lower], pa.int64()),
+                              "upper": pa.array([ctx.upper], pa.int64())})
+            frame = self.bound(ctx, "clock", times)
+            self._clock_in = (ctx, self.planned("clock", (frame,), lambda: (
+                frame.select("lower").scalar(), frame.select("upper").scalar())))
+        return self._clock_in[1]
 
     def read_bound(self, ctx: StepContext, key: object, trace: Trace,
                    after: int | None = None, upto: int | None = None,
@@ -422,6 +453,11 @@ class Operator:
     def arrangement_arity(self, what: str) -> int:
         """The columns (besides time and diff) of the arrangement ``what`` it owns."""
         return self.arity
+
+    def arrangement_local_rows(self, what: str) -> int:
+        """The most rows a batch of the arrangement ``what`` it owns keeps in the driver
+        when merged there (``Trace.local_rows``)."""
+        return LOCAL_LEAF_ROWS
 
     def stage(self, trace: Trace, leaf: Leaf | None, ctx: StepContext) -> None:
         """Add ``leaf`` to ``trace``, an arrangement this operator owns, as the batch of the

@@ -25,7 +25,7 @@ import pyarrow as pa
 from matview.runtime.arrow_frames import arrow_frame
 from matview.runtime.jvm_plans import columns, of_rows, select
 from matview.runtime.types import col
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql.utils import is_remote
 
 LIVE = "_live"
@@ -108,10 +108,10 @@ def slot_for(slot: Slot | None, spark: SparkSession, table: pa.Table) -> Slot | 
 
 
 def same(a: object, b: object) -> bool:
-    """Whether two plan inputs are the same: frames the same objects, tuples item by item,
-    other values equal."""
+    """Whether two plan inputs are the same: frames and columns the same objects, tuples
+    item by item, other values equal."""
     if isinstance(a, tuple) and isinstance(b, tuple):
         return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
-    if isinstance(a, DataFrame) or isinstance(b, DataFrame):
+    if isinstance(a, DataFrame | Column) or isinstance(b, DataFrame | Column):
         return a is b
     return type(a) is type(b) and a == b

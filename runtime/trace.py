@@ -28,6 +28,7 @@ from matview.runtime.jvm_plans import to_arrow
 from matview.runtime.types import col, column_names
 from matview.runtime.updates import (
     DIFF,
+    LOCAL_LEAF_ROWS,
     SMALL_BATCH_ROWS,
     TIME,
     Leaf,
@@ -81,9 +82,12 @@ class Batch:
 class Trace:
     """The arranged updates of one collection, shared by every reader of the collection."""
 
-    def __init__(self, spark: SparkSession, arity: int, copy_rows: int = 0) -> None:
+    def __init__(self, spark: SparkSession, arity: int, copy_rows: int = 0,
+                 local_rows: int = LOCAL_LEAF_ROWS) -> None:
         self.spark = spark
         self.arity = arity
+        self.local_rows = local_rows
+        """Batches merged in the driver stay there up to this many rows (``stored``)."""
         self.copy_rows = copy_rows
         """Update rows of batches held in Spark that the trace also keeps in the driver
         (``Leaf.copy``), at most: a table's trace checks writes against them in Arrow,
@@ -379,7 +383,7 @@ class Trace:
             times = pc.max_element_wise(table[TIME], pa.scalar(self.since, pa.int64()))
             table = table.set_column(table.column_names.index(TIME), TIME, times)
             table = consolidated_arrow(table)
-            leaf = stored_or_none(self.spark, table)
+            leaf = stored_or_none(self.spark, table, self.local_rows)
         else:
             merged = union_all([b.leaf.df for b in merging])
             assert merged is not None

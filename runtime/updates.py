@@ -197,21 +197,22 @@ def consolidated_arrow(table: pa.Table) -> pa.Table:
     return summed.select(table.column_names)
 
 
-def stored(spark: SparkSession, table: pa.Table) -> Leaf:
-    """Update rows held in the driver as a leaf: a local relation when small (and free of
-    arrays), else checkpointed into the executors, the Arrow rows kept as the leaf's
-    ``copy`` (a trace keeping no copies drops it)."""
+def stored(spark: SparkSession, table: pa.Table, local_rows: int = LOCAL_LEAF_ROWS) -> Leaf:
+    """Update rows held in the driver as a leaf: a local relation when at most
+    ``local_rows`` (and free of arrays), else checkpointed into the executors, the Arrow rows
+    kept as the leaf's ``copy`` (a trace keeping no copies drops it)."""
     nested = any(pa.types.is_nested(f.type) for f in table.schema)
-    if table.num_rows > LOCAL_LEAF_ROWS or nested:
+    if table.num_rows > local_rows or nested:
         # Arrow cannot group by nested values (arrays), so their consolidation runs in Spark
         return Leaf(checkpointed(arrow_frame(spark, table)), table.num_rows,
                     copy=None if nested else normalized(table))
     return Leaf(None, table.num_rows, normalized(table), spark)
 
 
-def stored_or_none(spark: SparkSession, table: pa.Table) -> Leaf | None:
+def stored_or_none(spark: SparkSession, table: pa.Table,
+                   local_rows: int = LOCAL_LEAF_ROWS) -> Leaf | None:
     """``table`` as a leaf (``stored``); None when it holds no rows."""
-    return stored(spark, table) if table.num_rows else None
+    return stored(spark, table, local_rows) if table.num_rows else None
 
 
 def materialize(spark: SparkSession, df: DataFrame, small: bool) -> Leaf | None:

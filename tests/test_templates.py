@@ -91,12 +91,8 @@ def _dataframe_calls() -> Iterator[list[str]]:
             setattr(DataFrame, name, original)
 
 
-def test_a_step_of_the_same_shape_reuses_its_plans(
-        spark: SparkSession, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A GROUP BY over a join: from the third small step on (the second binds its slots and
-    builds the plans over them), each step's one job computes the same frame objects as the
-    step before and no DataFrame method runs, while the view equals its expected rows and
-    the join's row count in EXPLAIN ANALYZE's figures is exact."""
+def _wanted_frames(monkeypatch: pytest.MonkeyPatch) -> list[list[DataFrame]]:
+    """The frames each run of a refresh's one job computes, one list per run, from now on."""
     wanted: list[list[DataFrame]] = []
     run = one_job.OneJob.run
 
@@ -105,6 +101,16 @@ def test_a_step_of_the_same_shape_reuses_its_plans(
         run(self)
 
     monkeypatch.setattr(one_job.OneJob, "run", recording)
+    return wanted
+
+
+def test_a_step_of_the_same_shape_reuses_its_plans(
+        spark: SparkSession, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A GROUP BY over a join: from the third small step on (the second binds its slots and
+    builds the plans over them), each step's one job computes the same frame objects as the
+    step before and no DataFrame method runs, while the view equals its expected rows and
+    the join's row count in EXPLAIN ANALYZE's figures is exact."""
+    wanted = _wanted_frames(monkeypatch)
     con = matview.connect(clock=0, spark=spark, refresh="incremental")
     con.execute("CREATE TABLE customers (id INT, region TEXT)")
     con.execute("CREATE TABLE orders (id INT, cust INT, amount BIGINT)")
@@ -145,3 +151,40 @@ def test_a_step_of_the_same_shape_reuses_its_plans(
     # the first step joined the 1,000 orders; every later step its 20 changed orders
     assert join[0].meter.rows == 1_000 + joined
 
+
+
+def test_a_temporal_filter_reuses_its_plans_when_steps_alternate(
+        spark: SparkSession, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A sliding window (W3's shape): steps inserting events alternate with steps that
+    only move the clock and release the events leaving the window. The filter compares
+    times with the step's bounds read from a slot (``Operator.clock``), its due updates come
+    from the pending arrangement held in the driver and bound into a slot, and operators
+    keep the plans of their last few shapes (``PLANS_KEPT``): once both shapes have run,
+    each step's one job computes the same frames as the step two before and no DataFrame
+    method runs. The view holds the events in its window after every step."""
+    wanted = _wanted_frames(monkeypatch)
+    con = matview.connect(clock=1_000, spark=spark, refresh="incremental")
+    con.execute("CREATE TABLE events (id INT, ts BIGINT)")
+    con.execute("CREATE MATERIALIZED VIEW recent AS SELECT id, ts FROM events "
+                "WHERE mz_now() >= ts AND mz_now() < ts + 50")
+    assert con.execute("SELECT * FROM recent").fetchall() == []
+    events: list[tuple[int, int]] = []
+    frames_of: list[list[DataFrame]] = []
+    for step in range(12):
+        clock = 1_000 + 10 * (step + 1)
+        con.advance_time(clock)
+        if step % 2 == 0:  # they leave the window together, five steps later
+            new = [(10 * step + j, clock - 2 * j) for j in range(5)]
+            con.insert("events", new)
+            events += new
+        wanted.clear()
+        with _dataframe_calls() as called:
+            rows = con.execute("SELECT * FROM recent").fetchall()
+        assert sorted(rows) == sorted(e for e in events if e[1] <= clock < e[1] + 50), step
+        frames_of.append([frame for job in wanted for frame in job])
+        if step >= 7:
+            assert called == [], (step, called)
+            before = frames_of[step - 2]
+            assert len(frames_of[step]) == len(before) and all(
+                a is b for a, b in zip(frames_of[step], before)), step
+    con.close()

@@ -4,6 +4,7 @@
     python -m bench w1 --orders 10000000 --batches 20
     python -m bench w1 --changes 1000000 --refresh incremental   # rewrites, never recomputed
     python -m bench w2 --session connect
+    python -m bench w1 --session user          # in a SparkSession with Spark's defaults
     python -m bench w3 --events 1000000
     python -m bench tpch --sf 0.1
     python -m bench tpch22 --sf 0.1            # the 22 TPC-H queries: created? RF1/RF2 steps
@@ -25,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from matview.runtime.session import DEFAULT_CONFIG, start_session
+from pyspark.sql import SparkSession
 
 from bench.report import table
 from bench.run import run_workload
@@ -55,6 +57,18 @@ def _workloads(args: argparse.Namespace) -> list[Workload]:
     return out
 
 
+def _session(kind: str, overrides: dict[str, str]) -> SparkSession:
+    """The session a run uses: matview's own (``classic``), a local Spark Connect server
+    (``connect``), or a user's: Spark's default settings (``user``; ``--conf`` applies), the
+    session passed to ``matview.connect(spark=...)`` and the one the Spark baseline queries."""
+    if kind != "user":
+        return start_session(config=overrides, connect=kind == "connect")
+    builder = SparkSession.builder.master("local[2]").appName("user")
+    for key, value in overrides.items():
+        builder = builder.config(key, value)
+    return builder.getOrCreate()
+
+
 def _environment(session: str, overrides: dict[str, str]) -> dict[str, Any]:
     from importlib.metadata import version
 
@@ -63,7 +77,7 @@ def _environment(session: str, overrides: dict[str, str]) -> dict[str, Any]:
         "machine": {"platform": platform.platform(), "python": platform.python_version(),
                     "cpus": __import__("os").cpu_count()},
         "packages": packages, "session": session,
-        "config": {**DEFAULT_CONFIG, **overrides},
+        "config": overrides if session == "user" else {**DEFAULT_CONFIG, **overrides},
         "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
 
@@ -71,7 +85,7 @@ def _environment(session: str, overrides: dict[str, str]) -> dict[str, Any]:
 def _config(session: str, overrides: dict[str, str]) -> int:
     from bench import config
 
-    spark = start_session(config=overrides, connect=session == "connect")
+    spark = _session(session, overrides)
     figures = config.measure(spark)
     RESULTS.mkdir(exist_ok=True)
     path = RESULTS / f"config-{session}.json"
@@ -85,7 +99,7 @@ def _config(session: str, overrides: dict[str, str]) -> int:
 def _tpch22(args: argparse.Namespace, overrides: dict[str, str]) -> int:
     from bench import tpch22
 
-    spark = start_session(config=overrides, connect=args.session == "connect")
+    spark = _session(args.session, overrides)
     result = tpch22.run(spark, sf=args.sf, seed=args.seed, refresh=args.refresh)
     RESULTS.mkdir(exist_ok=True)
     path = RESULTS / f"tpch22-{args.session}.json"
@@ -102,7 +116,9 @@ def main(argv: list[str] | None = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("workload",
                         choices=["quick", "w1", "w2", "w3", "tpch", "tpch22", "config"])
-    parser.add_argument("--session", choices=["classic", "connect"], default="classic")
+    parser.add_argument("--session", choices=["classic", "connect", "user"],
+                        default="classic", help="user: a SparkSession with Spark's defaults, "
+                        "passed to matview.connect(spark=...)")
     parser.add_argument("--batches", type=int, default=None,
                         help="batches stepped one at a time (default 20; TPC-H 10)")
     parser.add_argument("--catchup", type=int, default=20,
@@ -127,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.workload == "tpch22":
         return _tpch22(args, overrides)
     workloads = _workloads(args)
-    spark = start_session(config=overrides, connect=args.session == "connect")
+    spark = _session(args.session, overrides)
     results = []
     for workload in workloads:
         print(f"running {workload.name} {workload.params}", file=sys.stderr, flush=True)

@@ -1,15 +1,41 @@
-"""Query expressions: WITH, UNION [ALL] and parenthesized queries around SELECT blocks.
+"""Query expressions: WITH, UNION, INTERSECT and EXCEPT [ALL], and parenthesized queries
+around SELECT blocks.
 
 A chain of UNION ALL becomes one ``Union`` over all operands (each cast to the column types
 common to all); UNION also removes duplicates with a ``Reduce`` over every column.
+
+``A INTERSECT|EXCEPT [ALL] B`` counts each row's copies in ``A`` and in ``B`` with one
+``Reduce`` over every column (NULLs equal, as SQL's set operations have them) and repeats
+each row as many times as the operation keeps (``repeat_row``):
+
+    n(r) = min(a, b)           INTERSECT ALL        a = copies of r in A,  b = in B
+         = a - b               EXCEPT ALL           (kept when n(r) > 0)
+         = 1 if a > 0 and b > 0 else 0              INTERSECT
+         = 1 if a > 0 and b = 0 else 0              EXCEPT
+
+    Linear[map n; filter n > 0; repeat_row(n); project r](
+        Reduce_r,count(a),count(b)(π_{r, TRUE, NULL}(A) ⊎ π_{r, NULL, TRUE}(B)))
+
+The ``Reduce`` keeps the two counts per row and the ``Linear`` is linear, so a change to
+either side touches only the rows it changes, deletions included.
 """
 
 from __future__ import annotations
 
 from matview.ir.plans import compute
-from matview.ir.relation import Reduce, Relation, Union
-from matview.ir.scalar import Col
-from matview.ir.types import SqlType, common_type
+from matview.ir.relation import (
+    Aggregate,
+    Filter,
+    Linear,
+    Map,
+    Project,
+    Reduce,
+    Relation,
+    Repeat,
+    Union,
+)
+from matview.ir.scalar import Call, Case, Col, Lit, Scalar, conjoin
+from matview.ir.types import BIGINT, BOOLEAN, SqlType, common_type
 from matview.sql.coerce import TypedScalar, cast
 from matview.sql.context import Context
 from matview.sql.errors import SqlError, SqlTypeError, UnsupportedError
@@ -29,7 +55,7 @@ def bind_query(node: exp.Expr, ctx: Context) -> Query:
     if isinstance(node, exp.Union):
         return _bind_union(node, ctx)
     if isinstance(node, (exp.Intersect, exp.Except)):
-        raise UnsupportedError.at(f"{node.key.upper()} is not supported yet", node)
+        return _bind_counted(node, ctx)
     if isinstance(node, exp.Subquery):
         inner = bind_query(node.this, ctx)
         if not any(node.args.get(k) for k in ("order", "limit", "offset")):
@@ -70,25 +96,59 @@ def _with_ctes(node: exp.Expr, ctx: Context) -> Context:
 
 
 def _bind_union(node: exp.Union, ctx: Context) -> Query:
-    nodes = _operands(node)
-    operands = [subquery(op, ctx, "a UNION operand") for op in nodes]
+    plans, names = _bound_operands(node, _operands(node), ctx)
+    plan: Relation = Union(plans)
+    if node.args.get("distinct"):
+        plan = Reduce(plan, tuple(Col(i) for i in range(len(names))), ())
+    return _ordered(node, plan, names)
+
+
+def _bind_counted(node: exp.Intersect | exp.Except, ctx: Context) -> Query:
+    """INTERSECT or EXCEPT [ALL]: each row repeated as many times as the operation keeps it,
+    from its copies on each side (the module docstring)."""
+    (left, right), names = _bound_operands(node, [node.this, node.expression], ctx)
+    arity = len(names)
+    row = [Col(i) for i in range(arity)]
+    present, absent = Lit(True, BOOLEAN), Lit(None, BOOLEAN)
+    tagged = Union((compute(left, [*row, present, absent]),
+                    compute(right, [*row, absent, present])))
+    counts = Reduce(tagged, tuple(row), (Aggregate("count", Col(arity)),
+                                         Aggregate("count", Col(arity + 1))))
+    a, b = Col(arity), Col(arity + 1)
+    zero, one = Lit(0, BIGINT), Lit(1, BIGINT)
+    copies: Scalar
+    if node.args.get("distinct"):
+        other = Call("gt" if isinstance(node, exp.Intersect) else "eq", (b, zero))
+        copies = Case(((conjoin([Call("gt", (a, zero)), other]), one),), zero)
+    elif isinstance(node, exp.Intersect):
+        copies = Case(((Call("lt", (a, b)), a),), b)
+    else:
+        copies = Call("sub", (a, b))
+    n = Col(arity + 2)
+    plan = Linear(counts, (Map((copies,)), Filter((Call("gt", (n, zero)),)), Repeat(n),
+                           Project(tuple(range(arity)))))
+    return _ordered(node, plan, names)
+
+
+def _bound_operands(node: exp.Expr, nodes: list[exp.Expr], ctx: Context
+                    ) -> tuple[tuple[Relation, ...], tuple[str, ...]]:
+    """The operands of a set operation, each cast to the column types common to all, and
+    the first's column names."""
+    word = node.key.upper()
+    operands = [subquery(op, ctx, f"a {word} operand") for op in nodes]
     arity = len(operands[0].column_names)
     for op, query in zip(nodes, operands, strict=True):
         if len(query.column_names) != arity:
-            raise SqlError.at("each UNION query must have the same number of columns", op)
+            raise SqlError.at(f"each {word} query must have the same number of columns", op)
     types = list(operands[0].plan.types)
     for query in operands[1:]:
         for i, t in enumerate(query.plan.types):
             try:
                 types[i] = common_type(types[i], t)
             except TypeError:
-                raise SqlTypeError.at(f"UNION types {types[i]} and {t} cannot be matched",
+                raise SqlTypeError.at(f"{word} types {types[i]} and {t} cannot be matched",
                                       node) from None
-    plans = tuple(_cast_columns(q.plan, types) for q in operands)
-    plan: Relation = Union(plans)
-    if node.args.get("distinct"):
-        plan = Reduce(plan, tuple(Col(i) for i in range(arity)), ())
-    return _ordered(node, plan, operands[0].column_names)
+    return tuple(_cast_columns(q.plan, types) for q in operands), operands[0].column_names
 
 
 def _operands(node: exp.Union) -> list[exp.Expr]:

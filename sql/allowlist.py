@@ -51,10 +51,7 @@ ALLOWED: dict[type[exp.Expr], frozenset[str]] = {
 }
 """Per node kind, the arguments the binder reads (the others must be unset)."""
 
-REFUSED: dict[type[exp.Expr], str] = {
-    exp.Rollup: "GROUP BY ROLLUP clauses", exp.Cube: "GROUP BY CUBE clauses",
-    exp.GroupingSets: "GROUPING SETS", exp.Window: "window functions",
-}
+REFUSED: dict[type[exp.Expr], str] = {exp.Window: "window functions"}
 """Node kinds the binder does not implement (refused before grouping looks for aggregates,
 which would otherwise take a subquery's or a window's aggregate for the query's own)."""
 

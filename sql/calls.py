@@ -88,7 +88,7 @@ def check_call(node: exp.Expr) -> None:
     elif type(node) in _FIELD_CALLS:
         check_arity(node, (2, 2))
     elif isinstance(node, exp.AggFunc) and type(node) in CALL_NAMES:
-        check_arity(node, _AGGREGATE_ARITY)
+        check_arity(node, (1, _MANY) if isinstance(node, exp.Grouping) else _AGGREGATE_ARITY)
 
 
 def check_arity(node: exp.Expr, arity: tuple[int, int], given: int | None = None) -> None:

@@ -100,7 +100,7 @@ CALL_NAMES: dict[type[exp.Expr], frozenset[str]] = {
     exp.LogicalAnd: frozenset({"bool_and"}), exp.LogicalOr: frozenset({"bool_or"}),
     exp.Variance: frozenset({"variance", "var_samp"}), exp.VariancePop: frozenset({"var_pop"}),
     exp.Stddev: frozenset({"stddev"}), exp.StddevSamp: frozenset({"stddev_samp"}),
-    exp.StddevPop: frozenset({"stddev_pop"}),
+    exp.StddevPop: frozenset({"stddev_pop"}), exp.Grouping: frozenset({"grouping"}),
     exp.Explode: frozenset({"unnest"}),
     exp.ExplodingGenerateSeries: frozenset({"generate_series"}),
 }

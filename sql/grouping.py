@@ -23,13 +23,13 @@ need no join.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from matview.ir import aggregates
 from matview.ir.plans import compute
 from matview.ir.relation import Aggregate, Reduce, Relation, Union
-from matview.ir.scalar import Case, Col, Lit, Scalar, type_of
-from matview.ir.types import BOOLEAN
+from matview.ir.scalar import Call, Case, Col, Lit, Scalar, type_of
+from matview.ir.types import BIGINT, BOOLEAN, INT
 from matview.sql import calls
 from matview.sql.coerce import TypedScalar
 from matview.sql.errors import SqlError, SqlTypeError, UnknownObjectError, UnsupportedError
@@ -44,22 +44,69 @@ def has_aggregate(node: exp.Expr) -> bool:
     return any(isinstance(sub, exp.AggFunc) for sub in node.walk())
 
 
+MAX_GROUPING_SETS = 4096
+"""As PostgreSQL: more grouping sets than this are refused."""
+
+
 def group_keys(
     group: exp.Group, scope: Scope, select_items: Sequence[tuple[str, exp.Expr]]
-) -> list[TypedScalar]:
-    """The distinct GROUP BY keys over the FROM clause's row. As in PostgreSQL an item may be
-    an expression, a select-list position, or the name of a select item that is no input
-    column (``()`` is no key); ``select_items`` are the select list's (name, expression)
-    pairs."""
+) -> tuple[list[TypedScalar], list[tuple[int, ...]] | None]:
+    """The distinct GROUP BY keys over the FROM clause's row and, when the clause has
+    ``ROLLUP``, ``CUBE`` or ``GROUPING SETS``, its grouping sets as positions among the keys
+    (None: one set of every key). As in PostgreSQL a key may be an expression, a
+    select-list position, or the name of a select item that is no input column (``()`` is
+    no key); ``select_items`` are the select list's (name, expression) pairs. The sets are
+    the product of the items' choices: a key is in every set, ``ROLLUP (a, b)`` chooses
+    ``(a, b), (a), ()``, ``CUBE`` every subset, ``GROUPING SETS`` its listed sets."""
     binder = ExprBinder(scope, "aggregate functions are not allowed in GROUP BY")
     keys: list[TypedScalar] = []
-    for item in group.expressions:
-        if isinstance(item, exp.Tuple) and not item.expressions:
-            continue
+
+    def position(item: exp.Expr) -> int:
         key = binder.bind(_select_item(item, scope, select_items))
         if key not in keys:
             keys.append(key)
-    return keys
+        return keys.index(key)
+
+    sets: list[tuple[int, ...]] = [()]
+    for item in group.expressions:
+        product = [(*s, *c) for s in sets for c in _choices(item, position)]
+        if len(product) > MAX_GROUPING_SETS:
+            raise SqlError.at(f"too many grouping sets present (maximum {MAX_GROUPING_SETS})",
+                              item)
+        sets = product
+    if not any(isinstance(i, (exp.Rollup, exp.Cube, exp.GroupingSets))
+               for i in group.expressions):
+        return keys, None  # GROUP BY DISTINCT of one set is GROUP BY
+    if group.args.get("all") is False:
+        raise UnsupportedError.at("GROUP BY DISTINCT with grouping sets is not supported yet",
+                                  group)
+    return keys, [tuple(dict.fromkeys(s)) for s in sets]
+
+
+def _choices(item: exp.Expr, position: Callable[[exp.Expr], int]) -> list[tuple[int, ...]]:
+    """The key positions each grouping set may take from GROUP BY ``item``."""
+    if isinstance(item, exp.Rollup):
+        parts = [_group_of(e, position) for e in item.expressions]
+        return [tuple(p for part in parts[:n] for p in part)
+                for n in range(len(parts), -1, -1)]
+    if isinstance(item, exp.Cube):
+        parts = [_group_of(e, position) for e in item.expressions]
+        return [tuple(p for i, part in enumerate(parts) if mask >> i & 1 for p in part)
+                for mask in range((1 << len(parts)) - 1, -1, -1)]
+    if isinstance(item, exp.GroupingSets):
+        return [c for e in item.expressions for c in (
+            _choices(e, position) if isinstance(e, (exp.Rollup, exp.Cube, exp.GroupingSets))
+            else [_group_of(e, position)])]
+    return [_group_of(item, position)]
+
+
+def _group_of(item: exp.Expr, position: Callable[[exp.Expr], int]) -> tuple[int, ...]:
+    """The key positions of one element: ``(a, b)`` several, ``()`` none."""
+    if isinstance(item, exp.Tuple):
+        return tuple(position(e) for e in item.expressions)
+    if isinstance(item, exp.Paren):
+        return _group_of(item.this, position)
+    return (position(item),)
 
 
 def _select_item(
@@ -85,19 +132,26 @@ def _select_item(
 
 class GroupedBinder(ExprBinder):
     """Binds expressions evaluated on a ``Reduce``'s output: a row of the ``keys`` then of the
-    aggregates collected in ``aggregates`` while binding."""
+    aggregates collected in ``aggregates`` while binding. With grouping ``sets`` (positions
+    among the keys) the row is the keys (NULL where its set has none), the set's index
+    (BIGINT, which ``grouping()`` reads), then the aggregates: ``reduce`` unites one
+    ``Reduce`` per set."""
 
-    def __init__(self, scope: Scope, keys: Sequence[TypedScalar]) -> None:
+    def __init__(self, scope: Scope, keys: Sequence[TypedScalar],
+                 sets: Sequence[tuple[int, ...]] | None = None) -> None:
         super().__init__(scope, "aggregate function calls cannot be nested")
         self.keys = [k.expr for k in keys]
         self.key_types = [k.type for k in keys]
+        self.sets = None if sets is None else list(sets)
+        self.width = len(self.keys) + (0 if sets is None else 1)
+        """Columns before the aggregates."""
         self.inner = ExprBinder(scope, "aggregate function calls cannot be nested")
         self.filter = ExprBinder(scope, "aggregate functions are not allowed in FILTER")
         self.aggregates: list[tuple[Aggregate, bool]] = []
         """The aggregates of the ``Reduce``, each with whether it reads distinct values."""
 
     def bind(self, node: exp.Expr) -> TypedScalar:
-        if not has_aggregate(node):
+        if not has_aggregate(node):  # grouping() is an aggregate call to sqlglot
             inner = self.inner.bind(node)
             if inner.expr in self.keys:
                 return TypedScalar(Col(self.keys.index(inner.expr)), inner.type)
@@ -153,16 +207,54 @@ class GroupedBinder(ExprBinder):
 
         return TypedScalar(fn.derive(arg.expr, arg.type, add), fn.returns(arg.type))
 
+    def grouping(self, node: exp.Grouping) -> TypedScalar:
+        """``grouping(a, b, ...)``: an integer whose bits, the last argument's lowest, are 1
+        for the arguments the row's grouping set does not group by."""
+        positions = []
+        for argument in node.expressions:
+            key = self.inner.bind(argument).expr
+            if key not in self.keys:
+                raise SqlError.at("arguments to GROUPING must be grouping expressions of the "
+                                  "associated query level", argument)
+            positions.append(self.keys.index(key))
+
+        def bits(grouped: Sequence[int]) -> Lit:
+            value = sum(1 << i for i, p in enumerate(reversed(positions)) if p not in grouped)
+            return Lit(value, INT)
+
+        if self.sets is None:
+            return TypedScalar(bits(range(len(self.keys))), INT)
+        which = Col(len(self.keys))
+        return TypedScalar(Case(tuple((Call("eq", (which, Lit(i, BIGINT))), bits(s))
+                                      for i, s in enumerate(self.sets[:-1])),
+                                bits(self.sets[-1])), INT)
+
     def _add(self, aggregate: Aggregate, distinct: bool) -> TypedScalar:
         if (aggregate, distinct) not in self.aggregates:
             self.aggregates.append((aggregate, distinct))
-        position = len(self.keys) + self.aggregates.index((aggregate, distinct))
+        position = self.width + self.aggregates.index((aggregate, distinct))
         return TypedScalar(Col(position), aggregate.type(self.scope.types))
 
     def reduce(self, rel: Relation) -> Relation:
         """The ``Reduce`` of ``rel`` by the keys computing the aggregates bound so far (over a
-        union when some read distinct values: see the module docstring)."""
-        keys = tuple(self.keys)
+        union when some read distinct values: see the module docstring); with grouping sets,
+        the union of one per set, each row padded to the keys with NULLs and marked with its
+        set's index."""
+        if self.sets is None:
+            return self._reduce(rel, tuple(self.keys))
+        parts: list[Relation] = []
+        for i, grouped in enumerate(self.sets):
+            part = self._reduce(rel, tuple(self.keys[p] for p in grouped))
+            row: list[Scalar] = [Col(grouped.index(k)) if k in grouped
+                                 else Lit(None, self.key_types[k])
+                                 for k in range(len(self.keys))]
+            row += [Lit(i, BIGINT), *[Col(len(grouped) + j)
+                                      for j in range(len(self.aggregates))]]
+            parts.append(compute(part, row))
+        return parts[0] if len(parts) == 1 else Union(tuple(parts))
+
+    def _reduce(self, rel: Relation, keys: tuple[Scalar, ...]) -> Relation:
+        """The ``Reduce`` of ``rel`` by ``keys`` computing the aggregates bound so far."""
         if not any(distinct for _, distinct in self.aggregates):
             return Reduce(rel, keys, tuple(a for a, _ in self.aggregates))
         types = rel.types

@@ -86,6 +86,8 @@ class ExprBinder:
         handler = _HANDLERS.get(type(node))
         if handler is not None:
             return handler(self, node)
+        if isinstance(node, exp.Grouping):
+            return self.grouping(node)
         if isinstance(node, AGGREGATES) or (
                 isinstance(node, exp.Filter) and isinstance(node.this, AGGREGATES)):
             return self.aggregate(node)
@@ -105,6 +107,11 @@ class ExprBinder:
     def column(self, index: int, node: exp.Expr) -> TypedScalar:
         """Column ``index`` of the scope's row, referenced by ``node``."""
         return TypedScalar(Col(index), self.scope.types[index])
+
+    def grouping(self, node: exp.Grouping) -> TypedScalar:
+        """``grouping(...)``: only in a grouped query (``grouping.GroupedBinder``)."""
+        raise SqlError.at("arguments to GROUPING must be grouping expressions of the "
+                          "associated query level", node)
 
     def aggregate(self, node: exp.Expr) -> TypedScalar:
         """An aggregate call (``exp.Filter`` when it has a FILTER clause); not allowed here

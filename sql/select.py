@@ -71,8 +71,9 @@ def bind_select(select: exp.Select, ctx: Context) -> Query:
                                   "supported with GROUP BY, aggregates or DISTINCT yet",
                                   srf.node)
     if grouped:
-        keys = group_keys(group, scope, [(i.name, i.node) for i in items]) if group else []
-        binder = GroupedBinder(scope, keys)
+        keys, sets = group_keys(group, scope, [(i.name, i.node) for i in items]) if group \
+            else ([], None)
+        binder = GroupedBinder(scope, keys, sets)
     else:
         binder = ExprBinder(scope, "aggregate functions are not allowed here",
                             table_calls=calls)

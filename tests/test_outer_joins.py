@@ -11,6 +11,7 @@ column, WHERE over the padded side), a lateral LEFT JOIN, and the binding errors
 
 from __future__ import annotations
 
+import random
 from collections.abc import Sequence
 from datetime import datetime
 
@@ -163,6 +164,19 @@ class Mirror:
         self.check()
         for change in changes:
             self.execute(change)
+            self.check()
+
+    def steps_grouped(self, changes: Sequence[str], rng: random.Random) -> None:
+        """Apply the changes one to three at a time (each its own transaction), checking
+        every view before and after each group: a view then steps over several
+        transactions at once."""
+        self.check()
+        at = 0
+        while at < len(changes):
+            taken = rng.randint(1, 3)
+            for change in changes[at:at + taken]:
+                self.execute(change)
+            at += taken
             self.check()
 
 

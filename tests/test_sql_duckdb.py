@@ -197,6 +197,12 @@ def assert_denotes(sql: str, stage: str, env: Environment) -> None:
     assert Counter(_row(r) for r in got.elements()) == expected
 
 
+def assert_refused(sql: str, error: type[Exception], message: str, env: Environment) -> None:
+    """Binding query ``sql`` over ``env``'s catalog raises ``error`` matching ``message``."""
+    with pytest.raises(error, match=message):
+        parse(sql, env[0])
+
+
 @pytest.fixture(scope="module")
 def setup() -> Environment:
     return environment()

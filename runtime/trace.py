@@ -361,22 +361,18 @@ class Trace:
             self._reads = {}
 
     def compact(self, since: int) -> None:
-        """Allow times before ``since`` to be forgotten, and merge batches if there are too
-        many: the newest batches whose total size reaches the size of the batch before them
-        are merged into one consolidated batch (a geometric merge policy). Batches held in
-        the driver merge there, with no Spark job."""
+        """Allow times before ``since`` to be forgotten, and merge batches (``_merged_from``)
+        into one consolidated batch. Batches held in the driver merge there, with no Spark
+        job."""
         self.since = max(self.since, since)
         if self.errors is not None:
             self.errors.compact(since)
-        if len(self.batches) <= MAX_BATCHES:
+        merged = self._to_merge()
+        if merged is None:
             return
-        start = len(self.batches) - 1
-        tail = self.batches[start].leaf.rows
-        while start > 0 and (tail >= self.batches[start - 1].leaf.rows
-                             or len(self.batches) - start < 2):
-            start -= 1
-            tail += self.batches[start].leaf.rows
-        merging = self.batches[start:]
+        start, end = merged
+        merging = self.batches[start:end]
+        tail = sum(b.leaf.rows for b in merging)
         tables = self._in_driver(merging)
         if tables is not None:
             table = pa.concat_tables(tables, promote_options="permissive")
@@ -390,9 +386,37 @@ class Trace:
             merged = consolidate(advance_times(merged, self.since))
             leaf = materialize(self.spark, merged, small=tail <= SMALL_BATCH_ROWS)
         lower = max(min(b.lower for b in merging), self.since)
+        kept = self.batches[end:]
         self.batches = self.batches[:start]
         self._reads = {}
         self.append(leaf, lower, max(max(b.upper for b in merging), lower))
+        self.batches += kept
+
+    def _to_merge(self) -> tuple[int, int] | None:
+        """The range of batches to merge, None for none. The batches up to ``since``, when
+        there are several, the driver holds them all and they total at most
+        ``LOCAL_LEAF_ROWS`` rows: the merge costs no job (a few milliseconds in Arrow) and
+        keeps a small arrangement (an operator's state) one consolidated batch as of
+        ``since``, as small as its contents, so its readers bind the same slot every step;
+        later batches stay apart, as their readers look up the values they hold. Else,
+        beyond ``MAX_BATCHES``, the newest batches whose total size reaches the size of the
+        batch before them (a geometric merge policy)."""
+        done = 0
+        while done < len(self.batches) and self.batches[done].upper <= self.since:
+            done += 1
+        if done > 1:
+            held = self._in_driver(self.batches[:done])
+            if held is not None and sum(t.num_rows for t in held) <= LOCAL_LEAF_ROWS:
+                return 0, done
+        if len(self.batches) <= MAX_BATCHES:
+            return None
+        start = len(self.batches) - 1
+        tail = self.batches[start].leaf.rows
+        while start > 0 and (tail >= self.batches[start - 1].leaf.rows
+                             or len(self.batches) - start < 2):
+            start -= 1
+            tail += self.batches[start].leaf.rows
+        return start, len(self.batches)
 
 
 def _holding(table: pa.Table, column: str, values: pa.Array) -> pa.Table:

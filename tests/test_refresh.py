@@ -39,10 +39,10 @@ def test_a_transaction_rewriting_half_the_data_is_recomputed(spark: SparkSession
     assert con.execute("SELECT total, n FROM s WHERE k = 11").fetchall() == [(6, 2)]
     refresh = _refresh(con, "s")
     assert refresh["incremental"] == 1 and refresh["last"] == {
-        "strategy": "incremental", "reason": "1 changed rows, 162 held before: less than 10%"}
+        "strategy": "incremental", "reason": "1 changed rows, 42 held before: less than 10%"}
     text = con.explain("MATERIALIZED VIEW s", stage="analyze")
     assert "refresh=auto: 1 incremental steps, 2 recomputes" in text
-    assert "last step: incremental (1 changed rows, 162 held before: less than 10%)" in text
+    assert "last step: incremental (1 changed rows, 42 held before: less than 10%)" in text
 
 
 

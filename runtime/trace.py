@@ -361,7 +361,7 @@ class Trace:
             self._reads = {}
 
     def compact(self, since: int) -> None:
-        """Allow times before ``since`` to be forgotten, and merge batches (``_merged_from``)
+        """Allow times before ``since`` to be forgotten, and merge batches (``_to_merge``)
         into one consolidated batch. Batches held in the driver merge there, with no Spark
         job."""
         self.since = max(self.since, since)

@@ -15,6 +15,7 @@ field the column is a copy of, or None when it is computed (or its origin has no
   group key entries and the aggregates are None.
 - ``Union``: the names of its first input (none when it has no inputs).
 - ``TopK``: its input's names.
+- ``Window``: its input's names, then None for each call.
 
 A reference to a column the row does not have (a malformed plan) names nothing: None. Only the
 number of columns a ``flat_map`` adds needs the plan's types.
@@ -36,6 +37,7 @@ from matview.ir.relation import (
     Relation,
     TopK,
     Union,
+    Window,
 )
 from matview.ir.scalar import Col, Scalar
 
@@ -60,6 +62,8 @@ def column_names(rel: Relation) -> Names:
         return column_names(rel.inputs[0]) if rel.inputs else ()
     if isinstance(rel, TopK):
         return column_names(rel.input)
+    if isinstance(rel, Window):
+        return column_names(rel.input) + (None,) * len(rel.calls)
     raise TypeError(f"not a relation: {rel!r}")
 
 

@@ -17,7 +17,7 @@ from itertools import product
 from math import prod
 from typing import Any
 
-from matview.ir import aggregates
+from matview.ir import aggregates, windows
 from matview.ir.evaluate import DECIMAL_CONTEXT, cast_value, evaluate, promote, subquery_runner
 from matview.ir.linear_logic import BOTTOM, join_function, steps_logic
 from matview.ir.relation import (
@@ -31,6 +31,7 @@ from matview.ir.relation import (
     SortKey,
     TopK,
     Union,
+    Window,
     total_order,
 )
 from matview.ir.scalar import Scalar
@@ -67,6 +68,8 @@ def _interpret(rel: Relation, tables: Mapping[str, Counter[Row]], now: int,
         return _reduce(rel, interpret(rel.input, tables, now, limit))
     if isinstance(rel, TopK):
         return _topk(rel, interpret(rel.input, tables, now, limit))
+    if isinstance(rel, Window):
+        return _window(rel, interpret(rel.input, tables, now, limit))
     raise TypeError(f"not a relation: {rel!r}")
 
 
@@ -152,6 +155,18 @@ def _topk(rel: TopK, rows: Counter[Row]) -> Counter[Row]:
             out[row] = taken
         start = stop
     return out
+
+
+def _window(rel: Window, rows: Counter[Row]) -> Counter[Row]:
+    """Each row of each partition (one per copy) with the calls' values over it."""
+    partitions: dict[Row, list[Row]] = {}
+    for row, mult in rows.items():
+        key = tuple(row[c] for c in rel.partition_by)
+        partitions.setdefault(key, []).extend([row] * mult)
+    types = rel.input.types
+    return _consolidate((row, 1) for members in partitions.values()
+                        for row in windows.partition_values(rel.calls, members, types,
+                                                            compare_rows))
 
 
 def compare_rows(a: Row, b: Row, order: Sequence[SortKey]) -> int:

@@ -17,6 +17,8 @@ multiplicity 1, as Materialize's keys. The empty key ``()`` says there is at mos
   no inputs is one empty row: the empty key).
 - ``Reduce``: its group key columns ``(0, ..., k-1)`` (the empty key for a global aggregate).
 - ``Union``: none.
+- ``Window``: its input's keys (each input row once, its calls' values appended), and its
+  partition columns with any ``row_number`` column (one row per position of a partition).
 - ``TopK``: its input's keys (it keeps some of the input's rows, never more copies), and the
   empty key when ``limit`` is at most 1.
 
@@ -44,6 +46,7 @@ from matview.ir.relation import (
     Step,
     TopK,
     Union,
+    Window,
 )
 
 Key = tuple[int, ...]
@@ -85,6 +88,10 @@ def _keys(rel: Relation) -> Iterable[Key]:
     if isinstance(rel, TopK):
         small = rel.limit is not None and rel.limit <= 1
         return unique_keys(rel.input) + (((),) if small else ())
+    if isinstance(rel, Window):
+        numbered = [rel.input.arity + i for i, c in enumerate(rel.calls)
+                    if c.func == "row_number"]
+        return unique_keys(rel.input) + tuple((*rel.partition_by, n) for n in numbered)
     if isinstance(rel, (Get, Union)):
         return ()
     raise TypeError(f"not a relation: {rel!r}")

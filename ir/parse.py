@@ -37,11 +37,13 @@ from lark.lexer import PatternStr
 from matview.ir import intervals
 from matview.ir.functions import by_symbol
 from matview.ir.relation import (
+    WHOLE_PARTITION,
     Aggregate,
     Constant,
     Field,
     Filter,
     FlatMap,
+    Frame,
     Get,
     Join,
     JoinPlan,
@@ -55,6 +57,8 @@ from matview.ir.relation import (
     Step,
     TopK,
     Union,
+    Window,
+    WindowCall,
 )
 from matview.ir.scalar import (
     Call,
@@ -413,6 +417,35 @@ class _Builder(Transformer[Token, object]):
         return int(count)
 
     def topk_offset(self, count: Token) -> int:
+        return int(count)
+
+    def window(self, *children: int | WindowCall) -> _Header:
+        partition_by = tuple(c for c in children if isinstance(c, int))
+        calls = tuple(c for c in children if isinstance(c, WindowCall))
+        return _Header("Window", 1, lambda inputs: Window(inputs[0], partition_by, calls))
+
+    def window_call(self, func: Token, args: tuple[Scalar, ...],
+                    *rest: SortKey | Frame | None) -> WindowCall:
+        order_by = tuple(k for k in rest if isinstance(k, tuple))
+        frame = rest[-1] if isinstance(rest[-1], Frame) else WHOLE_PARTITION
+        return WindowCall(str(func), args, order_by, frame)
+
+    def frame(self, units: Token, start: int | None, end: int | None) -> Frame:
+        return Frame(str(units), start, end)
+
+    def unbounded_preceding(self) -> None:
+        return None
+
+    def unbounded_following(self) -> None:
+        return None
+
+    def current_row(self) -> int:
+        return 0
+
+    def preceding(self, count: Token) -> int:
+        return -int(count)
+
+    def following(self, count: Token) -> int:
         return int(count)
 
     def subplan(self, token: Token) -> _Header:

@@ -10,8 +10,8 @@ what the logical plan leaves open:
 - ``state()``: the arrangements it owns (``Arrangement``), which live as long as its
   dataflow: a Reduce's output (and its min/max input values), a temporal Linear's pending
   updates, a Join's output when a consumer looks that output up, a TopK's input values and
-  prefix. This is the seam for persistence: the whole state of a dataflow is the state its
-  operators declare.
+  prefix, a Window's input rows (and its output when a consumer looks it up). This is the
+  seam for persistence: the whole state of a dataflow is the state its operators declare.
 - ``reads()``: the shared arrangements it reads (a Get's stored collection).
 - ``history()``: the arrangements a lookup of its output reads.
 - a Join's implementation, a typed variant (``DeltaJoin`` now; a worst-case optimal join
@@ -210,6 +210,24 @@ class TopK(Operator):
 
     def state(self) -> tuple[Arrangement, ...]:
         return (self.values, self.prefix)
+
+
+@dataclass(frozen=True)
+class Window(Operator):
+    """Computes window functions again over the partitions its input's changes touch.
+    Owns ``values`` (its input's rows, read by partition key) and, only when a consumer
+    looks its output up, ``output``."""
+
+    relation: logical.Window
+    values: Arrangement
+    output: Arrangement | None = None
+
+    def state(self) -> tuple[Arrangement, ...]:
+        return (self.values,) + (() if self.output is None else (self.output,))
+
+    def history(self) -> tuple[str, ...]:
+        assert self.output is not None, "a window's history is read only when it arranges it"
+        return (self.output.name,)
 
 
 def operators(root: Operator) -> Iterator[Operator]:

@@ -346,9 +346,71 @@ class TopK(Relation):
         return self.offset + (self.limit or 0)
 
 
+@dataclass(frozen=True)
+class Frame:
+    """A window frame: ``units`` ``rows`` (positions) or ``range`` (peers: rows equal on the
+    call's ``order_by``); ``start`` and ``end`` are offsets from the current row, negative
+    preceding and positive following, None unbounded (preceding for ``start``, following
+    for ``end``). A ``range`` frame's offsets are 0 (its current row and peers) or None."""
+
+    units: str
+    start: int | None
+    end: int | None
+
+
+WHOLE_PARTITION = Frame("rows", None, None)
+"""The frame of every row of the partition."""
+
+
+@dataclass(frozen=True)
+class WindowCall:
+    """A window function call (``ir/windows.py``) over the rows of a partition in the order
+    ``order_by`` then ``total_order`` (so that only equal rows tie). ``args`` are columns
+    of the input, or literals: lag/lead's offset and default, nth_value's position,
+    ntile's bucket count. ``frame`` matters to the value functions and aggregates."""
+
+    func: str
+    args: tuple[Scalar, ...]
+    order_by: tuple[SortKey, ...]
+    frame: Frame = WHOLE_PARTITION
+
+    def type(self, input_types: Sequence[SqlType]) -> SqlType:
+        from matview.ir import windows
+
+        return windows.lookup(self.func).returns(
+            [type_of(a, input_types) for a in self.args])
+
+
+@dataclass(frozen=True)
+class Window(Relation):
+    """Window functions: each input row followed by the value of each of ``calls`` over its
+    partition, the input rows with equal ``partition_by`` columns (NULLs equal).
+
+    Meaning: a row of multiplicity m is m rows of its partition; each call sorts the
+    partition by its ``order_by`` then by every other column (``total_order``) and takes its
+    value at each row (``ir/windows.py``: PostgreSQL's meaning; ties, which PostgreSQL
+    leaves in no order, follow the total order, so the result is deterministic). Equal
+    output rows are one row with their multiplicities summed.
+    Delta rule: a partition is touched at each time of the batch at which its rows change
+    (its interesting times): its output over its contents at the previous such time (the
+    stored contents before the batch at the first) is retracted and its output over the
+    contents at that time inserted; untouched partitions change nothing.
+    State: the input arranged, read by the partition keys of a step's changes.
+    """
+
+    input: Relation
+    partition_by: tuple[int, ...]
+    calls: tuple[WindowCall, ...]
+
+    @property
+    def types(self) -> tuple[SqlType, ...]:
+        types = self.input.types
+        return types + tuple(c.type(types) for c in self.calls)
+
+
 def inputs_of(rel: Relation) -> tuple[Relation, ...]:
     """The direct inputs of ``rel``."""
-    if isinstance(rel, (Linear, Reduce, TopK)):
+    if isinstance(rel, (Linear, Reduce, TopK, Window)):
         return (rel.input,)
     if isinstance(rel, (Join, Union)):
         return rel.inputs
@@ -357,7 +419,7 @@ def inputs_of(rel: Relation) -> tuple[Relation, ...]:
 
 def with_inputs(rel: Relation, new_inputs: Sequence[Relation]) -> Relation:
     """``rel`` with its direct inputs replaced by ``new_inputs``."""
-    if isinstance(rel, (Linear, Reduce, TopK)):
+    if isinstance(rel, (Linear, Reduce, TopK, Window)):
         return replace(rel, input=new_inputs[0])
     if isinstance(rel, (Join, Union)):
         return replace(rel, inputs=tuple(new_inputs))

@@ -30,6 +30,12 @@ Operators (the grammar is ``grammar.lark``):
 - ``TopK order_by=(#i [desc] [nulls first|nulls last], ...) [limit=N] [offset=M]``: the
   null order is printed only where it is not PostgreSQL's default (last ascending, first
   descending); ``limit=`` is left out when there is none, ``offset=`` when it is 0.
+- ``Window partition_by=(#i, ...) calls=(CALL, ...)``, each call ``name(ARG, ...)
+  order_by=(SORT_KEY, ...) [FRAME]``, its frame printed for value functions and aggregates
+  as ``rows|range between BOUND and BOUND`` with bounds ``unbounded preceding``,
+  ``N preceding``, ``current row``, ``N following``, ``unbounded following``:
+  ``Window partition_by=(#0) calls=(rank() order_by=(#2 desc), sum(#2) order_by=(#1) rows
+  between 2 preceding and current row)``.
 - ``subquery @N``, a line below an operator's inputs (one level deeper) whose one input is
   the plan of the operator's subquery ``@N`` (see scalars).
 
@@ -95,7 +101,7 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from decimal import Decimal
 
-from matview.ir import intervals
+from matview.ir import intervals, windows
 from matview.ir.column_names import column_names, linear_column_names, name_at
 from matview.ir.functions import REGISTRY, by_symbol
 from matview.ir.keys import unique_keys
@@ -117,6 +123,8 @@ from matview.ir.relation import (
     Step,
     TopK,
     Union,
+    Window,
+    WindowCall,
     inputs_of,
 )
 from matview.ir.scalar import (
@@ -283,7 +291,33 @@ def _render_header(rel: Relation, humanized: bool) -> str:
         if rel.limit is not None:
             text += f" limit={rel.limit}"
         return text + (f" offset={rel.offset}" if rel.offset else "")
+    if isinstance(rel, Window):
+        names = column_names(rel.input) if humanized else ()
+        calls = ", ".join(_render_window_call(c, names) for c in rel.calls)
+        return f"Window partition_by={_render_columns(rel.partition_by, names)} calls=({calls})"
     raise TypeError(f"not a relation: {rel!r}")
+
+
+def _render_window_call(call: WindowCall, names: Sequence[str | None]) -> str:
+    """``name(args) order_by=(...) [frame]``: the frame of a value function or an
+    aggregate."""
+    order = ", ".join(_render_sort_key(k, names) for k in call.order_by)
+    text = f"{_render_name(call.func)}({_render_scalars(call.args, names)}) order_by=({order})"
+    if windows.lookup(call.func).kind in (windows.Kind.VALUE, windows.Kind.AGGREGATE):
+        frame = call.frame
+        text += (f" {frame.units} between {_render_bound(frame.start, 'preceding')}"
+                 f" and {_render_bound(frame.end, 'following')}")
+    return text
+
+
+def _render_bound(offset: int | None, unbounded: str) -> str:
+    """A frame bound: ``unbounded preceding|following``, ``N preceding``, ``current row``
+    or ``N following``."""
+    if offset is None:
+        return f"unbounded {unbounded}"
+    if offset == 0:
+        return "current row"
+    return f"{abs(offset)} {'preceding' if offset < 0 else 'following'}"
 
 
 def _render_sort_key(key: SortKey, names: Sequence[str | None]) -> str:

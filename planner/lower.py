@@ -5,6 +5,7 @@ runtime executes and EXPLAIN PHYSICAL prints (``ir.physical``).
       - its state: Reduce -> output (+ values for min/max); a temporal Linear -> pending;
         Join -> output iff a consumer looks its output up (through Linear and Union);
         TopK -> values (its input) and prefix (a TopK whose output would be looked up is refused);
+        Window -> values (its input) and output iff a consumer looks its output up;
       - for a Join, its implementation: the delta paths of its JoinPlan, each lookup keyed by
         the equivalence-class members over the looked-up input alone, at time <= t for an
         input before the path's own and < t for one after it (Alt/Neu).
@@ -27,6 +28,7 @@ from matview.ir.relation import (
     Relation,
     TopK,
     Union,
+    Window,
     inputs_of,
     offsets_of,
 )
@@ -81,6 +83,13 @@ class _Lowering:
             prefix = physical.Arrangement(
                 op, "prefix", "the input's first rows in order, at least offset+limit of them")
             return physical.TopK(op, rel, inputs, values, prefix)
+        if isinstance(rel, Window):
+            values = physical.Arrangement(
+                op, "values", "the input's rows, read by the partition keys of the changes")
+            output = physical.Arrangement(
+                op, "output", "the output rows, for the lookups of a consumer", reused=False
+            ) if looked_up else None
+            return physical.Window(op, rel, inputs, values, output)
         raise TypeError(f"cannot lower {type(rel).__name__}")
 
 

@@ -44,6 +44,7 @@ from matview.runtime.updates import (
     stored_or_none,
     union_all,
 )
+from matview.runtime.window import WindowOp
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -93,6 +94,9 @@ def _operator(node: physical.Operator, inputs: tuple[Operator, ...],
     if isinstance(node, physical.TopK):
         return TopKOp(rel.types, input=inputs[0], order_by=node.relation.order_by,
                       limit=node.relation.limit, offset=node.relation.offset)
+    if isinstance(node, physical.Window):
+        return WindowOp(rel.types, input=inputs[0], partition_by=node.relation.partition_by,
+                        calls=node.relation.calls)
     raise PlanError(f"the runtime cannot execute {node.kind}")
 
 

@@ -30,7 +30,7 @@ from matview.runtime.checked import (
 )
 from matview.runtime.expressions import compile_scalar
 from matview.runtime.jvm_plans import Columns, columns, select
-from matview.runtime.operator import Delta, Matched, Operator, StepContext
+from matview.runtime.operator import ArrangedWhenLookedUp, Delta, Matched, Operator, StepContext
 from matview.runtime.trace import Trace
 from matview.runtime.types import col
 from matview.runtime.updates import (
@@ -61,7 +61,7 @@ _PathInputs = tuple[int, DataFrame, tuple[DataFrame | None, ...],
 
 
 @dataclass
-class JoinOp(Operator):
+class JoinOp(ArrangedWhenLookedUp, Operator):
     """``Join`` executed as a delta query; keeps an arrangement of its own output only when a
     consumer needs the join's history (it holds the joined rows that passed ``predicates``).
 
@@ -360,15 +360,6 @@ class JoinOp(Operator):
         if self.checks:
             return split_errors(out)
         return out, None
-
-    def history(self, ctx: StepContext) -> DataFrame | None:
-        assert self.output is not None, "join history read but the plan does not arrange it"
-        return None if ctx.first else self.output.read(upto=ctx.lower)
-
-    def history_rows(self, ctx: StepContext) -> int | None:
-        if ctx.first:
-            return 0
-        return None if self.output is None else self.output.rows_between(None, ctx.lower)
 
     def children(self) -> tuple[Operator, ...]:
         return self.inputs

@@ -35,7 +35,14 @@ from matview.runtime.arrow_frames import arrow_frame
 from matview.runtime.jvm_plans import columns, row_counts, select
 from matview.runtime.one_job import OneJob
 from matview.runtime.templates import MAX_SLOT_ROWS, Slot, same, slot_for
-from matview.runtime.updates import LOCAL_LEAF_ROWS, Leaf, row_count, union_all
+from matview.runtime.updates import (
+    LOCAL_LEAF_ROWS,
+    Leaf,
+    consolidate,
+    materialize,
+    row_count,
+    union_all,
+)
 from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.utils import is_remote
@@ -178,6 +185,24 @@ _nesting = _Nesting()
 MAX_WAITING = 4096
 """Observations of committed steps kept waiting for their job, per operator: beyond this the
 oldest are dropped (their deltas were not computed in that many steps: likely never)."""
+
+
+class ArrangedWhenLookedUp:
+    """An operator (a Join, a Window) that arranges its output in ``output`` only when a
+    consumer looks it up; its history is read from there."""
+
+    kind: ClassVar[str]
+    output: Trace | None
+
+    def history(self, ctx: StepContext) -> DataFrame | None:
+        assert self.output is not None, \
+            f"{self.kind} history read but the plan does not arrange it"
+        return None if ctx.first else self.output.read(upto=ctx.lower)
+
+    def history_rows(self, ctx: StepContext) -> int | None:
+        if ctx.first:
+            return 0
+        return None if self.output is None else self.output.rows_between(None, ctx.lower)
 
 
 def _observed(obs: Any) -> int | None:
@@ -458,6 +483,18 @@ class Operator:
         """The most rows a batch of the arrangement ``what`` it owns keeps in the driver
         when merged there (``Trace.local_rows``)."""
         return LOCAL_LEAF_ROWS
+
+    def arranged_changes(self, ctx: StepContext, source: Operator,
+                         trace: Trace) -> Leaf | None:
+        """``source``'s changes of the step as one consolidated batch (None when there are
+        none), added to ``trace``, the arrangement of them this operator owns."""
+        delta = source.delta(ctx)
+        if delta is None:
+            return None
+        leaf = delta.leaf or materialize(ctx.spark, consolidate(delta.df), ctx.small)
+        if leaf is not None:
+            self.stage(trace, leaf, ctx)
+        return leaf
 
     def stage(self, trace: Trace, leaf: Leaf | None, ctx: StepContext) -> None:
         """Add ``leaf`` to ``trace``, an arrangement this operator owns, as the batch of the

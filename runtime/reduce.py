@@ -49,6 +49,7 @@ from matview.runtime.updates import (
     TIME,
     Leaf,
     consolidate,
+    key_match,
     lookup,
     materialize,
     stored,
@@ -61,13 +62,6 @@ from pyspark.sql import types as T
 
 NEVER = -(2**63)
 """The time given to the stored state's contributions: before every real time."""
-
-
-def _key_match(left: list[str], right: list[str]) -> Column:
-    """Null-safe equality of key columns (GROUP BY puts NULLs in one group)."""
-    return functools.reduce(Column.__and__,
-                            [col(a).eqNullSafe(col(b)) for a, b in zip(left, right)],
-                            F.lit(True))
 
 
 @dataclass
@@ -170,7 +164,7 @@ class ReduceOp(Operator):
             old = old.select(*self._keys, *args, DIFF)
             if self.group_key:
                 keys = times.select(*[col(k).alias(f"t_{k}") for k in self._keys])
-                old = lookup(old, keys, _key_match(self._keys, [f"t_{k}" for k in self._keys]),
+                old = lookup(old, keys, key_match(self._keys, [f"t_{k}" for k in self._keys]),
                              "left_semi", ctx.small)
             old = old.groupBy(*self._keys, *args).agg(F.sum(DIFF).alias(DIFF))
             parts.insert(0, old.select(*self._keys, *args, F.lit(NEVER).alias(TIME), DIFF))
@@ -179,7 +173,7 @@ class ReduceOp(Operator):
             return None
         at = times.select(*[col(k).alias(f"x_{k}") for k in self._keys],
                           col(TIME).alias("x_time"))
-        valid = lookup(candidates, at, _key_match(self._keys, [f"x_{k}" for k in self._keys])
+        valid = lookup(candidates, at, key_match(self._keys, [f"x_{k}" for k in self._keys])
                        & (col(TIME) <= col("x_time")), "inner", ctx.small)
         counted = (valid.groupBy(*[f"x_{k}" for k in self._keys], "x_time", *args)
                    .agg(F.sum(DIFF).alias("m")).where(col("m") > 0))
@@ -335,7 +329,7 @@ class ReduceOp(Operator):
                 assert prepared is not None
                 keys = self.selected(prepared, "touched keys", lambda: [
                     col(k).alias(f"t_{k}") for k in self._keys])
-                touched = self.built("touched", lambda: _key_match(
+                touched = self.built("touched", lambda: key_match(
                     self._keys, [f"t_{k}" for k in self._keys]))
                 old = lookup(old, keys, touched, "left_semi", ctx.small)
             parts.append(self.selected(old, "state contributions", lambda: [
@@ -395,7 +389,7 @@ class ReduceOp(Operator):
                 else None
             if extremes is not None:
                 per_time = lookup(
-                    per_time, extremes, _key_match(self._keys, [f"x_{k}" for k in self._keys])
+                    per_time, extremes, key_match(self._keys, [f"x_{k}" for k in self._keys])
                     & (col(TIME) == col("x_time")), "left", ctx.small)
             elif self._extremes():  # nothing to take them from: all NULL
                 per_time = per_time.select("*", *[

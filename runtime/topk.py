@@ -42,9 +42,7 @@ from matview.runtime.updates import (
     DIFF,
     TIME,
     Leaf,
-    consolidate,
     consolidated_arrow,
-    materialize,
     normalized,
     stored_or_none,
     union_all,
@@ -85,13 +83,9 @@ class TopKOp(Operator):
 
     def compute(self, ctx: StepContext) -> Delta | None:
         assert self.input is not None and self.values is not None
-        source = self.input.delta(ctx)
-        if source is None:
-            return None
-        leaf = source.leaf or materialize(ctx.spark, consolidate(source.df), ctx.small)
+        leaf = self.arranged_changes(ctx, self.input, self.values)
         if leaf is None:
             return None
-        self.stage(self.values, leaf, ctx)
         changes = leaf.in_driver
         if changes is not None:
             times = pc.unique(changes[TIME]).to_pylist()

@@ -81,6 +81,14 @@ instead of reading the arrangement in one partition: one more Spark job (the bro
 the arrangement is scanned on every core (W1 at 10M orders: see the runtime speed notes)."""
 
 
+def key_match(left: Sequence[str], right: Sequence[str]) -> Column:
+    """Null-safe equality of key columns (GROUP BY and PARTITION BY put NULLs in one
+    group)."""
+    return functools.reduce(Column.__and__,
+                            [col(a).eqNullSafe(col(b)) for a, b in zip(left, right)],
+                            F.lit(True))
+
+
 def lookup(left: DataFrame, right: DataFrame, on: Column, how: str, small: bool,
            build: str = "right", large: bool = False) -> DataFrame:
     """``left`` joined with ``right``. In a small step both sides are read in one partition

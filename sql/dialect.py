@@ -87,6 +87,14 @@ WRITTEN_NAME = "written_name"
 sqlglot's ``SUBSTRING``)."""
 
 
+WINDOW_CALLS: dict[type[exp.Expr], str] = {
+    exp.RowNumber: "row_number", exp.Rank: "rank", exp.DenseRank: "dense_rank",
+    exp.PercentRank: "percent_rank", exp.CumeDist: "cume_dist", exp.Ntile: "ntile",
+    exp.Lag: "lag", exp.Lead: "lead", exp.FirstValue: "first_value",
+    exp.LastValue: "last_value", exp.NthValue: "nth_value",
+}
+"""The window-only functions (``sql/windows.py``), by the node sqlglot parses them into."""
+
 CALL_NAMES: dict[type[exp.Expr], frozenset[str]] = {
     exp.Lower: frozenset({"lower"}), exp.Upper: frozenset({"upper"}),
     exp.Length: frozenset({"length", "char_length", "character_length"}),
@@ -103,6 +111,7 @@ CALL_NAMES: dict[type[exp.Expr], frozenset[str]] = {
     exp.StddevPop: frozenset({"stddev_pop"}), exp.Grouping: frozenset({"grouping"}),
     exp.Explode: frozenset({"unnest"}),
     exp.ExplodingGenerateSeries: frozenset({"generate_series"}),
+    **{node: frozenset({name}) for node, name in WINDOW_CALLS.items()},
 }
 """The node kinds the binder binds from function calls, and the names (PostgreSQL's) under
 which it does; it checks their arguments' count itself (``calls.check_call``)."""

@@ -29,7 +29,7 @@ from matview.ir import aggregates
 from matview.ir.plans import compute
 from matview.ir.relation import Aggregate, Reduce, Relation, Union
 from matview.ir.scalar import Call, Case, Col, Lit, Scalar, type_of
-from matview.ir.types import BIGINT, BOOLEAN, INT
+from matview.ir.types import BIGINT, BOOLEAN, INT, SqlType
 from matview.sql import calls
 from matview.sql.coerce import TypedScalar
 from matview.sql.errors import SqlError, SqlTypeError, UnknownObjectError, UnsupportedError
@@ -150,8 +150,15 @@ class GroupedBinder(ExprBinder):
         self.aggregates: list[tuple[Aggregate, bool]] = []
         """The aggregates of the ``Reduce``, each with whether it reads distinct values."""
 
+    def row_types(self) -> list[SqlType]:
+        """The keys' types, the grouping set's index, the aggregates' types."""
+        sets = [] if self.sets is None else [BIGINT]
+        return [*self.key_types, *sets,
+                *(a.type(self.scope.types) for a, _ in self.aggregates)]
+
     def bind(self, node: exp.Expr) -> TypedScalar:
-        if not has_aggregate(node):  # grouping() is an aggregate call to sqlglot
+        if not has_aggregate(node) and node.find(exp.Window) is None:
+            # grouping() is an aggregate call to sqlglot
             inner = self.inner.bind(node)
             if inner.expr in self.keys:
                 return TypedScalar(Col(self.keys.index(inner.expr)), inner.type)

@@ -40,12 +40,14 @@ from matview.ir.types import BIGINT, BOOLEAN, DATE, INT, TEXT, TIMESTAMP, Kind, 
 from matview.sql import calls, temporal
 from matview.sql.coerce import TypedScalar, call, cast, is_string_literal, require, unify
 from matview.sql.context import Context
+from matview.sql.dialect import WINDOW_CALLS
 from matview.sql.errors import SqlError, SqlTypeError, UnknownObjectError, UnsupportedError
 from matview.sql.literals import interval, literal
 from matview.sql.scope import Scope
 from matview.sql.statements import Query
 from matview.sql.table_functions import SelectListCalls, table_call
 from matview.sql.walk import chain
+from matview.sql.windows import SelectListWindows
 from sqlglot import exp
 
 ARITHMETIC = {exp.Add: "add", exp.Sub: "sub", exp.Mul: "mul", exp.Div: "div", exp.Mod: "mod"}
@@ -79,6 +81,12 @@ class ExprBinder:
         self.aggregate_error = aggregate_error
         self.srf_error = srf_error
         self.table_calls = table_calls
+        self.windows: SelectListWindows | None = None
+        """Binds window calls (the select list's binder only)."""
+
+    def row_types(self) -> list[SqlType]:
+        """The types of the row the expressions are evaluated on."""
+        return list(self.scope.types)
 
     def bind(self, node: exp.Expr) -> TypedScalar:
         """The typed scalar ``node`` denotes."""
@@ -98,6 +106,9 @@ class ExprBinder:
             return self.table_calls.bind(found)
         if temporal.is_mz_now(node):
             raise temporal.misuse(node)
+        if type(node) in WINDOW_CALLS:
+            raise SqlError.at(f"window function {WINDOW_CALLS[type(node)]} requires an OVER "
+                              "clause", node)
         return calls.bind_call(self, node)
 
     def predicate(self, node: exp.Expr, clause: str) -> TypedScalar:
@@ -338,7 +349,10 @@ class ExprBinder:
         return TypedScalar(ScalarSubquery(plan), plan.types[0])
 
     def _window(self, node: exp.Window) -> TypedScalar:
-        raise UnsupportedError.at("window functions are not supported yet", node)
+        """A window function call: only in the select list (``sql/windows.py``)."""
+        if self.windows is None:
+            raise SqlError.at("window functions are only allowed in the select list", node)
+        return self.windows.bind(self, node)
 
 
 _HANDLERS: dict[type[exp.Expr], Callable[[ExprBinder, exp.Expr], TypedScalar]] = {

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 
 from matview.ir.plans import compute
 from matview.ir.relation import Reduce, Relation
-from matview.ir.scalar import Col
+from matview.ir.scalar import Call, Col, Lit, Scalar
+from matview.ir.types import BIGINT
 from matview.sql import table_functions, temporal
 from matview.sql.coerce import TypedScalar
 from matview.sql.context import Context
@@ -28,6 +29,7 @@ from matview.sql.order import limit_offset, order_by
 from matview.sql.scalars import SUBQUERIES, ExprBinder
 from matview.sql.scope import Scope
 from matview.sql.statements import Query
+from matview.sql.windows import SelectListWindows, calls_placed
 from sqlglot import exp
 
 
@@ -49,8 +51,7 @@ class SelectItem:
 def bind_select(select: exp.Select, ctx: Context) -> Query:
     """The query ``select`` denotes, including its ORDER BY, LIMIT and OFFSET."""
     distinct = select.args.get("distinct")
-    if distinct is not None and distinct.args.get("on"):
-        raise UnsupportedError.at("SELECT DISTINCT ON is not supported yet", distinct)
+    on = None if distinct is None else distinct.args.get("on")
     rel, scope, conditions = bind_from(select, ctx)
     where = select.args.get("where")
     group, having, order = (select.args.get(k) for k in ("group", "having", "order"))
@@ -77,6 +78,7 @@ def bind_select(select: exp.Select, ctx: Context) -> Query:
     else:
         binder = ExprBinder(scope, "aggregate functions are not allowed here",
                             table_calls=calls)
+    windows = binder.windows = SelectListWindows()
     values = [item.bind(binder) for item in items]
     names = tuple(item.name for item in items)
     _check_output_types(items, values)
@@ -87,16 +89,44 @@ def bind_select(select: exp.Select, ctx: Context) -> Query:
         return exprs.index(expr) if expr in exprs else None
 
     order_keys = order_by(order, names, exprs, match)
+    kept = None if on is None else _distinct_on(on, binder, windows, exprs, order_keys, order)
+    binder.windows = None  # not in HAVING
     if isinstance(binder, GroupedBinder):
         having_pred = [binder.predicate(having.this, "HAVING").expr] if having else []
-        grouped = binder.reduce(compute(rel, [Col(i) for i in range(rel.arity)], conditions))
-        plan: Relation = compute(grouped, exprs, having_pred)
+        row = binder.reduce(compute(rel, [Col(i) for i in range(rel.arity)], conditions))
+        conditions, step = having_pred, None
     else:
-        plan = compute(rel, exprs, conditions, calls.step())
-    if distinct is not None:
+        row, step = rel, calls.step()
+    if windows.calls:
+        if step is not None:
+            raise UnsupportedError.at("set-returning functions in the select list are not "
+                                      "supported with window functions yet", srf.node)
+        row, placed = windows.plan(compute(row, [Col(i) for i in range(row.arity)],
+                                           conditions))
+        exprs, conditions = [calls_placed(e, placed) for e in exprs], []
+        if kept is not None:
+            conditions = [Call("eq", (calls_placed(kept, placed), Lit(1, BIGINT)))]
+    plan: Relation = compute(row, exprs, conditions, step)
+    if distinct is not None and on is None:
         plan = Reduce(plan, tuple(Col(i) for i in range(len(exprs))), ())
     limit, offset = limit_offset(select)
     return Query(plan, names, order_keys, limit, offset)
+
+
+def _distinct_on(on: exp.Expr, binder: ExprBinder, windows: SelectListWindows,
+                 exprs: list[Scalar], order_keys: tuple[tuple[int, bool, bool], ...],
+                 order: exp.Order | None) -> Scalar:
+    """``SELECT DISTINCT ON (e, ...)``: the column numbering each row within its group of
+    equal ``e`` in the ORDER BY (then every column), whose rows numbered 1 are kept. As in
+    PostgreSQL, the leftmost ORDER BY expressions must be DISTINCT ON expressions."""
+    items = on.expressions if isinstance(on, exp.Tuple) else [on]
+    keys = [binder.bind(e).expr for e in items]
+    for (column, _, _), item in zip(order_keys[:len(keys)], order.expressions if order else []):
+        if exprs[column] not in keys:
+            raise SqlError.at("SELECT DISTINCT ON expressions must match initial ORDER BY "
+                              "expressions", item)
+    sort = [(exprs[c], d, n) for c, d, n in order_keys]
+    return windows.row_number(binder, keys, sort).expr
 
 
 def _own_aggregates(node: exp.Expr) -> list[exp.Expr]:
@@ -106,6 +136,14 @@ def _own_aggregates(node: exp.Expr) -> list[exp.Expr]:
         return []
     if isinstance(node, exp.In) and node.args.get("query") is not None:
         return _own_aggregates(node.this)
+    if isinstance(node, exp.Window):  # its function is the window's, its arguments ours
+        func = node.this.this if isinstance(node.this, exp.Filter) else node.this
+        parts = [*func.iter_expressions(), *(node.args.get("partition_by") or [])]
+        if isinstance(node.this, exp.Filter):
+            parts.append(node.this.expression)
+        if node.args.get("order") is not None:
+            parts.append(node.args["order"])
+        return [a for part in parts for a in _own_aggregates(part)]
     own = [node] if isinstance(node, (exp.AggFunc, exp.Filter)) else []
     return own + [a for child in node.iter_expressions() for a in _own_aggregates(child)]
 

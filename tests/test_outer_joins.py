@@ -128,6 +128,7 @@ class Mirror:
     def __init__(self, spark: SparkSession, *ddl: str) -> None:
         self.con = matview.connect(clock=0, spark=spark, refresh="incremental")
         self.db = duckdb.connect()
+        self.db.execute("SET default_null_order = 'postgres'")  # NULLs first descending
         self.views: dict[str, str] = {}
         self.log: list[str] = []
         for statement in ddl:

@@ -22,6 +22,8 @@ of ``S`` (``S[d]`` replaces each reference to ``c_j`` by ``d_j``):
   ``aggs'`` count ``m`` for ``count(*)`` and see NULL for the pad row (``case when m is
   null then null else e end``): ``count(*)`` over no rows is 0, as SQL says (the count bug).
 - ``apply(D, X ⊎ Y) = apply(D, X) ⊎ apply(D, Y)``.
+- ``apply(D, Window_{p; calls}(X)) = Window_{d, p; calls}(apply(D, X))``, the calls' columns
+  shifted past ``d``: each ``d``'s rows are partitions of their own.
 - ``apply(D, X₁ ⋈ ... ⋈ Xₙ)``: each ``Xᵢ`` reading ``c`` becomes ``apply(D, Xᵢ)``, their
   ``d`` columns made equal (NULL-safely); when none reads ``c``, ``D`` joins as one more
   input; ``c`` in the join's conditions becomes ``d``.
@@ -52,6 +54,8 @@ from matview.ir.relation import (
     Relation,
     Step,
     Union,
+    Window,
+    WindowCall,
 )
 from matview.ir.scalar import (
     FALSE,
@@ -64,6 +68,7 @@ from matview.ir.scalar import (
     Outer,
     Scalar,
     conjuncts,
+    remap,
     transform,
     type_of,
 )
@@ -210,7 +215,17 @@ class _Applier:
             return Union(tuple(self.apply(i) for i in rel.inputs))
         if isinstance(rel, Join):
             return self._join(rel)
+        if isinstance(rel, Window):
+            return self._window(rel)
         raise TypeError(f"cannot decorrelate {type(rel).__name__}")
+
+    def _window(self, rel: Window) -> Relation:
+        width = self.width
+        calls = tuple(WindowCall(c.func, tuple(remap(a, lambda i: i + width) for a in c.args),
+                                 tuple((i + width, d, n) for i, d, n in c.order_by), c.frame)
+                      for c in rel.calls)
+        return Window(self.apply(rel.input),
+                      tuple(range(width)) + tuple(p + width for p in rel.partition_by), calls)
 
     def _steps(self, steps: Sequence[Step]) -> tuple[Step, ...]:
         width = self.width

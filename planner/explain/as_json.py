@@ -43,6 +43,10 @@ with ``KIND`` and its attributes:
 - ``"Union"``: no attributes.
 - ``"TopK"``: ``"order_by"``: ``[{"column": INT, "descending": BOOL, "nulls_first": BOOL},
   ...]``, ``"limit"``: ``INT | null`` (none), ``"offset"``: ``INT``.
+- ``"Window"``: ``"partition_by"``: ``[INT, ...]``, ``"calls"``: ``[{"func": NAME, "args":
+  [SCALAR, ...], "order_by": [SORT_KEY, ...], "frame": {"units": "rows" | "range",
+  "start": INT | null, "end": INT | null}}, ...]`` (frame offsets from the current row,
+  negative preceding, ``null`` unbounded).
 
 An operator whose expressions hold subqueries (a RAW or DECORRELATED-before plan: ``@N`` in
 its SCALARs) also has ``"subqueries"``: ``[PLAN, ...]``, the plan of ``@N`` at index ``N``.
@@ -114,6 +118,7 @@ from matview.ir.relation import (
     Step,
     TopK,
     Union,
+    Window,
     inputs_of,
 )
 from matview.ir.render import (
@@ -239,6 +244,13 @@ def _attributes(rel: Relation) -> Json:
         return {"order_by": [{"column": c, "descending": d, "nulls_first": n}
                              for c, d, n in rel.order_by],
                 "limit": rel.limit, "offset": rel.offset}
+    if isinstance(rel, Window):
+        return {"partition_by": list(rel.partition_by), "calls": [
+            {"func": c.func, "args": _scalars(c.args),
+             "order_by": [{"column": k, "descending": d, "nulls_first": n}
+                          for k, d, n in c.order_by],
+             "frame": {"units": c.frame.units, "start": c.frame.start, "end": c.frame.end}}
+            for c in rel.calls]}
     raise TypeError(f"not a relation: {rel!r}")
 
 

@@ -7,9 +7,15 @@ An aggregate is one of three kinds (``Maintenance``):
   what its rows contribute (how many non-NULL values, and their sum when ``sums_values``), so
   a change adds its rows' contributions and reads no other row. ``python`` is its meaning
   over a group's non-NULL ``(value, multiplicity)`` pairs (the reference interpreter's).
-- ``EXTREME`` (``min``, ``max``): not invertible. A ``Reduce`` arranges the group's
-  ``(key, value)`` pairs, and a group whose rows changed takes its value again with the
-  Spark aggregate named ``spark`` over them; ``python`` as above.
+- ``EXTREME`` (``min``, ``max``, ``string_agg``, ``array_agg``): not invertible. A ``Reduce``
+  arranges the group's ``(key, value)`` pairs (with the values of the call's ORDER BY), and
+  a group whose rows changed takes its value again with the Spark aggregate named ``spark``
+  over them, or, for an aggregate of the values in order (``collect``), from the array of
+  its values sorted by the call's ORDER BY then by value, each as often as it occurs;
+  ``python`` as above (for ``collect`` ones: over the pairs in that order, and the call's
+  separator). ``array_agg(x)`` aggregates ``ARRAY[x]`` (the binder writes it so), which
+  is never NULL, so that NULL elements are kept while NULL arguments (a FILTER's, a
+  decorrelated subquery's padding) are ignored as by every aggregate.
 - ``DERIVED`` (``avg``, ``bool_and``, ``bool_or``, the variances and standard deviations):
   not a ``Reduce`` aggregate. The SQL binder writes it as an expression over SUMMED
   aggregates (``derive``), so it is maintained as they are, by running sums:
@@ -41,6 +47,7 @@ from matview.ir.types import (
     DOUBLE,
     INTEGER_KINDS,
     NUMERIC_MAX,
+    TEXT,
     Kind,
     SqlType,
 )
@@ -79,6 +86,9 @@ class AggregateFunction:
     """SUMMED: whether a group keeps the sum of its values beside their count."""
     spark: str | None = None
     """EXTREME: the Spark aggregate (``pyspark.sql.functions``) taking its value."""
+    collect: Callable[[Any, str | None], Any] | None = None
+    """EXTREME of the values in order: its Spark value from the array of a group's
+    non-NULL values in order (a Column) and the separator."""
     derive: Callable[[Scalar, SqlType, Add], Scalar] | None = None
     """DERIVED: its expression over aggregates added with ``Add``, for an argument and its
     type."""
@@ -163,6 +173,44 @@ register(AggregateFunction("min", Maintenance.EXTREME, _typed, _same,
 register(AggregateFunction("max", Maintenance.EXTREME, _typed, _same,
                            lambda pairs: max(_present(pairs), default=None), spark="max",
                            same_over_distinct=True))
+
+
+def _joined(pairs: Pairs, separator: str | None) -> Any:
+    """``string_agg``: the values in order, joined by ``separator``."""
+    values = [value for value, mult in pairs for _ in range(mult)]
+    return (separator or "").join(values) if values else None
+
+
+def _concatenated(pairs: Pairs, separator: str | None) -> Any:
+    """``array_agg`` (over one-element arrays): their elements in order."""
+    values = [item for value, mult in pairs for _ in range(mult) for item in value]
+    return tuple(values) if pairs else None
+
+
+def _spark_joined(values: Any, separator: str | None) -> Any:
+    from pyspark.sql import functions as F
+
+    return F.when(F.size(values) > 0, F.array_join(values, separator or ""))
+
+
+def _spark_concatenated(values: Any, separator: str | None) -> Any:
+    from pyspark.sql import functions as F
+
+    return F.when(F.size(values) > 0, F.flatten(values))
+
+
+def _text(t: SqlType) -> bool:
+    return t.kind is Kind.TEXT
+
+
+def _one_element_array(t: SqlType) -> bool:
+    return t.kind is Kind.ARRAY and t.element is not None and t.element.kind is not Kind.ARRAY
+
+
+register(AggregateFunction("string_agg", Maintenance.EXTREME, _text, lambda t: TEXT, _joined,
+                           collect=_spark_joined, distinct=False))
+register(AggregateFunction("array_agg", Maintenance.EXTREME, _one_element_array, _same,
+                           _concatenated, collect=_spark_concatenated, distinct=False))
 
 
 def _double(expr: Scalar) -> Scalar:

@@ -130,10 +130,22 @@ def _aggregate(
     meaning (``ir/aggregates.py``) over the non-NULL values with their multiplicities."""
     if agg.expr is None:
         return sum(mult for _, mult in members)
-    evaluated = [(evaluate(agg.expr, row, types), mult) for row, mult in members]
-    pairs: list[tuple[Any, int]] = [(value, mult) for value, mult in evaluated if value is not None]
     fn = aggregates.maintained(agg.func)
     assert fn.python is not None
+    if fn.collect is not None:  # the values in the call's order, then by value
+        keyed = []
+        for row, mult in members:
+            value = evaluate(agg.expr, row, types)
+            tie = value[0] if isinstance(value, tuple) else value  # array_agg's ARRAY[x]: x
+            keys = tuple(evaluate(e, row, types) for e in agg.scalars()[1:])
+            keyed.append((keys + (tie, value), mult))
+        order = [(i, d, n) for i, (_, d, n) in enumerate(agg.order_by)]
+        order.append((len(agg.order_by), False, False))
+        keyed.sort(key=cmp_to_key(lambda a, b: compare_rows(a[0], b[0], order)))
+        ordered = [(key[-1], mult) for key, mult in keyed if key[-1] is not None]
+        return fn.python(ordered, agg.separator)
+    evaluated = [(evaluate(agg.expr, row, types), mult) for row, mult in members]
+    pairs: list[tuple[Any, int]] = [(value, mult) for value, mult in evaluated if value is not None]
     with localcontext(DECIMAL_CONTEXT):
         value = fn.python(pairs)
     return cast_value(value, agg.type(types)) if fn.sums_values and value is not None else value

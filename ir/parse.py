@@ -49,6 +49,7 @@ from matview.ir.relation import (
     JoinPlan,
     Linear,
     Map,
+    OrderedScalar,
     Project,
     Reduce,
     Relation,
@@ -396,8 +397,20 @@ class _Builder(Transformer[Token, object]):
     def count_star(self, func: Token) -> Aggregate:
         return Aggregate(str(func), None)
 
-    def aggregate(self, func: Token, expr: Scalar) -> Aggregate:
-        return Aggregate(str(func), expr)
+    def aggregate(self, func: Token, expr: Scalar, separator: str | None,
+                  order: tuple[OrderedScalar, ...] | None) -> Aggregate:
+        return Aggregate(str(func), expr, order or (), separator)
+
+    def agg_separator(self, token: Token) -> str:
+        return _unquote(token)
+
+    def agg_order(self, *keys: OrderedScalar) -> tuple[OrderedScalar, ...]:
+        return keys
+
+    def ordered_scalar(self, expr: Scalar, desc: Token | None, nulls: Token | None
+                       ) -> OrderedScalar:
+        descending = desc is not None
+        return (expr, descending, descending if nulls is None else nulls.endswith("first"))
 
     def union(self) -> _Header:
         return _Header("Union", None, Union)

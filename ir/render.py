@@ -25,7 +25,8 @@ Operators (the grammar is ``grammar.lark``):
   (``where=`` left out when none), then the join plan's kind and one order of input indexes
   per path; ``plan=`` is left out when the join has no plan. An empty class has no text form.
 - ``Reduce group_key=(EXPR, ...) aggregates=(count(*), sum(EXPR), ...)``, ``*`` standing for
-  an aggregate without an expression.
+  an aggregate without an expression; an aggregate of values in order prints its separator
+  and its ORDER BY: ``string_agg(#1, ', ' order by #2 desc)``.
 - ``Union``.
 - ``TopK order_by=(#i [desc] [nulls first|nulls last], ...) [limit=N] [offset=M]``: the
   null order is printed only where it is not PostgreSQL's default (last ascending, first
@@ -323,7 +324,12 @@ def _render_bound(offset: int | None, unbounded: str) -> str:
 def _render_sort_key(key: SortKey, names: Sequence[str | None]) -> str:
     """``#i [desc] [nulls first|nulls last]``, the null order only when not the default."""
     column, descending, nulls_first = key
-    text = _render_column(column, names) + (" desc" if descending else "")
+    return _render_column(column, names) + _render_direction(descending, nulls_first)
+
+
+def _render_direction(descending: bool, nulls_first: bool) -> str:
+    """`` desc`` and the null order, each only when not the default."""
+    text = " desc" if descending else ""
     if nulls_first != descending:
         text += " nulls first" if nulls_first else " nulls last"
     return text
@@ -385,7 +391,13 @@ def _render_equivalence(exprs: tuple[Scalar, ...], names: Sequence[str | None]) 
 
 
 def _render_aggregate(aggregate: Aggregate, names: Sequence[str | None]) -> str:
+    """``name(ARG[, 'SEPARATOR'][ order by EXPR [desc] [nulls first|last], ...])``."""
     arg = "*" if aggregate.expr is None else render_scalar(aggregate.expr, names)
+    if aggregate.separator is not None:
+        arg += f", {render_value(aggregate.separator, TEXT)}"
+    if aggregate.order_by:
+        arg += " order by " + ", ".join(
+            render_scalar(e, names) + _render_direction(d, n) for e, d, n in aggregate.order_by)
     return f"{_render_name(aggregate.func)}({arg})"
 
 

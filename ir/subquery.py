@@ -11,7 +11,6 @@ from collections.abc import Callable, Iterator
 from dataclasses import replace
 
 from matview.ir.relation import (
-    Aggregate,
     Filter,
     FlatMap,
     Join,
@@ -45,7 +44,7 @@ def own_scalars(rel: Relation) -> tuple[Scalar, ...]:
     if isinstance(rel, Join):
         return tuple(e for cls in rel.equivalences for e in cls) + rel.predicates
     if isinstance(rel, Reduce):
-        return rel.group_key + tuple(a.expr for a in rel.aggregates if a.expr is not None)
+        return rel.group_key + tuple(e for a in rel.aggregates for e in a.scalars())
     return ()
 
 
@@ -73,8 +72,7 @@ def map_own_scalars(rel: Relation, fn: Callable[[Scalar], Scalar]) -> Relation:
                        predicates=tuple(fn(e) for e in rel.predicates))
     if isinstance(rel, Reduce):
         return Reduce(rel.input, tuple(fn(e) for e in rel.group_key),
-                      tuple(Aggregate(a.func, None if a.expr is None else fn(a.expr))
-                            for a in rel.aggregates))
+                      tuple(a.mapped(fn) for a in rel.aggregates))
     return rel
 
 

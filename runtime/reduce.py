@@ -29,7 +29,7 @@ import pyarrow as pa
 from matview.ir.aggregates import Maintenance, maintained
 from matview.ir.relation import Aggregate
 from matview.ir.scalar import Scalar, may_fail
-from matview.ir.types import SqlType
+from matview.ir.types import Kind, SqlType
 from matview.runtime.checked import (
     ERR,
     compile_checked,
@@ -64,6 +64,21 @@ NEVER = -(2**63)
 """The time given to the stored state's contributions: before every real time."""
 
 
+def _compared(a: Column, b: Column, directions: list[tuple[bool, bool]]) -> Column:
+    """-1, 0 or 1 as struct ``a`` sorts before, with or after ``b`` by their fields
+    ``k0, k1, ...``, each (descending, nulls first) as ``directions`` say."""
+    result: Column = F.lit(0)
+    for i, (descending, nulls_first) in reversed(list(enumerate(directions))):
+        x, y = a[f"k{i}"], b[f"k{i}"]
+        result = (F.when(x.isNull() & y.isNull(), result)
+                  .when(x.isNull(), F.lit(-1 if nulls_first else 1))
+                  .when(y.isNull(), F.lit(1 if nulls_first else -1))
+                  .when(x < y, F.lit(1 if descending else -1))
+                  .when(x > y, F.lit(-1 if descending else 1))
+                  .otherwise(result))
+    return result
+
+
 @dataclass
 class ReduceOp(Operator):
     """``Reduce``: see the module docstring. ``output`` arranges the output with hidden
@@ -95,6 +110,12 @@ class ReduceOp(Operator):
         return [j for j, a in enumerate(self.aggregates)
                 if maintained(a.func).maintenance is Maintenance.EXTREME]
 
+    def _value_columns(self) -> list[str]:
+        """The arranged values of the min/max-like aggregates: each one's argument ``a{j}``
+        and, for an aggregate of values in order, its ORDER BY's ``o{j}_{i}``."""
+        return [name for j in self._extremes() for name in (
+            f"a{j}", *[f"o{j}_{i}" for i in range(len(self.aggregates[j].order_by))])]
+
     def hidden_names(self) -> list[str]:
         names = ["cnt"]
         for j in self._accumulated():
@@ -111,7 +132,7 @@ class ReduceOp(Operator):
         """``output``: its rows with their hidden accumulators; ``values``: the group key and
         the argument of each min/max aggregate."""
         if what == "values":
-            return len(self.group_key) + len(self._extremes())
+            return len(self.group_key) + len(self._value_columns())
         return len(self.full_names())
 
     def _full_types(self) -> list[T.DataType]:
@@ -130,7 +151,7 @@ class ReduceOp(Operator):
     def checks(self) -> bool:
         """Whether its keys or arguments may fail on some row (it has an error output)."""
         return any(may_fail(e) for e in self.group_key) or any(
-            a.expr is not None and may_fail(a.expr) for a in self.aggregates)
+            may_fail(e) for a in self.aggregates for e in a.scalars())
 
     def _prepared(self, df: DataFrame) -> DataFrame:
         """The input batch as keys ``k*``, aggregate arguments ``a*``, time and diff (and
@@ -145,8 +166,12 @@ class ReduceOp(Operator):
         keys = [compile_checked(k, refs, types) for k in self.group_key]
         args = [compile_checked(a.expr, refs, types) for a in self.aggregates
                 if a.expr is not None]
+        ordered = [compile_checked(e, refs, types) for a in self.aggregates
+                   for e, _, _ in a.order_by]
         names = self._keys + [f"a{j}" for j, a in enumerate(self.aggregates)
-                              if a.expr is not None]
+                              if a.expr is not None] + [
+            f"o{j}_{i}" for j, a in enumerate(self.aggregates) for i in range(len(a.order_by))]
+        args += ordered
         error = first_error([e.error for e in keys + args])
         failed = [] if error is None else [described(error, refs).alias(ERR)]
         return [*[e.value.alias(n) for e, n in zip(keys + args, names)], *failed,
@@ -157,7 +182,7 @@ class ReduceOp(Operator):
         """min/max at each (key, time) of ``times``, from the arranged (key, argument) pairs
         and the step's changes."""
         assert self.values is not None
-        args = [f"a{j}" for j in self._extremes()]
+        args = self._value_columns()
         parts = [] if prepared is None else [prepared.select(*self._keys, *args, TIME, DIFF)]
         old = None if ctx.first else self.values.read(upto=ctx.lower)
         if old is not None:
@@ -177,9 +202,28 @@ class ReduceOp(Operator):
                        & (col(TIME) <= col("x_time")), "inner", ctx.small)
         counted = (valid.groupBy(*[f"x_{k}" for k in self._keys], "x_time", *args)
                    .agg(F.sum(DIFF).alias("m")).where(col("m") > 0))
-        extremes = [F.call_function(str(maintained(self.aggregates[j].func).spark), col(f"a{j}"))
-                    .alias(f"e{j}") for j in self._extremes()]
+        if any(maintained(self.aggregates[j].func).collect for j in self._extremes()):
+            counted = counted.select(*counted.columns, F.explode(  # one row per occurrence
+                F.sequence(F.lit(1).cast("bigint"), col("m"))).alias("copy"))
+        extremes = [self._extreme(j).alias(f"e{j}") for j in self._extremes()]
         return counted.groupBy(*[f"x_{k}" for k in self._keys], "x_time").agg(*extremes)
+
+    def _extreme(self, j: int) -> Column:
+        """The Spark aggregate of min/max-like aggregate ``j`` over a group's rows (each
+        row once per occurrence for an aggregate of values in order)."""
+        aggregate = self.aggregates[j]
+        fn = maintained(aggregate.func)
+        if fn.collect is None:
+            return F.call_function(str(fn.spark), col(f"a{j}"))
+        value = col(f"a{j}")
+        tie = value[0] if self.types[len(self._keys) + j].kind is Kind.ARRAY else value
+        keys = [col(f"o{j}_{i}") for i in range(len(aggregate.order_by))] + [tie]
+        directions = [(d, n) for _, d, n in aggregate.order_by] + [(False, False)]
+        entries = F.collect_list(F.struct(*[k.alias(f"k{i}") for i, k in enumerate(keys)],
+                                          value.alias("v")))
+        present = F.filter(entries, lambda e: e["v"].isNotNull())
+        ordered = F.array_sort(present, lambda a, b: _compared(a, b, directions))
+        return fn.collect(F.transform(ordered, lambda e: e["v"]), aggregate.separator)
 
     def compute(self, ctx: StepContext) -> Delta | None:
         assert self.input is not None and self.output is not None
@@ -209,7 +253,7 @@ class ReduceOp(Operator):
             prepared = None if leaf is None else leaf.df
             if leaf is not None and self._extremes():
                 assert self.values is not None
-                args = [*self._keys, *[f"a{j}" for j in self._extremes()], TIME, DIFF]
+                args = [*self._keys, *self._value_columns(), TIME, DIFF]
                 pairs = Leaf(self.selected(leaf.df, "pairs", lambda: args), leaf.rows,
                              None if leaf.table is None else leaf.table.select(args))
                 self.stage(self.values, pairs, ctx)
@@ -285,7 +329,7 @@ class ReduceOp(Operator):
 
         if pairs:
             assert prepared is not None
-            keyed = [*self._keys, *[f"a{j}" for j in self._extremes()], TIME, DIFF]
+            keyed = [*self._keys, *self._value_columns(), TIME, DIFF]
             job.want(consolidate(self.selected(prepared, "pairs", lambda: keyed)),
                      lambda table: self.stage(self.values, stored_or_none(ctx.spark, table),
                                               ctx))

@@ -36,7 +36,7 @@ ALLOWED: dict[type[exp.Expr], frozenset[str]] = {
     exp.Lateral: frozenset({"this", "alias", "ordinality", "cross_apply"}),
     exp.Unnest: frozenset({"expressions", "alias", "offset"}),
     exp.Group: frozenset({"expressions"}),
-    exp.Order: frozenset({"expressions"}),
+    exp.Order: frozenset({"this", "expressions"}),  # "this": an aggregate call's argument
     exp.Ordered: frozenset({"this", "desc", "nulls_first"}),
     exp.Limit: frozenset({"this", "expression"}),
     exp.With: frozenset({"expressions", "recursive"}),

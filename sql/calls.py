@@ -69,6 +69,8 @@ def function_name(node: exp.Expr) -> str:
     """The name a function call is written with, for messages."""
     if WRITTEN_NAME in node.meta:
         return str(node.meta[WRITTEN_NAME])
+    if isinstance(node, exp.GroupConcat):  # PostgreSQL's dialect parses string_agg itself
+        return "string_agg"
     if isinstance(node, exp.Anonymous):
         return node.name.lower()
     if isinstance(node, exp.Func):
@@ -90,7 +92,9 @@ def check_call(node: exp.Expr) -> None:
         check_arity(node, (2, 2))
     elif isinstance(node, exp.AggFunc) and type(node) in CALL_NAMES and (
             type(node) not in WINDOW_CALLS):  # window calls: counted by sql/windows.py
-        check_arity(node, (1, _MANY) if isinstance(node, exp.Grouping) else _AGGREGATE_ARITY)
+        arity = {exp.Grouping: (1, _MANY), exp.GroupConcat: (2, 2)}.get(type(node),
+                                                                        _AGGREGATE_ARITY)
+        check_arity(node, arity)
 
 
 def check_arity(node: exp.Expr, arity: tuple[int, int], given: int | None = None) -> None:

@@ -109,6 +109,7 @@ CALL_NAMES: dict[type[exp.Expr], frozenset[str]] = {
     exp.Variance: frozenset({"variance", "var_samp"}), exp.VariancePop: frozenset({"var_pop"}),
     exp.Stddev: frozenset({"stddev"}), exp.StddevSamp: frozenset({"stddev_samp"}),
     exp.StddevPop: frozenset({"stddev_pop"}), exp.Grouping: frozenset({"grouping"}),
+    exp.GroupConcat: frozenset({"string_agg"}), exp.ArrayAgg: frozenset({"array_agg"}),
     exp.Explode: frozenset({"unnest"}),
     exp.ExplodingGenerateSeries: frozenset({"generate_series"}),
     **{node: frozenset({name}) for node, name in WINDOW_CALLS.items()},

@@ -27,9 +27,9 @@ from collections.abc import Callable, Sequence
 
 from matview.ir import aggregates
 from matview.ir.plans import compute
-from matview.ir.relation import Aggregate, Reduce, Relation, Union
+from matview.ir.relation import Aggregate, OrderedScalar, Reduce, Relation, Union
 from matview.ir.scalar import Call, Case, Col, Lit, Scalar, type_of
-from matview.ir.types import BIGINT, BOOLEAN, INT, SqlType
+from matview.ir.types import BIGINT, BOOLEAN, INT, Kind, SqlType
 from matview.sql import calls
 from matview.sql.coerce import TypedScalar
 from matview.sql.errors import SqlError, SqlTypeError, UnknownObjectError, UnsupportedError
@@ -186,6 +186,12 @@ class GroupedBinder(ExprBinder):
         assert isinstance(node, AGGREGATES)
         name, argument = calls.function_name(node), node.this
         fn = aggregates.lookup(name)
+        order: tuple[OrderedScalar, ...] = ()
+        if isinstance(argument, exp.Order):  # f(x ORDER BY ...): only the ordered ones read it
+            if fn.collect is not None:
+                order = tuple((self.inner.bind(o.this).expr, bool(o.args.get("desc")),
+                               bool(o.args.get("nulls_first"))) for o in argument.expressions)
+            argument = argument.this
         distinct = isinstance(argument, exp.Distinct)
         if distinct:
             if len(argument.expressions) != 1:
@@ -199,6 +205,8 @@ class GroupedBinder(ExprBinder):
             if condition is None:
                 return self._add(Aggregate("count", None), False)
             arg = TypedScalar(Lit(True, BOOLEAN), BOOLEAN)
+        elif fn.name == "array_agg":  # aggregates ARRAY[x] (see ir/aggregates.py)
+            arg = self.inner.bind(exp.Array(expressions=[argument.copy()]))
         else:
             arg = self.inner.bind(argument)
         if not fn.accepts(arg.type):
@@ -207,12 +215,21 @@ class GroupedBinder(ExprBinder):
             arg = TypedScalar(Case(((condition.expr, arg.expr),), Lit(None, arg.type)),
                               arg.type)
         if fn.derive is None:
-            return self._add(Aggregate(fn.name, arg.expr), distinct)
+            separator = self._separator(node) if fn.name == "string_agg" else None
+            return self._add(Aggregate(fn.name, arg.expr, order, separator), distinct)
 
         def add(func: str, expr: Scalar | None) -> Scalar:
             return self._add(Aggregate(func, expr), distinct).expr
 
         return TypedScalar(fn.derive(arg.expr, arg.type, add), fn.returns(arg.type))
+
+    def _separator(self, node: exp.Expr) -> str | None:
+        """``string_agg``'s separator: a constant text (NULL: none)."""
+        given = node.args.get("separator")
+        value = self.inner.bind(given)
+        if not isinstance(value.expr, Lit) or value.type.kind not in (Kind.TEXT, Kind.NULL):
+            raise UnsupportedError.at("string_agg's separator must be a text constant", given)
+        return None if value.expr.value is None else str(value.expr.value)
 
     def grouping(self, node: exp.Grouping) -> TypedScalar:
         """``grouping(a, b, ...)``: an integer whose bits, the last argument's lowest, are 1
@@ -265,7 +282,7 @@ class GroupedBinder(ExprBinder):
         if not any(distinct for _, distinct in self.aggregates):
             return Reduce(rel, keys, tuple(a for a, _ in self.aggregates))
         types = rel.types
-        plain = _unique([a.expr for a, d in self.aggregates if not d and a.expr is not None])
+        plain = _unique([e for a, d in self.aggregates if not d for e in a.scalars()])
         spread = _unique([a.expr for a, d in self.aggregates if d and a.expr is not None])
         width = len(keys) + 1 + len(plain)
         nulls = [Lit(None, type_of(e, types)) for e in (*plain, *spread)]
@@ -281,9 +298,9 @@ class GroupedBinder(ExprBinder):
         def read(aggregate: Aggregate, distinct: bool) -> Aggregate:
             if aggregate.expr is None:
                 return Aggregate("count", Col(len(keys)))
-            at = width + spread.index(aggregate.expr) if distinct else (
-                len(keys) + 1 + plain.index(aggregate.expr))
-            return Aggregate(aggregate.func, Col(at))
+            if distinct:
+                return Aggregate(aggregate.func, Col(width + spread.index(aggregate.expr)))
+            return aggregate.mapped(lambda e: Col(len(keys) + 1 + plain.index(e)))
 
         return Reduce(Union(tuple(parts)), tuple(Col(k) for k in range(len(keys))),
                       tuple(read(a, d) for a, d in self.aggregates))

@@ -58,7 +58,8 @@ NEGATED = {"eq": "ne", "ne": "eq", "lt": "ge", "le": "gt", "gt": "le", "ge": "lt
 SYMBOLS = {"add": "+", "sub": "-", "mul": "*", "div": "/", "mod": "%", "eq": "=", "ne": "<>",
            "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 AGGREGATES = (exp.Count, exp.Sum, exp.Avg, exp.Min, exp.Max, exp.LogicalAnd, exp.LogicalOr,
-              exp.Variance, exp.VariancePop, exp.Stddev, exp.StddevSamp, exp.StddevPop)
+              exp.Variance, exp.VariancePop, exp.Stddev, exp.StddevSamp, exp.StddevPop,
+              exp.GroupConcat, exp.ArrayAgg)
 """The aggregate calls the binder binds (``ir/aggregates.py`` registers each by the names of
 ``dialect.CALL_NAMES``)."""
 SUBQUERIES = (exp.Subquery, exp.Exists, exp.Any, exp.All)

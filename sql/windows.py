@@ -153,6 +153,8 @@ class SelectListWindows:
         fn = aggregates.lookup(name)
         if isinstance(argument, exp.Distinct):
             raise UnsupportedError.at("DISTINCT is not implemented for window functions", func)
+        if fn.derive is None and fn.name not in windows.REGISTRY:
+            raise UnsupportedError.at(f"{name} over a window is not supported yet", func)
         if argument is None or isinstance(argument, exp.Star):
             if condition is None:
                 return self._add(partition, WindowCall("count", (), order, frame), binder)

@@ -211,6 +211,8 @@ def setup() -> Environment:
 def _normal(value: object) -> object:
     if isinstance(value, (float, Decimal)):
         return round(float(value), 6)
+    if isinstance(value, list):  # an array
+        return tuple(_normal(v) for v in value)
     return value
 
 

@@ -36,7 +36,7 @@ does as ``coalesce(x, z) = coalesce(y, z) AND is_null(x) = is_null(y)``.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date, datetime
 from decimal import Decimal
 
@@ -273,8 +273,7 @@ class _Applier:
         inner = self.apply(rel.input)
         keys = tuple(Col(j) for j in range(width))
         group = keys + tuple(_bound(k, width) for k in rel.group_key)
-        aggregates = tuple(Aggregate(a.func, None if a.expr is None else _bound(a.expr, width))
-                           for a in rel.aggregates)
+        aggregates = tuple(a.mapped(lambda e: _bound(e, width)) for a in rel.aggregates)
         if rel.group_key:
             return Reduce(inner, group, aggregates)
         self.null_safe = True
@@ -287,7 +286,7 @@ class _Applier:
             if a.expr is None:
                 return Aggregate(a.func, mark)
             null = Lit(None, type_of(a.expr, inner.types))
-            return Aggregate(a.func, Case(((Call("is_null", (mark,)), null),), a.expr))
+            return replace(a, expr=Case(((Call("is_null", (mark,)), null),), a.expr))
 
         return Reduce(Union((marked, pads)), keys, tuple(guarded(a) for a in aggregates))
 

@@ -36,7 +36,6 @@ from matview.ir.evaluate import evaluate
 from matview.ir.functions import EvalError, lookup
 from matview.ir.linear_logic import MZ_NOW
 from matview.ir.relation import (
-    Aggregate,
     Constant,
     Filter,
     FlatMap,
@@ -205,8 +204,7 @@ def _fold(plan: Relation) -> Relation:
             return _empty(plan)
         types = plan.input.types
         return Reduce(plan.input, tuple(fold_scalar(k, types) for k in plan.group_key),
-                      tuple(Aggregate(a.func, None if a.expr is None
-                                      else fold_scalar(a.expr, types))
+                      tuple(a.mapped(lambda e: fold_scalar(e, types))
                             for a in plan.aggregates))
     if isinstance(plan, TopK) and (is_empty(plan.input) or plan.limit == 0):
         return _empty(plan)

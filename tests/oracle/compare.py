@@ -59,6 +59,8 @@ def _key(value: Value) -> tuple[int, object]:
         return (3, value)
     if isinstance(value, datetime):
         return (5, value)
+    if isinstance(value, list):  # an array
+        return (6, tuple(_key(v) for v in value))
     return (4, value)
 
 

@@ -14,6 +14,15 @@ written to ``--output``, or ``png`` / ``svg``: the DOT drawn by Graphviz's ``dot
 ``--with`` adds an EXPLAIN option (``arity``, ``types``, ``keys``,
 ``humanized expressions``); it may repeat.
 
+    matview serve [--host 127.0.0.1] [--port 6875] [--password-file FILE] [--path DIR]
+
+``serve`` opens an in-process database on the wall clock and serves it over the PostgreSQL
+wire protocol (``matview.server``) until SIGINT or SIGTERM, printing ``listening on
+HOST:PORT`` (``--port 0`` picks a free port). Clients are trusted unless
+``--password-file`` names a file whose first line is the password, then checked with
+SCRAM-SHA-256; a host other than loopback needs a password. ``--path`` (durable storage)
+is refused, as ``connect(path=...)`` is.
+
 Exit status: 0 on success, 1 when matview (or Graphviz) reports an error, printed as
 ``error: ...`` on stderr, 2 for a usage error or when Graphviz is missing.
 """
@@ -21,9 +30,12 @@ Exit status: 0 on success, 1 when matview (or Graphviz) reports an error, printe
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import shutil
+import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import matview
@@ -51,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run the ``matview`` command with ``argv`` (default ``sys.argv[1:]``); the exit status."""
     try:
         args = _parser().parse_args(argv)
-        return explain(args)
+        return serve(args) if args.command == "serve" else explain(args)
     except SystemExit as stop:  # argparse: --help, or a usage error already printed
         return stop.code if isinstance(stop.code, int) else 2
     except UsageError as error:
@@ -79,6 +91,45 @@ def explain(args: argparse.Namespace) -> int:
     return 0
 
 
+def serve(args: argparse.Namespace) -> int:
+    """``matview serve``: serve a new database over the PostgreSQL protocol until SIGINT or
+    SIGTERM."""
+    from matview.server import serve as start
+
+    password = _password(args.password_file, args.host)
+    with matview.connect(args.path) as con:
+        server = start(con, args.host, args.port, password)
+        if threading.current_thread() is threading.main_thread():
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                signal.signal(signum, lambda *_: server.close())
+        print(f"listening on {server.host}:{server.port}", flush=True)
+        server.wait()
+    return 0
+
+
+def _password(path: Path | None, host: str) -> str | None:
+    """The password in the first line of ``path`` (None: trust); a non-loopback ``host``
+    needs one."""
+    if path is None:
+        if not _loopback(host):
+            raise UsageError(f"--host {host} accepts connections from other machines: give "
+                             "--password-file too")
+        return None
+    lines = path.read_text().splitlines()
+    if not lines or not lines[0]:
+        raise UsageError(f"--password-file {path} holds no password on its first line")
+    return lines[0]
+
+
+def _loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="matview", description="matview: incremental "
                                      "materialized views in SQL, maintained on Apache Spark")
@@ -97,6 +148,15 @@ def _parser() -> argparse.ArgumentParser:
                      help="an EXPLAIN option: " + ", ".join(EXPLAIN_OPTIONS))
     sub.add_argument("--output", type=Path, metavar="FILE",
                      help="write to FILE instead of standard output")
+    sub = commands.add_parser("serve", help="serve a database over the PostgreSQL protocol",
+                              description="Serve an in-process database to PostgreSQL "
+                              "clients (psql, psycopg) until SIGINT or SIGTERM.")
+    sub.add_argument("--host", default="127.0.0.1", help="address to listen on")
+    sub.add_argument("--port", type=int, default=6875, help="port (0: any free port)")
+    sub.add_argument("--password-file", type=Path, metavar="FILE",
+                     help="check clients' passwords (SCRAM-SHA-256) against FILE's first "
+                     "line; without it clients are trusted")
+    sub.add_argument("--path", metavar="DIR", help="durable storage (not supported yet)")
     return parser
 
 

@@ -1,0 +1,217 @@
+"""PostgreSQL types of matview's SQL types: OIDs and type modifiers for RowDescription, values
+in PostgreSQL's text output format, and parameter and COPY values read from text."""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+import math
+import re
+import struct
+from dataclasses import dataclass
+
+TEXT_OID = 25
+UNKNOWN_OID = 705
+
+
+@dataclass(frozen=True)
+class PgType:
+    """A PostgreSQL type: its name as ``format_type`` prints it, OID, size, and the OID of
+    its array type."""
+
+    name: str
+    oid: int
+    size: int
+    array_oid: int
+
+
+TYPES = {
+    "boolean": PgType("boolean", 16, 1, 1000),
+    "int": PgType("integer", 23, 4, 1007),
+    "bigint": PgType("bigint", 20, 8, 1016),
+    "double": PgType("double precision", 701, 8, 1022),
+    "numeric": PgType("numeric", 1700, -1, 1231),
+    "text": PgType("text", 25, -1, 1009),
+    "date": PgType("date", 1082, 4, 1182),
+    "timestamp": PgType("timestamp without time zone", 1114, 8, 1115),
+    "interval": PgType("interval", 1186, 16, 1187),
+    "jsonb": PgType("jsonb", 3802, -1, 3807),
+    "mz_timestamp": PgType("numeric", 1700, -1, 1231),
+    "null": PgType("text", 25, -1, 1009),
+}
+"""By matview type name (``str(SqlType)`` without precision, scale or ``[]``). SUBSCRIBE's
+``mz_timestamp`` column is ``numeric``, as in Materialize."""
+
+_NUMERIC = re.compile(r"numeric\((\d+),(\d+)\)")
+
+
+def column_type(type_name: str) -> tuple[int, int, int, str]:
+    """The OID, size, type modifier and ``format_type`` text of matview type ``type_name``
+    (as ``Cursor.description`` gives it: ``int``, ``numeric(10,2)``, ``text[]``)."""
+    element, array = (type_name[:-2], True) if type_name.endswith("[]") else (type_name, False)
+    modifier, shown = -1, None
+    found = _NUMERIC.fullmatch(element)
+    if found:
+        precision, scale = int(found.group(1)), int(found.group(2))
+        modifier, shown = ((precision << 16) | scale) + 4, f"numeric({precision},{scale})"
+        element = "numeric"
+    pg = TYPES.get(element, TYPES["text"])
+    shown = shown or pg.name
+    if array:
+        return pg.array_oid, -1, modifier, shown + "[]"
+    return pg.oid, pg.size, modifier, shown
+
+
+# --- output -----------------------------------------------------------------------------
+
+def float_text(value: float) -> str:
+    """A float8 as PostgreSQL prints it (shortest exact digits; exponent form below 1e-4
+    and from 1e15 on, like ``%g`` with 15 digits)."""
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "Infinity" if value > 0 else "-Infinity"
+    if value == 0:
+        return "-0" if math.copysign(1, value) < 0 else "0"
+    sign, digits, exponent = decimal.Decimal(repr(value)).as_tuple()
+    text = "".join(map(str, digits)).rstrip("0") or "0"
+    power = len(digits) + int(exponent) - 1  # of the first digit
+    if -4 <= power < 15:
+        body = format(decimal.Decimal(repr(value)).copy_abs().normalize(), "f")
+    else:
+        mantissa = text[0] + ("." + text[1:] if len(text) > 1 else "")
+        body = f"{mantissa}e{'-' if power < 0 else '+'}{abs(power):02d}"
+    return ("-" if sign else "") + body
+
+
+def _interval_text(value: object) -> str:
+    """An interval (``timedelta`` or Arrow's month-day-nano) in PostgreSQL's style."""
+    if isinstance(value, datetime.timedelta):
+        months, days, micros = 0, value.days, value.seconds * 1_000_000 + value.microseconds
+    else:
+        months, days = int(value.months), int(value.days)  # type: ignore[attr-defined]
+        micros = int(value.nanoseconds) // 1000  # type: ignore[attr-defined]
+    parts = []
+    years, months = divmod(months, 12) if months >= 0 else (-((-months) // 12), -((-months) % 12))
+    for count, unit in ((years, "year"), (months, "mon"), (days, "day")):
+        if count:
+            parts.append(f"{count} {unit}{'' if abs(count) == 1 else 's'}")
+    if micros or not parts:
+        sign = "-" if micros < 0 else ""
+        seconds, fraction = divmod(abs(micros), 1_000_000)
+        clock = f"{sign}{seconds // 3600:02d}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+        parts.append(clock + (f".{fraction:06d}".rstrip("0") if fraction else ""))
+    return " ".join(parts)
+
+
+def _array_element(value: object) -> str:
+    """An array element as array output quotes it."""
+    if value is None:
+        return "NULL"
+    text = text_of(value)
+    if text == "" or re.search(r'[{},"\\\s]', text) or text.upper() == "NULL":
+        return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return text
+
+
+def text_of(value: object) -> str:
+    """A non-NULL value in PostgreSQL's text output format."""
+    if isinstance(value, bool):
+        return "t" if value else "f"
+    if isinstance(value, float):
+        return float_text(value)
+    if isinstance(value, decimal.Decimal):
+        return format(value, "f")
+    if isinstance(value, datetime.datetime):
+        return value.isoformat(sep=" ")
+    if isinstance(value, datetime.date):
+        return value.isoformat()
+    if isinstance(value, (list, tuple)):
+        return "{" + ",".join(_array_element(v) for v in value) + "}"
+    if isinstance(value, datetime.timedelta) or hasattr(value, "nanoseconds"):
+        return _interval_text(value)
+    return str(value)
+
+
+def encode(value: object) -> bytes | None:
+    """A value as a DataRow field in text format (None: NULL)."""
+    return None if value is None else text_of(value).encode()
+
+
+# --- input ------------------------------------------------------------------------------
+
+class InvalidText(ValueError):
+    """Text that is not a value of the type it is read as (SQLSTATE 22P02)."""
+
+
+_TRUE = {"t", "true", "y", "yes", "on", "1"}
+_FALSE = {"f", "false", "n", "no", "off", "0"}
+
+
+def _boolean(text: str) -> bool:
+    """A boolean from PostgreSQL's spellings (t, true, yes, on, 1 ...)."""
+    key = text.strip().lower()
+    if key in _TRUE:
+        return True
+    if key in _FALSE:
+        return False
+    raise InvalidText(f'invalid input syntax for type boolean: "{text}"')
+
+
+_READERS = {
+    "boolean": _boolean, "int": int, "bigint": int, "double": float,
+    "numeric": decimal.Decimal, "date": datetime.date.fromisoformat,
+    "timestamp": datetime.datetime.fromisoformat,
+}
+"""Text readers by matview type name; any other type is kept as text."""
+_OID_NAMES = {16: "boolean", 21: "int", 23: "int", 20: "bigint", 700: "double", 701: "double",
+              1700: "numeric", 1082: "date", 1114: "timestamp", 1184: "timestamp"}
+
+
+def from_text(text: str, type_name: str) -> object:
+    """``text`` read as a value of matview type ``type_name`` (``int``, ``numeric(10,2)``,
+    ``int[]`` ...); ``InvalidText`` when it is not one."""
+    if type_name.endswith("[]"):
+        return [None if e is None else from_text(e, type_name[:-2]) for e in _array_items(text)]
+    reader = _READERS.get(type_name.split("(")[0])
+    if reader is None:
+        return text
+    try:
+        return reader(text.strip())
+    except (ValueError, ArithmeticError) as error:
+        raise InvalidText(f'invalid input syntax for type {type_name}: "{text}"') from error
+
+
+def _array_items(text: str) -> list[str | None]:
+    """The elements of a one-dimensional array literal ``{a,"b c",NULL}``."""
+    body = text.strip()
+    if not (body.startswith("{") and body.endswith("}")):
+        raise InvalidText(f'malformed array literal: "{text}"')
+    items: list[str | None] = []
+    for match in re.finditer(r'\s*(?:"((?:[^"\\]|\\.)*)"|([^,{}"]*?))\s*(?:,|$)', body[1:-1]):
+        if match.end() == match.start():
+            break
+        quoted, bare = match.group(1), match.group(2)
+        if quoted is not None:
+            items.append(re.sub(r"\\(.)", r"\1", quoted))
+        else:
+            items.append(None if bare.upper() == "NULL" else bare)
+    return items
+
+
+def parameter(data: bytes | None, oid: int, binary: bool) -> object:
+    """A Bind parameter's value: text format read by its declared type (unknown or text
+    types stay text), binary format for integers, floats, booleans and text."""
+    if data is None:
+        return None
+    if not binary:
+        return from_text(data.decode(), _OID_NAMES.get(oid, "text"))
+    layouts = {21: "!h", 23: "!i", 20: "!q", 700: "!f", 701: "!d"}
+    if oid in layouts and struct.calcsize(layouts[oid]) == len(data):
+        return struct.unpack(layouts[oid], data)[0]
+    if oid == 16 and len(data) == 1:
+        return data != b"\0"
+    if oid in (0, 25, 1043, UNKNOWN_OID):
+        return data.decode()
+    raise InvalidText(f"binary format of parameters of type {oid} is not supported; "
+                      "send it in text format")

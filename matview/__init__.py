@@ -7,7 +7,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from os import PathLike
 from typing import TYPE_CHECKING, Any
 
 from matview.errors import (
@@ -39,7 +40,8 @@ def connect(path: str | None = None, *, spark: SparkSession | None = None,
             master: str | None = None, clock: int | None = None,
             config: Mapping[str, str] | None = None,
             max_table_function_rows: int | None = None,
-            max_join_rows: int | None = None, refresh: str = "auto") -> Connection:
+            max_join_rows: int | None = None, refresh: str = "auto",
+            files: Sequence[str | PathLike[str]] = ()) -> Connection:
     """Open a matview database (PEP 249 connection).
 
     ``clock=None`` reads the wall clock in milliseconds; an integer starts a manual clock
@@ -51,8 +53,10 @@ def connect(path: str | None = None, *, spark: SparkSession | None = None,
     ``max_join_rows`` the most update rows one join may produce in one step (default
     ``matview.runtime.join.DEFAULT_JOIN_ROWS``). ``refresh`` is how materialized views
     step: ``auto`` (per step, the cheaper of incremental and recompute-and-diff by
-    estimate), ``incremental`` or ``recompute`` (``matview.runtime.refresh``). ``path``
-    (durable storage) is not supported yet and raises ``NotSupportedError``.
+    estimate), ``incremental`` or ``recompute`` (``matview.runtime.refresh``). ``files``
+    are the directories ``COPY ... FROM | TO 'file'`` may read and write in (none by
+    default). ``path`` (durable storage) is not supported yet and raises
+    ``NotSupportedError``.
     """
     from matview.connection import Connection
     from matview.ir.table_functions import DEFAULT_ROW_LIMIT
@@ -61,7 +65,8 @@ def connect(path: str | None = None, *, spark: SparkSession | None = None,
     limit = DEFAULT_ROW_LIMIT if max_table_function_rows is None else max_table_function_rows
     joins = DEFAULT_JOIN_ROWS if max_join_rows is None else max_join_rows
     return Connection(path, spark=spark, master=master, clock=clock, config=config,
-                      max_table_function_rows=limit, max_join_rows=joins, refresh=refresh)
+                      max_table_function_rows=limit, max_join_rows=joins, refresh=refresh,
+                      files=files)
 
 
 def __getattr__(name: str) -> Any:

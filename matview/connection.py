@@ -5,6 +5,8 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence, Set
+from os import PathLike
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -109,6 +111,18 @@ class Cursor:
             return None
         return self._result.table.rename_columns(list(self._result.columns))
 
+    def fetch_df(self) -> Any:
+        """The whole result as a pandas DataFrame (None when the statement returned no
+        rows), as DuckDB's ``fetch_df``."""
+        table = self.fetch_arrow()
+        return None if table is None else table.to_pandas()
+
+    def fetch_spark(self) -> DataFrame | None:
+        """The whole result as a Spark DataFrame on the connection's session (None when the
+        statement returned no rows)."""
+        table = self.fetch_arrow()
+        return None if table is None else self.connection.spark.createDataFrame(table)
+
     def __iter__(self) -> Iterator[tuple[object, ...]]:
         while self._rows:
             yield self._rows.pop(0)
@@ -135,7 +149,8 @@ class Connection:
                  master: str | None = None, clock: int | None = None,
                  config: Mapping[str, str] | None = None,
                  max_table_function_rows: int = DEFAULT_ROW_LIMIT,
-                 max_join_rows: int = DEFAULT_JOIN_ROWS, refresh: str = "auto") -> None:
+                 max_join_rows: int = DEFAULT_JOIN_ROWS, refresh: str = "auto",
+                 files: Sequence[str | PathLike[str]] = ()) -> None:
         if path is not None:
             raise NotSupportedError(
                 "durable storage (connect(path=...)) is not supported yet: every table and "
@@ -152,6 +167,7 @@ class Connection:
                                    f"{refresh!r}")
         if clock is not None and not _is_int(clock):
             raise ProgrammingError("clock must be an integer (milliseconds) or None")
+        self._files = _directories(files)
         if spark is None:
             with translated():
                 _check_reusable(master, config or {})
@@ -193,7 +209,8 @@ class Connection:
                         spark = start_session(self._master, self._config)
                     else:
                         spark = isolated(self._spark)
-                self._engine = Engine(spark, self._oracle, self._limits, self._refresh)
+                self._engine = Engine(spark, self._oracle, self._limits, self._refresh,
+                                      self._files)
             return self._engine
 
     @contextlib.contextmanager
@@ -373,6 +390,19 @@ def _spark_lost(spark: SparkSession) -> bool:
         return jsc is None or bool(jsc.sc().isStopped())
     except Exception:  # no JVM (or server) to answer
         return True
+
+
+def _directories(files: object) -> tuple[Path, ...]:
+    """``connect(files=...)``: existing directories, resolved."""
+    if isinstance(files, (str, PathLike)) or not isinstance(files, (list, tuple)):
+        raise ProgrammingError("files must be a list of directories")
+    out = []
+    for entry in files:
+        directory = Path(entry).expanduser().resolve()
+        if not directory.is_dir():
+            raise ProgrammingError(f'files: "{entry}" is not a directory')
+        out.append(directory)
+    return tuple(out)
 
 
 def _is_int(value: object) -> bool:

@@ -14,11 +14,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from matview import files
 from matview.catalog import Entry, LiveCatalog
 from matview.clock import TimestampOracle
 from matview.errors import ProgrammingError
@@ -28,19 +30,26 @@ from matview.ir.types import TEXT, SqlType
 from matview.planner.explain import explain_analyze, explain_plan, explain_trace
 from matview.planner.lower import lower
 from matview.planner.pipeline import physical
+from matview.rows import update_rows
 from matview.runtime import peek, writes
 from matview.runtime.controller import Controller, Limits
 from matview.runtime.trace import TABLE_COPY_ROWS, Trace
 from matview.runtime.types import column_names
 from matview.runtime.updates import DIFF, TIME
+from matview.sinks import Sink
 from matview.sql.catalog import CatalogItem
 from matview.sql.parameters import bind_parameters
 from matview.sql.parse import bind_statement, explain_statement, one_statement, split
 from matview.sql.statements import (
+    CopyFrom,
+    CopyTo,
+    CreateSink,
     CreateTable,
+    CreateTableAs,
     CreateView,
     Delete,
     Drop,
+    DropSink,
     Explain,
     Insert,
     Query,
@@ -63,14 +72,17 @@ class Engine:
     """Runs statements against one catalog on one SparkSession."""
 
     def __init__(self, spark: SparkSession, oracle: TimestampOracle, limits: Limits,
-                 refresh: str = "auto") -> None:
+                 refresh: str = "auto", files: Sequence[Path] = ()) -> None:
         self.spark = spark
+        self.files = tuple(files)
+        """The directories COPY may read and write files in (resolved)."""
         self.oracle = oracle
         self.catalog = LiveCatalog()
         self.controller = Controller(spark, self.trace_of, limits, refresh)
         self.cursors: dict[int, tuple[str, int]] = {}
         """Open subscriptions: id -> (collection name, time up to which it has read)."""
         self.transaction: writes.Transaction | None = None
+        self.sinks: dict[str, Sink] = {}
 
     # --- statements ---------------------------------------------------------------------
 
@@ -99,13 +111,15 @@ class Engine:
         return str(result.table.column(0)[0].as_py())
 
     def run(self, stmt: object) -> Result:
-        if self.transaction is not None and not (
+        if self.transaction is not None and not isinstance(stmt, CopyFrom) and not (
                 isinstance(stmt, Insert) and isinstance(stmt.source, Constant)):
             self._outside_transaction(type(stmt).__name__.upper())
         handlers = {
             CreateTable: self._create_table, CreateView: self._create_view, Insert: self._insert,
             Delete: self._delete, Update: self._update, Drop: self._drop, Show: self._show,
-            Query: self._query, Explain: self._explain,
+            Query: self._query, Explain: self._explain, CreateTableAs: self._create_table_as,
+            CopyFrom: self._copy_from, CopyTo: self._copy_to, CreateSink: self._create_sink,
+            DropSink: self._drop_sink,
         }
         return handlers[type(stmt)](stmt)  # type: ignore[operator]
 
@@ -115,6 +129,55 @@ class Engine:
             trace = Trace(self.spark, len(stmt.fields), copy_rows=TABLE_COPY_ROWS)
             self.catalog.add(Entry(item, trace=trace), set())
         return Result()
+
+    def _create_table_as(self, stmt: CreateTableAs) -> Result:
+        """The query runs first: when it fails, no table is created."""
+        if self._exists(stmt.table.name, stmt.table.if_not_exists):
+            return Result()
+        rows = self.evaluate(stmt.query.plan)
+        self._create_table(stmt.table)
+        try:
+            count = 0 if rows is None else self.write(stmt.table.name,
+                                                      peek.refusing_negative(rows).drop(TIME))
+        except Exception:
+            self.catalog.remove(stmt.table.name)
+            raise
+        return Result(rowcount=count)
+
+    def _copy_from(self, stmt: CopyFrom) -> Result:
+        item = self.table_item(stmt.table)
+        rows = files.read_rows(files.confined(stmt.path, self.files), stmt.format, item,
+                               stmt.columns)
+        return Result(rowcount=self.write(stmt.table, update_rows(rows, item, 1)))
+
+    def _copy_to(self, stmt: CopyTo) -> Result:
+        path = files.confined(stmt.path, self.files)
+        result = self._query(stmt.query)
+        assert result.table is not None
+        files.write_rows(result.table, result.columns, path, stmt.format)
+        return Result(rowcount=result.table.num_rows)
+
+    def _create_sink(self, stmt: CreateSink) -> Result:
+        if stmt.name in self.sinks or self.catalog.lookup(stmt.name) is not None:
+            raise ProgrammingError(f'"{stmt.name}" already exists')
+        sink = Sink(self, stmt.name, stmt.view, files.confined(stmt.path, self.files),
+                    stmt.kind)
+        self.sinks[stmt.name] = sink
+        sink.flush()  # the view's contents now
+        return Result()
+
+    def _drop_sink(self, stmt: DropSink) -> Result:
+        sink = self.sinks.pop(stmt.name, None)
+        if sink is None and not stmt.if_exists:
+            raise ProgrammingError(f'sink "{stmt.name}" does not exist')
+        if sink is not None:
+            sink.close()
+        return Result()
+
+    def _flush_sinks(self) -> None:
+        """After a committed write: every sink appends its view's changes."""
+        for sink in self.sinks.values():
+            sink.flush()
 
     def _exists(self, name: str, if_not_exists: bool) -> bool:
         if self.catalog.lookup(name) is None:
@@ -140,7 +203,12 @@ class Engine:
         return Result()
 
     def _drop(self, stmt: Drop) -> Result:
-        for name in self.catalog.dropped(stmt):
+        dropped = self.catalog.dropped(stmt)
+        for sink in self.sinks.values():
+            if sink.view in dropped:
+                raise ProgrammingError(f'cannot drop "{sink.view}": sink "{sink.name}" reads '
+                                       f"it (DROP SINK {sink.name} first)")
+        for name in dropped:
             self.catalog.remove(name)
             for key, (target, _) in list(self.cursors.items()):
                 if target == name:
@@ -286,6 +354,7 @@ class Engine:
         else:
             trace.append(leaf, at, at)
             self.oracle.commit_write(at)
+            self._flush_sinks()
         return changed
 
     def begin(self) -> None:
@@ -300,6 +369,7 @@ class Engine:
         if pending is not None and pending.writes:
             pending.commit()
             self.oracle.commit_write(pending.at)
+            self._flush_sinks()
 
     def rollback(self) -> None:
         """Forget the open transaction's writes."""

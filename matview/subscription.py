@@ -6,6 +6,8 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING
 
+import pyarrow as pa
+
 from matview.errors import InterfaceError
 from matview.rows import rows_of
 from matview.runtime.peek import changes
@@ -50,6 +52,12 @@ class Subscription:
             return self._fetch()
 
     def _fetch(self) -> list[tuple[object, ...]]:
+        table = self.changes()
+        return [] if table is None else rows_of(table)
+
+    def changes(self) -> pa.Table | None:
+        """``fetch``'s changes as Arrow columns named ``columns`` (None: none), for a caller
+        that holds the engine already (a sink)."""
         if self.closed:
             raise InterfaceError(f"subscription to {self.name} is closed")
         self.engine.refresh(self.name)
@@ -60,7 +68,10 @@ class Subscription:
                         self.as_of if self._snapshot_pending else None)
         self._snapshot_pending = False
         self.engine.cursors[id(self)] = (self.name, upper)
-        return [] if table is None else rows_of(table)
+        if table is None:
+            return None
+        named = table.rename_columns(list(self.columns))  # every batch of the same schema:
+        return named.cast(pa.schema([f.with_nullable(True) for f in named.schema]))
 
     def close(self) -> None:
         with self._using():

@@ -42,6 +42,8 @@ ALLOWED: dict[type[exp.Expr], frozenset[str]] = {
     exp.With: frozenset({"expressions", "recursive"}),
     exp.CTE: frozenset({"this", "alias", "materialized"}),
     exp.Values: frozenset({"expressions", "alias"}),
+    exp.Copy: frozenset({"this", "kind", "files", "params", "credentials"}),
+    exp.Credentials: frozenset(),
     # expressions: the arguments the scalar binder reads of the nodes it binds (a function
     # call's arguments are counted instead: ``calls.check_call``)
     exp.Star: frozenset(),

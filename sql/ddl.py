@@ -1,4 +1,5 @@
-"""Data definition: CREATE TABLE, CREATE [MATERIALIZED] VIEW, DROP and SHOW.
+"""Data definition: CREATE TABLE [AS], CREATE [MATERIALIZED] VIEW, CREATE SINK, DROP and
+SHOW.
 
 Whether the named objects exist is the engine's concern when it runs the statement (IF [NOT]
 EXISTS, CASCADE); binding only checks the statement itself.
@@ -13,12 +14,24 @@ from matview.ir.types import Kind
 from matview.sql.allowlist import check_arguments
 from matview.sql.catalog import ObjectKind, Recording
 from matview.sql.context import Context
-from matview.sql.datatypes import column_type
+from matview.sql.datatypes import column_type, storable
+from matview.sql.dialect import CreateSink as CreateSinkNode
+from matview.sql.dialect import DropSink as DropSinkNode
 from matview.sql.dialect import Matview
-from matview.sql.errors import DuplicateObjectError, SqlError, UnsupportedError
+from matview.sql.errors import DuplicateObjectError, SqlError, SqlTypeError, UnsupportedError
 from matview.sql.names import normalize, relation_name
 from matview.sql.query import bind_query
-from matview.sql.statements import CreateTable, CreateView, Drop, Query, Show, ShowWhat
+from matview.sql.statements import (
+    CreateSink,
+    CreateTable,
+    CreateTableAs,
+    CreateView,
+    Drop,
+    DropSink,
+    Query,
+    Show,
+    ShowWhat,
+)
 from sqlglot import exp
 
 _CREATE = frozenset({"this", "kind", "expression", "exists", "properties", "replace"})
@@ -31,14 +44,16 @@ _SHOW: dict[str, ShowWhat] = {
 }
 
 
-def bind_create_table(node: exp.Create) -> CreateTable:
-    """``CREATE TABLE name (column type, ...)``."""
+def bind_create_table(node: exp.Create, ctx: Context) -> CreateTable | CreateTableAs:
+    """``CREATE TABLE name (column type, ...)``, or ``CREATE TABLE name [(columns)] AS
+    query``: a table of the query's columns (renamed by the list) and types, holding its
+    rows."""
     check_arguments(node, _CREATE)
     if node.args.get("replace"):
         raise UnsupportedError.at("CREATE OR REPLACE is not supported yet", node)
-    if node.expression is not None:
-        raise UnsupportedError.at("CREATE TABLE ... AS is not supported yet", node.expression)
     _reject_properties(node)
+    if node.expression is not None:
+        return _bind_create_table_as(node, ctx)
     schema = node.this
     fields = []
     for column in schema.expressions:
@@ -51,6 +66,26 @@ def bind_create_table(node: exp.Create) -> CreateTable:
         fields.append(Field(name, column_type(column.args["kind"], name)))
     _check_unique([f.name for f in fields], schema.expressions)
     return CreateTable(relation_name(schema.this), tuple(fields), bool(node.args.get("exists")))
+
+
+def _bind_create_table_as(node: exp.Create, ctx: Context) -> CreateTableAs:
+    target = node.this
+    columns = [normalize(c) for c in target.expressions] if isinstance(target, exp.Schema) \
+        else []
+    table = target.this if isinstance(target, exp.Schema) else target
+    query = bind_query(node.expression, ctx)
+    if len(columns) > len(query.column_names):
+        raise SqlError.at("CREATE TABLE AS specifies too many column names", target)
+    names = columns + list(query.column_names[len(columns):])
+    _check_unique(names, target.expressions if columns else [node.expression] * len(names))
+    fields = []
+    for name, t in zip(names, query.plan.types, strict=True):
+        if not storable(t):
+            raise SqlTypeError.at(f'column "{name}" has type {t}, which a table cannot hold',
+                                  node.expression)
+        fields.append(Field(name, t))
+    create = CreateTable(relation_name(table), tuple(fields), bool(node.args.get("exists")))
+    return CreateTableAs(create, query)
 
 
 def bind_create_view(node: exp.Create, ctx: Context) -> CreateView:
@@ -96,6 +131,27 @@ def _top_k(node: exp.Expr, query: Query, materialized: bool) -> TopK:
             f'LIMIT and OFFSET in a view with an array column ("{arrays[0]}") are not '
             "supported yet", clause)
     return TopK(query.plan, query.order_by, query.limit, query.offset or 0)
+
+
+def bind_create_sink(node: CreateSinkNode, ctx: Context) -> CreateSink:
+    """``CREATE SINK name FROM view INTO PARQUET | DELTA 'directory'``: ``view`` a table or
+    a materialized view (the collections that keep their changes)."""
+    view = relation_name(node.args["view"])
+    item = ctx.catalog.lookup(view)
+    if item is None or item.kind == "view":
+        what = "does not exist" if item is None else "is a view, which keeps no changes"
+        raise SqlError.at(f'relation "{view}" {what}: a sink reads a table or a '
+                          "materialized view", node.args["view"])
+    kind = node.args["kind"].name.lower()
+    if kind not in ("parquet", "delta"):
+        raise UnsupportedError.at(f"sinks INTO {kind.upper()} are not supported: INTO "
+                                  "PARQUET or INTO DELTA", node.args["kind"])
+    return CreateSink(relation_name(node.this), view, kind, node.args["path"].name)
+
+
+def bind_drop_sink(node: DropSinkNode) -> DropSink:
+    """``DROP SINK [IF EXISTS] name``."""
+    return DropSink(relation_name(node.this), bool(node.args.get("exists")))
 
 
 def bind_drop(node: exp.Drop) -> Drop:

@@ -125,6 +125,18 @@ class Subscribe(exp.Expression):
     arg_types = {"this": False}
 
 
+class CreateSink(exp.Expression):
+    """``CREATE SINK name FROM view INTO PARQUET | DELTA 'directory'``."""
+
+    arg_types = {"this": True, "view": True, "kind": True, "path": True}
+
+
+class DropSink(exp.Expression):
+    """``DROP SINK [IF EXISTS] name``."""
+
+    arg_types = {"this": True, "exists": False}
+
+
 _SUBSCRIBED = re.compile(r'\s*(?:TO\s+)?(?:"((?:[^"]|"")+)"|([A-Za-z_][\w$]*))(?![\w$.])',
                          re.IGNORECASE)
 """The relation name at the start of ``SUBSCRIBE``'s text (quoted, or not)."""
@@ -201,6 +213,35 @@ class MatviewParser(PostgresParser):
             if type(expression) in CALL_NAMES:
                 return expression
         return super().validate_expression(expression, args)
+
+    def _parse_create(self) -> exp.Expr:
+        """``CREATE SINK ...`` (``CreateSink``), or another CREATE as PostgreSQL's."""
+        if not (self._curr and self._curr.text.upper() == "SINK"):
+            return super()._parse_create()
+        start = self._prev
+        self._advance()
+        name = self._parse_table_parts()
+        if not self._match(TokenType.FROM):
+            self.raise_error("expected FROM after CREATE SINK's name")
+        view = self._parse_table_parts()
+        if not self._match_text_seq("INTO"):
+            self.raise_error("expected INTO after CREATE SINK's view")
+        kind = self._parse_var(any_token=True)
+        path = self._parse_string()
+        if kind is None or path is None:
+            self.raise_error("expected PARQUET 'directory' or DELTA 'directory' after INTO")
+        return self.expression(CreateSink(this=name, view=view, kind=kind,
+                                          path=path)).update_positions(start)
+
+    def _parse_drop(self, exists: bool = False, kind: str | None = None) -> exp.Expr:
+        """``DROP SINK [IF EXISTS] name`` (``DropSink``), or another DROP."""
+        if not (self._curr and self._curr.text.upper() == "SINK"):
+            return super()._parse_drop(exists, kind)
+        start = self._prev
+        self._advance()
+        if_exists = self._match_text_seq("IF", "EXISTS")
+        return self.expression(DropSink(this=self._parse_table_parts(),
+                                        exists=if_exists)).update_positions(start)
 
     def _parse_command(self) -> exp.Expr:
         """``SUBSCRIBE`` (a command token), or another command kept as sqlglot keeps it."""

@@ -11,6 +11,7 @@ from matview.sql import ddl, dml
 from matview.sql.allowlist import check_supported
 from matview.sql.catalog import Catalog
 from matview.sql.context import Context
+from matview.sql.copy import bind_copy
 from matview.sql.dialect import (
     EXPLAIN_FORMATS,
     EXPLAIN_OPTIONS,
@@ -19,6 +20,8 @@ from matview.sql.dialect import (
     Matview,
     Subscribe,
 )
+from matview.sql.dialect import CreateSink as CreateSinkNode
+from matview.sql.dialect import DropSink as DropSinkNode
 from matview.sql.errors import SqlError, SqlSyntaxError, UnknownObjectError, UnsupportedError
 from matview.sql.names import relation_name
 from matview.sql.query import bind_query
@@ -122,7 +125,13 @@ def _bind(tree: exp.Expr, ctx: Context) -> Statement:
     if isinstance(tree, (exp.Query, exp.Subquery)):
         return bind_query(tree, ctx)
     if isinstance(tree, exp.Create) and tree.kind == "TABLE":
-        return ddl.bind_create_table(tree)
+        return ddl.bind_create_table(tree, ctx)
+    if isinstance(tree, exp.Copy):
+        return bind_copy(tree, ctx)
+    if isinstance(tree, CreateSinkNode):
+        return ddl.bind_create_sink(tree, ctx)
+    if isinstance(tree, DropSinkNode):
+        return ddl.bind_drop_sink(tree)
     if isinstance(tree, exp.Create) and tree.kind == "VIEW":
         return ddl.bind_create_view(tree, ctx)
     if isinstance(tree, exp.Insert):

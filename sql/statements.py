@@ -118,4 +118,65 @@ class Explain:
     view: str | None = None
 
 
-Statement = CreateTable | Insert | Delete | Update | Query | CreateView | Drop | Show | Explain
+@dataclass(frozen=True)
+class CreateTableAs:
+    """``CREATE TABLE name [(columns)] AS query``: a table of the query's columns and types,
+    holding its rows."""
+
+    table: CreateTable
+    query: Query
+
+
+@dataclass(frozen=True)
+class FileFormat:
+    """How a file's rows are written: ``csv`` (with a ``header`` line, ``delimiter`` and the
+    text of NULL) or ``parquet``."""
+
+    kind: Literal["csv", "parquet"]
+    header: bool = False
+    delimiter: str = ","
+    null: str = ""
+
+
+@dataclass(frozen=True)
+class CopyFrom:
+    """``COPY table [(columns)] FROM 'path' (FORMAT ...)``: the file's rows inserted into
+    ``table``; the file holds ``columns`` (all of the table's, in order, when None), the
+    others are NULL."""
+
+    table: str
+    columns: tuple[str, ...] | None
+    path: str
+    format: FileFormat
+
+
+@dataclass(frozen=True)
+class CopyTo:
+    """``COPY table | (query) TO 'path' (FORMAT ...)``: the query's rows written to a file."""
+
+    query: Query
+    path: str
+    format: FileFormat
+
+
+@dataclass(frozen=True)
+class CreateSink:
+    """``CREATE SINK name FROM view INTO PARQUET | DELTA 'directory'``: every change of the
+    materialized view (or table) ``view`` appended to files in ``directory`` as it commits."""
+
+    name: str
+    view: str
+    kind: Literal["parquet", "delta"]
+    path: str
+
+
+@dataclass(frozen=True)
+class DropSink:
+    """``DROP SINK [IF EXISTS] name``."""
+
+    name: str
+    if_exists: bool
+
+
+Statement = (CreateTable | Insert | Delete | Update | Query | CreateView | Drop | Show | Explain
+             | CreateTableAs | CopyFrom | CopyTo | CreateSink | DropSink)

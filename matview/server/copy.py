@@ -19,7 +19,6 @@ _FROM = re.compile(rf"COPY\s+({_NAME})\s*(?:\(([^)]*)\))?\s+FROM\s+STDIN\b(.*)",
 _TO_TABLE = re.compile(rf"COPY\s+({_NAME})\s*(?:\(([^)]*)\))?\s+TO\s+STDOUT\b(.*)",
                        re.I | re.S)
 _TO_QUERY = re.compile(r"COPY\s*\((.*)\)\s*TO\s+STDOUT\b(.*)", re.I | re.S)
-_OTHER = re.compile(r"COPY\b.*", re.I | re.S)
 
 
 @dataclass(frozen=True)
@@ -96,8 +95,9 @@ def _literal(text: str) -> str:
 
 
 def parse_copy(sql: str) -> Copy | None:
-    """The COPY statement ``sql`` is (None: it is no COPY); COPY to or from files and
-    programs is refused (the server reads no files)."""
+    """The COPY statement ``sql`` is, FROM STDIN or TO STDOUT (None: it is no such COPY;
+    COPY to or from a file is the engine's, confined to the directories the server's
+    connection allows)."""
     body = sql.strip().rstrip(";")
     columns = None
     found = _FROM.fullmatch(body)
@@ -113,10 +113,7 @@ def parse_copy(sql: str) -> Copy | None:
         if found.group(2) is not None:
             columns = tuple(_name(c) for c in found.group(2).split(","))
         return Copy(False, _options(found.group(3)), _name(found.group(1)), columns)
-    if _OTHER.fullmatch(body):
-        raise PgError(FEATURE_NOT_SUPPORTED, "COPY supports FROM STDIN and TO STDOUT only "
-                      "(psql's \\copy reads and writes client files)")
-    return None
+    return None  # COPY to or from a server file: the engine runs it
 
 
 # --- text and CSV -----------------------------------------------------------------------

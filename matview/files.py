@@ -1,0 +1,106 @@
+"""Files in and out (``COPY ... FROM | TO 'path'``): CSV and Parquet read into a table's rows
+and written from a result's rows with pyarrow, at paths inside the directories the
+connection allows (``connect(files=[...])``).
+
+CSV follows PostgreSQL's COPY: an unquoted empty field (or the ``NULL`` text) is NULL, a
+quoted empty field an empty string; values are converted to the table's column types as
+they are read, and one that does not convert fails the statement, which then inserts
+nothing. A CSV written by ``COPY TO`` reads back as the same rows; booleans are written
+``true``/``false`` and timestamps ``YYYY-MM-DD HH:MM:SS.ffffff``. Parquet files hold the
+columns by name and type (``COPY FROM`` reads the named columns, converted).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
+
+from matview.errors import DataError, ProgrammingError
+from matview.ir.types import SqlType
+from matview.runtime.types import update_schema
+from matview.sql.catalog import CatalogItem
+from matview.sql.statements import FileFormat
+
+TRUE_TEXTS = ["t", "true", "y", "yes", "on", "1", "TRUE", "True"]
+FALSE_TEXTS = ["f", "false", "n", "no", "off", "0", "FALSE", "False"]
+"""The boolean spellings COPY FROM reads, as PostgreSQL's boolean input."""
+
+
+def confined(path: str, directories: Sequence[Path]) -> Path:
+    """``path`` resolved (symbolic links followed), which must lie inside one of
+    ``directories`` (themselves resolved)."""
+    if not directories:
+        raise ProgrammingError(
+            f'cannot use the file "{path}": this connection allows no directory for files '
+            "(matview.connect(files=['/some/dir']), or matview serve --files DIR)")
+    resolved = Path(path).expanduser().resolve()
+    for directory in directories:
+        if resolved == directory or directory in resolved.parents:
+            return resolved
+    allowed = ", ".join(str(d) for d in directories)
+    raise ProgrammingError(f'cannot use the file "{path}": it is outside the directories this '
+                           f"connection allows files in ({allowed})")
+
+
+def _arrow_type(t: SqlType) -> pa.DataType:
+    return update_schema([t]).field(0).type
+
+
+def read_rows(path: Path, fmt: FileFormat, item: CatalogItem,
+              columns: Sequence[str] | None) -> pa.Table:
+    """The rows of the file at ``path`` as an Arrow table of ``item``'s columns in order
+    (NULL in those the file does not hold: the file holds ``columns``, or all)."""
+    named = list(columns) if columns is not None else [f.name for f in item.fields]
+    types = {f.name: _arrow_type(f.type) for f in item.fields}
+    try:
+        if fmt.kind == "csv":
+            table = pacsv.read_csv(
+                path,
+                read_options=pacsv.ReadOptions(column_names=named,
+                                               skip_rows=1 if fmt.header else 0),
+                parse_options=pacsv.ParseOptions(delimiter=fmt.delimiter),
+                convert_options=pacsv.ConvertOptions(
+                    column_types={n: types[n] for n in named}, null_values=[fmt.null],
+                    strings_can_be_null=True, quoted_strings_can_be_null=False,
+                    true_values=TRUE_TEXTS, false_values=FALSE_TEXTS))
+        else:
+            table = pq.read_table(path, columns=named)
+            table = pa.table([table.column(n).cast(types[n]) for n in named], names=named)
+    except FileNotFoundError:
+        raise DataError(f'could not open file "{path}" for reading: No such file or '
+                        "directory") from None
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, KeyError,
+            OSError) as error:
+        raise DataError(f'COPY from "{path}": {error}') from None
+    return pa.table([table.column(f.name) if f.name in named
+                     else pa.nulls(table.num_rows, types[f.name]) for f in item.fields],
+                    names=[f.name for f in item.fields])
+
+
+def write_rows(table: pa.Table, names: Sequence[str], path: Path, fmt: FileFormat) -> None:
+    """Write a result's rows (``table``, its columns named ``names``) to ``path``."""
+    columns = []
+    for column in table.columns:
+        if pa.types.is_timestamp(column.type) and column.type.tz is not None:
+            column = column.cast(pa.timestamp(column.type.unit))  # SQL TIMESTAMP: no zone
+        columns.append(column)
+    out = pa.table(columns, names=list(names))
+    try:
+        if fmt.kind == "parquet":
+            pq.write_table(out, path)
+            return
+        if fmt.null:
+            raise ProgrammingError("NULL for COPY TO a file is not supported yet: NULL is "
+                                   "written as an unquoted empty field")
+        if any(pa.types.is_list(c.type) for c in out.columns):
+            raise ProgrammingError("array columns cannot be written to CSV yet: use FORMAT "
+                                   "parquet")
+        pacsv.write_csv(out, path, pacsv.WriteOptions(include_header=fmt.header,
+                                                      delimiter=fmt.delimiter,
+                                                      quoting_style="needed"))
+    except OSError as error:
+        raise DataError(f'could not open file "{path}" for writing: {error}') from None

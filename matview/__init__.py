@@ -41,7 +41,7 @@ def connect(path: str | None = None, *, spark: SparkSession | None = None,
             config: Mapping[str, str] | None = None,
             max_table_function_rows: int | None = None,
             max_join_rows: int | None = None, refresh: str = "auto",
-            files: Sequence[str | PathLike[str]] = ()) -> Connection:
+            files: Sequence[str | PathLike[str]] = (), progress: bool = True) -> Connection:
     """Open a matview database (PEP 249 connection).
 
     ``clock=None`` reads the wall clock in milliseconds; an integer starts a manual clock
@@ -55,8 +55,9 @@ def connect(path: str | None = None, *, spark: SparkSession | None = None,
     step: ``auto`` (per step, the cheaper of incremental and recompute-and-diff by
     estimate), ``incremental`` or ``recompute`` (``matview.runtime.refresh``). ``files``
     are the directories ``COPY ... FROM | TO 'file'`` may read and write in (none by
-    default). ``path`` (durable storage) is not supported yet and raises
-    ``NotSupportedError``.
+    default). ``progress`` shows a progress bar on standard error, when it is a terminal,
+    for a statement still running after two seconds (``matview.progress``). ``path``
+    (durable storage) is not supported yet and raises ``NotSupportedError``.
     """
     from matview.connection import Connection
     from matview.ir.table_functions import DEFAULT_ROW_LIMIT
@@ -66,7 +67,7 @@ def connect(path: str | None = None, *, spark: SparkSession | None = None,
     joins = DEFAULT_JOIN_ROWS if max_join_rows is None else max_join_rows
     return Connection(path, spark=spark, master=master, clock=clock, config=config,
                       max_table_function_rows=limit, max_join_rows=joins, refresh=refresh,
-                      files=files)
+                      files=files, progress=progress)
 
 
 def __getattr__(name: str) -> Any:

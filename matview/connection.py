@@ -150,7 +150,7 @@ class Connection:
                  config: Mapping[str, str] | None = None,
                  max_table_function_rows: int = DEFAULT_ROW_LIMIT,
                  max_join_rows: int = DEFAULT_JOIN_ROWS, refresh: str = "auto",
-                 files: Sequence[str | PathLike[str]] = ()) -> None:
+                 files: Sequence[str | PathLike[str]] = (), progress: bool = True) -> None:
         if path is not None:
             raise NotSupportedError(
                 "durable storage (connect(path=...)) is not supported yet: every table and "
@@ -168,6 +168,7 @@ class Connection:
         if clock is not None and not _is_int(clock):
             raise ProgrammingError("clock must be an integer (milliseconds) or None")
         self._files = _directories(files)
+        self._progress = bool(progress)
         if spark is None:
             with translated():
                 _check_reusable(master, config or {})
@@ -210,7 +211,7 @@ class Connection:
                     else:
                         spark = isolated(self._spark)
                 self._engine = Engine(spark, self._oracle, self._limits, self._refresh,
-                                      self._files)
+                                      self._files, self._progress)
             return self._engine
 
     @contextlib.contextmanager

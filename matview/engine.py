@@ -12,6 +12,8 @@ whole step succeeded.
 
 from __future__ import annotations
 
+import contextlib
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +32,7 @@ from matview.ir.types import TEXT, SqlType
 from matview.planner.explain import explain_analyze, explain_plan, explain_trace
 from matview.planner.lower import lower
 from matview.planner.pipeline import physical
+from matview.progress import Reporter
 from matview.rows import update_rows
 from matview.runtime import peek, writes
 from matview.runtime.controller import Controller, Limits
@@ -72,8 +75,11 @@ class Engine:
     """Runs statements against one catalog on one SparkSession."""
 
     def __init__(self, spark: SparkSession, oracle: TimestampOracle, limits: Limits,
-                 refresh: str = "auto", files: Sequence[Path] = ()) -> None:
+                 refresh: str = "auto", files: Sequence[Path] = (),
+                 progress: bool = True) -> None:
         self.spark = spark
+        self.progress = Reporter(spark) if progress else None
+        """Shows the progress of long statements on a terminal (``matview.progress``)."""
         self.files = tuple(files)
         """The directories COPY may read and write files in (resolved)."""
         self.oracle = oracle
@@ -121,7 +127,13 @@ class Engine:
             CopyFrom: self._copy_from, CopyTo: self._copy_to, CreateSink: self._create_sink,
             DropSink: self._drop_sink,
         }
-        return handlers[type(stmt)](stmt)  # type: ignore[operator]
+        with self.showing(_described(stmt)):
+            return handlers[type(stmt)](stmt)  # type: ignore[operator]
+
+    def showing(self, what: str) -> contextlib.AbstractContextManager[None]:
+        """The progress of a step ``what`` shown while it runs long (``matview.progress``)."""
+        return contextlib.nullcontext() if self.progress is None else \
+            self.progress.showing(what)
 
     def _create_table(self, stmt: CreateTable) -> Result:
         if not self._exists(stmt.name, stmt.if_not_exists):
@@ -295,8 +307,10 @@ class Engine:
             "(INSERT ... VALUES, insert, delete); commit it first")
 
     def refresh(self, name: str) -> None:
-        """Bring materialized view ``name`` (and what it reads) up to date."""
-        self._refresh({name})
+        """Bring materialized view ``name`` (and what it reads) up to date, its progress
+        shown when long."""
+        with self.showing(f"refresh {name}"):
+            self._refresh({name})
 
     def _refresh(self, names: set[str]) -> None:
         """Step every materialized view ``names`` depend on (and they) to the current time,
@@ -396,3 +410,13 @@ class Engine:
         if changes is not None:
             self.write(stmt.table, changes.drop(TIME), own_rows=True)
         return Result(rowcount=count)
+
+
+def _described(stmt: object) -> str:
+    """How progress names a statement: its kind and the object it is about."""
+    words = re.sub(r"(?<!^)(?=[A-Z])", " ", type(stmt).__name__).upper()
+    if getattr(stmt, "materialized", False):
+        words = words.replace("VIEW", "MATERIALIZED VIEW")
+    name = next((getattr(stmt, a) for a in ("name", "table", "view")
+                 if isinstance(getattr(stmt, a, None), str)), None)
+    return words if name is None else f"{words} {name}"

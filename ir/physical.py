@@ -10,7 +10,8 @@ what the logical plan leaves open:
 - ``state()``: the arrangements it owns (``Arrangement``), which live as long as its
   dataflow: a Reduce's output (and its min/max input values), a temporal Linear's pending
   updates, a Join's output when a consumer looks that output up, a TopK's input values and
-  prefix, a Window's input rows (and its output when a consumer looks it up). This is the
+  prefix, a Window's input rows (each, and a Join, with its output when a consumer looks
+  it up). This is the
   seam for persistence: the whole state of a dataflow is the state its operators declare.
 - ``reads()``: the shared arrangements it reads (a Get's stored collection).
 - ``history()``: the arrangements a lookup of its output reads.
@@ -201,15 +202,20 @@ class Reduce(Operator):
 class TopK(Operator):
     """Keeps the first rows of its input in the order of its keys (``relation``'s delta
     rule). Owns ``values`` (its input's updates, read only when deletions reach into the
-    first offset+limit positions) and ``prefix`` (the first rows, at least offset+limit
-    positions of them). Its output is never looked up (``planner.lower`` refuses to)."""
+    first offset+limit positions), ``prefix`` (the first rows, at least offset+limit
+    positions of them) and, only when a consumer looks its output up, ``output``."""
 
     relation: logical.TopK
     values: Arrangement
     prefix: Arrangement
+    output: Arrangement | None = None
 
     def state(self) -> tuple[Arrangement, ...]:
-        return (self.values, self.prefix)
+        return (self.values, self.prefix) + (() if self.output is None else (self.output,))
+
+    def history(self) -> tuple[str, ...]:
+        assert self.output is not None, "a TopK's history is read only when it arranges it"
+        return (self.output.name,)
 
 
 @dataclass(frozen=True)

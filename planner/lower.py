@@ -4,7 +4,7 @@ runtime executes and EXPLAIN PHYSICAL prints (``ir.physical``).
     lower(R) = the operators of R in post-order, numbered 0..n-1, each with
       - its state: Reduce -> output (+ values for min/max); a temporal Linear -> pending;
         Join -> output iff a consumer looks its output up (through Linear and Union);
-        TopK -> values (its input) and prefix (a TopK whose output would be looked up is refused);
+        TopK -> values (its input), prefix, and output iff a consumer looks its output up;
         Window -> values (its input) and output iff a consumer looks its output up;
       - for a Join, its implementation: the delta paths of its JoinPlan, each lookup keyed by
         the equivalence-class members over the looked-up input alone, at time <= t for an
@@ -74,15 +74,15 @@ class _Lowering:
                 op, "output", "the output rows by group key, with their accumulators")
             return physical.Reduce(op, rel, inputs, output, values)
         if isinstance(rel, TopK):
-            if looked_up:
-                raise TypeError("a TopK's output cannot be looked up: it is only at the top "
-                                "of a materialized view")
+            output = physical.Arrangement(
+                op, "output", "the output rows, for the lookups of a consumer", reused=False
+            ) if looked_up else None
             values = physical.Arrangement(
                 op, "values", "the input's rows, read when deletions reach into the first "
                 "offset+limit rows")
             prefix = physical.Arrangement(
                 op, "prefix", "the input's first rows in order, at least offset+limit of them")
-            return physical.TopK(op, rel, inputs, values, prefix)
+            return physical.TopK(op, rel, inputs, values, prefix, output)
         if isinstance(rel, Window):
             values = physical.Arrangement(
                 op, "values", "the input's rows, read by the partition keys of the changes")

@@ -34,7 +34,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from matview.ir.relation import SortKey, total_order
 from matview.runtime.jvm_plans import to_arrow
-from matview.runtime.operator import Delta, Operator, StepContext
+from matview.runtime.operator import ArrangedWhenLookedUp, Delta, Operator, StepContext
 from matview.runtime.ordering import arrow_order, spark_order
 from matview.runtime.trace import Trace
 from matview.runtime.types import col, column_names, update_schema
@@ -42,7 +42,9 @@ from matview.runtime.updates import (
     DIFF,
     TIME,
     Leaf,
+    consolidate,
     consolidated_arrow,
+    materialize,
     normalized,
     stored_or_none,
     union_all,
@@ -55,9 +57,9 @@ _IN_PREFIX = "_in_prefix"
 
 
 @dataclass
-class TopKOp(Operator):
+class TopKOp(ArrangedWhenLookedUp, Operator):
     """``TopK``: see the module docstring. ``values`` arranges the input's updates,
-    ``prefix`` the prefix W."""
+    ``prefix`` the prefix W, ``output`` its output when a consumer looks it up."""
 
     kind: ClassVar[str] = "TopK"
 
@@ -67,6 +69,7 @@ class TopKOp(Operator):
     offset: int = 0
     values: Trace | None = None
     prefix: Trace | None = None
+    output: Trace | None = None
 
     @property
     def _depth(self) -> int:
@@ -123,7 +126,11 @@ class TopKOp(Operator):
                 df = union_all([leaf.df.select(*names, TIME, DIFF),
                                 *([] if output is None else [output.df])])
                 assert df is not None
-                return Delta(df, None)
+                if self.output is None:
+                    return Delta(df, None)
+                output = materialize(ctx.spark, consolidate(df), ctx.small)
+        if self.output is not None:
+            self.stage(self.output, output, ctx)
         if output is None:
             return None
         return Delta(None, output.rows, output, count=output.rows)

@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from matview.ir.relation import Field, TopK
-from matview.ir.types import Kind
 from matview.sql.allowlist import check_arguments
 from matview.sql.catalog import ObjectKind, Recording
 from matview.sql.context import Context
@@ -20,7 +19,7 @@ from matview.sql.dialect import DropSink as DropSinkNode
 from matview.sql.dialect import Matview
 from matview.sql.errors import DuplicateObjectError, SqlError, SqlTypeError, UnsupportedError
 from matview.sql.names import normalize, relation_name
-from matview.sql.query import bind_query
+from matview.sql.query import bind_query, top_k
 from matview.sql.statements import (
     CreateSink,
     CreateTable,
@@ -120,17 +119,11 @@ def bind_create_view(node: exp.Create, ctx: Context) -> CreateView:
 
 def _top_k(node: exp.Expr, query: Query, materialized: bool) -> TopK:
     """The ``TopK`` of a view's ``query`` (``node``) ending in LIMIT or OFFSET."""
-    clause = node.args.get("limit") or node.args.get("offset")
     if not materialized:
+        clause = node.args.get("limit") or node.args.get("offset")
         raise UnsupportedError.at(
             "LIMIT and OFFSET in a view that is not materialized are not supported yet", clause)
-    arrays = [name for name, t in zip(query.column_names, query.plan.types, strict=True)
-              if t.kind is Kind.ARRAY]
-    if arrays:
-        raise UnsupportedError.at(
-            f'LIMIT and OFFSET in a view with an array column ("{arrays[0]}") are not '
-            "supported yet", clause)
-    return TopK(query.plan, query.order_by, query.limit, query.offset or 0)
+    return top_k(node, query, "a view")
 
 
 def bind_create_sink(node: CreateSinkNode, ctx: Context) -> CreateSink:

@@ -32,10 +32,11 @@ from matview.ir.relation import (
     Reduce,
     Relation,
     Repeat,
+    TopK,
     Union,
 )
 from matview.ir.scalar import Call, Case, Col, Lit, Scalar, conjoin
-from matview.ir.types import BIGINT, BOOLEAN, SqlType, common_type
+from matview.ir.types import BIGINT, BOOLEAN, Kind, SqlType, common_type
 from matview.sql.coerce import TypedScalar, cast
 from matview.sql.context import Context
 from matview.sql.errors import SqlError, SqlTypeError, UnsupportedError
@@ -68,12 +69,22 @@ def bind_query(node: exp.Expr, ctx: Context) -> Query:
 
 def subquery(node: exp.Expr, ctx: Context, where: str) -> Query:
     """A query used inside another statement (``where`` names the place, for errors): its
-    ORDER BY is ignored and LIMIT or OFFSET are not supported."""
+    ORDER BY is ignored unless it ends in LIMIT or OFFSET, which make it a ``TopK``."""
     query = bind_query(node, ctx)
-    if query.limit is not None or query.offset is not None:
-        clause = node.args.get("limit") or node.args.get("offset") or node
-        raise UnsupportedError.at(f"LIMIT and OFFSET in {where} are not supported yet", clause)
-    return Query(query.plan, query.column_names)
+    if query.limit is None and query.offset is None:
+        return Query(query.plan, query.column_names)
+    return Query(top_k(node, query, where), query.column_names)
+
+
+def top_k(node: exp.Expr, query: Query, where: str) -> TopK:
+    """The ``TopK`` of ``query`` (``node``), which ends in LIMIT or OFFSET, in ``where``."""
+    clause = node.args.get("limit") or node.args.get("offset") or node
+    arrays = [name for name, t in zip(query.column_names, query.plan.types, strict=True)
+              if t.kind is Kind.ARRAY]
+    if arrays:
+        raise UnsupportedError.at(f'LIMIT and OFFSET in {where} with an array column '
+                                  f'("{arrays[0]}") are not supported yet', clause)
+    return TopK(query.plan, query.order_by, query.limit, query.offset or 0)
 
 
 def _with_ctes(node: exp.Expr, ctx: Context) -> Context:

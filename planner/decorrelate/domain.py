@@ -24,6 +24,9 @@ of ``S`` (``S[d]`` replaces each reference to ``c_j`` by ``d_j``):
 - ``apply(D, X ⊎ Y) = apply(D, X) ⊎ apply(D, Y)``.
 - ``apply(D, Window_{p; calls}(X)) = Window_{d, p; calls}(apply(D, X))``, the calls' columns
   shifted past ``d``: each ``d``'s rows are partitions of their own.
+- ``apply(D, TopK_{o; k, m}(X)) = π σ_{m < n <= m + k} Window_{d; n = row_number() over
+  o}(apply(D, X))``: the top rows of each ``d``'s rows (``n`` counts a row's copies, in
+  ``o`` then every column, as ``TopK`` takes positions).
 - ``apply(D, X₁ ⋈ ... ⋈ Xₙ)``: each ``Xᵢ`` reading ``c`` becomes ``apply(D, Xᵢ)``, their
   ``d`` columns made equal (NULL-safely); when none reads ``c``, ``D`` joins as one more
   input; ``c`` in the join's conditions becomes ``d``.
@@ -53,6 +56,7 @@ from matview.ir.relation import (
     Reduce,
     Relation,
     Step,
+    TopK,
     Union,
     Window,
     WindowCall,
@@ -217,7 +221,20 @@ class _Applier:
             return self._join(rel)
         if isinstance(rel, Window):
             return self._window(rel)
+        if isinstance(rel, TopK):
+            return self._top_k(rel)
         raise TypeError(f"cannot decorrelate {type(rel).__name__}")
+
+    def _top_k(self, rel: TopK) -> Relation:
+        width = self.width
+        inner = self.apply(rel.input)
+        order = tuple((c + width, d, n) for c, d, n in rel.order_by)
+        numbered = Window(inner, tuple(range(width)), (WindowCall("row_number", (), order),))
+        position = Col(inner.arity)
+        kept = [Call("gt", (position, Lit(rel.offset, BIGINT)))]
+        if rel.limit is not None:
+            kept.append(Call("le", (position, Lit(rel.offset + rel.limit, BIGINT))))
+        return compute(numbered, [Col(i) for i in range(inner.arity)], kept)
 
     def _window(self, rel: Window) -> Relation:
         width = self.width

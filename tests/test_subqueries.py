@@ -333,8 +333,9 @@ REFUSED = [
      "subqueries in GROUP BY are not supported yet", 1, 42),
     ("SELECT a FROM t, LATERAL (SELECT d FROM u WHERE u.d = z.a) x, t AS z", SqlError,
      'invalid reference to FROM-clause entry for table "z"', 1, 55),
-    ("SELECT a FROM t, LATERAL (SELECT d FROM u WHERE u.d = t.a LIMIT 1) x", UnsupportedError,
-     "LIMIT and OFFSET in a LATERAL subquery are not supported yet", 1, 65),
+    ("SELECT a FROM t, LATERAL (SELECT ARRAY[d] AS x FROM u WHERE u.d = t.a LIMIT 1) y",
+     UnsupportedError, 'LIMIT and OFFSET in a LATERAL subquery with an array column ("x") are '
+     "not supported yet", 1, 77),
     ("SELECT a FROM t WHERE a IN (SELECT d, d FROM u)", SqlError,
      "subquery must return only one column", 1, 36),
     ("SELECT a FROM t WHERE a IN (SELECT b FROM t)", SqlError,

@@ -14,17 +14,32 @@ written to ``--output``, or ``png`` / ``svg``: the DOT drawn by Graphviz's ``dot
 ``--with`` adds an EXPLAIN option (``arity``, ``types``, ``keys``,
 ``humanized expressions``); it may repeat.
 
-    matview serve [--host 127.0.0.1] [--port 6875] [--password-file FILE] [--path DIR]
+    matview serve [--host 127.0.0.1] [--port 6875] [--password-file FILE] [--files DIR]...
+                  [--path DIR]
 
 ``serve`` opens an in-process database on the wall clock and serves it over the PostgreSQL
 wire protocol (``matview.server``) until SIGINT or SIGTERM, printing ``listening on
 HOST:PORT`` (``--port 0`` picks a free port). Clients are trusted unless
 ``--password-file`` names a file whose first line is the password, then checked with
-SCRAM-SHA-256; a host other than loopback needs a password. ``--path`` (durable storage)
-is refused, as ``connect(path=...)`` is.
+SCRAM-SHA-256; a host other than loopback needs a password. ``--files`` names a directory
+COPY and sinks may use files in (``connect(files=...)``). ``--path`` (durable storage) is
+refused, as ``connect(path=...)`` is.
+
+    matview shell [--connect postgresql://HOST:PORT/DB | --host HOST --port PORT]
+                  [-c SQL | -f FILE] [--history FILE]
+
+``shell`` is an SQL shell (``matview.shell``) on an in-process database on the wall clock,
+or, with ``--connect`` (or ``--host`` / ``--port``, by default 127.0.0.1 and 6875), on a
+``matview serve`` server through psycopg 3 (``pip install 'matview[shell]'``). On a
+terminal it prompts: statements end with ``;`` and may span lines; Tab completes keywords
+and relation and column names; history is kept in ``--history`` (default
+``~/.matview_history``); ``\\d [NAME]``, ``\\explain SQL``, ``\\timing``, ``\\?`` and ``\\q``
+are meta-commands. ``-c SQL`` runs SQL, ``-f FILE`` the file, and, when standard input is
+no terminal, the statements read from it; these stop at the first error.
 
 Exit status: 0 on success, 1 when matview (or Graphviz) reports an error, printed as
-``error: ...`` on stderr, 2 for a usage error or when Graphviz is missing.
+``error: ...`` on stderr, 2 for a usage error or when Graphviz (or, for a shell on a
+server, psycopg) is missing.
 """
 
 from __future__ import annotations
@@ -37,10 +52,14 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import matview
 from matview.planner.pipeline import STAGES
 from matview.sql.dialect import EXPLAIN_OPTIONS
+
+if TYPE_CHECKING:
+    from matview.shell import Backend
 
 TEXT_FORMATS = ("text", "json", "dot")
 IMAGE_FORMATS = ("png", "svg")
@@ -49,6 +68,9 @@ MISSING_DOT = (
     "PATH; install Graphviz (`apt install graphviz` or `brew install graphviz`), or use "
     "--format dot and render the DOT text elsewhere"
 )
+
+MISSING_PSYCOPG = ("the shell reaches a server through psycopg 3, which is not installed: "
+                   "pip install 'matview[shell]'")
 
 
 class UsageError(Exception):
@@ -63,7 +85,8 @@ def main(argv: list[str] | None = None) -> int:
     """Run the ``matview`` command with ``argv`` (default ``sys.argv[1:]``); the exit status."""
     try:
         args = _parser().parse_args(argv)
-        return serve(args) if args.command == "serve" else explain(args)
+        commands = {"serve": serve, "shell": shell, "explain": explain}
+        return commands[args.command](args)
     except SystemExit as stop:  # argparse: --help, or a usage error already printed
         return stop.code if isinstance(stop.code, int) else 2
     except UsageError as error:
@@ -97,7 +120,7 @@ def serve(args: argparse.Namespace) -> int:
     from matview.server import serve as start
 
     password = _password(args.password_file, args.host)
-    with matview.connect(args.path) as con:
+    with matview.connect(args.path, files=args.files) as con:
         server = start(con, args.host, args.port, password)
         if threading.current_thread() is threading.main_thread():
             for signum in (signal.SIGINT, signal.SIGTERM):
@@ -105,6 +128,44 @@ def serve(args: argparse.Namespace) -> int:
         print(f"listening on {server.host}:{server.port}", flush=True)
         server.wait()
     return 0
+
+
+def shell(args: argparse.Namespace) -> int:
+    """``matview shell``: run ``-c``, ``-f`` or piped statements (status 1 when one fails),
+    or prompt for them on a terminal."""
+    from matview.shell import Shell
+
+    script = (args.command_sql if args.command_sql is not None
+              else args.file.read_text() if args.file is not None
+              else None if sys.stdin.isatty() else sys.stdin)
+    backend = _shell_backend(args)
+    try:
+        console = Shell(backend, history=args.history)
+        if script is None:
+            console.interact()
+            return 0
+        lines = script.splitlines(keepends=True) if isinstance(script, str) else script
+        return 0 if console.run_lines(lines) else 1
+    finally:
+        backend.close()
+
+
+def _shell_backend(args: argparse.Namespace) -> Backend:
+    """What ``matview shell`` runs on: the server ``--connect`` or ``--host`` / ``--port``
+    name (127.0.0.1 and 6875 by default), else a new in-process database."""
+    from matview.shell import Embedded, connect_remote
+
+    if args.connect is None and args.host is None and args.port is None:
+        return Embedded(matview.connect())
+    if args.connect is not None and (args.host is not None or args.port is not None):
+        raise UsageError("give --connect or --host / --port, not both")
+    try:
+        if args.connect is not None:
+            return connect_remote(args.connect)
+        return connect_remote(host=args.host or "127.0.0.1",
+                              port=6875 if args.port is None else args.port)
+    except ImportError as error:
+        raise UsageError(MISSING_PSYCOPG) from error
 
 
 def _password(path: Path | None, host: str) -> str | None:
@@ -157,6 +218,22 @@ def _parser() -> argparse.ArgumentParser:
                      help="check clients' passwords (SCRAM-SHA-256) against FILE's first "
                      "line; without it clients are trusted")
     sub.add_argument("--path", metavar="DIR", help="durable storage (not supported yet)")
+    sub.add_argument("--files", metavar="DIR", action="append", default=[],
+                     help="a directory COPY and sinks may read and write files in (repeat "
+                     "for several)")
+    sub = commands.add_parser("shell", help="an interactive SQL shell",
+                              description="An SQL shell on an in-process database, or on a "
+                              "matview serve server (--connect, --host, --port).")
+    sub.add_argument("--connect", metavar="URL",
+                     help="a server to use, as postgresql://HOST:PORT/DB")
+    sub.add_argument("--host", help="the server's host (default 127.0.0.1 with --port)")
+    sub.add_argument("--port", type=int, help="the server's port (default 6875 with --host)")
+    script = sub.add_mutually_exclusive_group()
+    script.add_argument("-c", dest="command_sql", metavar="SQL", help="run SQL and exit")
+    script.add_argument("-f", dest="file", type=Path, metavar="FILE",
+                        help="run the statements of FILE and exit")
+    sub.add_argument("--history", type=Path, metavar="FILE",
+                     help="the file of past input (default ~/.matview_history)")
     return parser
 
 

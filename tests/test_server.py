@@ -29,7 +29,7 @@ from matview.server import Server, serve
 from matview.server.pgtypes import float_text
 from matview.server.statements import positional, split
 
-CONCURRENT_SECONDS = 20.0
+CONCURRENT_SECONDS = 60
 """How long the 20 concurrent clients write and read (the issue asks for a minute; 20 s keeps
 the default suite short)."""
 PSQL = shutil.which("psql")

@@ -1,10 +1,11 @@
-# matview: `make demo` runs the quickstart, `make test` the whole suite, `make bench` the quick
-# benchmark suite; all install first.
+# matview: `make demo` runs the quickstart, `make test` the whole suite (`make test-cluster`
+# its cluster runs alone), `make bench` the quick benchmark suite; all install first.
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
+CLUSTER ?= local-cluster[2,1,1024]
 
-.PHONY: install demo test lint bench clean
+.PHONY: install demo test test-cluster lint bench clean
 
 install: $(VENV)/.installed
 
@@ -19,6 +20,13 @@ demo: install
 
 test: install
 	$(PY) -m pytest
+	$(MAKE) --no-print-directory test-cluster
+
+# the oracle tests of tests/test_cluster.py on a cluster of two executor JVMs, classic and
+# through Spark Connect: each run a process of its own (one SparkContext per process)
+test-cluster: install
+	$(PY) -m pytest -m cluster --spark-master '$(CLUSTER)'
+	$(PY) -m pytest -m cluster --spark-master '$(CLUSTER)' --spark-connect
 
 bench: install
 	$(PY) -m bench quick

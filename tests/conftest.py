@@ -1,12 +1,27 @@
-"""Shared test fixtures: one SparkSession per run, and the ``--rewrite`` option of golden files."""
+"""Shared test fixtures: one SparkSession per run, on the Spark master ``--spark-master`` names
+(local mode by default; ``tests/test_cluster.py`` runs on a real cluster), and the
+``--rewrite`` option of golden files."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import pytest
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--rewrite", action="store_true", help="rewrite golden fixture files")
+    parser.addoption(
+        "--spark-master", default=None, metavar="MASTER",
+        help="the Spark master the run's session starts on (default local[2]), e.g. "
+             "'local-cluster[2,1,1024]' (two executors, each a JVM of its own), "
+             "spark://host:7077 or sc://host:15002 (a Spark Connect server)")
+    parser.addoption(
+        "--spark-connect", action="store_true",
+        help="reach the master through a Spark Connect server the run starts in front of it")
 
 
 @pytest.fixture(scope="session")
@@ -15,11 +30,19 @@ def rewrite(request: pytest.FixtureRequest) -> bool:
 
 
 @pytest.fixture(scope="session")
-def spark():  # type: ignore[no-untyped-def]
-    """The one SparkSession of the test run (``getOrCreate`` hands every caller the same)."""
+def spark_master(request: pytest.FixtureRequest) -> str:
+    """The master the run's session is on (``--spark-master``, default ``local[2]``)."""
+    return request.config.getoption("--spark-master") or "local[2]"
+
+
+@pytest.fixture(scope="session")
+def spark(request: pytest.FixtureRequest, spark_master: str) -> SparkSession:
+    """The one SparkSession of the test run (``getOrCreate`` hands every caller the same):
+    on ``--spark-master``, through a Spark Connect server of its own with
+    ``--spark-connect``."""
     from matview.runtime.session import start_session
 
-    return start_session()
+    return start_session(spark_master, connect=request.config.getoption("--spark-connect"))
 
 
 @pytest.fixture()

@@ -25,7 +25,7 @@ from matview.ir.scalar import Call, Col, Lit
 from matview.ir.types import BIGINT, INT, TEXT
 from matview.planner.lower import lower
 from matview.runtime import dataflow as dataflow_module
-from matview.runtime.dataflow import Dataflow, operators
+from matview.runtime.dataflow import Dataflow, drain_listeners, operators
 from matview.runtime.operator import ArrangementStats, OperatorStats
 from matview.runtime.trace import Trace
 from matview.runtime.types import update_schema
@@ -71,6 +71,7 @@ def _jobs(spark, action: Callable[[], object]) -> int:  # type: ignore[no-untype
         action()
     finally:
         sc._jsc.clearJobGroup()
+    drain_listeners(spark)  # the status tracker hears of jobs through the listener bus
     return len(sc.statusTracker().getJobIdsForGroup(group))
 
 

@@ -122,15 +122,15 @@ class SelectListWindows:
                               f"not {len(given)}", func)
         args: list[Scalar] = []
         if name == "ntile":
-            args.append(_constant(binder.bind(given[0]), given[0], "ntile's bucket count",
-                                  positive=True))
+            args.append(_integer(binder.bind(given[0]), given[0], "ntile's bucket count",
+                                    positive=True))
         elif given:
             value = binder.bind(given[0])
             args.append(Col(self._column(value.expr)))
             if len(given) > 1:
                 what = "nth_value's position" if name == "nth_value" else f"{name}'s offset"
-                args.append(_constant(binder.bind(given[1]), given[1], what,
-                                      positive=name == "nth_value"))
+                args.append(_integer(binder.bind(given[1]), given[1], what,
+                                        positive=name == "nth_value"))
             if len(given) > 2:
                 default = require(binder.bind(given[2]), value.type, f"{name}'s default",
                                   given[2])
@@ -260,23 +260,25 @@ def _bound(spec: exp.WindowSpec, which: str, side: str) -> int | None:
     return -int(value.this) if direction == "preceding" else int(value.this)
 
 
-def _constant(value: TypedScalar, node: exp.Expr, what: str, positive: bool = False) -> Lit:
-    """``value``, an expression of no column, as a literal; an integer one unless ``what``
-    is a default (``positive``: greater than 0)."""
+def _constant(value: TypedScalar, node: exp.Expr, what: str) -> Lit:
+    """``value``, an expression of no column, as a literal (``what`` names it in errors)."""
     if columns_used(value.expr) or not _closed(value.expr):
         raise UnsupportedError.at(f"{what} must be a constant", node)
     try:
-        result = evaluate(value.expr, (), ())
+        return Lit(evaluate(value.expr, (), ()), value.type)
     except EvalError as error:
         raise SqlError.at(str(error), node) from None
-    if not what.endswith("default"):
-        if value.type.kind not in INTEGER_KINDS:
-            raise SqlTypeError.at(f"{what} must be an integer, not type {value.type}", node)
-        if result is not None and (result <= 0 if positive else result < 0):  # type: ignore[operator]
-            raise SqlError.at(f"{what} must be {'greater than zero' if positive else 'at least 0'}",
-                              node)
-        return Lit(result, BIGINT)
-    return Lit(result, value.type)
+
+
+def _integer(value: TypedScalar, node: exp.Expr, what: str, positive: bool = False) -> Lit:
+    """``value`` as a constant BIGINT at least 0 (``positive``: greater than 0)."""
+    if value.type.kind not in INTEGER_KINDS:
+        raise SqlTypeError.at(f"{what} must be an integer, not type {value.type}", node)
+    result = _constant(value, node, what).value
+    if result is not None and (result <= 0 if positive else result < 0):  # type: ignore[operator]
+        raise SqlError.at(f"{what} must be {'greater than zero' if positive else 'at least 0'}",
+                          node)
+    return Lit(result, BIGINT)
 
 
 def _closed(expr: Scalar) -> bool:

@@ -16,6 +16,7 @@ field the column is a copy of, or None when it is computed (or its origin has no
 - ``Union``: the names of its first input (none when it has no inputs).
 - ``TopK``: its input's names.
 - ``Window``: its input's names, then None for each call.
+- ``LetRec``: the names of its result binding's value; ``Recur``: None for every column.
 
 A reference to a column the row does not have (a malformed plan) names nothing: None. Only the
 number of columns a ``flat_map`` adds needs the plan's types.
@@ -30,9 +31,11 @@ from matview.ir.relation import (
     FlatMap,
     Get,
     Join,
+    LetRec,
     Linear,
     Map,
     Project,
+    Recur,
     Reduce,
     Relation,
     TopK,
@@ -64,6 +67,10 @@ def column_names(rel: Relation) -> Names:
         return column_names(rel.input)
     if isinstance(rel, Window):
         return column_names(rel.input) + (None,) * len(rel.calls)
+    if isinstance(rel, LetRec):
+        return column_names(rel.values[rel.result])
+    if isinstance(rel, Recur):
+        return (None,) * len(rel.column_types)
     raise TypeError(f"not a relation: {rel!r}")
 
 

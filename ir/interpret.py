@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
+from contextvars import ContextVar
 from decimal import localcontext
 from functools import cmp_to_key
 from itertools import product
@@ -20,12 +21,15 @@ from typing import Any
 from matview.ir import aggregates, windows
 from matview.ir.evaluate import DECIMAL_CONTEXT, cast_value, evaluate, promote, subquery_runner
 from matview.ir.linear_logic import BOTTOM, join_function, steps_logic
+from matview.ir.recursion import RecursionLimit, recursion_limit_message
 from matview.ir.relation import (
     Aggregate,
     Constant,
     Get,
     Join,
+    LetRec,
     Linear,
+    Recur,
     Reduce,
     Relation,
     SortKey,
@@ -39,6 +43,9 @@ from matview.ir.table_functions import DEFAULT_ROW_LIMIT
 from matview.ir.types import SqlType
 
 Row = tuple[object, ...]
+
+_BINDINGS: ContextVar[tuple[Counter[Row], ...]] = ContextVar("bindings", default=())
+"""The values of the innermost ``LetRec``'s bindings at the iteration being evaluated."""
 
 
 def interpret(rel: Relation, tables: Mapping[str, Counter[Row]], now: int = BOTTOM,
@@ -70,7 +77,31 @@ def _interpret(rel: Relation, tables: Mapping[str, Counter[Row]], now: int,
         return _topk(rel, interpret(rel.input, tables, now, limit))
     if isinstance(rel, Window):
         return _window(rel, interpret(rel.input, tables, now, limit))
+    if isinstance(rel, Recur):
+        return Counter(_BINDINGS.get()[rel.index])
+    if isinstance(rel, LetRec):
+        return _let_rec(rel, tables, now, limit)
     raise TypeError(f"not a relation: {rel!r}")
+
+
+def _let_rec(rel: LetRec, tables: Mapping[str, Counter[Row]], now: int,
+             limit: int) -> Counter[Row]:
+    """Iterate from empty bindings until an iteration changes none (``LetRec``)."""
+    values: tuple[Counter[Row], ...] = tuple(Counter() for _ in rel.names)
+    for iteration in range(rel.limit + 1):
+        token = _BINDINGS.set(values)
+        try:
+            new = tuple(interpret(v, tables, now, limit) for v in rel.values)
+        finally:
+            _BINDINGS.reset(token)
+        if new == values:
+            return values[rel.result]
+        if iteration == rel.limit:
+            break
+        values = new
+    if rel.at_limit == "return":
+        return values[rel.result]
+    raise RecursionLimit(recursion_limit_message(rel.names, rel.limit))
 
 
 def _consolidate(entries: Iterable[tuple[Row, int]]) -> Counter[Row]:

@@ -16,7 +16,8 @@ multiplicity 1, as Materialize's keys. The empty key ``()`` says there is at mos
   concatenated row, concatenated: the join has keys only when every input has one (a join of
   no inputs is one empty row: the empty key).
 - ``Reduce``: its group key columns ``(0, ..., k-1)`` (the empty key for a global aggregate).
-- ``Union``: none.
+- ``Union``, ``LetRec``, ``Recur``: none (a recursive query's rows are not known to be
+  distinct).
 - ``Window``: its input's keys (each input row once, its calls' values appended), and its
   partition columns with any ``row_number`` column (one row per position of a partition).
 - ``TopK``: its input's keys (it keeps some of the input's rows, never more copies), and the
@@ -37,9 +38,11 @@ from matview.ir.relation import (
     FlatMap,
     Get,
     Join,
+    LetRec,
     Linear,
     Map,
     Project,
+    Recur,
     Reduce,
     Relation,
     Repeat,
@@ -92,7 +95,7 @@ def _keys(rel: Relation) -> Iterable[Key]:
         numbered = [rel.input.arity + i for i, c in enumerate(rel.calls)
                     if c.func == "row_number"]
         return unique_keys(rel.input) + tuple((*rel.partition_by, n) for n in numbered)
-    if isinstance(rel, (Get, Union)):
+    if isinstance(rel, (Get, Union, Recur, LetRec)):
         return ()
     raise TypeError(f"not a relation: {rel!r}")
 

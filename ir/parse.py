@@ -47,10 +47,12 @@ from matview.ir.relation import (
     Get,
     Join,
     JoinPlan,
+    LetRec,
     Linear,
     Map,
     OrderedScalar,
     Project,
+    Recur,
     Reduce,
     Relation,
     Repeat,
@@ -137,7 +139,8 @@ def parse_plan(text: str) -> Relation:
         inputs = [c for c in children if not isinstance(c, _Slot)]
         if header.inputs is not None and len(inputs) != header.inputs:
             raise PlanSyntaxError(
-                f"{header.operator} takes {_INPUTS[header.inputs]}, found {len(inputs)}",
+                f"{header.operator} takes {_INPUTS.get(header.inputs, f'{header.inputs} inputs')}, "
+                f"found {len(inputs)}",
                 number,
                 indent + 1,
             )
@@ -436,6 +439,21 @@ class _Builder(Transformer[Token, object]):
         partition_by = tuple(c for c in children if isinstance(c, int))
         calls = tuple(c for c in children if isinstance(c, WindowCall))
         return _Header("Window", 1, lambda inputs: Window(inputs[0], partition_by, calls))
+
+    def letrec(self, *children: Token) -> _Header:
+        *names, result, limit, at_limit = children
+        if int(result) >= len(names):
+            raise _Invalid(f"result={result} names no binding of {len(names)}", result)
+
+        def build(values: tuple[Relation, ...]) -> Relation:
+            return LetRec(tuple(str(n) for n in names), values, int(result), int(limit),
+                          str(at_limit))
+
+        return _Header("LetRec", len(names), build)
+
+    def recur(self, index: Token, name: Token, types: tuple[SqlType, ...]) -> _Header:
+        recur = Recur(int(index), str(name), types)
+        return _Header("Recur", 0, lambda _: recur)
 
     def window_call(self, func: Token, args: tuple[Scalar, ...],
                     *rest: SortKey | Frame | None) -> WindowCall:

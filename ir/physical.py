@@ -236,6 +236,16 @@ class Window(Operator):
         return (self.output.name,)
 
 
+@dataclass(frozen=True)
+class LetRec(Operator):
+    """Iterates its bindings to a fixed point over (transaction, round) times
+    (``runtime.let_rec``). Its inputs compute the parts of the bindings that read no binding
+    (``relation.loop_invariants``); it owns the differences, with their rounds, of every
+    binding, join input and reduce input of its body (kept by the loop itself)."""
+
+    relation: logical.LetRec
+
+
 def operators(root: Operator) -> Iterator[Operator]:
     """Every operator under ``root``, in id order (inputs before consumers)."""
     for child in root.inputs:

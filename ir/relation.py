@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from matview.ir import aggregates
+from matview.ir.recursion import DEFAULT_RECURSION_LIMIT
 from matview.ir.scalar import Call, Col, Scalar, type_of
 from matview.ir.types import BIGINT, SqlType
 
@@ -425,12 +426,93 @@ class Window(Relation):
         return types + tuple(c.type(types) for c in self.calls)
 
 
+@dataclass(frozen=True)
+class Recur(Relation):
+    """Binding ``index`` (named ``name``) of the innermost enclosing ``LetRec``, read by that
+    loop's values: at iteration i + 1 it holds the binding's value at iteration i (nothing at
+    iteration 0).
+
+    Meaning only inside a ``LetRec``'s values. Delta rule: the binding's differences at
+    times ``(t, i)`` arrive at ``(t, i + 1)`` (the loop's feedback edge). State: none of its
+    own (the loop's arrangement of the binding)."""
+
+    index: int
+    name: str
+    column_types: tuple[SqlType, ...]
+
+    @property
+    def types(self) -> tuple[SqlType, ...]:
+        return self.column_types
+
+
+@dataclass(frozen=True)
+class LetRec(Relation):
+    """WITH MUTUALLY RECURSIVE: bindings ``names`` defined by ``values``, each of which may
+    read every binding (``Recur``); the node denotes binding ``result``.
+
+    Meaning: at iteration 0 every binding is empty; at iteration i + 1 binding j holds
+    ``values[j]`` evaluated over the bindings at iteration i. The bindings' values are those
+    of the first iteration i at which R(i + 1) = R(i), a fixed point. When none is reached
+    within ``limit`` iterations the query fails (``at_limit`` "error") or its bindings are
+    those at iteration ``limit`` ("return", Materialize's ``RETURN AT RECURSION LIMIT``).
+    ``WITH RECURSIVE r AS (base UNION [ALL] step)`` is the binding r = base + step(r)
+    (distinct for UNION): PostgreSQL's working-table evaluation reaches the same rows, as
+    the recursive term is linear in r.
+
+    Delta rule (differential dataflow's iteration, seed 002): every update inside the loop
+    has a time (t, i), the transaction time and the iteration, in the product order; the
+    loop's inputs change at (t, 0), ``Recur`` moves (t, i) to (t, i + 1), a join's output
+    changes at the least upper bound of its inputs' times and a reduce's at the joins of
+    its input's times (its interesting times). The binding's value at transaction time t is
+    the sum of its differences at (t', i) for all t' <= t and every i, so the output at t
+    is the sum over i of its differences at (t, i): a step carrying many transactions runs
+    the iterations once for all of them.
+    State: the differences, with their (t, i), of every collection the loop's joins and
+    reduces read and of every binding."""
+
+    names: tuple[str, ...]
+    values: tuple[Relation, ...]
+    result: int
+    limit: int = DEFAULT_RECURSION_LIMIT
+    at_limit: str = "error"
+
+    @property
+    def types(self) -> tuple[SqlType, ...]:
+        return self.values[self.result].types
+
+
+def loop_invariants(loop: LetRec) -> tuple[Relation, ...]:
+    """The largest parts of ``loop``'s values that read no binding (no ``Recur``), each once,
+    in order: the loop's inputs, computed outside it by ordinary operators."""
+    found: dict[Relation, None] = {}
+
+    def visit(rel: Relation) -> bool:
+        """Whether ``rel`` reads a binding; records its largest parts that do not."""
+        if isinstance(rel, Recur):
+            return True
+        children = inputs_of(rel)
+        reads = [visit(child) for child in children]
+        if any(reads):
+            for child, read in zip(children, reads, strict=True):
+                if not read and not isinstance(child, Recur):
+                    found.setdefault(child)
+            return True
+        return False
+
+    for value in loop.values:
+        if not visit(value):
+            found.setdefault(value)
+    return tuple(found)
+
+
 def inputs_of(rel: Relation) -> tuple[Relation, ...]:
     """The direct inputs of ``rel``."""
     if isinstance(rel, (Linear, Reduce, TopK, Window)):
         return (rel.input,)
     if isinstance(rel, (Join, Union)):
         return rel.inputs
+    if isinstance(rel, LetRec):
+        return rel.values
     return ()
 
 
@@ -440,6 +522,8 @@ def with_inputs(rel: Relation, new_inputs: Sequence[Relation]) -> Relation:
         return replace(rel, input=new_inputs[0])
     if isinstance(rel, (Join, Union)):
         return replace(rel, inputs=tuple(new_inputs))
+    if isinstance(rel, LetRec):
+        return replace(rel, values=tuple(new_inputs))
     return rel
 
 

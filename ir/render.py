@@ -37,6 +37,10 @@ Operators (the grammar is ``grammar.lark``):
   ``N preceding``, ``current row``, ``N following``, ``unbounded following``:
   ``Window partition_by=(#0) calls=(rank() order_by=(#2 desc), sum(#2) order_by=(#1) rows
   between 2 preceding and current row)``.
+- ``LetRec bindings=(NAME, ...) result=N limit=N error|return``, its inputs the values of
+  its bindings in order (``N``: an index into ``bindings``); ``Recur N NAME (TYPE, ...)``
+  reads binding ``N`` of the innermost enclosing LetRec:
+  ``LetRec bindings=(reach) result=0 limit=1000 error``.
 - ``subquery @N``, a line below an operator's inputs (one level deeper) whose one input is
   the plan of the operator's subquery ``@N`` (see scalars).
 
@@ -114,9 +118,11 @@ from matview.ir.relation import (
     FlatMap,
     Get,
     Join,
+    LetRec,
     Linear,
     Map,
     Project,
+    Recur,
     Reduce,
     Relation,
     Repeat,
@@ -296,6 +302,13 @@ def _render_header(rel: Relation, humanized: bool) -> str:
         names = column_names(rel.input) if humanized else ()
         calls = ", ".join(_render_window_call(c, names) for c in rel.calls)
         return f"Window partition_by={_render_columns(rel.partition_by, names)} calls=({calls})"
+    if isinstance(rel, LetRec):
+        bindings = ", ".join(_render_name(n) for n in rel.names)
+        return (f"LetRec bindings=({bindings}) result={rel.result} limit={rel.limit} "
+                f"{rel.at_limit}")
+    if isinstance(rel, Recur):
+        types = ", ".join(render_type(t) for t in rel.column_types)
+        return f"Recur {rel.index} {_render_name(rel.name)} ({types})"
     raise TypeError(f"not a relation: {rel!r}")
 
 

@@ -6,6 +6,8 @@ runtime executes and EXPLAIN PHYSICAL prints (``ir.physical``).
         Join -> output iff a consumer looks its output up (through Linear and Union);
         TopK -> values (its input), prefix, and output iff a consumer looks its output up;
         Window -> values (its input) and output iff a consumer looks its output up;
+        LetRec -> its inputs are the parts of its bindings that read no binding
+        (``loop_invariants``), its body runs inside it (``runtime.let_rec``);
       - for a Join, its implementation: the delta paths of its JoinPlan, each lookup keyed by
         the equivalence-class members over the looked-up input alone, at time <= t for an
         input before the path's own and < t for one after it (Alt/Neu).
@@ -23,6 +25,7 @@ from matview.ir.relation import (
     Get,
     Join,
     JoinPlan,
+    LetRec,
     Linear,
     Reduce,
     Relation,
@@ -30,6 +33,7 @@ from matview.ir.relation import (
     Union,
     Window,
     inputs_of,
+    loop_invariants,
     offsets_of,
 )
 from matview.ir.scalar import Scalar, columns_used, remap
@@ -46,6 +50,10 @@ class _Lowering:
 
     def lower(self, rel: Relation, looked_up: bool) -> physical.Operator:
         """``rel`` lowered; ``looked_up``: a consumer looks its output up (reads its history)."""
+        if isinstance(rel, LetRec):
+            inputs = tuple(self.lower(part, False) for part in loop_invariants(rel))
+            op, self.next_id = self.next_id, self.next_id + 1
+            return physical.LetRec(op, rel, inputs)
         below = looked_up and isinstance(rel, (Linear, Union)) or isinstance(rel, Join)
         inputs = tuple(self.lower(child, below) for child in inputs_of(rel))
         op, self.next_id = self.next_id, self.next_id + 1

@@ -18,6 +18,7 @@ from matview.ir import physical
 from matview.ir.table_functions import DEFAULT_ROW_LIMIT
 from matview.runtime.checked import ERR, split_arrow_errors, split_errors
 from matview.runtime.join import DEFAULT_JOIN_ROWS, JoinOp
+from matview.runtime.let_rec import LetRecOp
 from matview.runtime.linear import LinearOp, UnionOp
 from matview.runtime.one_job import OneJob
 from matview.runtime.operator import (
@@ -97,6 +98,9 @@ def _operator(node: physical.Operator, inputs: tuple[Operator, ...],
     if isinstance(node, physical.Window):
         return WindowOp(rel.types, input=inputs[0], partition_by=node.relation.partition_by,
                         calls=node.relation.calls)
+    if isinstance(node, physical.LetRec):
+        return LetRecOp(rel.types, inputs=inputs, loop=node.relation,
+                        invariants=tuple(child.relation for child in node.inputs), limit=limit)
     raise PlanError(f"the runtime cannot execute {node.kind}")
 
 

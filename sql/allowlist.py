@@ -12,6 +12,7 @@ tree without recursion.
 
 from __future__ import annotations
 
+from matview.sql.dialect import MutuallyRecursive, RecursiveBinding
 from matview.sql.errors import UnsupportedError
 from sqlglot import exp
 
@@ -40,6 +41,8 @@ ALLOWED: dict[type[exp.Expr], frozenset[str]] = {
     exp.Ordered: frozenset({"this", "desc", "nulls_first"}),
     exp.Limit: frozenset({"this", "expression"}),
     exp.With: frozenset({"expressions", "recursive"}),
+    MutuallyRecursive: frozenset({"expressions", "recursive", "limit", "at_limit"}),
+    RecursiveBinding: frozenset({"this", "alias", "columns"}),
     exp.CTE: frozenset({"this", "alias", "materialized"}),
     exp.Values: frozenset({"expressions", "alias"}),
     exp.Copy: frozenset({"this", "kind", "files", "params", "credentials"}),

@@ -131,6 +131,21 @@ class CreateSink(exp.Expression):
     arg_types = {"this": True, "view": True, "kind": True, "path": True}
 
 
+class MutuallyRecursive(exp.With):
+    """``WITH MUTUALLY RECURSIVE [(RETURN | ERROR AT RECURSION LIMIT n)] binding, ...``
+    (Materialize's): ``expressions`` are ``RecursiveBinding``s; ``limit`` the literal n,
+    ``at_limit`` "return" or "error" (both None without the option)."""
+
+    arg_types = {**exp.With.arg_types, "limit": False, "at_limit": False}
+
+
+class RecursiveBinding(exp.Expression):
+    """``name (column type, ...) AS (query)`` in ``WITH MUTUALLY RECURSIVE``: ``alias`` the
+    name, ``columns`` the ``ColumnDef``s, ``this`` the query."""
+
+    arg_types = {"this": True, "alias": True, "columns": True}
+
+
 class DropSink(exp.Expression):
     """``DROP SINK [IF EXISTS] name``."""
 
@@ -232,6 +247,51 @@ class MatviewParser(PostgresParser):
             self.raise_error("expected PARQUET 'directory' or DELTA 'directory' after INTO")
         return self.expression(CreateSink(this=name, view=view, kind=kind,
                                           path=path)).update_positions(start)
+
+    def _parse_with(self, skip_with_token: bool = False) -> exp.With | None:
+        """``WITH MUTUALLY RECURSIVE ...`` (``MutuallyRecursive``), or PostgreSQL's WITH."""
+        if skip_with_token or not (self._curr and self._curr.token_type == TokenType.WITH
+                                   and self._next and self._next.text.upper() == "MUTUALLY"):
+            return super()._parse_with(skip_with_token)
+        start = self._curr
+        self._advance(2)
+        if not self._match(TokenType.RECURSIVE):
+            self.raise_error("expected RECURSIVE after WITH MUTUALLY")
+        limit = at_limit = None
+        if self._match(TokenType.L_PAREN):
+            at_limit = self._curr.text.lower() if self._curr else ""
+            if at_limit not in ("return", "error"):
+                self.raise_error("expected RETURN AT RECURSION LIMIT n or ERROR AT RECURSION "
+                                 "LIMIT n")
+            self._advance()
+            if not self._match_text_seq("AT", "RECURSION", "LIMIT"):
+                self.raise_error(f"expected AT RECURSION LIMIT after {at_limit.upper()}")
+            limit = self._parse_number()
+            self._match_r_paren()
+        bindings = []
+        while True:
+            name = self._parse_id_var()
+            if name is None:
+                self.raise_error("expected the name of a recursive binding")
+            columns = self._parse_wrapped_csv(self._parse_column_def_of_binding)
+            if not self._match(TokenType.ALIAS):
+                self.raise_error("expected AS after a recursive binding's columns")
+            query = self._parse_wrapped(self._parse_statement)
+            bindings.append(self.expression(RecursiveBinding(this=query, alias=name,
+                                                             columns=columns)))
+            if not self._match(TokenType.COMMA):
+                break
+        return self.expression(MutuallyRecursive(
+            expressions=bindings, recursive=True, limit=limit,
+            at_limit=at_limit)).update_positions(start)
+
+    def _parse_column_def_of_binding(self) -> exp.Expr | None:
+        """``column type`` of a recursive binding (a type is required)."""
+        name = self._parse_id_var()
+        kind = self._parse_types()
+        if name is None or kind is None:
+            self.raise_error("expected a column name and its type")
+        return self.expression(exp.ColumnDef(this=name, kind=kind))
 
     def _parse_drop(self, exists: bool = False, kind: str | None = None) -> exp.Expr:
         """``DROP SINK [IF EXISTS] name`` (``DropSink``), or another DROP."""
@@ -401,12 +461,28 @@ def _explain_sql(self: PostgresGenerator, expression: Explain) -> str:
     return " ".join([*words, target])
 
 
+def _mutually_recursive_sql(self: PostgresGenerator, expression: MutuallyRecursive) -> str:
+    option = ""
+    if expression.args.get("limit") is not None:
+        option = (f" ({str(expression.args['at_limit']).upper()} AT RECURSION LIMIT "
+                  f"{self.sql(expression, 'limit')})")
+    return f"WITH MUTUALLY RECURSIVE{option} {self.expressions(expression, flat=True)}"
+
+
+def _recursive_binding_sql(self: PostgresGenerator, expression: RecursiveBinding) -> str:
+    columns = ", ".join(self.sql(c) for c in expression.args["columns"])
+    return (f"{self.sql(expression, 'alias')} ({columns}) AS "
+            f"({self.sql(expression, 'this')})")
+
+
 class MatviewGenerator(PostgresGenerator):
-    """PostgreSQL's generator, printing matview's EXPLAIN, SHOW and SUBSCRIBE statements
-    back."""
+    """PostgreSQL's generator, printing matview's EXPLAIN, SHOW, SUBSCRIBE and WITH
+    MUTUALLY RECURSIVE back."""
 
     TRANSFORMS = {**PostgresGenerator.TRANSFORMS, Explain: _explain_sql,
-                  Subscribe: lambda self, e: f"SUBSCRIBE {self.sql(e, 'this')}".rstrip()}
+                  Subscribe: lambda self, e: f"SUBSCRIBE {self.sql(e, 'this')}".rstrip(),
+                  MutuallyRecursive: _mutually_recursive_sql,
+                  RecursiveBinding: _recursive_binding_sql}
 
     def show_sql(self, expression: exp.Show) -> str:
         target = self.sql(expression, "target")

@@ -43,6 +43,7 @@ from matview.sql.errors import SqlError, SqlTypeError, UnsupportedError
 from matview.sql.from_clause import rename
 from matview.sql.names import normalize
 from matview.sql.order import limit_offset, order_by
+from matview.sql.recursion import recursive_ctes
 from matview.sql.select import bind_select
 from matview.sql.statements import Query
 from sqlglot import exp
@@ -92,7 +93,7 @@ def _with_ctes(node: exp.Expr, ctx: Context) -> Context:
     if with_ is None:
         return ctx
     if with_.args.get("recursive"):
-        raise UnsupportedError.at("WITH RECURSIVE is not supported yet", with_)
+        return recursive_ctes(with_, ctx)
     defined: set[str] = set()
     for cte in with_.expressions:
         alias = cte.args["alias"]

@@ -47,6 +47,10 @@ with ``KIND`` and its attributes:
   [SCALAR, ...], "order_by": [SORT_KEY, ...], "frame": {"units": "rows" | "range",
   "start": INT | null, "end": INT | null}}, ...]`` (frame offsets from the current row,
   negative preceding, ``null`` unbounded).
+- ``"LetRec"``: ``"bindings"``: ``[NAME, ...]`` (its inputs are their values, in order),
+  ``"result"``: ``INT`` (the binding it denotes), ``"limit"``: ``INT``, ``"at_limit"``:
+  ``"error" | "return"``.
+- ``"Recur"``: ``"binding"``: ``INT``, ``"name"``: ``NAME``, ``"types"``: ``[TYPE, ...]``.
 
 An operator whose expressions hold subqueries (a RAW or DECORRELATED-before plan: ``@N`` in
 its SCALARs) also has ``"subqueries"``: ``[PLAN, ...]``, the plan of ``@N`` at index ``N``.
@@ -109,9 +113,11 @@ from matview.ir.relation import (
     FlatMap,
     Get,
     Join,
+    LetRec,
     Linear,
     Map,
     Project,
+    Recur,
     Reduce,
     Relation,
     Repeat,
@@ -251,6 +257,12 @@ def _attributes(rel: Relation) -> Json:
                           for k, d, n in c.order_by],
              "frame": {"units": c.frame.units, "start": c.frame.start, "end": c.frame.end}}
             for c in rel.calls]}
+    if isinstance(rel, LetRec):
+        return {"bindings": list(rel.names), "result": rel.result, "limit": rel.limit,
+                "at_limit": rel.at_limit}
+    if isinstance(rel, Recur):
+        return {"binding": rel.index, "name": rel.name,
+                "types": [render_type(t) for t in rel.column_types]}
     raise TypeError(f"not a relation: {rel!r}")
 
 

@@ -13,6 +13,11 @@ two spaces deeper. Lines between an operator and its inputs describe it:
   arrangements exist anyway (a stored collection's, a Reduce's output); ``created`` ones
   exist only for these lookups (a join's output).
 - ``arrangements: creates NAME (what it holds)``: state the operator maintains.
+- for a LetRec, its loop: ``loop over (time, round): round i reads every binding at round
+  i - 1``, then each binding's body (``binding NAME =``, its value as ``ir.render`` prints
+  it, the parts computed outside the loop printed as the operator ``%k`` computing them),
+  with the state each keeps: ``state: ...`` below a Join (its inputs' differences by time
+  and round) and a Reduce (its input's, its output computed at their interesting times).
 - with statistics (ANALYZE): ``steps=S rows_in=I rows_out=O time=T.TTTs`` and
   ``arrangement NAME: rows=R bytes=B``.
 
@@ -32,8 +37,9 @@ from collections.abc import Sequence
 from typing import Protocol
 
 import networkx as nx
+from matview.ir import physical
 from matview.ir.physical import DeltaPath
-from matview.ir.relation import Get, Linear
+from matview.ir.relation import Get, Join, Linear, Reduce, Relation, inputs_of
 from matview.ir.render import PLAIN, RenderOptions, render_line, render_scalar
 from matview.planner.dataflow_graph import (
     arrangements,
@@ -107,10 +113,38 @@ def _render_operator(graph: nx.DiGraph, op: int, depth: int, options: RenderOpti
         lines.append(f"{detail}lookups: " + ", ".join(_lookups(graph, op)))
     for name in arrangements(graph, op):
         lines.append(f"{detail}arrangements: creates {name} ({graph.nodes[name]['purpose']})")
+    if isinstance(node["operator"], physical.LetRec):
+        lines += _loop(node["operator"], detail, options)
     if stats is not None:
         lines += _statistics(stats[op], detail)
     for child in node["inputs"]:
         _render_operator(graph, child, depth + 1, options, stats, lines)
+
+
+def _loop(op: physical.LetRec, pad: str, options: RenderOptions) -> list[str]:
+    """The body of LetRec ``op``, each binding's value with its loop-invariant parts
+    printed as the operators computing them."""
+    computed = {child.relation: child.id for child in op.inputs}
+    lines = [f"{pad}loop over (time, round): round i reads every binding at round i - 1"]
+
+    def body(rel: Relation, depth: int) -> None:
+        at = pad + "  " * depth
+        if rel in computed:
+            lines.append(f"{at}%{computed[rel]}")
+            return
+        lines.append(f"{at}{render_line(rel, options)}")
+        if isinstance(rel, Join):
+            lines.append(f"{at}  state: each input's differences by (time, round)")
+        if isinstance(rel, Reduce):
+            lines.append(f"{at}  state: its input's differences by (time, round); output "
+                         "at their interesting times (joins of the times)")
+        for child in inputs_of(rel):
+            body(child, depth + 1)
+
+    for name, value in zip(op.relation.names, op.relation.values, strict=True):
+        lines.append(f"{pad}binding {name} = (state: its differences by (time, round))")
+        body(value, 1)
+    return lines
 
 
 def _path(path: DeltaPath) -> str:

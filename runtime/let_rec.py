@@ -1,0 +1,446 @@
+"""Recursive queries on Spark (``LetRec``): differential dataflow's iteration (seed 002).
+
+Every update inside the loop has a time ``(t, r)``: ``t`` the transaction time, ``r`` the
+round (iteration) that produced it, ordered as pairs (product order). A collection's
+contents at ``(t, r)`` are the sum of its differences at ``(t', r')`` with ``t' <= t`` and
+``r' <= r``. The loop's inputs (the parts of its bindings that read no binding, computed by
+ordinary operators outside: ``invariants``) change at round 0; ``Recur`` reads a binding's
+differences of round r at round r + 1; so round r of a binding's value is the binding at
+iteration r + 1, and its output at time t is the sum over rounds of its differences at t.
+
+A step computes, round by round, the differences at the step's new times ``t`` of every
+collection of the loop's bindings, from what it stored of earlier steps (their differences
+at older times, with their rounds) and what this step computed at earlier rounds:
+
+- ``Linear`` and ``Union`` map their inputs' differences of the round;
+- a join's output changes at the least upper bound of its inputs' times: round r of a
+  binary join is every pair of differences with at least one new time and
+  ``max(r_left, r_right) = r``, at time ``max(t_left, t_right)`` (an n-ary join is a chain
+  of binary ones, each prefix stored);
+- a reduce's output for group k can change only at joins of its input's times (its
+  interesting times): at round r, the groups with a difference at round r whose input
+  changed at a new time t at some round <= r, at those times t. With G(t, r) the reduce
+  of the group's contents at (t, r), its difference at (t, r) is
+  ``G(t, r) - G(t-1, r) - G(t, r-1) + G(t-1, r-1)`` (the two-dimensional difference over
+  the product order), so every time a step carries is handled in one batch.
+
+The rounds of a step end when a round changes no binding and no stored collection holds
+differences of later rounds from earlier steps. A step carrying N transactions runs the
+rounds once for all of them, and gives exactly the output per time that N single steps give.
+State: the differences of every binding, of every join input (and each prefix of an n-ary
+join) and of every reduce's input, each with its round, as a trace whose last data column
+is the round.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+import pyarrow as pa
+from matview.ir.recursion import RecursionLimit, recursion_limit_message
+from matview.ir.relation import (
+    Join,
+    LetRec,
+    Linear,
+    Recur,
+    Reduce,
+    Relation,
+    Union,
+    inputs_of,
+)
+from matview.ir.scalar import Call, Scalar, columns_used, conjoin
+from matview.ir.table_functions import DEFAULT_ROW_LIMIT
+from matview.runtime.expressions import compile_scalar
+from matview.runtime.linear import apply_steps
+from matview.runtime.operator import Delta, Operator, StepContext
+from matview.runtime.trace import Trace
+from matview.runtime.types import col, column_names, spark_type
+from matview.runtime.updates import (
+    DIFF,
+    TIME,
+    Leaf,
+    consolidate,
+    key_match,
+    lookup,
+    materialize,
+    stored,
+    union_all,
+)
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+ROUND = "_round"
+_AT, _UPTO, _ROUNDS, _SIGN, _COPIES = "_at", "_upto", "_rounds", "_sign", "_copies"
+"""A reduce's candidate time, the time and round bounding a corner's contents, the
+corner's sign in the two-dimensional difference, a row's copies in the contents."""
+
+
+@dataclass(frozen=True)
+class Prefix:
+    """The join of the first ``inputs`` inputs of ``join`` (a link of its binary chain),
+    its columns those inputs' concatenated."""
+
+    join: Join
+    inputs: int
+
+    @property
+    def types(self) -> tuple:
+        return tuple(t for rel in self.join.inputs[:self.inputs] for t in rel.types)
+
+
+Node = Relation | Prefix
+
+
+def stored_nodes(loop: LetRec, invariants: frozenset[Relation]) -> list[Node]:
+    """The collections whose differences the loop keeps: its bindings' values, the inputs
+    of its joins (and prefixes of n-ary joins) and of its reduces, in a stable order."""
+    out: dict[Node, None] = {}
+
+    def visit(rel: Relation) -> None:
+        if rel in invariants or isinstance(rel, Recur):
+            return
+        if isinstance(rel, Join):
+            for k in range(2, len(rel.inputs)):
+                out.setdefault(Prefix(rel, k))
+            for child in rel.inputs:
+                out.setdefault(child)
+        if isinstance(rel, Reduce):
+            out.setdefault(rel.input)
+        for child in inputs_of(rel):
+            visit(child)
+
+    for value in loop.values:
+        out.setdefault(value)
+        visit(value)
+    return [node for node in out if not isinstance(node, Recur)]
+
+
+@dataclass
+class LetRecOp(Operator):
+    """``LetRec``: see the module docstring. ``inputs`` compute the ``invariants``."""
+
+    kind: ClassVar[str] = "LetRec"
+
+    inputs: tuple[Operator, ...] = ()
+    loop: LetRec | None = None
+    invariants: tuple[Relation, ...] = ()
+    limit: int = DEFAULT_ROW_LIMIT
+    """The most rows a table function may produce for one input row."""
+    traces: dict[Node, Trace] = field(default_factory=dict)
+    rounds: dict[Node, int] = field(default_factory=dict)
+    """Per stored collection, the rounds holding its differences of committed steps."""
+    _ctx: StepContext | None = None
+    _new: dict[Node, dict[int, DataFrame | None]] = field(default_factory=dict)
+    _held: dict[Node, dict[int, Leaf]] = field(default_factory=dict)
+    _old: dict[Node, DataFrame | None] = field(default_factory=dict)
+    _staged_rounds: dict[Node, int] = field(default_factory=dict)
+
+    def children(self) -> tuple[Operator, ...]:
+        return self.inputs
+
+    @property
+    def _stored(self) -> list[Node]:
+        assert self.loop is not None
+        return self.built("stored", lambda: stored_nodes(self.loop, frozenset(self.invariants)))
+
+    def compute(self, ctx: StepContext) -> Delta | None:
+        loop = self.loop
+        assert loop is not None
+        self._ctx = ctx
+        self._new, self._held, self._old = defaultdict(dict), defaultdict(dict), {}
+        for node in self._stored:
+            if node not in self.traces:
+                self.traces[node] = Trace(ctx.spark, len(node.types) + 1)
+        later = max(self.rounds.values(), default=0) + 1  # Recur reads a round later
+        last = loop.limit if loop.at_limit == "error" else loop.limit - 1
+        r = 0
+        while r <= last:
+            changed = [self._at(value, r) is not None for value in loop.values]
+            if r == loop.limit and any(changed):
+                raise RecursionLimit(recursion_limit_message(loop.names, loop.limit))
+            if not any(changed) and r + 1 >= later:
+                break
+            r += 1
+        self._stage(ctx)
+        held = self._held[loop.values[loop.result]]
+        frames = [leaf.df for leaf in held.values()]
+        if not frames:
+            return None
+        df = union_all(frames)
+        assert df is not None
+        return Delta(df, sum(leaf.rows for leaf in held.values()))
+
+    def _stage(self, ctx: StepContext) -> None:
+        """Stage every stored collection's new differences, with their rounds."""
+        self._staged_rounds = {}
+        for node, leaves in self._held.items():
+            if not leaves:
+                continue
+            self.stage(self.traces[node], _with_rounds(ctx, leaves, len(node.types)), ctx)
+            self._staged_rounds[node] = max(self.rounds.get(node, 0), max(leaves) + 1)
+
+    def commit(self) -> None:
+        super().commit()
+        self.rounds.update(self._staged_rounds)
+        self._staged_rounds = {}
+
+    def abandon(self) -> None:
+        super().abandon()
+        self._staged_rounds = {}
+
+    # ---- the differences of one round ---------------------------------------------------
+
+    def _at(self, node: Node, r: int) -> DataFrame | None:
+        """``node``'s differences at the step's new times and round ``r`` (data columns,
+        time, diff); a stored collection's are computed once, as a batch."""
+        seen = self._new[node]
+        if r in seen:
+            return seen[r]
+        df = self._compute(node, r)
+        if node in self.traces and df is not None:
+            ctx = self._ctx
+            assert ctx is not None
+            leaf = materialize(ctx.spark, consolidate(df), ctx.small and not ctx.first)
+            if leaf is not None:
+                self._held[node][r] = leaf
+            df = None if leaf is None else leaf.df
+        seen[r] = df
+        return df
+
+    def _compute(self, node: Node, r: int) -> DataFrame | None:
+        assert self.loop is not None
+        if node in self.invariants:
+            delta = self.inputs[self.invariants.index(node)].delta(self._step)
+            return None if r > 0 or delta is None else delta.df
+        if isinstance(node, Recur):
+            return None if r == 0 else self._at(self.loop.values[node.index], r - 1)
+        if isinstance(node, Linear):
+            child = self._at(node.input, r)
+            return None if child is None else apply_steps(child, node.steps, node.input.types,
+                                                          self.limit)
+        if isinstance(node, Union):
+            return union_all([df for df in (self._at(c, r) for c in node.inputs)
+                              if df is not None])
+        if isinstance(node, Prefix):
+            return self._join(node, r)
+        if isinstance(node, Join):
+            return self._join(Prefix(node, len(node.inputs)), r)
+        if isinstance(node, Reduce):
+            return self._reduce(node, r)
+        raise TypeError(f"a loop cannot compute {type(node).__name__}")
+
+    @property
+    def _step(self) -> StepContext:
+        assert self._ctx is not None
+        return self._ctx
+
+    # ---- reading stored differences -----------------------------------------------------
+
+    def _old_frame(self, node: Node) -> DataFrame | None:
+        """``node``'s differences of committed steps with their rounds (``ROUND``)."""
+        assert self.loop is not None
+        if isinstance(node, Recur):
+            value = self._old_frame(self.loop.values[node.index])
+            return None if value is None else value.withColumn(ROUND, col(ROUND) + 1)
+        if node not in self._old:
+            held = None if self._step.first else self.traces[node].read(upto=self._step.lower)
+            arity = len(node.types)
+            self._old[node] = None if held is None else held.select(
+                *column_names(arity), col(f"c{arity}").alias(ROUND), TIME, DIFF)
+        return self._old[node]
+
+    def _old_rounds(self, node: Node) -> int:
+        """The rounds holding ``node``'s differences of committed steps."""
+        assert self.loop is not None
+        if isinstance(node, Recur):
+            return self._old_rounds(self.loop.values[node.index]) + 1
+        return self.rounds.get(node, 0)
+
+    def _old_between(self, node: Node, lo: int, hi: int, rounds: bool = False
+                     ) -> DataFrame | None:
+        """Committed differences of rounds ``lo..hi``, with ``ROUND`` when ``rounds``."""
+        if hi < lo or lo >= self._old_rounds(node):
+            return None
+        old = self._old_frame(node)
+        if old is None:
+            return None
+        kept = old.where((col(ROUND) >= lo) & (col(ROUND) <= hi))
+        return kept if rounds else kept.drop(ROUND)
+
+    def _new_between(self, node: Node, lo: int, hi: int, rounds: bool = False
+                     ) -> DataFrame | None:
+        """This step's differences of rounds ``lo..hi``, with ``ROUND`` when ``rounds``."""
+        frames = []
+        for r in range(max(lo, 0), hi + 1):
+            df = self._at(node, r)
+            if df is not None:
+                frames.append(df.withColumn(ROUND, F.lit(r).cast("bigint")) if rounds else df)
+        return union_all(frames)
+
+    def _between(self, node: Node, lo: int, hi: int, rounds: bool = False) -> DataFrame | None:
+        """All of ``node``'s differences of rounds ``lo..hi`` (committed and new)."""
+        return union_all([df for df in (self._old_between(node, lo, hi, rounds),
+                                         self._new_between(node, lo, hi, rounds))
+                          if df is not None])
+
+    # ---- join ---------------------------------------------------------------------------
+
+    def _join(self, link: Prefix, r: int) -> DataFrame | None:
+        """Round ``r`` of the binary join of ``link``'s first inputs but one with its last:
+        the pairs with a new time and ``max(r_left, r_right) = r``."""
+        join = link.join
+        left: Node = join.inputs[0] if link.inputs == 2 else Prefix(join, link.inputs - 1)
+        right = join.inputs[link.inputs - 1]
+        if link.inputs == 1:
+            df = self._at(left, r)
+            return None if df is None else df.where(self._condition(link))
+        pairs = [
+            (self._at(left, r), lambda: self._between(right, 0, r)),
+            (self._old_between(left, r, r), lambda: self._new_between(right, 0, r)),
+            (self._at(right, r), lambda: self._between(left, 0, r - 1)),
+            (self._new_between(left, 0, r - 1), lambda: self._old_between(right, r, r)),
+        ]
+        frames = []
+        for i, (driver, other) in enumerate(pairs):
+            if driver is None:
+                continue
+            found = other()
+            if found is None:
+                continue
+            lhs, rhs = (driver, found) if i < 2 else (found, driver)
+            frames.append(self._pairs(link, lhs, rhs))
+        return union_all(frames)
+
+    def _pairs(self, link: Prefix, lhs: DataFrame, rhs: DataFrame) -> DataFrame:
+        """The joined rows of differences ``lhs`` and ``rhs`` under ``link``'s conditions,
+        at the later of their times with the product of their diffs."""
+        arity = len(link.types)
+        width = arity - link.join.inputs[link.inputs - 1].arity
+        right = rhs.select(*[col(f"c{i}").alias(f"c{width + i}") for i in range(arity - width)],
+                           col(TIME).alias("_t2"), col(DIFF).alias("_d2"))
+        joined = lookup(lhs, right, self._condition(link), "inner",
+                        self._step.small and not self._step.first)
+        return joined.select(*column_names(arity), F.greatest(col(TIME), col("_t2")).alias(TIME),
+                             (col(DIFF) * col("_d2")).alias(DIFF))
+
+    def _condition(self, link: Prefix) -> Column:
+        """The join's equalities and predicates over its first ``link.inputs`` inputs."""
+        join = link.join
+        arity = len(link.types)
+        types = list(join.types[:arity])
+        columns = [col(c) for c in column_names(arity)]
+        within = [e for cls in join.equivalences for e in _equalities(cls, arity)]
+        within += [p for p in join.predicates if all(c < arity for c in columns_used(p))]
+        if not within:
+            return F.lit(True)
+        return compile_scalar(conjoin(within), columns, types)
+
+    # ---- reduce -------------------------------------------------------------------------
+
+    def _reduce(self, node: Reduce, r: int) -> DataFrame | None:
+        """Round ``r`` of ``node``: every candidate group and new time, its two-dimensional
+        difference of the reduce of its contents (the module docstring)."""
+        source = node.input
+        prepared = self._prepared(node)
+        keys = [f"k{i}" for i in range(len(node.group_key))]
+        at_r = [df for df in (self._at(source, r), self._old_between(source, r, r))
+                if df is not None]
+        if not at_r:
+            return None
+        changed = self._new_between(source, 0, r)
+        if changed is None:
+            return None
+        small = self._step.small and not self._step.first
+        touched = prepared(union_all(at_r)).select(*keys).distinct()  # type: ignore[arg-type]
+        candidates = lookup(prepared(changed).select(*keys, TIME).distinct(),
+                            touched.select(*[col(k).alias(f"x_{k}") for k in keys]),
+                            key_match(keys, [f"x_{k}" for k in keys]), "left_semi", small)
+        corners = candidates.select(*keys, col(TIME).alias(_AT), F.inline(F.array(*[
+            F.struct((col(TIME) - dt).alias(_UPTO), F.lit(r - dr).cast("bigint").alias(_ROUNDS),
+                     F.lit(sign).alias(_SIGN))
+            for dt, dr, sign in ((0, 0, 1), (1, 0, -1), (0, 1, -1), (1, 1, 1))
+            if r - dr >= 0]))).select(*[col(k).alias(f"x_{k}") for k in keys], _AT, _UPTO,
+                                      _ROUNDS, _SIGN)
+        contents = self._between(source, 0, r, rounds=True)
+        assert contents is not None
+        rows = prepared(contents)
+        seen = lookup(rows, corners, key_match(keys, [f"x_{k}" for k in keys])
+                      & (col(TIME) <= col(_UPTO)) & (col(ROUND) <= col(_ROUNDS)), "inner",
+                      small, build="right")
+        values = [c for c in rows.columns if c.startswith("v")]
+        corner = [*[f"x_{k}" for k in keys], _AT, _UPTO, _ROUNDS, _SIGN]
+        copies = (seen.groupBy(*corner, *values).agg(F.sum(DIFF).alias(_COPIES))
+                  .where(col(_COPIES) != 0))
+        groups = copies.groupBy(*corner).agg(F.sum(_COPIES).alias("_n"), *[
+            self._aggregate(node, i).alias(f"a{i}") for i in range(len(node.aggregates))])
+        return groups.where(col("_n") > 0).select(
+            *[col(f"x_{k}").alias(f"c{i}") for i, k in enumerate(keys)],
+            *[col(f"a{i}").alias(f"c{len(keys) + i}") for i in range(len(node.aggregates))],
+            col(_AT).alias(TIME), col(_SIGN).cast("bigint").alias(DIFF))
+
+    def _prepared(self, node: Reduce):  # noqa: ANN202 - a callable over frames
+        """The input rows of ``node`` as group key ``k{i}`` and aggregate arguments
+        ``v{i}`` (with time, diff and any round)."""
+        types = node.input.types
+
+        def prepare(df: DataFrame) -> DataFrame:
+            columns = [col(c) for c in column_names(len(types))]
+            keys = [compile_scalar(k, columns, types).alias(f"k{i}")
+                    for i, k in enumerate(node.group_key)]
+            values = [compile_scalar(a.expr, columns, types).alias(f"v{i}")
+                      for i, a in enumerate(node.aggregates) if a.expr is not None]
+            rest = [c for c in (TIME, DIFF, ROUND) if c in df.columns]
+            return df.select(*keys, *values, *rest)
+
+        return prepare
+
+    def _aggregate(self, node: Reduce, i: int) -> Column:
+        """Aggregate ``i`` of a group's rows, each with its ``_copies``."""
+        agg = node.aggregates[i]
+        out = spark_type(agg.type(node.input.types))
+        copies = col(_COPIES)
+        if agg.expr is None:
+            return F.sum(copies).cast(out)
+        value = col(f"v{i}")
+        if agg.func == "count":
+            return F.sum(F.when(value.isNotNull(), copies).otherwise(0)).cast(out)
+        if agg.func == "sum":
+            return F.sum(value.cast(out) * copies).cast(out)
+        if agg.func == "min":
+            return F.min(F.when(copies > 0, value)).cast(out)
+        if agg.func == "max":
+            return F.max(F.when(copies > 0, value)).cast(out)
+        raise TypeError(f"{agg.func} is not computed inside a loop")
+
+
+def _equalities(cls: tuple[Scalar, ...], arity: int) -> Iterator[Scalar]:
+    """The equalities of equivalence class ``cls`` between members that read only the
+    first ``arity`` columns."""
+    members = [e for e in cls if all(c < arity for c in columns_used(e))]
+    for a, b in zip(members, members[1:]):
+        yield Call("eq", (a, b))
+
+
+def _with_rounds(ctx: StepContext, leaves: dict[int, Leaf], arity: int) -> Leaf:
+    """The batches of a collection's rounds as one batch whose last data column is the
+    round."""
+    names = column_names(arity)
+    if all(leaf.table is not None for leaf in leaves.values()):
+        tables = []
+        for r, leaf in leaves.items():
+            table = leaf.table
+            assert table is not None
+            tables.append(pa.table({
+                **{n: table[n] for n in names},
+                f"c{arity}": pa.array([r] * table.num_rows, pa.int64()),
+                TIME: table[TIME], DIFF: table[DIFF]}))
+        return stored(ctx.spark, pa.concat_tables(tables))
+    frames = [leaf.df.select(*names, F.lit(r).cast("bigint").alias(f"c{arity}"), TIME, DIFF)
+              for r, leaf in leaves.items()]
+    df = union_all(frames)
+    assert df is not None
+    return Leaf(df, sum(leaf.rows for leaf in leaves.values()))
+

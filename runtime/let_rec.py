@@ -28,8 +28,13 @@ The rounds of a step end when a round changes no binding and no stored collectio
 differences of later rounds from earlier steps. A step carrying N transactions runs the
 rounds once for all of them, and gives exactly the output per time that N single steps give.
 State: the differences of every binding, of every join input (and each prefix of an n-ary
-join) and of every reduce's input, each with its round, as a trace whose last data column
-is the round.
+join) and of every reduce's input, each with its round, held in the driver as Arrow
+batches (merged when there are more than ``MAX_BATCHES``). A step reads them by key: a
+join looks up the other side's stored differences by the equi-join key values of the new
+ones, a reduce the contents of the groups its new differences touch (``pyarrow`` cuts, a
+local relation to Spark), so a small step's rounds are small Spark jobs over the rows its
+changes reach, not over the stored state; a join without an equality between columns
+reads the whole state.
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from matview.ir.recursion import RecursionLimit, recursion_limit_message
 from matview.ir.relation import (
     Join,
@@ -51,21 +57,25 @@ from matview.ir.relation import (
     Union,
     inputs_of,
 )
-from matview.ir.scalar import Call, Scalar, columns_used, conjoin
+from matview.ir.scalar import Call, Col, Scalar, columns_used, conjoin
 from matview.ir.table_functions import DEFAULT_ROW_LIMIT
+from matview.runtime.arrow_frames import arrow_frame
 from matview.runtime.expressions import compile_scalar
-from matview.runtime.linear import apply_steps
+from matview.runtime.jvm_plans import to_arrow
+from matview.runtime.linear import Pipeline, apply_steps
 from matview.runtime.operator import Delta, Operator, StepContext
-from matview.runtime.trace import Trace
+from matview.runtime.trace import MAX_BATCHES
 from matview.runtime.types import col, column_names, spark_type
 from matview.runtime.updates import (
     DIFF,
     TIME,
     Leaf,
     consolidate,
+    consolidated_arrow,
     key_match,
     lookup,
     materialize,
+    normalized,
     stored,
     union_all,
 )
@@ -129,14 +139,18 @@ class LetRecOp(Operator):
     invariants: tuple[Relation, ...] = ()
     limit: int = DEFAULT_ROW_LIMIT
     """The most rows a table function may produce for one input row."""
-    traces: dict[Node, Trace] = field(default_factory=dict)
+    batches: dict[Node, list[pa.Table]] = field(default_factory=dict)
+    """Per stored collection, its differences of committed steps: data columns, ``ROUND``,
+    time, diff."""
     rounds: dict[Node, int] = field(default_factory=dict)
     """Per stored collection, the rounds holding its differences of committed steps."""
     _ctx: StepContext | None = None
     _new: dict[Node, dict[int, DataFrame | None]] = field(default_factory=dict)
     _held: dict[Node, dict[int, Leaf]] = field(default_factory=dict)
-    _old: dict[Node, DataFrame | None] = field(default_factory=dict)
-    _staged_rounds: dict[Node, int] = field(default_factory=dict)
+    _whole: dict[Node, DataFrame | None] = field(default_factory=dict)
+    _unions: dict[tuple[Node, int, int, bool, int], DataFrame | None] = field(
+        default_factory=dict)
+    _staged: dict[Node, pa.Table] = field(default_factory=dict)
 
     def children(self) -> tuple[Operator, ...]:
         return self.inputs
@@ -150,10 +164,8 @@ class LetRecOp(Operator):
         loop = self.loop
         assert loop is not None
         self._ctx = ctx
-        self._new, self._held, self._old = defaultdict(dict), defaultdict(dict), {}
-        for node in self._stored:
-            if node not in self.traces:
-                self.traces[node] = Trace(ctx.spark, len(node.types) + 1)
+        self._new, self._held, self._whole = defaultdict(dict), defaultdict(dict), {}
+        self._unions = {}
         later = max(self.rounds.values(), default=0) + 1  # Recur reads a round later
         last = loop.limit if loop.at_limit == "error" else loop.limit - 1
         r = 0
@@ -164,7 +176,7 @@ class LetRecOp(Operator):
             if not any(changed) and r + 1 >= later:
                 break
             r += 1
-        self._stage(ctx)
+        self._stage()
         held = self._held[loop.values[loop.result]]
         frames = [leaf.df for leaf in held.values()]
         if not frames:
@@ -173,23 +185,27 @@ class LetRecOp(Operator):
         assert df is not None
         return Delta(df, sum(leaf.rows for leaf in held.values()))
 
-    def _stage(self, ctx: StepContext) -> None:
+    def _stage(self) -> None:
         """Stage every stored collection's new differences, with their rounds."""
-        self._staged_rounds = {}
+        self._staged = {}
         for node, leaves in self._held.items():
-            if not leaves:
-                continue
-            self.stage(self.traces[node], _with_rounds(ctx, leaves, len(node.types)), ctx)
-            self._staged_rounds[node] = max(self.rounds.get(node, 0), max(leaves) + 1)
+            if leaves:
+                self._staged[node] = _with_rounds(leaves, len(node.types))
 
     def commit(self) -> None:
         super().commit()
-        self.rounds.update(self._staged_rounds)
-        self._staged_rounds = {}
+        for node, table in self._staged.items():
+            batches = self.batches.setdefault(node, [])
+            batches.append(table)
+            if len(batches) > MAX_BATCHES:
+                self.batches[node] = [consolidated_arrow(pa.concat_tables(batches))]
+            rounds = pc.max(table[ROUND]).as_py()
+            self.rounds[node] = max(self.rounds.get(node, 0), rounds + 1)
+        self._staged = {}
 
     def abandon(self) -> None:
         super().abandon()
-        self._staged_rounds = {}
+        self._staged = {}
 
     # ---- the differences of one round ---------------------------------------------------
 
@@ -200,7 +216,7 @@ class LetRecOp(Operator):
         if r in seen:
             return seen[r]
         df = self._compute(node, r)
-        if node in self.traces and df is not None:
+        if node in self._stored and df is not None:
             ctx = self._ctx
             assert ctx is not None
             leaf = materialize(ctx.spark, consolidate(df), ctx.small and not ctx.first)
@@ -219,8 +235,8 @@ class LetRecOp(Operator):
             return None if r == 0 else self._at(self.loop.values[node.index], r - 1)
         if isinstance(node, Linear):
             child = self._at(node.input, r)
-            return None if child is None else apply_steps(child, node.steps, node.input.types,
-                                                          self.limit)
+            return None if child is None else self.built(("linear", node), lambda: apply_steps(
+                Pipeline(), node.steps, node.input.types, self.limit))(child)
         if isinstance(node, Union):
             return union_all([df for df in (self._at(c, r) for c in node.inputs)
                               if df is not None])
@@ -239,50 +255,105 @@ class LetRecOp(Operator):
 
     # ---- reading stored differences -----------------------------------------------------
 
-    def _old_frame(self, node: Node) -> DataFrame | None:
-        """``node``'s differences of committed steps with their rounds (``ROUND``)."""
+    def _old(self, node: Node, lo: int, hi: int, rounds: bool = False,
+             key: tuple[int, pa.Array] | None = None) -> DataFrame | None:
+        """Committed differences of rounds ``lo..hi`` (with ``ROUND`` when ``rounds``); with
+        ``key`` (a column and values) only those whose column holds one of the values, cut
+        from the driver's batches."""
         assert self.loop is not None
-        if isinstance(node, Recur):
-            value = self._old_frame(self.loop.values[node.index])
-            return None if value is None else value.withColumn(ROUND, col(ROUND) + 1)
-        if node not in self._old:
-            held = None if self._step.first else self.traces[node].read(upto=self._step.lower)
-            arity = len(node.types)
-            self._old[node] = None if held is None else held.select(
-                *column_names(arity), col(f"c{arity}").alias(ROUND), TIME, DIFF)
-        return self._old[node]
+        shift = 0
+        while isinstance(node, Recur):  # a binding's differences, a round later
+            node, shift, lo, hi = self.loop.values[node.index], shift + 1, lo - 1, hi - 1
+        if hi < max(lo, 0) or lo >= self.rounds.get(node, 0) or self._step.first:
+            return None
+        names = column_names(len(node.types))
+        if key is None:
+            df = self._whole_frame(node)
+            if df is None:
+                return None
+            df = df.where((col(ROUND) >= lo) & (col(ROUND) <= hi))
+        else:
+            column, values = key
+            tables = []
+            for batch in self.batches.get(node, []):
+                values = values.cast(batch.schema.field(f"c{column}").type)
+                kept = pc.and_(pc.and_(pc.greater_equal(batch[ROUND], lo),
+                                       pc.less_equal(batch[ROUND], hi)),
+                               pc.is_in(batch[f"c{column}"], value_set=values))
+                tables.append(batch.filter(kept))
+            table = pa.concat_tables(tables) if tables else None
+            if table is None or not table.num_rows:
+                return None
+            if shift:
+                table = table.set_column(table.schema.get_field_index(ROUND), ROUND,
+                                         pc.add(table[ROUND], shift))
+            return arrow_frame(self._step.spark,
+                               table.select([*names, *([ROUND] if rounds else []), TIME, DIFF]))
+        if shift:
+            df = df.withColumn(ROUND, col(ROUND) + shift)
+        return df.select(*names, *([ROUND] if rounds else []), TIME, DIFF)
 
-    def _old_rounds(self, node: Node) -> int:
-        """The rounds holding ``node``'s differences of committed steps."""
+    def _whole_frame(self, node: Node) -> DataFrame | None:
+        """All of ``node``'s committed differences as one frame (made once per step)."""
+        if node not in self._whole:
+            batches = self.batches.get(node, [])
+            self._whole[node] = stored(self._step.spark, pa.concat_tables(batches)).df \
+                if batches else None
+        return self._whole[node]
+
+    def _values(self, node: Node, lo: int, hi: int, column: int) -> pa.Array | None:
+        """The values column ``column`` of ``node``'s new differences of rounds ``lo..hi``
+        holds, when the driver holds them all (else None)."""
         assert self.loop is not None
-        if isinstance(node, Recur):
-            return self._old_rounds(self.loop.values[node.index]) + 1
-        return self.rounds.get(node, 0)
-
-    def _old_between(self, node: Node, lo: int, hi: int, rounds: bool = False
-                     ) -> DataFrame | None:
-        """Committed differences of rounds ``lo..hi``, with ``ROUND`` when ``rounds``."""
-        if hi < lo or lo >= self._old_rounds(node):
-            return None
-        old = self._old_frame(node)
-        if old is None:
-            return None
-        kept = old.where((col(ROUND) >= lo) & (col(ROUND) <= hi))
-        return kept if rounds else kept.drop(ROUND)
+        while isinstance(node, Recur):
+            node, lo, hi = self.loop.values[node.index], lo - 1, hi - 1
+        arrays = []
+        for r in range(max(lo, 0), hi + 1):
+            self._at(node, r)
+            leaf = self._held[node].get(r)
+            if leaf is None:
+                continue
+            table = leaf.in_driver
+            if table is None:
+                return None
+            arrays.append(table[f"c{column}"].combine_chunks())
+        if not arrays:
+            return pa.array([], pa.int64())
+        return pc.unique(pa.concat_arrays(arrays))
 
     def _new_between(self, node: Node, lo: int, hi: int, rounds: bool = False
                      ) -> DataFrame | None:
-        """This step's differences of rounds ``lo..hi``, with ``ROUND`` when ``rounds``."""
-        frames = []
+        """This step's differences of rounds ``lo..hi``, with ``ROUND`` when ``rounds``:
+        one local relation of the batches the driver holds (made once per step)."""
+        assert self.loop is not None
+        shift = 0
+        while isinstance(node, Recur):
+            node, shift, lo, hi = self.loop.values[node.index], shift + 1, lo - 1, hi - 1
+        key = (node, max(lo, 0), hi, rounds, shift)
+        if key in self._unions:
+            return self._unions[key]
+        frames, tables = [], []
         for r in range(max(lo, 0), hi + 1):
             df = self._at(node, r)
-            if df is not None:
-                frames.append(df.withColumn(ROUND, F.lit(r).cast("bigint")) if rounds else df)
-        return union_all(frames)
+            if df is None:
+                continue
+            leaf = self._held[node].get(r)
+            table = None if leaf is None else leaf.in_driver
+            if table is not None:
+                tables.append(_rounded(table, r + shift, len(node.types)) if rounds else table)
+            else:
+                frames.append(df.withColumn(ROUND, F.lit(r + shift).cast("bigint"))
+                              if rounds else df)
+        if tables:
+            frames.append(arrow_frame(self._step.spark, pa.concat_tables(tables)))
+        self._unions[key] = union_all(frames)
+        return self._unions[key]
 
-    def _between(self, node: Node, lo: int, hi: int, rounds: bool = False) -> DataFrame | None:
-        """All of ``node``'s differences of rounds ``lo..hi`` (committed and new)."""
-        return union_all([df for df in (self._old_between(node, lo, hi, rounds),
+    def _between(self, node: Node, lo: int, hi: int, rounds: bool = False,
+                 key: tuple[int, pa.Array] | None = None) -> DataFrame | None:
+        """All of ``node``'s differences of rounds ``lo..hi`` (committed and new), the
+        committed ones cut by ``key``."""
+        return union_all([df for df in (self._old(node, lo, hi, rounds, key),
                                          self._new_between(node, lo, hi, rounds))
                           if df is not None])
 
@@ -297,21 +368,38 @@ class LetRecOp(Operator):
         if link.inputs == 1:
             df = self._at(left, r)
             return None if df is None else df.where(self._condition(link))
+        keys = _key_columns(link)
+        width = len(link.types) - right.arity
+
+        def cut(by: Node, lo: int, hi: int, side: int) -> tuple[int, pa.Array] | None:
+            """The key values of ``by``'s new differences of rounds ``lo..hi``, to read
+            the other side's (column ``keys[side]``) by."""
+            if keys is None:
+                return None
+            values = self._values(by, lo, hi, keys[1 - side] - (width if side == 0 else 0))
+            return None if values is None else (keys[side] - (width if side == 1 else 0),
+                                                 values)
+
+        # (the new side, the other side, whether the new side is the left one)
         pairs = [
-            (self._at(left, r), lambda: self._between(right, 0, r)),
-            (self._old_between(left, r, r), lambda: self._new_between(right, 0, r)),
-            (self._at(right, r), lambda: self._between(left, 0, r - 1)),
-            (self._new_between(left, 0, r - 1), lambda: self._old_between(right, r, r)),
+            (lambda: self._at(left, r),
+             lambda: self._between(right, 0, r, key=cut(left, r, r, 1)), True),
+            (lambda: self._new_between(right, 0, r),
+             lambda: self._old(left, r, r, key=cut(right, 0, r, 0)), False),
+            (lambda: self._at(right, r),
+             lambda: self._between(left, 0, r - 1, key=cut(right, r, r, 0)), False),
+            (lambda: self._new_between(left, 0, r - 1),
+             lambda: self._old(right, r, r, key=cut(left, 0, r - 1, 1)), True),
         ]
         frames = []
-        for i, (driver, other) in enumerate(pairs):
-            if driver is None:
+        for new, other, new_left in pairs:
+            changed = new()
+            if changed is None:
                 continue
             found = other()
-            if found is None:
-                continue
-            lhs, rhs = (driver, found) if i < 2 else (found, driver)
-            frames.append(self._pairs(link, lhs, rhs))
+            if found is not None:
+                frames.append(self._pairs(link, changed, found) if new_left else
+                              self._pairs(link, found, changed))
         return union_all(frames)
 
     def _pairs(self, link: Prefix, lhs: DataFrame, rhs: DataFrame) -> DataFrame:
@@ -328,15 +416,7 @@ class LetRecOp(Operator):
 
     def _condition(self, link: Prefix) -> Column:
         """The join's equalities and predicates over its first ``link.inputs`` inputs."""
-        join = link.join
-        arity = len(link.types)
-        types = list(join.types[:arity])
-        columns = [col(c) for c in column_names(arity)]
-        within = [e for cls in join.equivalences for e in _equalities(cls, arity)]
-        within += [p for p in join.predicates if all(c < arity for c in columns_used(p))]
-        if not within:
-            return F.lit(True)
-        return compile_scalar(conjoin(within), columns, types)
+        return self.built(("condition", link), lambda: _condition(link))
 
     # ---- reduce -------------------------------------------------------------------------
 
@@ -346,12 +426,17 @@ class LetRecOp(Operator):
         source = node.input
         prepared = self._prepared(node)
         keys = [f"k{i}" for i in range(len(node.group_key))]
-        at_r = [df for df in (self._at(source, r), self._old_between(source, r, r))
-                if df is not None]
-        if not at_r:
-            return None
         changed = self._new_between(source, 0, r)
         if changed is None:
+            return None
+        column = next((k.index for k in node.group_key if isinstance(k, Col)), None)
+        values = None if column is None else self._values(source, 0, r, column)
+        old = self._old(source, 0, r, rounds=True,
+                        key=None if column is None or values is None else (column, values))
+        at_r = [df for df in (self._at(source, r),
+                              None if old is None else old.where(col(ROUND) == r).drop(ROUND))
+                if df is not None]
+        if not at_r:
             return None
         small = self._step.small and not self._step.first
         touched = prepared(union_all(at_r)).select(*keys).distinct()  # type: ignore[arg-type]
@@ -364,7 +449,8 @@ class LetRecOp(Operator):
             for dt, dr, sign in ((0, 0, 1), (1, 0, -1), (0, 1, -1), (1, 1, 1))
             if r - dr >= 0]))).select(*[col(k).alias(f"x_{k}") for k in keys], _AT, _UPTO,
                                       _ROUNDS, _SIGN)
-        contents = self._between(source, 0, r, rounds=True)
+        contents = union_all([df for df in (old, self._new_between(source, 0, r, rounds=True))
+                              if df is not None])
         assert contents is not None
         rows = prepared(contents)
         seen = lookup(rows, corners, key_match(keys, [f"x_{k}" for k in keys])
@@ -386,14 +472,16 @@ class LetRecOp(Operator):
         ``v{i}`` (with time, diff and any round)."""
         types = node.input.types
 
-        def prepare(df: DataFrame) -> DataFrame:
+        def compiled() -> list[Column]:
             columns = [col(c) for c in column_names(len(types))]
-            keys = [compile_scalar(k, columns, types).alias(f"k{i}")
-                    for i, k in enumerate(node.group_key)]
-            values = [compile_scalar(a.expr, columns, types).alias(f"v{i}")
-                      for i, a in enumerate(node.aggregates) if a.expr is not None]
+            return [*[compile_scalar(k, columns, types).alias(f"k{i}")
+                      for i, k in enumerate(node.group_key)],
+                    *[compile_scalar(a.expr, columns, types).alias(f"v{i}")
+                      for i, a in enumerate(node.aggregates) if a.expr is not None]]
+
+        def prepare(df: DataFrame) -> DataFrame:
             rest = [c for c in (TIME, DIFF, ROUND) if c in df.columns]
-            return df.select(*keys, *values, *rest)
+            return df.select(*self.built(("prepared", node), compiled), *rest)
 
         return prepare
 
@@ -416,6 +504,38 @@ class LetRecOp(Operator):
         raise TypeError(f"{agg.func} is not computed inside a loop")
 
 
+def _condition(link: Prefix) -> Column:
+    """The join's equalities and predicates over its first ``link.inputs`` inputs."""
+    join = link.join
+    arity = len(link.types)
+    columns = [col(c) for c in column_names(arity)]
+    within = [e for cls in join.equivalences for e in _equalities(cls, arity)]
+    within += [p for p in join.predicates if all(c < arity for c in columns_used(p))]
+    if not within:
+        return F.lit(True)
+    return compile_scalar(conjoin(within), columns, list(join.types[:arity]))
+
+
+def _rounded(table: pa.Table, r: int, arity: int) -> pa.Table:
+    """Update rows ``table`` with ``ROUND`` ``r`` before their time and diff."""
+    return pa.table({**{n: table[n] for n in column_names(arity)},
+                     ROUND: pa.array([r] * table.num_rows, pa.int64()),
+                     TIME: table[TIME], DIFF: table[DIFF]})
+
+
+def _key_columns(link: Prefix) -> tuple[int, int] | None:
+    """A column of ``link``'s first inputs but one and a column of its last input that the
+    join's equalities make equal (None when no such pair of bare columns exists)."""
+    arity = len(link.types)
+    width = arity - link.join.inputs[link.inputs - 1].arity
+    for cls in link.join.equivalences:
+        lefts = [e.index for e in cls if isinstance(e, Col) and e.index < width]
+        rights = [e.index for e in cls if isinstance(e, Col) and width <= e.index < arity]
+        if lefts and rights:
+            return lefts[0], rights[0]
+    return None
+
+
 def _equalities(cls: tuple[Scalar, ...], arity: int) -> Iterator[Scalar]:
     """The equalities of equivalence class ``cls`` between members that read only the
     first ``arity`` columns."""
@@ -424,23 +544,13 @@ def _equalities(cls: tuple[Scalar, ...], arity: int) -> Iterator[Scalar]:
         yield Call("eq", (a, b))
 
 
-def _with_rounds(ctx: StepContext, leaves: dict[int, Leaf], arity: int) -> Leaf:
-    """The batches of a collection's rounds as one batch whose last data column is the
-    round."""
-    names = column_names(arity)
-    if all(leaf.table is not None for leaf in leaves.values()):
-        tables = []
-        for r, leaf in leaves.items():
-            table = leaf.table
-            assert table is not None
-            tables.append(pa.table({
-                **{n: table[n] for n in names},
-                f"c{arity}": pa.array([r] * table.num_rows, pa.int64()),
-                TIME: table[TIME], DIFF: table[DIFF]}))
-        return stored(ctx.spark, pa.concat_tables(tables))
-    frames = [leaf.df.select(*names, F.lit(r).cast("bigint").alias(f"c{arity}"), TIME, DIFF)
-              for r, leaf in leaves.items()]
-    df = union_all(frames)
-    assert df is not None
-    return Leaf(df, sum(leaf.rows for leaf in leaves.values()))
-
+def _with_rounds(leaves: dict[int, Leaf], arity: int) -> pa.Table:
+    """The batches of a collection's rounds as one Arrow table with ``ROUND`` (a batch the
+    driver does not hold is fetched: one Spark job, on large steps only)."""
+    tables = []
+    for r, leaf in leaves.items():
+        table = leaf.in_driver
+        if table is None:
+            table = normalized(to_arrow(leaf.df))
+        tables.append(_rounded(table, r, arity))
+    return pa.concat_tables(tables)

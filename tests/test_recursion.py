@@ -13,9 +13,12 @@ from __future__ import annotations
 import random
 
 import pytest
+from matview.ir.interpret import interpret
 from matview.ir.parse import parse_plan
+from matview.ir.recursion import RecursionLimit
 from matview.ir.render import render_plan
 from matview.sql.errors import SqlError, SqlTypeError, UnsupportedError
+from matview.sql.parse import parse
 from pyspark.sql import SparkSession
 from test_outer_joins import Mirror
 from test_sql_duckdb import Environment, assert_denotes, assert_refused, setup  # noqa: F401 (a fixture)
@@ -84,15 +87,21 @@ def test_a_loop_prints_and_parses_back() -> None:
     assert render_plan(parse_plan(text)) == text
 
 
-def test_recursion_limit(spark: SparkSession) -> None:
-    """Without a fixed point, the default limit fails the statement; RETURN AT RECURSION
-    LIMIT n gives the rows after n iterations, in the interpreter and on Spark alike."""
+def test_recursion_limit(spark: SparkSession, setup: Environment) -> None:  # noqa: F811
+    """Without a fixed point, the default limit fails the query, ERROR AT RECURSION LIMIT n
+    another; RETURN AT RECURSION LIMIT n gives the rows after n iterations, in the
+    interpreter and on Spark alike."""
+    [query] = parse("WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) "
+                    "SELECT n FROM r", setup[0])
+    with pytest.raises(RecursionLimit, match="did not reach a fixed point within 1000"):
+        interpret(query.plan, setup[1])
     con = matview.connect(clock=0, spark=spark, refresh="incremental")
     con.execute("CREATE TABLE t (x int)")
     con.execute("INSERT INTO t VALUES (1)")
-    with pytest.raises(matview.DataError, match="did not reach a fixed point within 1000"):
-        con.execute("SELECT * FROM (WITH RECURSIVE r(n) AS (SELECT x FROM t UNION ALL "
-                    "SELECT n + 1 FROM r) SELECT n FROM r) s")
+    with pytest.raises(matview.DataError, match="did not reach a fixed point within 8"):
+        con.execute("SELECT * FROM (WITH MUTUALLY RECURSIVE (ERROR AT RECURSION LIMIT 8) "
+                    "r (n int) AS (SELECT x FROM t UNION ALL SELECT n + 1 FROM r) "
+                    "SELECT n FROM r) s")
     con.execute("CREATE MATERIALIZED VIEW capped AS WITH MUTUALLY RECURSIVE "
                 "(RETURN AT RECURSION LIMIT 4) r (n int) AS (SELECT x FROM t UNION "
                 "SELECT n + 1 FROM r) SELECT n FROM r")
@@ -117,6 +126,9 @@ GRAPH_VIEWS = {
     "paths": "WITH RECURSIVE p(src, dst, len) AS (SELECT src, dst, 1 FROM edges UNION ALL "
              "SELECT p.src, e.dst, p.len + 1 FROM p JOIN edges e ON e.src = p.dst "
              "WHERE p.len < 3) SELECT src, len, count(*) FROM p GROUP BY src, len",
+    "two_hops": "WITH RECURSIVE h(node) AS (SELECT id FROM roots UNION SELECT b.dst "
+                "FROM edges a JOIN h ON a.src = h.node JOIN edges b ON b.src = a.dst) "
+                "SELECT node FROM h",  # the binding between two inputs of a three-way join
     "components": "WITH RECURSIVE u(a, b) AS (SELECT src, dst FROM edges UNION ALL "
                   "SELECT dst, src FROM edges), r(node, other) AS (SELECT a, a FROM u UNION "
                   "SELECT r.node, u.b FROM r JOIN u ON u.a = r.other) "

@@ -6,6 +6,7 @@
     python -m bench w2 --session connect
     python -m bench w1 --session user          # in a SparkSession with Spark's defaults
     python -m bench w3 --events 1000000
+    python -m bench w4 --edges 100000 --catchup 100   # reachability, a recursive view
     python -m bench tpch --sf 0.1
     python -m bench tpch22 --sf 0.1            # the 22 TPC-H queries: created? RF1/RF2 steps
     python -m bench config                     # the measurements behind the Spark settings
@@ -36,7 +37,7 @@ RESULTS = Path(__file__).parent / "results"
 
 
 def _workloads(args: argparse.Namespace) -> list[Workload]:
-    from bench import tpch, w1, w2, w3
+    from bench import tpch, w1, w2, w3, w4
 
     names = ["w1", "w2", "w3", "tpch"] if args.workload == "quick" else [args.workload]
     out = []
@@ -45,7 +46,7 @@ def _workloads(args: argparse.Namespace) -> list[Workload]:
             out.append(w1.make(orders=args.orders, batches=args.batches or 20,
                                catchup=args.catchup, changes=args.changes, seed=args.seed))
         elif name == "w2":
-            out.append(w2.make(edges=args.edges, batches=args.batches or 20,
+            out.append(w2.make(edges=args.edges or 200_000, batches=args.batches or 20,
                                catchup=args.catchup, seed=args.seed))
         elif name == "tpch":
             catchup = args.catchup if args.workload == "tpch" else min(args.catchup, 10)
@@ -53,6 +54,9 @@ def _workloads(args: argparse.Namespace) -> list[Workload]:
                                  seed=args.seed))
         elif name == "w3":
             out.append(w3.make(events=args.events, batches=args.batches or 20,
+                               catchup=args.catchup, seed=args.seed))
+        elif name == "w4":
+            out.append(w4.make(edges=args.edges or 1_000_000, batches=args.batches or 20,
                                catchup=args.catchup, seed=args.seed))
     return out
 
@@ -115,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("workload",
-                        choices=["quick", "w1", "w2", "w3", "tpch", "tpch22", "config"])
+                        choices=["quick", "w1", "w2", "w3", "w4", "tpch", "tpch22", "config"])
     parser.add_argument("--session", choices=["classic", "connect", "user"],
                         default="classic", help="user: a SparkSession with Spark's defaults, "
                         "passed to matview.connect(spark=...)")
@@ -130,7 +134,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="W1 order changes per batch (half deletions, half new orders)")
     parser.add_argument("--refresh", choices=["auto", "incremental", "recompute"],
                         default="auto", help="how matview's views step (matview.connect)")
-    parser.add_argument("--edges", type=int, default=200_000, help="W2 edges")
+    parser.add_argument("--edges", type=int, default=None,
+                        help="W2 edges (default 200,000), W4 edges (default 1,000,000)")
     parser.add_argument("--events", type=int, default=1_000_000, help="W3 initial events")
     parser.add_argument("--sf", type=float, default=0.1, help="TPC-H scale factor")
     parser.add_argument("--baselines", default="spark,duckdb")

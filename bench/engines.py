@@ -8,7 +8,7 @@ scratch on every read. ``read`` returns each view's rows as an Arrow table.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import datetime, timedelta
 
@@ -20,6 +20,11 @@ from pyspark.sql import functions as F
 import matview
 from bench.workload import Batch, Table, Workload
 from matview.connection import Connection
+
+SparkView = Callable[[Mapping[str, DataFrame]], DataFrame]
+"""How the Spark baseline computes a view whose SQL ``spark.sql`` cannot run: a function of
+the current tables (name to checkpointed DataFrame) returning the view's rows. A workload
+names its own in a ``spark_views`` attribute (view name to function; W4's recursive view)."""
 
 
 @contextmanager
@@ -85,13 +90,17 @@ class Matview:
 class SparkRecompute:
     """The tables as checkpointed Spark DataFrames; a batch anti-joins its deletions away,
     unions its insertions and checkpoints again; a read runs each view's SQL with
-    ``spark.sql`` and collects it through Arrow."""
+    ``spark.sql`` and collects it through Arrow. ``views`` (by default the workload's
+    ``spark_views``, if it has any) computes some views with DataFrames instead of SQL."""
 
     name = "spark"
 
-    def __init__(self, spark: SparkSession, workload: Workload) -> None:
+    def __init__(self, spark: SparkSession, workload: Workload,
+                 views: Mapping[str, SparkView] | None = None) -> None:
         self.spark = spark
         self.workload = workload
+        self.views: dict[str, SparkView] = dict(
+            getattr(workload, "spark_views", {}) if views is None else views)
         self.tables: dict[str, DataFrame] = {}
         self.clock = workload.clock
 
@@ -118,7 +127,8 @@ class SparkRecompute:
             self._register(table.name, df)
 
     def read(self) -> dict[str, pa.Table]:
-        return {name: self.spark.sql(at_clock(sql, self.clock)).toArrow()
+        return {name: (self.views[name](self.tables) if name in self.views
+                       else self.spark.sql(at_clock(sql, self.clock))).toArrow()
                 for name, sql in self.workload.views.items()}
 
 

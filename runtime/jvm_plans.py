@@ -66,12 +66,17 @@ def to_arrow(df: DataFrame, nullable: bool = False) -> pa.Table:
     JVM calls fewer per collect. ``nullable``: every field of the result's schema, nested
     ones too, may hold NULLs (a NULL struct's fields are NULL though Spark's schema may
     say they cannot be)."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+
     if is_remote():
-        table = df.toArrow()
-        return table.cast(_nullable(table.schema)) if nullable else table
+        # the rows as the server sends them: the client's toArrow casts them to Spark's
+        # schema first, which fails on a NULL struct whose fields Spark says are not NULL
+        schema = to_arrow_schema(df.schema, error_on_duplicated_field_names_in_struct=True,
+                                 timezone="UTC")
+        table, _ = df._to_table()  # type: ignore[attr-defined]
+        return table.cast(_nullable(schema) if nullable else schema)
     from pyspark.errors.exceptions.captured import unwrap_spark_exception
     from pyspark.sql.pandas.serializers import ArrowCollectSerializer
-    from pyspark.sql.pandas.types import to_arrow_schema
     from pyspark.util import _load_from_socket
 
     spark = df.sparkSession

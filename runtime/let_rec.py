@@ -34,7 +34,10 @@ join looks up the other side's stored differences by the equi-join key values of
 ones, a reduce the contents of the groups its new differences touch (``pyarrow`` cuts, a
 local relation to Spark), so a small step's rounds are small Spark jobs over the rows its
 changes reach, not over the stored state; a join without an equality between columns
-reads the whole state.
+reads the whole state. A small step computes each round's stored differences in one Spark
+job (``OneJob``), consolidated in the driver: the values a round reads by are known before
+its job runs, from what its plans read (``_round_values``: the batches of earlier rounds,
+the rows cut from the stored state, through projections, unions, joins and group keys).
 """
 
 from __future__ import annotations
@@ -55,14 +58,17 @@ from matview.ir.relation import (
     Reduce,
     Relation,
     Union,
+    input_column,
     inputs_of,
 )
 from matview.ir.scalar import Call, Col, Scalar, columns_used, conjoin
 from matview.ir.table_functions import DEFAULT_ROW_LIMIT
+from matview.ir.types import Kind
 from matview.runtime.arrow_frames import arrow_frame
 from matview.runtime.expressions import compile_scalar
 from matview.runtime.jvm_plans import to_arrow
 from matview.runtime.linear import Pipeline, apply_steps
+from matview.runtime.one_job import OneJob
 from matview.runtime.operator import Delta, Operator, StepContext
 from matview.runtime.trace import MAX_BATCHES
 from matview.runtime.types import col, column_names, spark_type
@@ -77,6 +83,7 @@ from matview.runtime.updates import (
     materialize,
     normalized,
     stored,
+    stored_or_none,
     union_all,
 )
 from pyspark.sql import Column, DataFrame
@@ -102,6 +109,9 @@ class Prefix:
 
 
 Node = Relation | Prefix
+_Source = tuple[Node, int, int] | pa.Table | None
+"""Where rows of one side of a join's round came from: a collection's new differences of
+some rounds, a cut of its committed ones, or None for a read of all of them."""
 
 
 def stored_nodes(loop: LetRec, invariants: frozenset[Relation]) -> list[Node]:
@@ -151,26 +161,35 @@ class LetRecOp(Operator):
     _unions: dict[tuple[Node, int, int, bool, int], DataFrame | None] = field(
         default_factory=dict)
     _staged: dict[Node, pa.Table] = field(default_factory=dict)
+    _sides: dict[tuple[Prefix, int], tuple[list[_Source], list[_Source]]] = field(
+        default_factory=dict)
+    _pending: dict[Node, DataFrame] = field(default_factory=dict)
+    """The stored collections' differences of the round being computed, to be computed by
+    the round's one job."""
 
     def children(self) -> tuple[Operator, ...]:
         return self.inputs
 
     @property
-    def _stored(self) -> list[Node]:
+    def _stored(self) -> frozenset[Node]:
         assert self.loop is not None
-        return self.built("stored", lambda: stored_nodes(self.loop, frozenset(self.invariants)))
+        return self.built("stored", lambda: frozenset(
+            stored_nodes(self.loop, frozenset(self.invariants))))
 
     def compute(self, ctx: StepContext) -> Delta | None:
         loop = self.loop
         assert loop is not None
         self._ctx = ctx
         self._new, self._held, self._whole = defaultdict(dict), defaultdict(dict), {}
-        self._unions = {}
+        self._unions, self._sides, self._pending = {}, {}, {}
         later = max(self.rounds.values(), default=0) + 1  # Recur reads a round later
         last = loop.limit if loop.at_limit == "error" else loop.limit - 1
         r = 0
         while r <= last:
-            changed = [self._at(value, r) is not None for value in loop.values]
+            for value in loop.values:
+                self._at(value, r)
+            self._run_round(r)
+            changed = [self._new[value][r] is not None for value in loop.values]
             if r == loop.limit and any(changed):
                 raise RecursionLimit(recursion_limit_message(loop.names, loop.limit))
             if not any(changed) and r + 1 >= later:
@@ -217,14 +236,37 @@ class LetRecOp(Operator):
             return seen[r]
         df = self._compute(node, r)
         if node in self._stored and df is not None:
-            ctx = self._ctx
-            assert ctx is not None
-            leaf = materialize(ctx.spark, consolidate(df), ctx.small and not ctx.first)
-            if leaf is not None:
-                self._held[node][r] = leaf
-            df = None if leaf is None else leaf.df
+            ctx = self._step
+            small = ctx.small and not ctx.first
+            if small and node not in self.invariants and \
+                    not any(t.kind is Kind.ARRAY for t in node.types):
+                self._pending[node] = df  # computed by the round's job (``_run_round``)
+            else:
+                leaf = materialize(ctx.spark, consolidate(df), small)
+                if leaf is not None:
+                    self._held[node][r] = leaf
+                df = None if leaf is None else leaf.df
         seen[r] = df
         return df
+
+    def _run_round(self, r: int) -> None:
+        """Compute the round's stored differences in one Spark job, each consolidated in
+        the driver (no shuffle for it) and kept as a batch."""
+        pending, self._pending = self._pending, {}
+        if not pending:
+            return
+        job = OneJob()
+        spark = self._step.spark
+        for node, df in pending.items():
+            def keep(table: pa.Table, node: Node = node) -> None:
+                leaf = stored_or_none(spark, consolidated_arrow(normalized(table)))
+                self._new[node][r] = None if leaf is None else leaf.df
+                if leaf is not None:
+                    self._held[node][r] = leaf
+
+            job.want(df, keep)
+        job.run()
+        self._unions = {}  # some were made over the round's plans
 
     def _compute(self, node: Node, r: int) -> DataFrame | None:
         assert self.loop is not None
@@ -256,10 +298,12 @@ class LetRecOp(Operator):
     # ---- reading stored differences -----------------------------------------------------
 
     def _old(self, node: Node, lo: int, hi: int, rounds: bool = False,
-             key: tuple[int, pa.Array] | None = None) -> DataFrame | None:
+             key: tuple[int, pa.Array] | None = None,
+             cuts: list[pa.Table | None] | None = None) -> DataFrame | None:
         """Committed differences of rounds ``lo..hi`` (with ``ROUND`` when ``rounds``); with
         ``key`` (a column and values) only those whose column holds one of the values, cut
-        from the driver's batches."""
+        from the driver's batches. ``cuts`` receives the rows read when some are: the cut,
+        or None for a read of all of them (its values are not known in the driver)."""
         assert self.loop is not None
         shift = 0
         while isinstance(node, Recur):  # a binding's differences, a round later
@@ -272,6 +316,8 @@ class LetRecOp(Operator):
             if df is None:
                 return None
             df = df.where((col(ROUND) >= lo) & (col(ROUND) <= hi))
+            if cuts is not None:
+                cuts.append(None)
         else:
             column, values = key
             tables = []
@@ -287,6 +333,8 @@ class LetRecOp(Operator):
             if shift:
                 table = table.set_column(table.schema.get_field_index(ROUND), ROUND,
                                          pc.add(table[ROUND], shift))
+            if cuts is not None:
+                cuts.append(table)
             return arrow_frame(self._step.spark,
                                table.select([*names, *([ROUND] if rounds else []), TIME, DIFF]))
         if shift:
@@ -303,23 +351,69 @@ class LetRecOp(Operator):
 
     def _values(self, node: Node, lo: int, hi: int, column: int) -> pa.Array | None:
         """The values column ``column`` of ``node``'s new differences of rounds ``lo..hi``
-        holds, when the driver holds them all (else None)."""
+        may hold (a superset), when the driver knows them (else None): a batch's own; for
+        the round being computed, what its plan reads (``_round_values``)."""
         assert self.loop is not None
         while isinstance(node, Recur):
             node, lo, hi = self.loop.values[node.index], lo - 1, hi - 1
         arrays = []
         for r in range(max(lo, 0), hi + 1):
-            self._at(node, r)
+            if self._at(node, r) is None:
+                continue
             leaf = self._held[node].get(r)
             if leaf is None:
-                continue
-            table = leaf.in_driver
-            if table is None:
+                found = self._round_values(node, r, column)
+            else:
+                table = leaf.in_driver
+                found = None if table is None else table[f"c{column}"].combine_chunks()
+            if found is None:
                 return None
-            arrays.append(table[f"c{column}"].combine_chunks())
+            arrays.append(found)
         if not arrays:
             return pa.array([], pa.int64())
-        return pc.unique(pa.concat_arrays(arrays))
+        return pc.unique(pa.concat_arrays([a.cast(arrays[0].type) for a in arrays]))
+
+    def _round_values(self, node: Node, r: int, column: int) -> pa.Array | None:
+        """A superset of the values of column ``column`` in ``node``'s differences of
+        round ``r``, not computed yet, from what its plan reads (None: not known)."""
+        if node in self.invariants:  # the input's delta, when the driver holds it
+            delta = self.inputs[self.invariants.index(node)].delta(self._step)
+            table = None if delta is None or delta.leaf is None else delta.leaf.in_driver
+            return None if table is None else table[f"c{column}"].combine_chunks()
+        if isinstance(node, Linear):
+            source = input_column(node.steps, node.input.types, column)
+            return None if source is None else self._values(node.input, r, r, source)
+        if isinstance(node, Union):
+            arrays = [self._values(child, r, r, column) for child in node.inputs]
+            if any(a is None for a in arrays):
+                return None
+            return pa.concat_arrays([a.cast(arrays[0].type) for a in arrays  # type: ignore
+                                     ])
+        if isinstance(node, Join):
+            return self._round_values(Prefix(node, len(node.inputs)), r, column)
+        if isinstance(node, Prefix):
+            width = len(node.types) - node.join.inputs[node.inputs - 1].arity
+            side, at = (0, column) if column < width else (1, column - width)
+            if node.inputs == 1:
+                return self._values(node.join.inputs[0], r, r, column)
+            arrays = []
+            for source in self._sides[(node, r)][side]:
+                if isinstance(source, tuple):
+                    found = self._values(*source, at)
+                elif source is None:
+                    return None
+                else:
+                    found = source[f"c{at}"].combine_chunks()
+                if found is None:
+                    return None
+                arrays.append(found)
+            if not arrays:
+                return pa.array([], pa.int64())
+            return pa.concat_arrays([a.cast(arrays[0].type) for a in arrays])
+        if isinstance(node, Reduce) and column < len(node.group_key):
+            key = node.group_key[column]
+            return self._values(node.input, 0, r, key.index) if isinstance(key, Col) else None
+        return None
 
     def _new_between(self, node: Node, lo: int, hi: int, rounds: bool = False
                      ) -> DataFrame | None:
@@ -350,10 +444,11 @@ class LetRecOp(Operator):
         return self._unions[key]
 
     def _between(self, node: Node, lo: int, hi: int, rounds: bool = False,
-                 key: tuple[int, pa.Array] | None = None) -> DataFrame | None:
+                 key: tuple[int, pa.Array] | None = None,
+                 cuts: list[pa.Table | None] | None = None) -> DataFrame | None:
         """All of ``node``'s differences of rounds ``lo..hi`` (committed and new), the
         committed ones cut by ``key``."""
-        return union_all([df for df in (self._old(node, lo, hi, rounds, key),
+        return union_all([df for df in (self._old(node, lo, hi, rounds, key, cuts),
                                          self._new_between(node, lo, hi, rounds))
                           if df is not None])
 
@@ -380,26 +475,33 @@ class LetRecOp(Operator):
             return None if values is None else (keys[side] - (width if side == 1 else 0),
                                                  values)
 
-        # (the new side, the other side, whether the new side is the left one)
+        # each pair: the new side (node, rounds), the other side (node, rounds, whether its
+        # committed differences are read too), whether the new side is the left one
         pairs = [
-            (lambda: self._at(left, r),
-             lambda: self._between(right, 0, r, key=cut(left, r, r, 1)), True),
-            (lambda: self._new_between(right, 0, r),
-             lambda: self._old(left, r, r, key=cut(right, 0, r, 0)), False),
-            (lambda: self._at(right, r),
-             lambda: self._between(left, 0, r - 1, key=cut(right, r, r, 0)), False),
-            (lambda: self._new_between(left, 0, r - 1),
-             lambda: self._old(right, r, r, key=cut(left, 0, r - 1, 1)), True),
+            ((left, r, r), (right, 0, r, True), True),
+            ((right, 0, r), (left, r, r, False), False),
+            ((right, r, r), (left, 0, r - 1, True), False),
+            ((left, 0, r - 1), (right, r, r, False), True),
         ]
+        sides: tuple[list[_Source], list[_Source]] = ([], [])
+        self._sides[(link, r)] = sides
         frames = []
-        for new, other, new_left in pairs:
-            changed = new()
+        for (new, lo, hi), (other, olo, ohi, both), new_left in pairs:
+            changed = self._new_between(new, lo, hi)
             if changed is None:
                 continue
-            found = other()
-            if found is not None:
-                frames.append(self._pairs(link, changed, found) if new_left else
-                              self._pairs(link, found, changed))
+            side = 1 if new_left else 0
+            key = cut(new, lo, hi, side)
+            cuts: list[pa.Table | None] = []
+            found = (self._between(other, olo, ohi, key=key, cuts=cuts) if both else
+                     self._old(other, olo, ohi, key=key, cuts=cuts))
+            if found is None:
+                continue
+            sides[1 - side].append((new, lo, hi))
+            sides[side].extend([(other, olo, ohi)] if both else [])
+            sides[side].extend(cuts)
+            frames.append(self._pairs(link, changed, found) if new_left else
+                          self._pairs(link, found, changed))
         return union_all(frames)
 
     def _pairs(self, link: Prefix, lhs: DataFrame, rhs: DataFrame) -> DataFrame:
@@ -458,8 +560,12 @@ class LetRecOp(Operator):
                       small, build="right")
         values = [c for c in rows.columns if c.startswith("v")]
         corner = [*[f"x_{k}" for k in keys], _AT, _UPTO, _ROUNDS, _SIGN]
-        copies = (seen.groupBy(*corner, *values).agg(F.sum(DIFF).alias(_COPIES))
-                  .where(col(_COPIES) != 0))
+        if all(a.func in ("count", "sum") for a in node.aggregates):
+            # sums of diffs need no consolidation of each row first: one shuffle fewer
+            copies = seen.select(*corner, *values, col(DIFF).alias(_COPIES))
+        else:  # min and max see each row's copies, consolidated
+            copies = (seen.groupBy(*corner, *values).agg(F.sum(DIFF).alias(_COPIES))
+                      .where(col(_COPIES) != 0))
         groups = copies.groupBy(*corner).agg(F.sum(_COPIES).alias("_n"), *[
             self._aggregate(node, i).alias(f"a{i}") for i in range(len(node.aggregates))])
         return groups.where(col("_n") > 0).select(
@@ -495,8 +601,9 @@ class LetRecOp(Operator):
         value = col(f"v{i}")
         if agg.func == "count":
             return F.sum(F.when(value.isNotNull(), copies).otherwise(0)).cast(out)
-        if agg.func == "sum":
-            return F.sum(value.cast(out) * copies).cast(out)
+        if agg.func == "sum":  # NULL when no copy of a value is left
+            return F.when(F.sum(F.when(value.isNotNull(), copies)) > 0,
+                          F.sum(value.cast(out) * copies)).cast(out)
         if agg.func == "min":
             return F.min(F.when(copies > 0, value)).cast(out)
         if agg.func == "max":

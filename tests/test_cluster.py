@@ -12,10 +12,11 @@ JVM, each worker launching an executor JVM of its own with one core and 1024 MB)
 the second through a Spark Connect server of its own in front of that cluster.
 
 The workloads are the main suite's, reused (``test_oracle``, ``test_topk``,
-``test_oracle_linear``, ``test_tpch22``): the DuckDB oracle's views (joins, outer joins,
-reductions, subqueries) and TopK views with every step's changes and state held in the
-executors, temporal filters and table functions over a few seeds, and TPC-H queries over SF
-0.01, whose larger tables are checkpointed in the executors. A first test checks that the
+``test_oracle_linear``, ``test_tpch22``, ``test_recursion``): the DuckDB oracle's views
+(joins, outer joins, reductions, subqueries) and TopK views with every step's changes and
+state held in the executors, temporal filters and table functions over a few seeds, TPC-H
+queries over SF 0.01, whose larger tables are checkpointed in the executors, and recursive
+views with ``min`` inside the loop. A first test checks that the
 executors are JVMs of their own.
 """
 
@@ -26,6 +27,7 @@ import re
 import pytest
 import test_oracle
 import test_oracle_linear
+import test_recursion
 import test_topk
 import test_tpch22
 from matview.runtime import dataflow, updates
@@ -35,14 +37,6 @@ from pyspark.sql import SparkSession
 from test_tpch22 import Engines, engines  # noqa: F401 (the fixture, shared)
 
 pytestmark = pytest.mark.cluster
-
-NULL_STRUCTS = pytest.mark.xfail(strict=True, reason=(
-    "through Spark Connect, runtime.jvm_plans.to_arrow(nullable=True) (one_job's packed "
-    "frames) calls the client's DataFrame.toArrow, which already casts the rows to Spark's "
-    "schema, whose fields of a NULL struct are not nullable: ArrowInvalid: nulls in input "
-    "cannot be viewed as non-nullable"))
-"""Tests failing through Spark Connect on a bug of matview's, also with ``local[2]``."""
-
 
 def test_executors_are_jvms_of_their_own(spark: SparkSession, spark_master: str) -> None:
     """The tasks of a job run in as many executor JVMs as ``local-cluster[N,...]`` names,
@@ -65,12 +59,6 @@ def remote(spark_master: str, request: pytest.FixtureRequest) -> bool:
     return bool(request.config.getoption("--spark-connect")) or spark_master.startswith("sc://")
 
 
-def _fails_through_spark_connect(request: pytest.FixtureRequest, remote: bool) -> None:
-    """Mark the running test a strict xfail through Spark Connect (``NULL_STRUCTS``)."""
-    if remote:
-        request.applymarker(NULL_STRUCTS)
-
-
 def test_the_session_is_the_one_asked_for(spark: SparkSession, remote: bool) -> None:
     """Through Spark Connect the suite runs on its client's session, else on a classic one."""
     assert type(spark).__module__.startswith("pyspark.sql.connect") == remote
@@ -81,7 +69,7 @@ def test_oracle_views_held_in_the_executors(spark: SparkSession, remote: bool,
     """The DuckDB oracle's views over the first seed's workload, every step of more than two
     update rows a large one: its changes and the arrangements it updates checkpointed into
     the executors' block managers (by default steps this small keep them in the driver).
-    Not through Spark Connect: there it took 20 minutes (``NULL_STRUCTS`` failed 2 views)."""
+    Not through Spark Connect: there it took 20 minutes."""
     if remote:
         pytest.skip("too slow through Spark Connect for CI")
     monkeypatch.setattr(dataflow, "SMALL_BATCH_ROWS", 2)
@@ -97,20 +85,22 @@ def test_topk_views_held_in_the_executors(spark: SparkSession,
 
 
 @pytest.mark.parametrize("seed", oracle_seeds())
-def test_temporal_filters_and_table_functions(spark: SparkSession, seed: int, remote: bool,
-                                              request: pytest.FixtureRequest) -> None:
+def test_temporal_filters_and_table_functions(spark: SparkSession, seed: int) -> None:
     """``mz_now()`` filters, a temporal join and count, and table functions, checked after
-    every transaction and clock advance."""
-    _fails_through_spark_connect(request, remote)
+    every transaction and clock advance (through Spark Connect too: the rows of a NULL
+    struct, which the client's ``toArrow`` failed to cast, ``jvm_plans.to_arrow``)."""
     test_oracle_linear.test_linear_views_match_duckdb_after_every_transaction_and_clock_advance(
         spark, seed)
 
 
 @pytest.mark.parametrize("name", ["q03", "q05", "q13", "q18", "q21"])
-def test_tpch_query_as_a_view(engines: Engines, name: str, remote: bool,  # noqa: F811
-                              request: pytest.FixtureRequest) -> None:
+def test_tpch_query_as_a_view(engines: Engines, name: str) -> None:  # noqa: F811
     """Joins with TopK (Q3), six tables (Q5), an outer join under two reductions (Q13),
     ``IN`` (Q18) and ``EXISTS``/``NOT EXISTS`` (Q21) against DuckDB after CREATE, RF1, RF2."""
-    if name in ("q05", "q13"):
-        _fails_through_spark_connect(request, remote)
     test_tpch22.test_query_as_a_view(engines, name)
+
+
+def test_recursive_views(spark: SparkSession) -> None:
+    """Shortest paths and label propagation (WITH MUTUALLY RECURSIVE, ``min`` inside the
+    loop) on a random graph under edge changes, against DuckDB."""
+    test_recursion.test_fixed_points_over_min_match_duckdb(spark, 0)

@@ -63,7 +63,7 @@ from matview.ir.relation import (
 )
 from matview.ir.scalar import Call, Col, Scalar, columns_used, conjoin
 from matview.ir.table_functions import DEFAULT_ROW_LIMIT
-from matview.ir.types import Kind
+from matview.ir.types import Kind, SqlType
 from matview.runtime.arrow_frames import arrow_frame
 from matview.runtime.expressions import compile_scalar
 from matview.runtime.jvm_plans import to_arrow
@@ -104,7 +104,7 @@ class Prefix:
     inputs: int
 
     @property
-    def types(self) -> tuple:
+    def types(self) -> tuple[SqlType, ...]:
         return tuple(t for rel in self.join.inputs[:self.inputs] for t in rel.types)
 
 

@@ -39,11 +39,12 @@ from matview.ir.scalar import Call, Case, Col, Lit, Scalar, conjoin
 from matview.ir.types import BIGINT, BOOLEAN, Kind, SqlType, common_type
 from matview.sql.coerce import TypedScalar, cast
 from matview.sql.context import Context
+from matview.sql.dialect import MutuallyRecursive
 from matview.sql.errors import SqlError, SqlTypeError, UnsupportedError
 from matview.sql.from_clause import rename
 from matview.sql.names import normalize
 from matview.sql.order import limit_offset, order_by
-from matview.sql.recursion import recursive_ctes
+from matview.sql.recursion import mutually_recursive, reads_itself, recursive_query
 from matview.sql.select import bind_select
 from matview.sql.statements import Query
 from sqlglot import exp
@@ -92,8 +93,8 @@ def _with_ctes(node: exp.Expr, ctx: Context) -> Context:
     with_ = node.args.get("with_")
     if with_ is None:
         return ctx
-    if with_.args.get("recursive"):
-        return recursive_ctes(with_, ctx)
+    if isinstance(with_, MutuallyRecursive):
+        return mutually_recursive(with_, ctx)
     defined: set[str] = set()
     for cte in with_.expressions:
         alias = cte.args["alias"]
@@ -101,9 +102,13 @@ def _with_ctes(node: exp.Expr, ctx: Context) -> Context:
         if name in defined:
             raise SqlError.at(f'WITH query name "{name}" specified more than once', alias)
         defined.add(name)
+        aliases = [normalize(c) for c in alias.columns]
+        if with_.args.get("recursive") and reads_itself(cte.this, name):
+            ctx = ctx.with_cte(name, recursive_query(cte.this, name, aliases, alias, ctx))
+            continue
         query = subquery(cte.this, ctx, "a WITH query")
-        names = rename(query.column_names, [normalize(c) for c in alias.columns], name, alias)
-        ctx = ctx.with_cte(name, Query(query.plan, names))
+        ctx = ctx.with_cte(name, Query(query.plan, rename(query.column_names, aliases, name,
+                                                          alias)))
     return ctx
 
 

@@ -52,30 +52,12 @@ from matview.sql.statements import Query
 from sqlglot import exp
 
 
-def recursive_ctes(with_: exp.With, ctx: Context) -> Context:
-    """``ctx`` with the queries of ``WITH RECURSIVE`` or ``WITH MUTUALLY RECURSIVE``."""
-    if isinstance(with_, MutuallyRecursive):
-        return _mutually_recursive(with_, ctx)
-    from matview.sql.query import subquery
-
-    defined: set[str] = set()
-    for cte in with_.expressions:
-        alias = cte.args["alias"]
-        name = normalize(alias.this)
-        if name in defined:
-            raise SqlError.at(f'WITH query name "{name}" specified more than once', alias)
-        defined.add(name)
-        aliases = [normalize(c) for c in alias.columns]
-        if next(_references(cte.this, name), None) is None:
-            query = subquery(cte.this, ctx, "a WITH query")
-            ctx = ctx.with_cte(name, Query(query.plan, rename(query.column_names, aliases,
-                                                             name, alias)))
-        else:
-            ctx = ctx.with_cte(name, _recursive(cte.this, name, aliases, alias, ctx))
-    return ctx
+def reads_itself(node: exp.Expr, name: str) -> bool:
+    """Whether WITH query ``node`` reads ``name``, its own name (then it is recursive)."""
+    return next(_references(node, name), None) is not None
 
 
-def _recursive(body: exp.Expr, name: str, aliases: list[str], alias: exp.Expr,
+def recursive_query(body: exp.Expr, name: str, aliases: list[str], alias: exp.Expr,
                ctx: Context) -> Query:
     """The ``LetRec`` of PostgreSQL's recursive query ``name`` (see the module docstring)."""
     from matview.sql.query import subquery
@@ -111,7 +93,7 @@ def _recursive(body: exp.Expr, name: str, aliases: list[str], alias: exp.Expr,
     return Query(LetRec((name,), (value,), 0), names)
 
 
-def _mutually_recursive(with_: MutuallyRecursive, ctx: Context) -> Context:
+def mutually_recursive(with_: MutuallyRecursive, ctx: Context) -> Context:
     """The bindings of ``WITH MUTUALLY RECURSIVE``, each a ``LetRec`` of them all."""
     from matview.sql.query import subquery
 

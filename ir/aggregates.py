@@ -7,15 +7,18 @@ An aggregate is one of three kinds (``Maintenance``):
   what its rows contribute (how many non-NULL values, and their sum when ``sums_values``), so
   a change adds its rows' contributions and reads no other row. ``python`` is its meaning
   over a group's non-NULL ``(value, multiplicity)`` pairs (the reference interpreter's).
-- ``EXTREME`` (``min``, ``max``, ``string_agg``, ``array_agg``): not invertible. A ``Reduce``
-  arranges the group's ``(key, value)`` pairs (with the values of the call's ORDER BY), and
-  a group whose rows changed takes its value again with the Spark aggregate named ``spark``
-  over them, or, for an aggregate of the values in order (``collect``), from the array of
-  its values sorted by the call's ORDER BY then by value, each as often as it occurs;
-  ``python`` as above (for ``collect`` ones: over the pairs in that order, and the call's
-  separator). ``array_agg(x)`` aggregates ``ARRAY[x]`` (the binder writes it so), which
-  is never NULL, so that NULL elements are kept while NULL arguments (a FILTER's, a
-  decorrelated subquery's padding) are ignored as by every aggregate.
+- ``EXTREME`` (``min``, ``max``, ``string_agg``, ``array_agg``, ``jsonb_agg``): not
+  invertible. A ``Reduce`` arranges the group's ``(key, value)`` pairs (with the values of
+  the call's ORDER BY), and a group whose rows changed takes its value again with the Spark
+  aggregate named ``spark`` over them, or, for an aggregate of the values in order
+  (``collect``), from the array of its values sorted by the call's ORDER BY then by value,
+  each as often as it occurs; ``python`` as above (for ``collect`` ones: over the pairs in
+  that order, and the call's separator). ``array_agg(x)`` aggregates ``ARRAY[x]`` (the
+  binder writes it so), which is never NULL, so that NULL elements are kept while NULL
+  arguments (a FILTER's, a decorrelated subquery's padding) are ignored as by every
+  aggregate. So too ``jsonb_agg(x)`` aggregates ``coalesce(to_jsonb(x), 'null'::jsonb)``:
+  its value is ``[``, the JSONB texts in order joined by ``,``, then ``]`` (canonical, as
+  its elements are).
 - ``DERIVED`` (``avg``, ``bool_and``, ``bool_or``, the variances and standard deviations):
   not a ``Reduce`` aggregate. The SQL binder writes it as an expression over SUMMED
   aggregates (``derive``), so it is maintained as they are, by running sums:
@@ -199,6 +202,23 @@ def _spark_concatenated(values: Any, separator: str | None) -> Any:
     return F.when(F.size(values) > 0, F.flatten(values))
 
 
+def _json_array(pairs: Pairs, separator: str | None) -> Any:
+    """``jsonb_agg`` (over JSONB texts, JSON ``null`` for NULL): the JSON array of them."""
+    values = [value for value, mult in pairs for _ in range(mult)]
+    return "[" + ",".join(values) + "]" if values else None
+
+
+def _spark_json_array(values: Any, separator: str | None) -> Any:
+    from pyspark.sql import functions as F
+
+    return F.when(F.size(values) > 0,
+                  F.concat(F.lit("["), F.array_join(values, ","), F.lit("]")))
+
+
+def _jsonb(t: SqlType) -> bool:
+    return t.kind is Kind.JSONB
+
+
 def _text(t: SqlType) -> bool:
     return t.kind is Kind.TEXT
 
@@ -211,6 +231,8 @@ register(AggregateFunction("string_agg", Maintenance.EXTREME, _text, lambda t: T
                            collect=_spark_joined, distinct=False))
 register(AggregateFunction("array_agg", Maintenance.EXTREME, _one_element_array, _same,
                            _concatenated, collect=_spark_concatenated, distinct=False))
+register(AggregateFunction("jsonb_agg", Maintenance.EXTREME, _jsonb, _same, _json_array,
+                           collect=_spark_json_array, distinct=False))
 
 
 def _double(expr: Scalar) -> Scalar:

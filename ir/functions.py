@@ -17,6 +17,7 @@ from datetime import date, datetime, timedelta
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
+from matview.ir import jsonb
 from matview.ir.intervals import Interval, shift
 from matview.ir.types import (
     BOOLEAN,
@@ -24,6 +25,7 @@ from matview.ir.types import (
     DOUBLE,
     INT,
     INTEGER_KINDS,
+    JSONB,
     MZ_TIMESTAMP,
     NULLTYPE,
     TEXT,
@@ -163,6 +165,36 @@ def _modulo(a: Any, b: Any) -> Any:
 
 def _spark_divide(F: Any, types: list[SqlType], a: Any, b: Any) -> Any:
     return F.call_function("div", a, b) if _is_integral(types) else a / b
+
+
+_JSON_VALUES = (Kind.BOOLEAN, Kind.TEXT, Kind.NUMERIC, Kind.DOUBLE, Kind.NULL, *INTEGER_KINDS)
+"""The types ``to_jsonb`` takes (``jsonb.of_scalar``; a JSONB value is itself)."""
+
+
+def _to_jsonb_type(types: list[SqlType]) -> SqlType:
+    if types[0].kind not in _JSON_VALUES:
+        raise TypeError(f"function to_jsonb({types[0]}) does not exist")
+    return JSONB
+
+
+def _spark_to_jsonb(F: Any, t: SqlType, a: Any) -> Any:
+    """``jsonb.of_scalar`` on Spark: a number's text read as JSON and printed (Spark's
+    VARIANT gives the canonical form), a string quoted by Spark's JSON writer (its array of
+    one element, without the brackets)."""
+    if t.kind is Kind.BOOLEAN:
+        return F.when(a, F.lit("true")).when(~a, F.lit("false"))
+    if t.kind is Kind.TEXT:
+        quoted = F.to_json(F.array(a))
+        return F.when(a.isNotNull(), quoted.substr(F.lit(2), F.length(quoted) - 2))
+    if t.kind is Kind.NULL:
+        return F.lit(None).cast("string")
+    if t.kind in INTEGER_KINDS:
+        return a.cast("string")
+    number = F.to_json(F.parse_json(a.cast("string")))
+    if t.kind is Kind.NUMERIC:
+        return number
+    return (F.when(F.isnan(a), F.lit('"NaN"')).when(a == float("inf"), F.lit('"Infinity"'))
+            .when(a == float("-inf"), F.lit('"-Infinity"')).otherwise(number))
 
 
 def _like(text: str, pattern: str) -> bool:
@@ -341,6 +373,8 @@ register(Function("upper", _text, str.upper, lambda F, a: F.upper(a), (1, 1)))
 register(Function("length", lambda t: INT, len, lambda F, a: F.char_length(a), (1, 1)))
 register(Function("substr", _text, _substr, _spark_substr, (2, 3), may_fail=True))
 register(Function("strpos", lambda t: INT, _strpos, lambda F, s, sub: F.instr(s, sub), (2, 2)))
+register(Function("to_jsonb", _to_jsonb_type, jsonb.of_scalar, lambda F, a: a,
+                  (1, 1), typed_spark=lambda F, types, a: _spark_to_jsonb(F, types[0], a)))
 register(Function("abs", _same, abs, lambda F, a: F.abs(a), (1, 1), may_fail=True))
 register(Function("round", _same, _round,
                   lambda F, a, d=None: F.round(a) if d is None else F.round(a, d), (1, 2),

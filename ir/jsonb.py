@@ -61,6 +61,23 @@ def dumps(value: Any) -> str:
     return json.dumps(value)
 
 
+def of_scalar(value: Any) -> str:
+    """``to_jsonb``: the canonical text of a non-NULL BOOLEAN, number or TEXT value (a float
+    as Spark casts a DOUBLE to text, then read as JSON: ``2.0`` is ``2``; as in PostgreSQL,
+    NaN and the infinities are the strings ``"NaN"``, ``"Infinity"``, ``"-Infinity"``)."""
+    if isinstance(value, bool | str):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, float):
+        if value != value:
+            return '"NaN"'
+        if value in (float("inf"), float("-inf")):
+            return '"Infinity"' if value > 0 else '"-Infinity"'
+        return canonical(_java_double(value))
+    if isinstance(value, Decimal):
+        return _decimal(value)
+    return str(int(value))
+
+
 def element_text(value: Any) -> str | None:
     """A JSON value as the ``*_text`` functions return it: strings unquoted, null as NULL."""
     if value is None:

@@ -27,6 +27,7 @@ from matview.sql.dialect import (
     DatePartCall,
     DateTruncCall,
     Matview,
+    ToJsonbCall,
 )
 from matview.sql.errors import SqlTypeError, UnknownObjectError, UnsupportedError
 from sqlglot import exp
@@ -50,7 +51,7 @@ _ARGUMENTS = {exp.Substring: ("this", "start", "length"), exp.Round: ("this", "d
 
 _REGISTERED: dict[type[exp.Expr], str] = {
     **{kind: name for kind, (name, _) in _SIGNATURES.items()},
-    exp.Coalesce: "coalesce", exp.Nullif: "nullif", exp.Mod: "mod",
+    exp.Coalesce: "coalesce", exp.Nullif: "nullif", exp.Mod: "mod", ToJsonbCall: "to_jsonb",
 }
 """The registered function of each node kind the binder lowers to one (its arity applies)."""
 
@@ -132,6 +133,8 @@ def bind_call(binder: ExprBinder, node: exp.Expr) -> TypedScalar:
         return _builtin(binder, node)
     if isinstance(node, FieldCall):
         return bind_field_call(binder, node)
+    if isinstance(node, ToJsonbCall):
+        return to_jsonb(binder.bind(node.this), node)
     if isinstance(node, exp.Coalesce):
         args = [binder.bind(x) for x in (node.this, *node.expressions)]
         args = unify(args, node, lambda a, b: f"COALESCE types {a} and {b} cannot be matched")
@@ -153,6 +156,14 @@ def bind_call(binder: ExprBinder, node: exp.Expr) -> TypedScalar:
         raise UnsupportedError.at(f"function {function_name(node)} is not supported yet", node)
     raise UnsupportedError.at(f"expression {node.sql(dialect=Matview)} is not supported yet",
                               node)
+
+
+def to_jsonb(value: TypedScalar, node: exp.Expr) -> TypedScalar:
+    """``to_jsonb(value)``: a JSONB value is itself, others are converted (NULL stays NULL)."""
+    if value.type.kind is Kind.JSONB:
+        return value
+    return call("to_jsonb", [value], node,
+                f"function {function_name(node)}({value.type}) does not exist")
 
 
 def _builtin(binder: ExprBinder, node: exp.Func) -> TypedScalar:

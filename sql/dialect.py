@@ -30,6 +30,8 @@ Changed:
   ``DatePartCall`` and ``DateTruncCall``, which keep the field as written (sqlglot reads
   ``date_part`` as ``EXTRACT``, whose type it does not have, and takes a column naming the
   field for the field's name); ``EXTRACT``'s field keyword keeps its position;
+* ``jsonb_agg`` and ``to_jsonb`` (PostgreSQL's JSONB functions, which sqlglot reads as
+  anonymous calls) are parsed into ``JsonbAggCall`` and ``ToJsonbCall``;
 * ``position(needle IN haystack)`` is the only form of ``position`` (other dialects'
   ``position(needle, haystack[, start])`` is a syntax error), named ``position`` in messages.
 
@@ -79,6 +81,21 @@ class DateTruncCall(exp.Expression, exp.Func):
     _sql_names = ["DATE_TRUNC"]
 
 
+class JsonbAggCall(exp.Expression, exp.AggFunc):
+    """``jsonb_agg(this)``: the JSON array of a group's values (``this`` an ``exp.Order`` when
+    written with ORDER BY)."""
+
+    arg_types = {"this": True}
+    _sql_names = ["JSONB_AGG"]
+
+
+class ToJsonbCall(exp.Expression, exp.Func):
+    """``to_jsonb(this)``: a value as JSONB."""
+
+    arg_types = {"this": True}
+    _sql_names = ["TO_JSONB"]
+
+
 ARGUMENT_COUNT = "argument_count"
 """``meta`` key of a function call: the number of arguments it was written with."""
 
@@ -110,6 +127,7 @@ CALL_NAMES: dict[type[exp.Expr], frozenset[str]] = {
     exp.Stddev: frozenset({"stddev"}), exp.StddevSamp: frozenset({"stddev_samp"}),
     exp.StddevPop: frozenset({"stddev_pop"}), exp.Grouping: frozenset({"grouping"}),
     exp.GroupConcat: frozenset({"string_agg"}), exp.ArrayAgg: frozenset({"array_agg"}),
+    JsonbAggCall: frozenset({"jsonb_agg"}), ToJsonbCall: frozenset({"to_jsonb"}),
     exp.Explode: frozenset({"unnest"}),
     exp.ExplodingGenerateSeries: frozenset({"generate_series"}),
     **{node: frozenset({name}) for node, name in WINDOW_CALLS.items()},
@@ -183,7 +201,8 @@ class MatviewParser(PostgresParser):
     }
 
     FUNCTIONS = {**PostgresParser.FUNCTIONS, "DATE_PART": DatePartCall.from_arg_list,
-                 "DATE_TRUNC": DateTruncCall.from_arg_list}
+                 "DATE_TRUNC": DateTruncCall.from_arg_list,
+                 "JSONB_AGG": JsonbAggCall.from_arg_list, "TO_JSONB": ToJsonbCall.from_arg_list}
 
     FUNCTION_PARSERS = {
         **{name: parse for name, parse in PostgresParser.FUNCTION_PARSERS.items()

@@ -29,7 +29,7 @@ from matview.ir import aggregates
 from matview.ir.plans import compute
 from matview.ir.relation import Aggregate, OrderedScalar, Reduce, Relation, Union
 from matview.ir.scalar import Call, Case, Col, Lit, Scalar, type_of
-from matview.ir.types import BIGINT, BOOLEAN, INT, Kind, SqlType
+from matview.ir.types import BIGINT, BOOLEAN, INT, JSONB, Kind, SqlType
 from matview.sql import calls
 from matview.sql.coerce import TypedScalar
 from matview.sql.errors import SqlError, SqlTypeError, UnknownObjectError, UnsupportedError
@@ -207,6 +207,9 @@ class GroupedBinder(ExprBinder):
             arg = TypedScalar(Lit(True, BOOLEAN), BOOLEAN)
         elif fn.name == "array_agg":  # aggregates ARRAY[x] (see ir/aggregates.py)
             arg = self.inner.bind(exp.Array(expressions=[argument.copy()]))
+        elif fn.name == "jsonb_agg":  # aggregates coalesce(to_jsonb(x), 'null')
+            json = calls.to_jsonb(self.inner.bind(argument), node)
+            arg = TypedScalar(Call("coalesce", (json.expr, Lit("null", JSONB))), JSONB)
         else:
             arg = self.inner.bind(argument)
         if not fn.accepts(arg.type):

@@ -40,7 +40,7 @@ from matview.ir.types import BIGINT, BOOLEAN, DATE, INT, TEXT, TIMESTAMP, Kind, 
 from matview.sql import calls, temporal
 from matview.sql.coerce import TypedScalar, call, cast, is_string_literal, require, unify
 from matview.sql.context import Context
-from matview.sql.dialect import WINDOW_CALLS
+from matview.sql.dialect import WINDOW_CALLS, JsonbAggCall
 from matview.sql.errors import SqlError, SqlTypeError, UnknownObjectError, UnsupportedError
 from matview.sql.literals import interval, literal
 from matview.sql.scope import Scope
@@ -59,7 +59,7 @@ SYMBOLS = {"add": "+", "sub": "-", "mul": "*", "div": "/", "mod": "%", "eq": "="
            "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 AGGREGATES = (exp.Count, exp.Sum, exp.Avg, exp.Min, exp.Max, exp.LogicalAnd, exp.LogicalOr,
               exp.Variance, exp.VariancePop, exp.Stddev, exp.StddevSamp, exp.StddevPop,
-              exp.GroupConcat, exp.ArrayAgg)
+              exp.GroupConcat, exp.ArrayAgg, JsonbAggCall)
 """The aggregate calls the binder binds (``ir/aggregates.py`` registers each by the names of
 ``dialect.CALL_NAMES``)."""
 SUBQUERIES = (exp.Subquery, exp.Exists, exp.Any, exp.All)

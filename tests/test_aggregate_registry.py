@@ -53,7 +53,8 @@ def test_every_aggregate_sql_binds_is_registered() -> None:
     for node in AGGREGATE_NODES:
         for name in CALL_NAMES[node]:
             assert aggregates.lookup(name).name in aggregates.REGISTRY
-    assert set(AGGREGATES) == {"count", "sum", "min", "max", "string_agg", "array_agg"}
+    assert set(AGGREGATES) == {"count", "sum", "min", "max", "string_agg", "array_agg",
+                               "jsonb_agg"}
     assert {aggregates.lookup(n).maintenance for n in AGGREGATES} == {
         Maintenance.SUMMED, Maintenance.EXTREME}
 

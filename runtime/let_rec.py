@@ -64,7 +64,6 @@ from matview.ir.relation import (
 from matview.ir.scalar import Call, Col, Scalar, columns_used, conjoin
 from matview.ir.table_functions import DEFAULT_ROW_LIMIT
 from matview.ir.types import Kind, SqlType
-from matview.runtime.arrow_frames import arrow_frame
 from matview.runtime.expressions import compile_scalar
 from matview.runtime.jvm_plans import to_arrow
 from matview.runtime.linear import Pipeline, apply_steps
@@ -166,6 +165,10 @@ class LetRecOp(Operator):
     _pending: dict[Node, DataFrame] = field(default_factory=dict)
     """The stored collections' differences of the round being computed, to be computed by
     the round's one job."""
+    _round: int = 0
+    """The round being computed."""
+    _frames: dict[tuple[Node, int], DataFrame] = field(default_factory=dict)
+    """The round's frames of earlier rounds' batches (``_held_frame``)."""
 
     def children(self) -> tuple[Operator, ...]:
         return self.inputs
@@ -186,6 +189,7 @@ class LetRecOp(Operator):
         last = loop.limit if loop.at_limit == "error" else loop.limit - 1
         r = 0
         while r <= last:
+            self._begin_round(r)
             for value in loop.values:
                 self._at(value, r)
             self._run_round(r)
@@ -197,12 +201,21 @@ class LetRecOp(Operator):
             r += 1
         self._stage()
         held = self._held[loop.values[loop.result]]
-        frames = [leaf.df for leaf in held.values()]
-        if not frames:
+        if not held:
             return None
-        df = union_all(frames)
+        tables = [leaf.in_driver for leaf in held.values()]
+        if all(t is not None for t in tables):  # one local relation of the rounds' batches
+            leaf = stored(ctx.spark, pa.concat_tables(tables))  # type: ignore[arg-type]
+            return Delta(leaf.df, leaf.rows, leaf=leaf, count=leaf.rows)
+        df = union_all([leaf.df for leaf in held.values()])
         assert df is not None
         return Delta(df, sum(leaf.rows for leaf in held.values()))
+
+    def _begin_round(self, r: int) -> None:
+        """Start round ``r``: its plans bind batches into the slots the same plans of
+        earlier rounds bound (``Operator.bound``), so a round of the same shape as one
+        before reuses its plans (``Operator.planned``) and makes no DataFrame call."""
+        self._round, self._frames, self._unions, self._bound_in = r, {}, {}, None
 
     def _stage(self) -> None:
         """Stage every stored collection's new differences, with their rounds."""
@@ -230,10 +243,34 @@ class LetRecOp(Operator):
 
     def _at(self, node: Node, r: int) -> DataFrame | None:
         """``node``'s differences at the step's new times and round ``r`` (data columns,
-        time, diff); a stored collection's are computed once, as a batch."""
+        time, diff); a stored collection's are computed once, as a batch, which later
+        rounds read as a frame of the round (``_held_frame``)."""
+        if not self._has(node, r):
+            return None
+        leaf = self._held[node].get(r)
+        table = None if leaf is None or r == self._round else leaf.in_driver
+        return self._new[node][r] if table is None else self._held_frame(node, r, table)
+
+    def _held_frame(self, node: Node, r: int, table: pa.Table) -> DataFrame:
+        """The batch ``table`` of ``node``'s round ``r`` as a frame of the round being
+        computed, bound into the slot of the same batch of the rounds before (made once
+        per round)."""
+        if (node, r) not in self._frames:
+            self._frames[(node, r)] = self.bound(self._step, ("held", node, r - self._round),
+                                                 table)
+        return self._frames[(node, r)]
+
+    def _has(self, node: Node, r: int) -> bool:
+        """Whether ``node`` has differences at round ``r`` (computing them when not yet)."""
         seen = self._new[node]
-        if r in seen:
-            return seen[r]
+        if r not in seen:
+            seen[r] = self._computed(node, r)
+        return seen[r] is not None
+
+    def _computed(self, node: Node, r: int) -> DataFrame | None:
+        """``node``'s differences of round ``r``, computed: a stored collection's in the
+        round's job (``_run_round``; the plan computing them is returned meanwhile) or as a
+        leaf of its own."""
         df = self._compute(node, r)
         if node in self._stored and df is not None:
             ctx = self._step
@@ -246,7 +283,6 @@ class LetRecOp(Operator):
                 if leaf is not None:
                     self._held[node][r] = leaf
                 df = None if leaf is None else leaf.df
-        seen[r] = df
         return df
 
     def _run_round(self, r: int) -> None:
@@ -260,13 +296,13 @@ class LetRecOp(Operator):
         for node, df in pending.items():
             def keep(table: pa.Table, node: Node = node) -> None:
                 leaf = stored_or_none(spark, consolidated_arrow(normalized(table)))
-                self._new[node][r] = None if leaf is None else leaf.df
-                if leaf is not None:
+                if leaf is None:
+                    self._new[node][r] = None
+                else:  # later rounds read the batch (``_at``)
                     self._held[node][r] = leaf
 
             job.want(df, keep)
         job.run()
-        self._unions = {}  # some were made over the round's plans
 
     def _compute(self, node: Node, r: int) -> DataFrame | None:
         assert self.loop is not None
@@ -277,11 +313,12 @@ class LetRecOp(Operator):
             return None if r == 0 else self._at(self.loop.values[node.index], r - 1)
         if isinstance(node, Linear):
             child = self._at(node.input, r)
-            return None if child is None else self.built(("linear", node), lambda: apply_steps(
-                Pipeline(), node.steps, node.input.types, self.limit))(child)
+            return None if child is None else self.planned(
+                ("linear", node), (child,), lambda: self.built(("linear", node), lambda: (
+                    apply_steps(Pipeline(), node.steps, node.input.types, self.limit)))(child))
         if isinstance(node, Union):
-            return union_all([df for df in (self._at(c, r) for c in node.inputs)
-                              if df is not None])
+            frames = tuple(df for df in (self._at(c, r) for c in node.inputs) if df is not None)
+            return self.planned(("union", node), frames, lambda: union_all(list(frames)))
         if isinstance(node, Prefix):
             return self._join(node, r)
         if isinstance(node, Join):
@@ -299,12 +336,16 @@ class LetRecOp(Operator):
 
     def _old(self, node: Node, lo: int, hi: int, rounds: bool = False,
              key: tuple[int, pa.Array] | None = None,
-             cuts: list[pa.Table | None] | None = None) -> DataFrame | None:
-        """Committed differences of rounds ``lo..hi`` (with ``ROUND`` when ``rounds``); with
-        ``key`` (a column and values) only those whose column holds one of the values, cut
-        from the driver's batches. ``cuts`` receives the rows read when some are: the cut,
-        or None for a read of all of them (its values are not known in the driver)."""
+             cuts: list[pa.Table | None] | None = None, base: int = 0) -> DataFrame | None:
+        """Committed differences of rounds ``lo..hi`` (with ``ROUND`` less ``base`` when
+        ``rounds``); with ``key`` (a column and values) only those whose column holds one of
+        the values, cut from the driver's batches (a frame of the round, bound into the slot
+        of the same read of the rounds before). ``cuts`` receives the rows read when some
+        are: the cut, or None for a read of all of them (its values are not known in the
+        driver)."""
         assert self.loop is not None
+        role = ("old", node, *self._relative(lo, hi), rounds, key is not None and key[0],
+                base == self._round)
         shift = 0
         while isinstance(node, Recur):  # a binding's differences, a round later
             node, shift, lo, hi = self.loop.values[node.index], shift + 1, lo - 1, hi - 1
@@ -330,16 +371,21 @@ class LetRecOp(Operator):
             table = pa.concat_tables(tables) if tables else None
             if table is None or not table.num_rows:
                 return None
-            if shift:
+            if shift != base:
                 table = table.set_column(table.schema.get_field_index(ROUND), ROUND,
-                                         pc.add(table[ROUND], shift))
+                                         pc.add(table[ROUND], shift - base))
             if cuts is not None:
                 cuts.append(table)
-            return arrow_frame(self._step.spark,
-                               table.select([*names, *([ROUND] if rounds else []), TIME, DIFF]))
-        if shift:
-            df = df.withColumn(ROUND, col(ROUND) + shift)
+            return self.bound(self._step, role,
+                              table.select([*names, *([ROUND] if rounds else []), TIME, DIFF]))
+        if shift != base:
+            df = df.withColumn(ROUND, col(ROUND) + (shift - base))
         return df.select(*names, *([ROUND] if rounds else []), TIME, DIFF)
+
+    def _relative(self, lo: int, hi: int) -> tuple[int | None, int]:
+        """Rounds ``lo..hi`` as the rounds before read them in their turn: relative to the
+        round being computed, a range from round 0 on from round 0 (None)."""
+        return (None if lo <= 0 else lo - self._round), hi - self._round
 
     def _whole_frame(self, node: Node) -> DataFrame | None:
         """All of ``node``'s committed differences as one frame (made once per step)."""
@@ -358,7 +404,7 @@ class LetRecOp(Operator):
             node, lo, hi = self.loop.values[node.index], lo - 1, hi - 1
         arrays = []
         for r in range(max(lo, 0), hi + 1):
-            if self._at(node, r) is None:
+            if not self._has(node, r):
                 continue
             leaf = self._held[node].get(r)
             if leaf is None:
@@ -415,32 +461,41 @@ class LetRecOp(Operator):
             return self._values(node.input, 0, r, key.index) if isinstance(key, Col) else None
         return None
 
-    def _new_between(self, node: Node, lo: int, hi: int, rounds: bool = False
-                     ) -> DataFrame | None:
-        """This step's differences of rounds ``lo..hi``, with ``ROUND`` when ``rounds``:
-        one local relation of the batches the driver holds (made once per step)."""
+    def _new_between(self, node: Node, lo: int, hi: int, rounds: bool = False,
+                     base: int = 0) -> DataFrame | None:
+        """This step's differences of rounds ``lo..hi``, with ``ROUND`` less ``base`` when
+        ``rounds``: the round's own (a plan) and one frame of the batches of earlier rounds,
+        bound into the slot of the same read of the rounds before (made once per round)."""
         assert self.loop is not None
         shift = 0
         while isinstance(node, Recur):
             node, shift, lo, hi = self.loop.values[node.index], shift + 1, lo - 1, hi - 1
-        key = (node, max(lo, 0), hi, rounds, shift)
+        key = (node, max(lo, 0), hi, rounds, shift, base)
         if key in self._unions:
             return self._unions[key]
-        frames, tables = [], []
+        plans: list[tuple[DataFrame, int]] = []
+        tables = []
         for r in range(max(lo, 0), hi + 1):
-            df = self._at(node, r)
-            if df is None:
+            if not self._has(node, r):
                 continue
             leaf = self._held[node].get(r)
-            table = None if leaf is None else leaf.in_driver
+            table = None if leaf is None or r == self._round else leaf.in_driver
             if table is not None:
-                tables.append(_rounded(table, r + shift, len(node.types)) if rounds else table)
-            else:
-                frames.append(df.withColumn(ROUND, F.lit(r + shift).cast("bigint"))
-                              if rounds else df)
-        if tables:
-            frames.append(arrow_frame(self._step.spark, pa.concat_tables(tables)))
-        self._unions[key] = union_all(frames)
+                tables.append(_rounded(table, r + shift - base, len(node.types)) if rounds
+                              else table)
+                continue
+            df = self._at(node, r)
+            assert df is not None
+            plans.append((df, r + shift - base))
+        role = ("new", node, *self._relative(lo, hi), rounds, shift, base == self._round)
+        held = [self.bound(self._step, role, pa.concat_tables(tables))] if tables else []
+
+        def union() -> DataFrame | None:
+            return union_all([df.withColumn(ROUND, F.lit(at).cast("bigint")) if rounds else df
+                              for df, at in plans] + held)
+
+        inputs = (*(df for df, _ in plans), *(at for _, at in plans if rounds), *held)
+        self._unions[key] = self.planned(role, inputs, union)
         return self._unions[key]
 
     def _between(self, node: Node, lo: int, hi: int, rounds: bool = False,
@@ -448,9 +503,11 @@ class LetRecOp(Operator):
                  cuts: list[pa.Table | None] | None = None) -> DataFrame | None:
         """All of ``node``'s differences of rounds ``lo..hi`` (committed and new), the
         committed ones cut by ``key``."""
-        return union_all([df for df in (self._old(node, lo, hi, rounds, key, cuts),
-                                         self._new_between(node, lo, hi, rounds))
-                          if df is not None])
+        frames = tuple(df for df in (self._old(node, lo, hi, rounds, key, cuts),
+                                     self._new_between(node, lo, hi, rounds))
+                       if df is not None)
+        return self.planned(("between", node, *self._relative(lo, hi), rounds), frames,
+                            lambda: union_all(list(frames)))
 
     # ---- join ---------------------------------------------------------------------------
 
@@ -462,7 +519,8 @@ class LetRecOp(Operator):
         right = join.inputs[link.inputs - 1]
         if link.inputs == 1:
             df = self._at(left, r)
-            return None if df is None else df.where(self._condition(link))
+            return None if df is None else self.planned(
+                ("where", link), (df,), lambda: df.where(self._condition(link)))
         keys = _key_columns(link)
         width = len(link.types) - right.arity
 
@@ -500,9 +558,10 @@ class LetRecOp(Operator):
             sides[1 - side].append((new, lo, hi))
             sides[side].extend([(other, olo, ohi)] if both else [])
             sides[side].extend(cuts)
-            frames.append(self._pairs(link, changed, found) if new_left else
-                          self._pairs(link, found, changed))
-        return union_all(frames)
+            lhs, rhs = (changed, found) if new_left else (found, changed)
+            frames.append(self.planned(("pairs", link, len(frames)), (lhs, rhs),
+                                       lambda lhs=lhs, rhs=rhs: self._pairs(link, lhs, rhs)))
+        return self.planned(("join", link), tuple(frames), lambda: union_all(frames))
 
     def _pairs(self, link: Prefix, lhs: DataFrame, rhs: DataFrame) -> DataFrame:
         """The joined rows of differences ``lhs`` and ``rhs`` under ``link``'s conditions,
@@ -526,33 +585,47 @@ class LetRecOp(Operator):
         """Round ``r`` of ``node``: every candidate group and new time, its two-dimensional
         difference of the reduce of its contents (the module docstring)."""
         source = node.input
-        prepared = self._prepared(node)
-        keys = [f"k{i}" for i in range(len(node.group_key))]
         changed = self._new_between(source, 0, r)
         if changed is None:
             return None
         column = next((k.index for k in node.group_key if isinstance(k, Col)), None)
         values = None if column is None else self._values(source, 0, r, column)
-        old = self._old(source, 0, r, rounds=True,
+        old = self._old(source, 0, r, rounds=True, base=r,
                         key=None if column is None or values is None else (column, values))
-        at_r = [df for df in (self._at(source, r),
-                              None if old is None else old.where(col(ROUND) == r).drop(ROUND))
-                if df is not None]
-        if not at_r:
+        now = self._at(source, r)
+        if now is None and old is None:
             return None
+        new = self._new_between(source, 0, r, rounds=True, base=r)
+        return self.planned(("reduce", node, r > 0), (changed, old, now, new),
+                            lambda: self._reduced(node, r > 0, changed, old, now, new))
+
+    def _reduced(self, node: Reduce, later: bool, changed: DataFrame, old: DataFrame | None,
+                 now: DataFrame | None, new: DataFrame | None) -> DataFrame:
+        """The plan of a round of ``node`` (``_reduce``): ``changed`` its input's new
+        differences of every round so far, ``now`` those of the round, ``old`` and ``new``
+        its committed and new differences with ``ROUND`` relative to the round (0; the
+        round is ``later`` than the first when some precede it)."""
+        prepared = self._prepared(node)
+        keys = [f"k{i}" for i in range(len(node.group_key))]
+        at_r = [df for df in (now, None if old is None else
+                              old.where(col(ROUND) == 0).drop(ROUND)) if df is not None]
         small = self._step.small and not self._step.first
-        touched = prepared(union_all(at_r)).select(*keys).distinct()  # type: ignore[arg-type]
-        candidates = lookup(prepared(changed).select(*keys, TIME).distinct(),
+
+        def one(df: DataFrame) -> DataFrame:
+            """``df`` in one partition in a small step, where grouping it needs no shuffle."""
+            return df.coalesce(1) if small else df
+
+        touched = one(prepared(union_all(at_r))).select(*keys).distinct()  # type: ignore[arg-type]
+        candidates = lookup(one(prepared(changed)).select(*keys, TIME).distinct(),
                             touched.select(*[col(k).alias(f"x_{k}") for k in keys]),
                             key_match(keys, [f"x_{k}" for k in keys]), "left_semi", small)
         corners = candidates.select(*keys, col(TIME).alias(_AT), F.inline(F.array(*[
-            F.struct((col(TIME) - dt).alias(_UPTO), F.lit(r - dr).cast("bigint").alias(_ROUNDS),
+            F.struct((col(TIME) - dt).alias(_UPTO), F.lit(-dr).cast("bigint").alias(_ROUNDS),
                      F.lit(sign).alias(_SIGN))
             for dt, dr, sign in ((0, 0, 1), (1, 0, -1), (0, 1, -1), (1, 1, 1))
-            if r - dr >= 0]))).select(*[col(k).alias(f"x_{k}") for k in keys], _AT, _UPTO,
-                                      _ROUNDS, _SIGN)
-        contents = union_all([df for df in (old, self._new_between(source, 0, r, rounds=True))
-                              if df is not None])
+            if later or dr == 0]))).select(*[col(k).alias(f"x_{k}") for k in keys], _AT, _UPTO,
+                                           _ROUNDS, _SIGN)
+        contents = union_all([df for df in (old, new) if df is not None])
         assert contents is not None
         rows = prepared(contents)
         seen = lookup(rows, corners, key_match(keys, [f"x_{k}" for k in keys])

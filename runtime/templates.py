@@ -56,6 +56,8 @@ class Slot:
         self.schema = schema
         self.fields = _fields(schema)
         self.capacity = capacity
+        self.held: pa.Table | None = None
+        """The rows bound last."""
         jvm = spark._jvm  # type: ignore[attr-defined]
         first = self._relation(schema.empty_table())
         self.rows = spark.sparkContext._gateway.new_array(  # type: ignore[union-attr]
@@ -76,8 +78,12 @@ class Slot:
                 and (self.capacity == MIN_CAPACITY or rows * SHRINK >= self.capacity))
 
     def bind(self, table: pa.Table) -> None:
-        """Make ``table`` (which ``fits``) the slot's rows."""
+        """Make ``table`` (which ``fits``) the slot's rows (no JVM call when they are the
+        rows it holds)."""
+        if self.held is not None and self.held.equals(table):
+            return
         self._relation(table).data().copyToArray(self.rows)
+        self.held = table
 
     def _relation(self, table: pa.Table) -> Any:
         """The JVM local relation of ``table``'s rows with ``_live`` true, padded up to the

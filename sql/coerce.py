@@ -14,7 +14,9 @@ from typing import NamedTuple
 from matview.ir import intervals, jsonb
 from matview.ir.evaluate import cast_value
 from matview.ir.functions import EvalError, lookup
-from matview.ir.scalar import Call, Cast, Lit, Scalar, type_of
+from matview.ir.plans import compute
+from matview.ir.relation import Relation
+from matview.ir.scalar import Call, Cast, Col, Lit, Scalar, type_of
 from matview.ir.types import INTEGER_KINDS, NULLTYPE, TEXT, Kind, SqlType, common_type
 from matview.sql.errors import SqlTypeError
 from sqlglot import exp
@@ -210,3 +212,10 @@ def require(value: TypedScalar, target: SqlType, what: str, node: exp.Expr) -> T
     if result is None:
         raise SqlTypeError.at(f"{what} must be type {target}, not type {value.type}", node)
     return result
+
+
+def cast_columns(plan: Relation, types: Sequence[SqlType]) -> Relation:
+    """``plan`` with its columns cast to ``types``."""
+    exprs = [cast(TypedScalar(Col(i), t), to).expr
+             for i, (t, to) in enumerate(zip(plan.types, types, strict=True))]
+    return compute(plan, exprs)

@@ -36,8 +36,8 @@ from matview.ir.relation import (
     Union,
 )
 from matview.ir.scalar import Call, Case, Col, Lit, Scalar, conjoin
-from matview.ir.types import BIGINT, BOOLEAN, Kind, SqlType, common_type
-from matview.sql.coerce import TypedScalar, cast
+from matview.ir.types import BIGINT, BOOLEAN, Kind, common_type
+from matview.sql.coerce import cast_columns
 from matview.sql.context import Context
 from matview.sql.dialect import MutuallyRecursive
 from matview.sql.errors import SqlError, SqlTypeError, UnsupportedError
@@ -165,7 +165,7 @@ def _bound_operands(node: exp.Expr, nodes: list[exp.Expr], ctx: Context
             except TypeError:
                 raise SqlTypeError.at(f"{word} types {types[i]} and {t} cannot be matched",
                                       node) from None
-    return tuple(_cast_columns(q.plan, types) for q in operands), operands[0].column_names
+    return tuple(cast_columns(q.plan, types) for q in operands), operands[0].column_names
 
 
 def _operands(node: exp.Union) -> list[exp.Expr]:
@@ -179,12 +179,6 @@ def _operands(node: exp.Union) -> list[exp.Expr]:
         ) and not any(child.args.get(k) for k in ("order", "limit", "offset", "with_"))
         out.extend(_operands(child) if flat else [child])
     return out
-
-
-def _cast_columns(plan: Relation, types: list[SqlType]) -> Relation:
-    exprs = [cast(TypedScalar(Col(i), t), to).expr
-             for i, (t, to) in enumerate(zip(plan.types, types, strict=True))]
-    return compute(plan, exprs)
 
 
 def _ordered(node: exp.Expr, plan: Relation, names: tuple[str, ...]) -> Query:

@@ -24,7 +24,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from matview.ir.linear_logic import is_temporal_steps
-from matview.ir.plans import compute
 from matview.ir.recursion import DEFAULT_RECURSION_LIMIT, LOOP_AGGREGATES
 from matview.ir.relation import (
     Join,
@@ -41,7 +40,7 @@ from matview.ir.relation import (
 from matview.ir.render import own_subplans
 from matview.ir.scalar import Col
 from matview.ir.types import SqlType, common_type
-from matview.sql.coerce import TypedScalar, cast
+from matview.sql.coerce import cast_columns
 from matview.sql.context import Context
 from matview.sql.datatypes import column_type
 from matview.sql.dialect import MutuallyRecursive, RecursiveBinding
@@ -154,9 +153,7 @@ def _cast_to(plan: Relation, types: tuple[SqlType, ...], name: str, node: exp.Ex
         if not fits:
             raise SqlTypeError.at(f'recursive query "{name}" column {i + 1} has type {to} '
                                   f"{where} but type {t} overall", node)
-    exprs = [cast(TypedScalar(Col(i), t), to).expr
-             for i, (t, to) in enumerate(zip(plan.types, types, strict=True))]
-    return plan if plan.types == types else compute(plan, exprs)
+    return plan if plan.types == types else cast_columns(plan, types)
 
 
 _NOT_LINEAR = {Reduce: "an aggregate, DISTINCT, GROUP BY or a set operation",

@@ -38,6 +38,11 @@ reads the whole state. A small step computes each round's stored differences in 
 job (``OneJob``), consolidated in the driver: the values a round reads by are known before
 its job runs, from what its plans read (``_round_values``: the batches of earlier rounds,
 the rows cut from the stored state, through projections, unions, joins and group keys).
+Its rounds have the same plans: each binds the batches it reads into the slots of the same
+reads of the rounds before (``runtime.templates``; rounds named relative to the round being
+computed, a reduce's ``ROUND`` too) and builds every plan through ``Operator.planned``, so a
+round of the same shape as one before makes no DataFrame call; its reduce reads its inputs
+in one partition, so the round's job has no shuffle.
 """
 
 from __future__ import annotations

@@ -177,10 +177,11 @@ def _to_jsonb_type(types: list[SqlType]) -> SqlType:
     return JSONB
 
 
-def _spark_to_jsonb(F: Any, t: SqlType, a: Any) -> Any:
+def _spark_to_jsonb(F: Any, types: list[SqlType], a: Any) -> Any:
     """``jsonb.of_scalar`` on Spark: a number's text read as JSON and printed (Spark's
     VARIANT gives the canonical form), a string quoted by Spark's JSON writer (its array of
     one element, without the brackets)."""
+    t = types[0]
     if t.kind is Kind.BOOLEAN:
         return F.when(a, F.lit("true")).when(~a, F.lit("false"))
     if t.kind is Kind.TEXT:
@@ -374,7 +375,7 @@ register(Function("length", lambda t: INT, len, lambda F, a: F.char_length(a), (
 register(Function("substr", _text, _substr, _spark_substr, (2, 3), may_fail=True))
 register(Function("strpos", lambda t: INT, _strpos, lambda F, s, sub: F.instr(s, sub), (2, 2)))
 register(Function("to_jsonb", _to_jsonb_type, jsonb.of_scalar, lambda F, a: a,
-                  (1, 1), typed_spark=lambda F, types, a: _spark_to_jsonb(F, types[0], a)))
+                  (1, 1), typed_spark=_spark_to_jsonb))
 register(Function("abs", _same, abs, lambda F, a: F.abs(a), (1, 1), may_fail=True))
 register(Function("round", _same, _round,
                   lambda F, a, d=None: F.round(a) if d is None else F.round(a, d), (1, 2),

@@ -162,7 +162,7 @@ class LetRecOp(Operator):
     _new: dict[Node, dict[int, DataFrame | None]] = field(default_factory=dict)
     _held: dict[Node, dict[int, Leaf]] = field(default_factory=dict)
     _whole: dict[Node, DataFrame | None] = field(default_factory=dict)
-    _unions: dict[tuple[Node, int, int, bool, int], DataFrame | None] = field(
+    _unions: dict[tuple[Node, int, int, bool, int, int], DataFrame | None] = field(
         default_factory=dict)
     _staged: dict[Node, pa.Table] = field(default_factory=dict)
     _sides: dict[tuple[Prefix, int], tuple[list[_Source], list[_Source]]] = field(
@@ -420,9 +420,7 @@ class LetRecOp(Operator):
             if found is None:
                 return None
             arrays.append(found)
-        if not arrays:
-            return pa.array([], pa.int64())
-        return pc.unique(pa.concat_arrays([a.cast(arrays[0].type) for a in arrays]))
+        return pc.unique(_concatenated(arrays))
 
     def _round_values(self, node: Node, r: int, column: int) -> pa.Array | None:
         """A superset of the values of column ``column`` in ``node``'s differences of
@@ -436,10 +434,8 @@ class LetRecOp(Operator):
             return None if source is None else self._values(node.input, r, r, source)
         if isinstance(node, Union):
             arrays = [self._values(child, r, r, column) for child in node.inputs]
-            if any(a is None for a in arrays):
-                return None
-            return pa.concat_arrays([a.cast(arrays[0].type) for a in arrays  # type: ignore
-                                     ])
+            present = [a for a in arrays if a is not None]
+            return _concatenated(present) if len(present) == len(arrays) else None
         if isinstance(node, Join):
             return self._round_values(Prefix(node, len(node.inputs)), r, column)
         if isinstance(node, Prefix):
@@ -458,9 +454,7 @@ class LetRecOp(Operator):
                 if found is None:
                     return None
                 arrays.append(found)
-            if not arrays:
-                return pa.array([], pa.int64())
-            return pa.concat_arrays([a.cast(arrays[0].type) for a in arrays])
+            return _concatenated(arrays)
         if isinstance(node, Reduce) and column < len(node.group_key):
             key = node.group_key[column]
             return self._values(node.input, 0, r, key.index) if isinstance(key, Col) else None
@@ -699,6 +693,13 @@ def _condition(link: Prefix) -> Column:
     if not within:
         return F.lit(True)
     return compile_scalar(conjoin(within), columns, list(join.types[:arity]))
+
+
+def _concatenated(arrays: list[pa.Array]) -> pa.Array:
+    """Values of one column from several batches as one array (of the first one's type)."""
+    if not arrays:
+        return pa.array([], pa.int64())
+    return pa.concat_arrays([a.cast(arrays[0].type) for a in arrays])
 
 
 def _rounded(table: pa.Table, r: int, arity: int) -> pa.Table:

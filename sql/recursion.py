@@ -57,7 +57,7 @@ def reads_itself(node: exp.Expr, name: str) -> bool:
 
 
 def recursive_query(body: exp.Expr, name: str, aliases: list[str], alias: exp.Expr,
-               ctx: Context) -> Query:
+                    ctx: Context) -> Query:
     """The ``LetRec`` of PostgreSQL's recursive query ``name`` (see the module docstring)."""
     from matview.sql.query import subquery
 

@@ -73,7 +73,7 @@ from matview.runtime.expressions import compile_scalar
 from matview.runtime.jvm_plans import to_arrow
 from matview.runtime.linear import Pipeline, apply_steps
 from matview.runtime.one_job import OneJob
-from matview.runtime.operator import Delta, Operator, StepContext
+from matview.runtime.operator import Delta, Operator, StepContext, templated
 from matview.runtime.trace import MAX_BATCHES
 from matview.runtime.types import col, column_names, spark_type
 from matview.runtime.updates import (
@@ -147,6 +147,11 @@ class LetRecOp(Operator):
     """``LetRec``: see the module docstring. ``inputs`` compute the ``invariants``."""
 
     kind: ClassVar[str] = "LetRec"
+    plans_kept: ClassVar[int] = 64
+    """A round's join and reduce see a few shapes of their inputs each (which join pairs and
+    rounds hold differences, which slot size a batch takes), and so do the reads feeding
+    them: with the four plans other operators keep per key, steps built some plans again
+    every round."""
 
     inputs: tuple[Operator, ...] = ()
     loop: LetRec | None = None
@@ -205,6 +210,8 @@ class LetRecOp(Operator):
                 break
             r += 1
         self._stage()
+        if not templated(ctx):  # plans over this step's own leaves: never read again
+            self._planned.clear()
         held = self._held[loop.values[loop.result]]
         if not held:
             return None
@@ -284,11 +291,33 @@ class LetRecOp(Operator):
                     not any(t.kind is Kind.ARRAY for t in node.types):
                 self._pending[node] = df  # computed by the round's job (``_run_round``)
             else:
-                leaf = materialize(ctx.spark, consolidate(df), small)
+                leaf = self._input_leaf(node) if node in self.invariants and small else None
+                if leaf is None:
+                    leaf = materialize(ctx.spark, consolidate(df), small)
                 if leaf is not None:
                     self._held[node][r] = leaf
-                df = None if leaf is None else leaf.df
+                table = None if leaf is None or not templated(ctx) else leaf.in_driver
+                df = None if leaf is None else leaf.df if table is None else self.bound(
+                    ctx, ("input", node), table)
         return df
+
+    def _input(self, node: Relation) -> Delta | None:
+        """The step's changes of the loop input ``node`` (computed outside the loop)."""
+        return self.inputs[self.invariants.index(node)].delta(self._step)
+
+    def _input_in_driver(self, node: Relation) -> pa.Table | None:
+        """The step's changes of the loop input ``node`` when they are a batch the driver
+        holds (else None)."""
+        delta = self._input(node)
+        return None if delta is None or delta.leaf is None else delta.leaf.in_driver
+
+    def _input_leaf(self, node: Relation) -> Leaf | None:
+        """The loop input ``node``'s changes of a small step consolidated in the driver,
+        when its delta is a batch the driver holds (else None: computed by a Spark job)."""
+        table = self._input_in_driver(node)
+        if table is None:
+            return None
+        return stored_or_none(self._step.spark, consolidated_arrow(normalized(table)))
 
     def _run_round(self, r: int) -> None:
         """Compute the round's stored differences in one Spark job, each consolidated in
@@ -312,7 +341,7 @@ class LetRecOp(Operator):
     def _compute(self, node: Node, r: int) -> DataFrame | None:
         assert self.loop is not None
         if node in self.invariants:
-            delta = self.inputs[self.invariants.index(node)].delta(self._step)
+            delta = self._input(node)
             return None if r > 0 or delta is None else delta.df
         if isinstance(node, Recur):
             return None if r == 0 else self._at(self.loop.values[node.index], r - 1)
@@ -426,8 +455,7 @@ class LetRecOp(Operator):
         """A superset of the values of column ``column`` in ``node``'s differences of
         round ``r``, not computed yet, from what its plan reads (None: not known)."""
         if node in self.invariants:  # the input's delta, when the driver holds it
-            delta = self.inputs[self.invariants.index(node)].delta(self._step)
-            table = None if delta is None or delta.leaf is None else delta.leaf.in_driver
+            table = self._input_in_driver(node)
             return None if table is None else table[f"c{column}"].combine_chunks()
         if isinstance(node, Linear):
             source = input_column(node.steps, node.input.types, column)

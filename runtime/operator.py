@@ -313,6 +313,8 @@ class Operator:
     """A node of a running dataflow. ``kind`` names the IR node it runs."""
 
     kind: ClassVar[str] = ""
+    plans_kept: ClassVar[int] = PLANS_KEPT
+    """The plans ``planned`` keeps for each key."""
 
     types: tuple[SqlType, ...]
     _memo: tuple[StepContext, Delta | None] | None = field(default=None, init=False, repr=False)
@@ -324,7 +326,7 @@ class Operator:
                                       compare=False)
     _planned: dict[object, list[tuple[tuple[object, ...], Any]]] = field(
         default_factory=dict, init=False, repr=False, compare=False)
-    _slots: dict[tuple[object, int], Slot] = field(
+    _slots: dict[tuple[object, int], list[Slot]] = field(
         default_factory=dict, init=False, repr=False, compare=False)
     _bound_in: tuple[StepContext, dict[object, int]] | None = field(
         default=None, init=False, repr=False, compare=False)
@@ -339,7 +341,7 @@ class Operator:
     def planned(self, key: object, inputs: tuple[object, ...], make: Callable[[], T]) -> T:
         """What ``make`` returned when this operator last asked for ``key`` with the same
         ``inputs`` (``templates.same``: frames the same objects), among its last
-        ``PLANS_KEPT`` asks for ``key``; else what it returns now. ``make`` builds plans from
+        ``plans_kept`` asks for ``key``; else what it returns now. ``make`` builds plans from
         ``inputs`` alone (and what the operator ``built``): over slots (``bound``) a small
         step of the same shape as one of the last few reuses its plans and makes no
         DataFrame call (``runtime.templates``), also when steps of a few shapes alternate
@@ -351,7 +353,7 @@ class Operator:
                 return made  # type: ignore[no-any-return]
         made = make()
         kept.insert(0, (inputs, made))
-        del kept[PLANS_KEPT:]
+        del kept[self.plans_kept:]
         return made
 
     def bound(self, ctx: StepContext, key: object, table: pa.Table) -> DataFrame:
@@ -366,10 +368,9 @@ class Operator:
             self._bound_in = (ctx, {})
         seen = self._bound_in[1]
         seen[key] = seen.get(key, 0) + 1
-        slot = slot_for(self._slots.get((key, seen[key])), ctx.spark, table)
+        slot = slot_for(self._slots.setdefault((key, seen[key]), []), ctx.spark, table)
         if slot is None:
             return arrow_frame(ctx.spark, table)
-        self._slots[(key, seen[key])] = slot
         slot.bind(table)
         return slot.frame
 

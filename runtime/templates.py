@@ -41,6 +41,10 @@ SHRINK = 16
 MAX_SLOT_ROWS = 1 << 16
 """Batches larger than this are not bound into slots but made local frames of their own."""
 
+SLOTS_KEPT = 9
+"""Slots kept per role (``slot_for``): its batches' sizes from ``MIN_CAPACITY`` to
+``MAX_SLOT_ROWS`` rows take at most nine sizes."""
+
 
 class Slot:
     """A placeholder leaf: a local relation with room for ``capacity`` rows of ``schema``
@@ -102,15 +106,24 @@ def _fields(schema: pa.Schema) -> list[tuple[str, pa.DataType]]:
     return [(f.name, f.type) for f in schema]
 
 
-def slot_for(slot: Slot | None, spark: SparkSession, table: pa.Table) -> Slot | None:
-    """``slot`` when ``table`` fits it, else a new slot with room for it (None: too large
-    to bind, or a Spark Connect session)."""
+def slot_for(slots: list[Slot], spark: SparkSession, table: pa.Table) -> Slot | None:
+    """The smallest of ``slots`` that ``table`` fits, else a new slot with room for it, added
+    to them (None: too large to bind, or a Spark Connect session). A role's batches grow and
+    shrink from step to step (a loop's rounds gather more of them); keeping a slot per size
+    lets a step reuse the plans built over the slot its batch fits, not build them again
+    over a new one. ``slots`` keeps the ``SLOTS_KEPT`` used last."""
     if is_remote() or table.num_rows > MAX_SLOT_ROWS:
         return None
-    if slot is not None and slot.fits(table):
-        return slot
-    capacity = max(MIN_CAPACITY, 1 << max(table.num_rows - 1, 0).bit_length())
-    return Slot(spark, table.schema, capacity)
+    fitting = [slot for slot in slots if slot.fits(table)]
+    if fitting:
+        slot = min(fitting, key=lambda s: s.capacity)
+        slots.remove(slot)
+    else:
+        capacity = max(MIN_CAPACITY, 1 << max(table.num_rows - 1, 0).bit_length())
+        slot = Slot(spark, table.schema, capacity)
+    slots.insert(0, slot)
+    del slots[SLOTS_KEPT:]
+    return slot
 
 
 def same(a: object, b: object) -> bool:

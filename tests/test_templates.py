@@ -14,7 +14,7 @@ from matview.runtime import one_job
 from matview.runtime.dataflow import operators
 from matview.runtime.join import JoinOp
 from matview.runtime.jvm_plans import to_arrow
-from matview.runtime.templates import MIN_CAPACITY, SHRINK, Slot, slot_for
+from matview.runtime.templates import MIN_CAPACITY, SHRINK, SLOTS_KEPT, Slot, slot_for
 from pyspark.sql import DataFrame, SparkSession
 
 import matview
@@ -33,7 +33,7 @@ def test_a_slot_frame_reads_the_rows_bound_last(spark: SparkSession) -> None:
     """Plans over a slot, collected again after another batch is bound, read that batch
     (the collect is a new query: Spark keeps the local rows of a query it ran)."""
     first = _table([(1, "a"), (2, "b"), (3, None)])
-    slot = slot_for(None, spark, first)
+    slot = slot_for([], spark, first)
     assert isinstance(slot, Slot) and slot.capacity == MIN_CAPACITY
     slot.bind(first)
     grouped = slot.frame.groupBy("v").count().withColumnRenamed("count", "k")
@@ -41,7 +41,7 @@ def test_a_slot_frame_reads_the_rows_bound_last(spark: SparkSession) -> None:
     assert _rows(plan) == [(2, "b"), (3, None)]
     assert sorted(r["k"] for r in to_arrow(grouped).to_pylist()) == [1, 1, 1]
     second = _table([(5, "x"), (6, "x")])
-    assert slot_for(slot, spark, second) is slot
+    assert slot_for([slot], spark, second) is slot
     slot.bind(second)
     assert _rows(plan) == [(5, "x"), (6, "x")]
     assert to_arrow(grouped).to_pylist() == [{"v": "x", "k": 2}]
@@ -50,22 +50,30 @@ def test_a_slot_frame_reads_the_rows_bound_last(spark: SparkSession) -> None:
 
 
 def test_a_slot_grows_and_keeps_its_columns(spark: SparkSession) -> None:
-    """A batch larger than the slot, of other columns, or so much smaller that padding it
-    would cost more than a new slot, takes a new slot."""
-    slot = slot_for(None, spark, _table([(1, "a")]))
-    assert slot is not None
+    """A batch larger than the role's slots, of other columns, or so much smaller that
+    padding it would cost more than a new slot, takes a new slot; the role keeps the slots
+    it had, and a batch that fits one of them takes the smallest."""
+    slots: list[Slot] = []
+    slot = slot_for(slots, spark, _table([(1, "a")]))
+    assert slot is not None and slots == [slot]
     bigger = _table([(i, "a") for i in range(MIN_CAPACITY + 1)])
-    grown = slot_for(slot, spark, bigger)
+    grown = slot_for(slots, spark, bigger)
     assert grown is not slot and grown is not None and grown.capacity == 2 * MIN_CAPACITY
     grown.bind(bigger)
     assert len(_rows(grown.frame)) == MIN_CAPACITY + 1
+    assert slot_for(slots, spark, _table([(2, "b")])) is slot  # the smallest that fits
+    assert slot_for(slots, spark, bigger) is grown
     other = pa.table({"k": pa.array([1], pa.int32()), "v": pa.array(["a"])})
-    assert slot_for(grown, spark, other) is not grown
-    bigger = _table([(i, "a") for i in range(SHRINK * MIN_CAPACITY + 1)])
-    big = slot_for(grown, spark, bigger)
+    assert slot_for(slots, spark, other) not in (slot, grown)
+    huge = _table([(i, "a") for i in range(SHRINK * MIN_CAPACITY + 1)])
+    big = slot_for(slots, spark, huge)
     assert big is not None and big.capacity == 2 * SHRINK * MIN_CAPACITY
-    small = slot_for(big, spark, _table([(1, "a")]))  # room for 32 times its rows: smaller
-    assert small is not None and small.capacity == MIN_CAPACITY
+    assert slot_for(slots, spark, _table([(1, "a")])) is slot  # not the big one, 32x its rows
+    assert len(slots) == 4
+    for i in range(SLOTS_KEPT + 1):  # more sizes than a role keeps: the oldest go
+        slot_for(slots, spark, pa.table({"k": pa.array([1], pa.int32()),
+                                         "v": pa.array(["a"]), f"x{i}": [i]}))
+    assert len(slots) == SLOTS_KEPT
 
 
 @contextmanager
@@ -187,4 +195,54 @@ def test_a_temporal_filter_reuses_its_plans_when_steps_alternate(
             before = frames_of[step - 2]
             assert len(frames_of[step]) == len(before) and all(
                 a is b for a, b in zip(frames_of[step], before)), step
+    con.close()
+
+
+def _reachable(edges: set[tuple[int, int]], roots: set[int]) -> set[int]:
+    seen, frontier = set(roots), set(roots)
+    while frontier:
+        frontier = {d for s, d in edges if s in frontier} - seen
+        seen |= frontier
+    return seen
+
+
+def test_a_recursive_view_reuses_its_rounds_plans_when_steps_alternate(
+        spark: SparkSession) -> None:
+    """Reachability over a ring with chords, whose steps alternately cut a stretch of it
+    and restore it: each step runs a dozen rounds, each with its own mix of join pairs,
+    rounds and slot sizes. A loop keeps more plans per key than other operators
+    (``LetRecOp.plans_kept``), every role its slots of each size (``slot_for``), and the
+    loop's input changes are bound into a slot, so once both shapes have run most steps
+    build no plan; with four plans and one slot per role every step built some. A step
+    may still build a reduce's plans again when its cut of the history (which grows, as
+    the loop's times are not compacted) first takes a larger slot. The view is the
+    reachable set after every step."""
+    nodes = 120
+    edges = {(i, (i + 1) % nodes) for i in range(nodes)} | {
+        (i, (i + 5) % nodes) for i in range(0, nodes, 3)}
+    cut = {(s, d) for s, d in edges if 30 <= s < 36}
+    con = matview.connect(spark=spark, refresh="incremental")
+    con.execute("CREATE TABLE edges (src BIGINT, dst BIGINT)")
+    con.execute("CREATE TABLE roots (id BIGINT)")
+    con.insert("edges", sorted(edges))
+    con.insert("roots", [(0,)])
+    con.execute("CREATE MATERIALIZED VIEW reach AS WITH RECURSIVE r(node) AS ("
+                "SELECT id FROM roots UNION SELECT e.dst FROM r JOIN edges e ON e.src = r.node) "
+                "SELECT node FROM r")
+    assert {n for (n,) in con.execute("SELECT * FROM reach").fetchall()} == set(range(nodes))
+    live = set(edges)
+    quiet = []
+    for step in range(10):
+        if step % 2 == 0:
+            con.delete("edges", sorted(cut))
+            live -= cut
+        else:
+            con.insert("edges", sorted(cut))
+            live |= cut
+        with _dataframe_calls() as called:
+            rows = con.execute("SELECT * FROM reach").fetchall()
+        assert {n for (n,) in rows} == _reachable(live, {0}), step
+        if step >= 2 and not called:
+            quiet.append(step)
+    assert len(quiet) >= 5, quiet
     con.close()

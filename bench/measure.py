@@ -8,13 +8,17 @@ import decimal
 import json
 import os
 import re
+import statistics
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+from matview.runtime.arrow_frames import arrow_frame
 from matview.runtime.dataflow import drain_listeners
+from matview.runtime.jvm_plans import to_arrow
 from matview.runtime.trace import Trace
 from pyspark.sql import SparkSession
 
@@ -106,6 +110,20 @@ def block_manager_bytes(spark: SparkSession) -> int | None:
     except Exception:
         return None
     return int(sum(info.memSize() + info.diskSize() for info in infos))
+
+
+def action_floor(spark: SparkSession, times: int = 21) -> float:
+    """The median seconds of the cheapest Spark action matview runs from Python: one row
+    of a local relation collected through Arrow. A step that needs k actions one after
+    another (a loop's rounds: each reads what the one before computed) costs at least k
+    times this."""
+    one = arrow_frame(spark, pa.table({"x": pa.array([1], pa.int64())}))
+    took = []
+    for _ in range(times):
+        start = time.perf_counter()
+        to_arrow(one)
+        took.append(time.perf_counter() - start)
+    return statistics.median(took)
 
 
 def jvm_memory(spark: SparkSession) -> dict[str, int | None]:

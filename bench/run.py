@@ -23,6 +23,7 @@ from pyspark.sql import SparkSession
 
 from bench.engines import DuckDBRecompute, Matview, SparkRecompute, timed
 from bench.measure import (
+    action_floor,
     block_manager_bytes,
     check_equal,
     counted,
@@ -161,6 +162,7 @@ def run_workload(spark: SparkSession, workload: Workload,
                  ) -> dict[str, Any]:
     """Every figure of one workload (see the module docstring)."""
     figures, answers = run_matview(spark, workload, refresh)
+    figures["action_floor_s"] = action_floor(spark)
     out: dict[str, Any] = {"workload": workload.name, "params": workload.params,
                            "matview": figures}
     for name in baselines:

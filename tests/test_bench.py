@@ -39,6 +39,9 @@ def test_workload_agrees_with_baselines(spark, workload) -> None:  # type: ignor
     assert f"{workload.name}: per batch (commit and read every view), Spark jobs median" in printed
     assert f"{workload.name}: view steps (the first of each included) " in printed
     assert "table arrangement bytes per live row " in printed
+    # the cheapest Spark action, measured in the same run, bounds a step of many actions
+    assert figures["action_floor_s"] > 0
+    assert f"{workload.name}: one Spark action here costs at least " in printed
     assert figures["state"][-1]["table_bytes"] > 0
 
 

@@ -51,11 +51,12 @@ def table(report: dict[str, Any]) -> str:
         floor = mv.get("action_floor_s")
         recompute = result.get("spark", {}).get("latency", {}).get("median")
         if jobs and floor and recompute:
-            bound = statistics.median(jobs) * floor
+            per_batch = statistics.median(jobs)
+            bound = per_batch * floor
             extra.append(
                 f"{name}: one Spark action here costs at least {floor:.3f} s (measured in this "
-                f"run), so {statistics.median(jobs):g} jobs per batch one after another cost "
-                f"at least {bound:.2f} s: at most {recompute / bound:.1f}x Spark recompute")
+                f"run), so {per_batch:g} jobs per batch one after another cost at least "
+                f"{bound:.2f} s: at most {recompute / bound:.1f}x Spark recompute")
         steps = mv.get("refresh", {})
         if steps:
             extra.append(f"{name}: view steps (the first of each included) " + "; ".join(

@@ -294,11 +294,11 @@ class LetRecOp(Operator):
                 leaf = self._input_leaf(node) if node in self.invariants and small else None
                 if leaf is None:
                     leaf = materialize(ctx.spark, consolidate(df), small)
-                if leaf is not None:
-                    self._held[node][r] = leaf
-                table = None if leaf is None or not templated(ctx) else leaf.in_driver
-                df = None if leaf is None else leaf.df if table is None else self.bound(
-                    ctx, ("input", node), table)
+                if leaf is None:
+                    return None
+                self._held[node][r] = leaf
+                table = leaf.in_driver if templated(ctx) else None
+                df = leaf.df if table is None else self.bound(ctx, ("input", node), table)
         return df
 
     def _input(self, node: Relation) -> Delta | None:

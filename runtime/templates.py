@@ -114,13 +114,12 @@ def slot_for(slots: list[Slot], spark: SparkSession, table: pa.Table) -> Slot | 
     over a new one. ``slots`` keeps the ``SLOTS_KEPT`` used last."""
     if is_remote() or table.num_rows > MAX_SLOT_ROWS:
         return None
-    fitting = [slot for slot in slots if slot.fits(table)]
-    if fitting:
-        slot = min(fitting, key=lambda s: s.capacity)
-        slots.remove(slot)
-    else:
+    slot = min((s for s in slots if s.fits(table)), key=lambda s: s.capacity, default=None)
+    if slot is None:
         capacity = max(MIN_CAPACITY, 1 << max(table.num_rows - 1, 0).bit_length())
         slot = Slot(spark, table.schema, capacity)
+    else:
+        slots.remove(slot)
     slots.insert(0, slot)
     del slots[SLOTS_KEPT:]
     return slot

@@ -90,13 +90,18 @@ from matview.runtime.updates import (
     stored_or_none,
     union_all,
 )
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 ROUND = "_round"
 _AT, _UPTO, _ROUNDS, _SIGN, _COPIES = "_at", "_upto", "_rounds", "_sign", "_copies"
 """A reduce's candidate time, the time and round bounding a corner's contents, the
 corner's sign in the two-dimensional difference, a row's copies in the contents."""
+_NEW = "_new"
+"""Whether a row of a reduce's contents is a difference at a new time."""
+_CORNERS = ((0, 0, 1), (1, 0, -1), (0, 1, -1), (1, 1, 1))
+"""The corners ``(dt, dr, sign)`` of the two-dimensional difference at ``(t, r)``: the
+contents at ``(t - dt, r - dr)``, counted with ``sign``."""
 
 
 @dataclass(frozen=True)
@@ -612,26 +617,90 @@ class LetRecOp(Operator):
         """Round ``r`` of ``node``: every candidate group and new time, its two-dimensional
         difference of the reduce of its contents (the module docstring)."""
         source = node.input
-        changed = self._new_between(source, 0, r)
-        if changed is None:
+        new = self._new_between(source, 0, r, rounds=True, base=r)
+        if new is None:
             return None
         column = next((k.index for k in node.group_key if isinstance(k, Col)), None)
         values = None if column is None else self._values(source, 0, r, column)
         old = self._old(source, 0, r, rounds=True, base=r,
                         key=None if column is None or values is None else (column, values))
-        now = self._at(source, r)
-        if now is None and old is None:
+        if old is None and not self._has(source, r):
             return None
-        new = self._new_between(source, 0, r, rounds=True, base=r)
+        if node.group_key and all(a.func in ("count", "sum") for a in node.aggregates):
+            return self.planned(("reduce", node, r > 0), (old, new),
+                                lambda: self._summed(node, r > 0, old, new))
+        changed = self._new_between(source, 0, r)
+        now = self._at(source, r)
         return self.planned(("reduce", node, r > 0), (changed, old, now, new),
                             lambda: self._reduced(node, r > 0, changed, old, now, new))
 
+    def _summed(self, node: Reduce, later: bool, old: DataFrame | None,
+                new: DataFrame) -> DataFrame:
+        """The plan of a round of ``node`` whose aggregates are counts and sums, reading its
+        contents once. ``old`` and ``new`` are its input's committed and new differences
+        with ``ROUND`` relative to the round (0 the round's own; it is ``later`` than the
+        first when some precede it). With the rows of group k ordered by time, the contents
+        of corner ``(t - dt, -dr)`` of candidate time t are the rows up to ``t - dt``
+        (a window frame over time; its peers share it) with ``ROUND <= -dr``, so every
+        corner's count and sums are window sums over the group, and the candidates are
+        the new rows' times of the groups holding a row of the round (a window maximum
+        over the group). Each candidate's corners with rows are output with their signs,
+        once (a distinct)."""
+        prepared = self._prepared(node)
+        keys = [f"k{i}" for i in range(len(node.group_key))]
+        tagged = [df.withColumn(_NEW, F.lit(is_new)) for df, is_new in ((old, False), (new, True))
+                  if df is not None]
+        rows = prepared(union_all(tagged))  # type: ignore[arg-type]
+        if self._step.small and not self._step.first:
+            rows = rows.coalesce(1)  # grouped in one partition: no shuffle
+        by_time = Window.partitionBy(*keys).orderBy(TIME)
+        frames = {0: by_time.rangeBetween(Window.unboundedPreceding, Window.currentRow),
+                  1: by_time.rangeBetween(Window.unboundedPreceding, -1)}
+        whole = by_time.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
+        out = [spark_type(a.type(node.input.types)) for a in node.aggregates]
+
+        def summed(dt: int, dr: int, weight: Column) -> Column:
+            """The sum of ``weight`` over the contents of corner ``(t - dt, -dr)``."""
+            return F.sum(F.when(col(ROUND) <= -dr, weight)).over(frames[dt])
+
+        def corner(dt: int, dr: int, sign: int) -> Column:
+            aggregates = []
+            for i, agg in enumerate(node.aggregates):
+                value = col(f"v{i}")
+                if agg.expr is None:
+                    aggregates.append(summed(dt, dr, col(DIFF)).cast(out[i]))
+                elif agg.func == "count":
+                    aggregates.append(summed(dt, dr, F.when(value.isNotNull(), col(DIFF)))
+                                      .cast(out[i]))
+                else:  # sum: NULL when no copy of a value is left
+                    aggregates.append(F.when(
+                        summed(dt, dr, F.when(value.isNotNull(), col(DIFF))) > 0,
+                        summed(dt, dr, value.cast(out[i]) * col(DIFF))).cast(out[i]))
+            return F.struct(summed(dt, dr, col(DIFF)).alias("_n"),
+                            *[a.alias(f"a{i}") for i, a in enumerate(aggregates)],
+                            F.lit(sign).cast("bigint").alias(_SIGN))
+
+        corners = [corner(dt, dr, sign) for dt, dr, sign in _CORNERS if later or dr == 0]
+        touched = F.max((col(ROUND) == 0).cast("int")).over(whole)
+        candidates = (rows.select(*keys, col(TIME).alias(_AT), col(_NEW), touched.alias("_k"),
+                                  *[c.alias(f"_c{j}") for j, c in enumerate(corners)])
+                      .where(col(_NEW) & (col("_k") > 0)).drop(_NEW, "_k").distinct())
+        return (candidates.select(*keys, _AT, F.inline(F.array(*[
+                    col(f"_c{j}") for j in range(len(corners))])))
+                .where(col("_n") > 0)
+                .select(*[col(k).alias(f"c{i}") for i, k in enumerate(keys)],
+                        *[col(f"a{i}").alias(f"c{len(keys) + i}")
+                          for i in range(len(node.aggregates))],
+                        col(_AT).alias(TIME), col(_SIGN).alias(DIFF)))
+
     def _reduced(self, node: Reduce, later: bool, changed: DataFrame, old: DataFrame | None,
                  now: DataFrame | None, new: DataFrame | None) -> DataFrame:
-        """The plan of a round of ``node`` (``_reduce``): ``changed`` its input's new
-        differences of every round so far, ``now`` those of the round, ``old`` and ``new``
-        its committed and new differences with ``ROUND`` relative to the round (0; the
-        round is ``later`` than the first when some precede it)."""
+        """The plan of a round of ``node`` with a min or max (``_reduce``; counts and sums
+        alone are ``_summed``): the candidates (group and new time) joined with the contents
+        of each of their corners. ``changed`` is its input's new differences of every round
+        so far, ``now`` those of the round, ``old`` and ``new`` its committed and new
+        differences with ``ROUND`` relative to the round (0; the round is ``later`` than
+        the first when some precede it)."""
         prepared = self._prepared(node)
         keys = [f"k{i}" for i in range(len(node.group_key))]
         at_r = [df for df in (now, None if old is None else
@@ -649,9 +718,8 @@ class LetRecOp(Operator):
         corners = candidates.select(*keys, col(TIME).alias(_AT), F.inline(F.array(*[
             F.struct((col(TIME) - dt).alias(_UPTO), F.lit(-dr).cast("bigint").alias(_ROUNDS),
                      F.lit(sign).alias(_SIGN))
-            for dt, dr, sign in ((0, 0, 1), (1, 0, -1), (0, 1, -1), (1, 1, 1))
-            if later or dr == 0]))).select(*[col(k).alias(f"x_{k}") for k in keys], _AT, _UPTO,
-                                           _ROUNDS, _SIGN)
+            for dt, dr, sign in _CORNERS if later or dr == 0]))).select(
+                *[col(k).alias(f"x_{k}") for k in keys], _AT, _UPTO, _ROUNDS, _SIGN)
         contents = union_all([df for df in (old, new) if df is not None])
         assert contents is not None
         rows = prepared(contents)
@@ -660,12 +728,9 @@ class LetRecOp(Operator):
                       small, build="right")
         values = [c for c in rows.columns if c.startswith("v")]
         corner = [*[f"x_{k}" for k in keys], _AT, _UPTO, _ROUNDS, _SIGN]
-        if all(a.func in ("count", "sum") for a in node.aggregates):
-            # sums of diffs need no consolidation of each row first: one shuffle fewer
-            copies = seen.select(*corner, *values, col(DIFF).alias(_COPIES))
-        else:  # min and max see each row's copies, consolidated
-            copies = (seen.groupBy(*corner, *values).agg(F.sum(DIFF).alias(_COPIES))
-                      .where(col(_COPIES) != 0))
+        # min and max see each row's copies, consolidated
+        copies = (seen.groupBy(*corner, *values).agg(F.sum(DIFF).alias(_COPIES))
+                  .where(col(_COPIES) != 0))
         groups = copies.groupBy(*corner).agg(F.sum(_COPIES).alias("_n"), *[
             self._aggregate(node, i).alias(f"a{i}") for i in range(len(node.aggregates))])
         return groups.where(col("_n") > 0).select(
@@ -686,7 +751,7 @@ class LetRecOp(Operator):
                       for i, a in enumerate(node.aggregates) if a.expr is not None]]
 
         def prepare(df: DataFrame) -> DataFrame:
-            rest = [c for c in (TIME, DIFF, ROUND) if c in df.columns]
+            rest = [c for c in (TIME, DIFF, ROUND, _NEW) if c in df.columns]
             return df.select(*self.built(("prepared", node), compiled), *rest)
 
         return prepare

@@ -15,12 +15,15 @@ from __future__ import annotations
 import os
 import tempfile
 import weakref
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.pandas.serializers import ArrowStreamSerializer
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
+from pyspark.sql.types import StructType
 from pyspark.sql.utils import is_remote
 
 BATCH_ROWS = 10_000
@@ -37,15 +40,23 @@ def arrow_frame(spark: SparkSession, table: pa.Table) -> DataFrame:
     if is_remote():
         return spark.createDataFrame(table)
     read, to_frame = _jvm_methods(spark)
+    with arrow_file(spark, table) as (path, schema):
+        batches = read(path)
+    return DataFrame(to_frame(batches, schema.json(), spark._jsparkSession), spark)
+
+
+@contextmanager
+def arrow_file(spark: SparkSession, table: pa.Table) -> Iterator[tuple[str, StructType]]:
+    """``table`` written to an Arrow stream file the driver's JVM reads (removed after),
+    as its Spark schema's types: the file's path and that schema."""
     schema = from_arrow_schema(table.schema, prefer_timestamp_ntz=False)
     table = table.cast(to_arrow_schema(schema, timezone="UTC"))
     with tempfile.NamedTemporaryFile(delete=False, dir=spark.sparkContext._temp_dir) as out:
         ArrowStreamSerializer().dump_stream(table.to_batches(max_chunksize=BATCH_ROWS), out)
     try:
-        batches = read(out.name)
+        yield out.name, schema
     finally:
         os.unlink(out.name)
-    return DataFrame(to_frame(batches, schema.json(), spark._jsparkSession), spark)
 
 
 def _jvm_methods(spark: SparkSession) -> tuple[Any, Any]:

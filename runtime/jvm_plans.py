@@ -7,6 +7,10 @@ A dataflow's operators select, group and aggregate the same columns every step, 
 ``Columns`` holds its list made once together with its JVM ``Seq``, and ``select`` and
 ``aggregate`` over it cost one or two calls whatever the number of columns. Spark Connect
 sessions build plans without JVM calls; there the plain DataFrame methods run.
+
+Some steps take several JVM calls whatever their plans: a Java helper does them in one
+(``jvm_helper``: the ``*.java`` files beside this module, compiled in the driver's JVM when a
+session first needs them by Janino, the compiler Spark's generated code goes through).
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from __future__ import annotations
 import weakref
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, TypeVar
 
 import pyarrow as pa
@@ -79,20 +84,19 @@ def to_arrow(df: DataFrame, nullable: bool = False) -> pa.Table:
     from pyspark.sql.pandas.serializers import ArrowCollectSerializer
     from pyspark.util import _load_from_socket
 
-    spark = df.sparkSession
+    schema = to_arrow_schema(df.schema, error_on_duplicated_field_names_in_struct=True,
+                             timezone="UTC")
     # a new query over the analysed plan (not analysed again): Spark caches a query's
     # physical plan with the rows of its local relations, and a plan over slots is run
     # again with other rows bound (``runtime.templates``)
-    query = of_rows(spark)(spark._jsparkSession, df._jdf.queryExecution().analyzed())
-    schema = to_arrow_schema(df.schema, error_on_duplicated_field_names_in_struct=True,
-                             timezone="UTC")
-    port, secret, server = query.collectAsArrowToPython()
+    collect = jvm_helper(df.sparkSession, "ArrowCollect")
+    port, secret, started = collect.start(df._jdf).split()
     try:
-        with _load_from_socket((port, secret), ArrowCollectSerializer()) as stream:
+        with _load_from_socket((int(port), secret), ArrowCollectSerializer()) as stream:
             batches = list(stream)
     finally:
         with unwrap_spark_exception():
-            server.getResult()  # the job's failure, raised as PySpark raises it
+            query = collect.finish(int(started))  # the job's failure, raised as PySpark does
     row_counts.read(query)
     if nullable:
         schema = _nullable(schema)
@@ -190,3 +194,19 @@ def made_once(spark: SparkSession, key: Hashable, make: Callable[[], T]) -> T:
     if key not in made:
         made[key] = make()
     return made[key]  # type: ignore[no-any-return]
+
+
+def jvm_helper(spark: SparkSession, name: str) -> Any:
+    """An instance of the Java class ``name`` (``runtime/<name>.java``), compiled and made
+    once per Spark context (not in Spark Connect sessions, which have no JVM here)."""
+    def made() -> Any:
+        jvm = spark._jvm  # type: ignore[attr-defined]
+        gateway = spark.sparkContext._gateway  # type: ignore[union-attr]
+        compiler = jvm.org.codehaus.janino.SimpleCompiler()
+        compiler.setParentClassLoader(spark._jsparkSession.getClass().getClassLoader())
+        compiler.cook(f"{name}.java", (Path(__file__).parent / f"{name}.java").read_text())
+        cls = compiler.getClassLoader().loadClass(name)
+        return cls.getDeclaredConstructor(gateway.new_array(jvm.java.lang.Class, 0)) \
+            .newInstance(gateway.new_array(jvm.java.lang.Object, 0))
+
+    return made_once(spark, ("jvm helper", name), made)

@@ -19,11 +19,9 @@ plan whole in one call and keep no JVM objects here: there batches are plain loc
 
 from __future__ import annotations
 
-from typing import Any
-
 import pyarrow as pa
-from matview.runtime.arrow_frames import arrow_frame
-from matview.runtime.jvm_plans import columns, of_rows, select
+from matview.runtime.arrow_frames import arrow_file, arrow_frame
+from matview.runtime.jvm_plans import columns, jvm_helper, of_rows, select
 from matview.runtime.types import col
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql.utils import is_remote
@@ -50,8 +48,9 @@ class Slot:
     """A placeholder leaf: a local relation with room for ``capacity`` rows of ``schema``
     whose rows ``bind`` replaces. Spark keeps a local relation's rows in an immutable
     sequence; the slot's is a JVM array wrapped without a copy, which ``bind`` overwrites:
-    the batch's rows, then padding rows (NULLs, ``_live`` false) up to the capacity. Its
-    ``frame`` keeps the live rows, a filter that Spark's optimizer evaluates on the local rows
+    the batch's rows, then padding rows (NULLs, ``_live`` false) up to the capacity, read
+    from an Arrow file in one JVM call (``SlotRows.java``). Its ``frame`` keeps the live
+    rows, a filter that Spark's optimizer evaluates on the local rows
     (``ConvertToLocalRelation``), so a job plans the slot as a local relation of just the
     bound batch."""
 
@@ -63,13 +62,17 @@ class Slot:
         self.held: pa.Table | None = None
         """The rows bound last."""
         jvm = spark._jvm  # type: ignore[attr-defined]
-        first = self._relation(schema.empty_table())
+        first = arrow_frame(spark, self._padded(schema.empty_table()))
         self.rows = spark.sparkContext._gateway.new_array(  # type: ignore[union-attr]
             jvm.java.lang.Object, capacity)
-        first.data().copyToArray(self.rows)
+        relation = first._jdf.queryExecution().analyzed()
+        relation.data().copyToArray(self.rows)
+        self._schema = first._jdf.schema()
+        self._projection = jvm.org.apache.spark.sql.catalyst.expressions.UnsafeProjection \
+            .create(self._schema)
         relation = jvm.org.apache.spark.sql.catalyst.plans.logical.LocalRelation(
-            first.output(), jvm.scala.collection.immutable.ArraySeq.unsafeWrapArray(self.rows),
-            False, first.stream())
+            relation.output(), jvm.scala.collection.immutable.ArraySeq.unsafeWrapArray(
+                self.rows), False, relation.stream())
         whole = DataFrame(of_rows(spark)(spark._jsparkSession, relation), spark)
         self.frame = select(whole.where(col(LIVE)), columns(spark, *schema.names))
 
@@ -86,20 +89,20 @@ class Slot:
         rows it holds)."""
         if self.held is not None and self.held.equals(table):
             return
-        self._relation(table).data().copyToArray(self.rows)
+        with arrow_file(self.spark, self._padded(table)) as (path, _):
+            jvm_helper(self.spark, "SlotRows").read(path, self._schema, self._projection,
+                                                    self.rows)
         self.held = table
 
-    def _relation(self, table: pa.Table) -> Any:
-        """The JVM local relation of ``table``'s rows with ``_live`` true, padded up to the
-        capacity with dead rows."""
+    def _padded(self, table: pa.Table) -> pa.Table:
+        """``table``'s rows with ``_live`` true, padded up to the capacity with dead rows."""
         pad = self.capacity - table.num_rows
         loose = pa.schema([f.with_nullable(True) for f in self.schema])
         live = table.cast(loose).append_column(LIVE, pa.repeat(pa.scalar(True),
                                                                table.num_rows))
         dead = pa.table([*[pa.nulls(pad, f.type) for f in loose],
                          pa.repeat(pa.scalar(False), pad)], schema=live.schema)
-        padded = pa.concat_tables([live, dead])
-        return arrow_frame(self.spark, padded)._jdf.queryExecution().analyzed()
+        return pa.concat_tables([live, dead])
 
 
 def _fields(schema: pa.Schema) -> list[tuple[str, pa.DataType]]:

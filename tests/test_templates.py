@@ -5,6 +5,8 @@ call, while the views stay right and operators' row counts exact."""
 
 from __future__ import annotations
 
+import datetime
+import decimal
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -15,6 +17,7 @@ from matview.runtime.dataflow import operators
 from matview.runtime.join import JoinOp
 from matview.runtime.jvm_plans import to_arrow
 from matview.runtime.templates import MIN_CAPACITY, SHRINK, SLOTS_KEPT, Slot, slot_for
+from py4j.java_gateway import JavaMember
 from pyspark.sql import DataFrame, SparkSession
 
 import matview
@@ -47,6 +50,52 @@ def test_a_slot_frame_reads_the_rows_bound_last(spark: SparkSession) -> None:
     assert to_arrow(grouped).to_pylist() == [{"v": "x", "k": 2}]
     slot.bind(_table([]))
     assert _rows(plan) == []
+
+
+@contextmanager
+def _jvm_calls() -> Iterator[list[str]]:
+    """The names of the JVM methods called through py4j in the block."""
+    called: list[str] = []
+    original = JavaMember.__call__
+
+    def counting(self: JavaMember, *args: object) -> object:
+        called.append(self.name)
+        return original(self, *args)
+
+    JavaMember.__call__ = counting  # type: ignore[method-assign]
+    try:
+        yield called
+    finally:
+        JavaMember.__call__ = original  # type: ignore[method-assign]
+
+
+def test_binding_a_slot_and_collecting_a_plan_cost_one_and_two_jvm_calls(
+        spark: SparkSession) -> None:
+    """A slot's rows are read from an Arrow file by a Java helper in one JVM call (making a
+    DataFrame of them to take its rows took six), and a plan's rows are collected in two
+    (the query made and its collect started, then its end awaited; eight before), whatever
+    the columns' types: NULLs, strings, decimals, dates, timestamps, booleans, doubles."""
+    def batch(n: int) -> pa.Table:
+        return pa.table({
+            "i": pa.array([i if i % 3 else None for i in range(n)], pa.int64()),
+            "s": pa.array([f"s{i}" if i % 4 else None for i in range(n)]),
+            "d": pa.array([decimal.Decimal(i) / 4 for i in range(n)], pa.decimal128(10, 2)),
+            "day": pa.array([datetime.date(2026, 1, 1 + i % 28) for i in range(n)]),
+            "at": pa.array([datetime.datetime(2026, 1, 1, i % 24) for i in range(n)],
+                           pa.timestamp("us", "UTC")),
+            "b": pa.array([i % 2 == 0 for i in range(n)]),
+            "f": pa.array([i / 3 for i in range(n)], pa.float64())})
+
+    slot = slot_for([], spark, batch(3))
+    assert slot is not None
+    to_arrow(slot.frame)  # the helpers made, once per session
+    for n in (3, 200, 0, 17):
+        with _jvm_calls() as bound:
+            slot.bind(batch(n))
+        with _jvm_calls() as collected:
+            rows = to_arrow(slot.frame)
+        assert bound == ["read"] and collected == ["start", "finish"], (bound, collected)
+        assert rows.sort_by("f").to_pylist() == batch(n).to_pylist()
 
 
 def test_a_slot_grows_and_keeps_its_columns(spark: SparkSession) -> None:

@@ -71,6 +71,7 @@ from matview.ir.table_functions import DEFAULT_ROW_LIMIT
 from matview.ir.types import Kind, SqlType
 from matview.runtime.expressions import compile_scalar
 from matview.runtime.jvm_plans import to_arrow
+from matview.runtime.key_index import holding
 from matview.runtime.linear import Pipeline, apply_steps
 from matview.runtime.one_job import OneJob
 from matview.runtime.operator import Delta, Operator, StepContext, templated
@@ -402,11 +403,9 @@ class LetRecOp(Operator):
             column, values = key
             tables = []
             for batch in self.batches.get(node, []):
-                values = values.cast(batch.schema.field(f"c{column}").type)
-                kept = pc.and_(pc.and_(pc.greater_equal(batch[ROUND], lo),
-                                       pc.less_equal(batch[ROUND], hi)),
-                               pc.is_in(batch[f"c{column}"], value_set=values))
-                tables.append(batch.filter(kept))
+                found = holding(batch, f"c{column}", values)
+                tables.append(found.filter(pc.and_(pc.greater_equal(found[ROUND], lo),
+                                                   pc.less_equal(found[ROUND], hi))))
             table = pa.concat_tables(tables) if tables else None
             if table is None or not table.num_rows:
                 return None

@@ -25,6 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from matview.runtime.arrow_frames import arrow_frame
 from matview.runtime.jvm_plans import to_arrow
+from matview.runtime.key_index import holding
 from matview.runtime.types import col, column_names
 from matview.runtime.updates import (
     DIFF,
@@ -224,7 +225,7 @@ class Trace:
 
     def matching(self, upto: int, column: str, values: pa.Array) -> pa.Table | None:
         """The updates with time ``<= upto`` whose ``column`` holds one of ``values``,
-        found in Arrow by a hash lookup over the batches held in the driver (or their
+        found in Arrow (``key_index.holding``) in the batches held in the driver (or their
         copies): a keyed read of the arrangement, with no Spark job, whose plan holds only
         those rows. None when some batch is held only in Spark."""
         batches = [b for b in self.batches if b.lower <= upto]
@@ -233,9 +234,10 @@ class Trace:
             return None
         found = []
         for batch, table in zip(batches, tables):
+            table = holding(table, column, values)  # the batch's own table: its index kept
             if batch.upper > upto:
                 table = table.filter(pc.less_equal(table[TIME], upto))
-            found.append(_holding(table, column, values))
+            found.append(table)
         return pa.concat_tables(found, promote_options="permissive") if found else None
 
     def held_contents(self, upto: int) -> pa.Table | None:
@@ -281,10 +283,11 @@ class Trace:
             retracted = mine.filter(pc.less(mine[DIFF], 0)).select(names)
             probe = _probe_column(retracted) if retracted.num_rows <= PROBE_VALUES else None
             local = [leaf.in_driver for leaf in leaves]
-            parts = [t.select([*names, DIFF]) for t in local if t is not None]
-            if probe is not None:
+            parts = [t for t in local if t is not None]
+            if probe is not None:  # the batches' own tables: their indexes kept
                 values = pc.unique(retracted[probe])
-                parts = [_holding(part, probe, values) for part in parts]
+                parts = [holding(part, probe, values) for part in parts]
+            parts = [part.select([*names, DIFF]) for part in parts]
             held = [leaf.df.select(*names, DIFF) for leaf, t in zip(leaves, local) if t is None]
             if held and retracted.num_rows:
                 copies = self._found_in_spark(union_all(held), retracted, probe)  # type: ignore[arg-type]
@@ -417,13 +420,6 @@ class Trace:
             start -= 1
             tail += self.batches[start].leaf.rows
         return start, len(self.batches)
-
-
-def _holding(table: pa.Table, column: str, values: pa.Array) -> pa.Table:
-    """The rows of ``table`` whose ``column`` holds one of ``values`` (NULL among them
-    included), found in Arrow by a hash lookup."""
-    values = values.cast(table.schema.field(column).type)
-    return table.filter(pc.is_in(table[column], value_set=values, skip_nulls=False))
 
 
 def _probe_column(rows: pa.Table) -> str | None:

@@ -1,0 +1,54 @@
+"""Cuts of driver-held batches by key (``runtime.key_index``): through an index for a large
+batch of integers, the same rows a hash lookup over the whole batch finds."""
+
+from __future__ import annotations
+
+import gc
+import random
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+from matview.runtime import key_index
+from matview.runtime.key_index import INDEXED_ROWS, holding
+
+
+def _scanned(table: pa.Table, column: str, values: pa.Array) -> list[int]:
+    found = table.filter(pc.is_in(table[column], value_set=values, skip_nulls=False))
+    return sorted(found["row"].to_pylist())
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_an_indexed_cut_finds_the_rows_a_scan_finds(seed: int) -> None:
+    """Keys with duplicates and NULLs, values present and absent, repeated, NULL among
+    them or not, none at all; the index is made once for the batch and kept while it
+    lives."""
+    rng = random.Random(seed)
+    rows = INDEXED_ROWS + rng.randint(0, 1000)
+    table = pa.table({
+        "k": pa.array([None if rng.random() < 0.02 else rng.randint(-300, 300)
+                       for _ in range(rows)], pa.int64()),
+        "row": pa.array(range(rows))})
+    for _ in range(20):
+        values = pa.array([None if rng.random() < 0.1 else rng.randint(-320, 320)
+                           for _ in range(rng.randint(0, 12))], pa.int32())
+        found = holding(table, "k", values)
+        assert sorted(found["row"].to_pylist()) == _scanned(table, "k", values)
+        assert found.schema == table.schema
+    assert (id(table), "k") in key_index._indexes
+    held = len(key_index._indexes)
+    del table
+    gc.collect()
+    assert len(key_index._indexes) == held - 1
+
+
+def test_small_batches_and_other_types_are_scanned() -> None:
+    """A batch under ``INDEXED_ROWS`` rows, or a column of text, takes no index."""
+    small = pa.table({"k": pa.array([1, 2, None, 2], pa.int64()), "row": [0, 1, 2, 3]})
+    text = pa.table({"k": pa.array([str(i % 7) for i in range(INDEXED_ROWS)]),
+                     "row": pa.array(range(INDEXED_ROWS))})
+    before = len(key_index._indexes)
+    assert sorted(holding(small, "k", pa.array([2, None]))["row"].to_pylist()) == [1, 2, 3]
+    three = pa.array(["3"])
+    assert sorted(holding(text, "k", three)["row"].to_pylist()) == _scanned(text, "k", three)
+    assert len(key_index._indexes) == before

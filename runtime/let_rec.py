@@ -694,12 +694,12 @@ class LetRecOp(Operator):
 
     def _reduced(self, node: Reduce, later: bool, changed: DataFrame, old: DataFrame | None,
                  now: DataFrame | None, new: DataFrame | None) -> DataFrame:
-        """The plan of a round of ``node`` with a min or max (``_reduce``; counts and sums
-        alone are ``_summed``): the candidates (group and new time) joined with the contents
-        of each of their corners. ``changed`` is its input's new differences of every round
-        so far, ``now`` those of the round, ``old`` and ``new`` its committed and new
-        differences with ``ROUND`` relative to the round (0; the round is ``later`` than
-        the first when some precede it)."""
+        """The plan of a round of ``node`` with a min or max or no group key (``_reduce``;
+        counts and sums by a key are ``_summed``): the candidates (group and new time)
+        joined with the contents of each of their corners. ``changed`` is its input's new
+        differences of every round so far, ``now`` those of the round, ``old`` and ``new``
+        its committed and new differences with ``ROUND`` relative to the round (0; the
+        round is ``later`` than the first when some precede it)."""
         prepared = self._prepared(node)
         keys = [f"k{i}" for i in range(len(node.group_key))]
         at_r = [df for df in (now, None if old is None else

@@ -12,15 +12,14 @@ import org.apache.spark.sql.types.StructType;
 public class SlotRows {
   /**
    * Overwrites the first entries of rows with the rows of the Arrow stream file at path, of
-   * the given schema (times in UTC), each an UnsafeRow of its own; returns how many it read.
+   * the given schema (times in UTC), each an UnsafeRow of its own.
    */
-  public int read(String path, StructType schema, UnsafeProjection projection, Object[] rows) {
+  public void read(String path, StructType schema, UnsafeProjection projection, Object[] rows) {
     scala.collection.Iterator read = ArrowConverters$.MODULE$.fromBatchIterator(
         PythonSQLUtils.readArrowStreamFromFile(path), schema, "UTC", true, false, null);
     int n = 0;
     while (read.hasNext()) {
       rows[n++] = projection.apply((InternalRow) read.next()).copy();
     }
-    return n;
   }
 }

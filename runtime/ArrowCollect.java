@@ -1,14 +1,42 @@
+import java.io.DataOutputStream;
+import java.io.FileOutputStream;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
 import org.apache.spark.security.SocketAuthServer;
+import org.apache.spark.rdd.RDD;
+import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
+import org.apache.spark.sql.catalyst.plans.logical.CollectMetrics;
+import org.apache.spark.sql.catalyst.plans.logical.LocalRelation;
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.classic.Dataset;
 import org.apache.spark.sql.classic.Dataset$;
+import org.apache.spark.sql.execution.LocalTableScanExec;
+import org.apache.spark.sql.execution.LogicalRDD;
+import org.apache.spark.sql.execution.SparkPlan;
+import org.apache.spark.sql.execution.arrow.ArrowBatchStreamWriter;
+import org.apache.spark.sql.execution.exchange.Exchange;
+import org.apache.spark.sql.internal.SQLConf;
 
 /**
- * A frame's rows collected to Python through Arrow (runtime/jvm_plans.py, to_arrow) in two
- * JVM calls: the query made and its collect started, then its end awaited.
+ * A frame's rows collected to Python through Arrow (runtime/jvm_plans.py, to_arrow).
+ *
+ * A frame whose plan reads only local relations and checkpoints is planned once (prepare)
+ * and each collect runs that physical plan again (run), reading the rows its slots
+ * (runtime/templates.py) hold when it runs: the optimizer did not fold them into the plan.
+ * Others are collected in two JVM calls, the query made and its collect started (start),
+ * then its end awaited (finish).
  */
 public class ArrowCollect {
+  private static final String EXCLUDED = "spark.sql.optimizer.excludedRules";
+  private static final String FOLDING =
+      "org.apache.spark.sql.catalyst.optimizer.ConvertToLocalRelation";
+
+  /**
+   * The most local rows a kept RDD reads: its partitions hold a copy of them while its
+   * frame lives (a larger plan's copies, run again, are made anew at each run).
+   */
+  private static final long KEPT_ROWS = 1 << 16;
+
   private final ConcurrentHashMap running = new ConcurrentHashMap();
   private final AtomicLong made = new AtomicLong();
 
@@ -30,5 +58,143 @@ public class ArrowCollect {
     Object[] started = (Object[]) running.remove(Long.valueOf(id));
     ((SocketAuthServer) started[0]).getResult();
     return (Dataset) started[1];
+  }
+
+  /**
+   * A query over the analysed plan of df and its physical plan, planned with the optimizer's
+   * ConvertToLocalRelation left out (it evaluates operators over a local relation's rows
+   * while planning), and, for a plan without exchanges over at most KEPT_ROWS local rows,
+   * the RDD of its Arrow batches; null when the plan cannot be run again as planned: it
+   * observes metrics (their listeners hear only of queries), has subqueries (their results
+   * are kept by the plan), or reads leaves other than local relations and checkpoints.
+   */
+  public Object[] prepare(Dataset df) {
+    LogicalPlan analyzed = df.queryExecution().analyzed();
+    if (!rerunnable(analyzed)) {
+      return null;
+    }
+    SQLConf conf = df.sparkSession().sessionState().conf();
+    boolean had = conf.contains(EXCLUDED);
+    String before = had ? conf.getConfString(EXCLUDED) : null;
+    conf.setConfString(EXCLUDED, had && before.length() > 0 ? before + "," + FOLDING : FOLDING);
+    SparkPlan plan;
+    Dataset query;
+    try {
+      query = Dataset$.MODULE$.ofRows(df.sparkSession(), analyzed);
+      plan = query.queryExecution().executedPlan();
+    } finally {
+      if (had) {
+        conf.setConfString(EXCLUDED, before);
+      } else {
+        conf.unsetConf(EXCLUDED);
+      }
+    }
+    java.util.List scans = new java.util.ArrayList();
+    if (!scans(plan, scans) || rows(scans) > KEPT_ROWS) {
+      return new Object[] {query, plan, null, null};
+    }
+    return new Object[] {query, plan, query.toArrowBatchRdd(plan), scans.toArray()};
+  }
+
+  private static boolean rerunnable(LogicalPlan plan) {
+    if (plan instanceof CollectMetrics || !plan.subqueries().isEmpty()) {
+      return false;
+    }
+    scala.collection.Iterator children = plan.children().iterator();
+    if (!children.hasNext()) {
+      return plan instanceof LocalRelation || plan instanceof LogicalRDD;
+    }
+    while (children.hasNext()) {
+      if (!rerunnable((LogicalPlan) children.next())) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  private static long rows(java.util.List scans) {
+    long rows = 0;
+    for (Object scan : scans) {
+      rows += ((LocalTableScanExec) scan).rows().size();
+    }
+    return rows;
+  }
+
+  /**
+   * Adds the local scans of plan to found; false when the plan has an exchange (a job run
+   * again over its RDD would read the exchange's output of the first run).
+   */
+  private static boolean scans(SparkPlan plan, java.util.List found) {
+    if (plan instanceof Exchange) {
+      return false;
+    }
+    if (plan instanceof LocalTableScanExec) {
+      found.add(plan);
+    }
+    scala.collection.Iterator children = plan.children().iterator();
+    while (children.hasNext()) {
+      if (!scans((SparkPlan) children.next(), found)) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  /**
+   * Runs a prepared plan (made by prepare) in one job and writes its rows to path as an
+   * Arrow stream. A plan without exchanges runs its RDD again, each local scan's rows
+   * (the copies that its partitions hold) pointed first at the bytes of the rows its
+   * relation holds now; another runs a copy of the plan, which has none of the plan's
+   * state from earlier runs.
+   */
+  public void run(Object[] prepared, String path) throws Exception {
+    Dataset query = (Dataset) prepared[0];
+    RDD batches;
+    if (prepared[2] == null) {
+      batches = query.toArrowBatchRdd((SparkPlan) ((SparkPlan) prepared[1]).clone());
+    } else {
+      Object[] scans = (Object[]) prepared[3];
+      for (int i = 0; i < scans.length; i++) {
+        renew((LocalTableScanExec) scans[i]);
+      }
+      batches = (RDD) prepared[2];
+    }
+    Object[] collected = (Object[]) batches.collect();
+    DataOutputStream out = new DataOutputStream(new FileOutputStream(path));
+    try {
+      ArrowBatchStreamWriter writer = new ArrowBatchStreamWriter(query.schema(), out,
+          query.sparkSession().sessionState().conf().sessionLocalTimeZone(), true, false);
+      writer.writeBatches(scala.collection.ArrayOps$.MODULE$.iterator$extension(collected));
+      writer.end();
+    } finally {
+      out.close();
+    }
+  }
+
+  private static final java.lang.reflect.Method COPIES = copies();
+
+  private static java.lang.reflect.Method copies() {
+    try {
+      java.lang.reflect.Method method = LocalTableScanExec.class.getDeclaredMethod("unsafeRows",
+          new Class[0]);
+      method.setAccessible(true);
+      return method;
+    } catch (NoSuchMethodException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+
+  /** Points each row copy of scan (which its RDD's partitions hold) at its row's bytes. */
+  private static void renew(LocalTableScanExec scan) throws Exception {
+    Object[] copies = (Object[]) COPIES.invoke(scan, new Object[0]);
+    scala.collection.Iterator rows = scan.rows().iterator();
+    for (int i = 0; rows.hasNext(); i++) {
+      Object row = rows.next();
+      if (row instanceof UnsafeRow && copies[i] != row) {
+        UnsafeRow now = (UnsafeRow) row;
+        ((UnsafeRow) copies[i]).pointTo(now.getBaseObject(), now.getBaseOffset(),
+            now.getSizeInBytes());
+      }
+    }
   }
 }

@@ -51,10 +51,20 @@ def arrow_file(spark: SparkSession, table: pa.Table) -> Iterator[tuple[str, Stru
     as its Spark schema's types: the file's path and that schema."""
     schema = from_arrow_schema(table.schema, prefer_timestamp_ntz=False)
     table = table.cast(to_arrow_schema(schema, timezone="UTC"))
+    with scratch_file(spark) as path:
+        with open(path, "wb") as out:
+            ArrowStreamSerializer().dump_stream(table.to_batches(max_chunksize=BATCH_ROWS), out)
+        yield path, schema
+
+
+@contextmanager
+def scratch_file(spark: SparkSession) -> Iterator[str]:
+    """The path of a new empty file in the Spark context's scratch directory, removed
+    after."""
     with tempfile.NamedTemporaryFile(delete=False, dir=spark.sparkContext._temp_dir) as out:
-        ArrowStreamSerializer().dump_stream(table.to_batches(max_chunksize=BATCH_ROWS), out)
+        pass
     try:
-        yield out.name, schema
+        yield out.name
     finally:
         os.unlink(out.name)
 

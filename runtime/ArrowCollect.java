@@ -11,7 +11,6 @@ import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.classic.Dataset;
 import org.apache.spark.sql.classic.Dataset$;
 import org.apache.spark.sql.execution.LocalTableScanExec;
-import org.apache.spark.sql.execution.LogicalRDD;
 import org.apache.spark.sql.execution.SparkPlan;
 import org.apache.spark.sql.execution.arrow.ArrowBatchStreamWriter;
 import org.apache.spark.sql.execution.exchange.Exchange;
@@ -20,7 +19,7 @@ import org.apache.spark.sql.internal.SQLConf;
 /**
  * A frame's rows collected to Python through Arrow (runtime/jvm_plans.py, to_arrow).
  *
- * A frame whose plan reads only local relations and checkpoints is planned once (prepare)
+ * A frame whose plan reads only local relations is planned once (prepare)
  * and each collect runs that physical plan again (run), reading the rows its slots
  * (runtime/templates.py) hold when it runs: the optimizer did not fold them into the plan.
  * Others are collected in two JVM calls, the query made and its collect started (start),
@@ -66,34 +65,78 @@ public class ArrowCollect {
    * while planning), and, for a plan without exchanges over at most KEPT_ROWS local rows,
    * the RDD of its Arrow batches; null when the plan cannot be run again as planned: it
    * observes metrics (their listeners hear only of queries), has subqueries (their results
-   * are kept by the plan), or reads leaves other than local relations and checkpoints.
+   * are kept by the plan), or reads leaves other than local relations (before planning, or
+   * after: Spark reads cached data where a cached plan matches).
    */
   public Object[] prepare(Dataset df) {
     LogicalPlan analyzed = df.queryExecution().analyzed();
     if (!rerunnable(analyzed)) {
       return null;
     }
-    SQLConf conf = df.sparkSession().sessionState().conf();
-    boolean had = conf.contains(EXCLUDED);
-    String before = had ? conf.getConfString(EXCLUDED) : null;
-    conf.setConfString(EXCLUDED, had && before.length() > 0 ? before + "," + FOLDING : FOLDING);
-    SparkPlan plan;
-    Dataset query;
+    Object active = activate(df);
     try {
-      query = Dataset$.MODULE$.ofRows(df.sparkSession(), analyzed);
-      plan = query.queryExecution().executedPlan();
+      SQLConf conf = df.sparkSession().sessionState().conf();
+      boolean had = conf.contains(EXCLUDED);
+      String before = had ? conf.getConfString(EXCLUDED) : null;
+      conf.setConfString(EXCLUDED,
+          had && before.length() > 0 ? before + "," + FOLDING : FOLDING);
+      SparkPlan plan;
+      Dataset query;
+      try {
+        query = Dataset$.MODULE$.ofRows(df.sparkSession(), analyzed);
+        plan = query.queryExecution().executedPlan();
+      } finally {
+        if (had) {
+          conf.setConfString(EXCLUDED, before);
+        } else {
+          conf.unsetConf(EXCLUDED);
+        }
+      }
+      if (!local(plan)) {
+        return null;
+      }
+      java.util.List scans = new java.util.ArrayList();
+      if (!scans(plan, scans) || rows(scans) > KEPT_ROWS) {
+        return new Object[] {query, plan, null, null};
+      }
+      return new Object[] {query, plan, query.toArrowBatchRdd(plan), scans.toArray()};
     } finally {
-      if (had) {
-        conf.setConfString(EXCLUDED, before);
-      } else {
-        conf.unsetConf(EXCLUDED);
+      restore(active);
+    }
+  }
+
+  /**
+   * Makes df's session the thread's active one (a physical plan takes its session from
+   * it), returning the one it replaces (an Option) for restore.
+   */
+  private static Object activate(Dataset df) {
+    scala.Option before = org.apache.spark.sql.classic.SparkSession$.MODULE$.getActiveSession();
+    org.apache.spark.sql.classic.SparkSession.setActiveSession(df.sparkSession());
+    return before;
+  }
+
+  private static void restore(Object active) {
+    scala.Option before = (scala.Option) active;
+    if (before.isDefined()) {
+      org.apache.spark.sql.classic.SparkSession.setActiveSession(
+          (org.apache.spark.sql.SparkSession) before.get());
+    } else {
+      org.apache.spark.sql.classic.SparkSession.clearActiveSession();
+    }
+  }
+
+  /** Whether every leaf of plan is a local scan. */
+  private static boolean local(SparkPlan plan) {
+    scala.collection.Iterator children = plan.children().iterator();
+    if (!children.hasNext()) {
+      return plan instanceof LocalTableScanExec;
+    }
+    while (children.hasNext()) {
+      if (!local((SparkPlan) children.next())) {
+        return false;
       }
     }
-    java.util.List scans = new java.util.ArrayList();
-    if (!scans(plan, scans) || rows(scans) > KEPT_ROWS) {
-      return new Object[] {query, plan, null, null};
-    }
-    return new Object[] {query, plan, query.toArrowBatchRdd(plan), scans.toArray()};
+    return true;
   }
 
   private static boolean rerunnable(LogicalPlan plan) {
@@ -102,7 +145,7 @@ public class ArrowCollect {
     }
     scala.collection.Iterator children = plan.children().iterator();
     if (!children.hasNext()) {
-      return plan instanceof LocalRelation || plan instanceof LogicalRDD;
+      return plan instanceof LocalRelation;
     }
     while (children.hasNext()) {
       if (!rerunnable((LogicalPlan) children.next())) {
@@ -149,17 +192,23 @@ public class ArrowCollect {
    */
   public void run(Object[] prepared, String path) throws Exception {
     Dataset query = (Dataset) prepared[0];
-    RDD batches;
-    if (prepared[2] == null) {
-      batches = query.toArrowBatchRdd((SparkPlan) ((SparkPlan) prepared[1]).clone());
-    } else {
-      Object[] scans = (Object[]) prepared[3];
-      for (int i = 0; i < scans.length; i++) {
-        renew((LocalTableScanExec) scans[i]);
+    Object[] collected;
+    Object active = activate(query);
+    try {
+      RDD batches;
+      if (prepared[2] == null) {
+        batches = query.toArrowBatchRdd((SparkPlan) ((SparkPlan) prepared[1]).clone());
+      } else {
+        Object[] scans = (Object[]) prepared[3];
+        for (int i = 0; i < scans.length; i++) {
+          renew((LocalTableScanExec) scans[i]);
+        }
+        batches = (RDD) prepared[2];
       }
-      batches = (RDD) prepared[2];
+      collected = (Object[]) batches.collect();
+    } finally {
+      restore(active);
     }
-    Object[] collected = (Object[]) batches.collect();
     DataOutputStream out = new DataOutputStream(new FileOutputStream(path));
     try {
       ArrowBatchStreamWriter writer = new ArrowBatchStreamWriter(query.schema(), out,

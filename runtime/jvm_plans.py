@@ -69,8 +69,8 @@ def to_arrow(df: DataFrame, nullable: bool = False) -> pa.Table:
     """``df.toArrow()``: its rows collected in one Spark job. In a classic session without
     the SQL settings PySpark reads first (matview's sessions keep its defaults: no large
     variable-width types, no self-destruct) and the call site it records, about a dozen
-    JVM calls fewer per collect. A frame whose plan can run again (over local rows and
-    checkpoints, observing nothing: ``ArrowCollect.prepare``) is planned once, and each of
+    JVM calls fewer per collect. A frame whose plan can run again (over local rows only,
+    observing nothing: ``ArrowCollect.prepare``) is planned once, and each of
     its collects runs that plan again in one JVM call: a W4 round's collect as a new query
     cost 0.07 s, a copy of its physical plan 0.045 s, its RDD run again 0.02 s.
     ``nullable``: every field of the result's schema, nested ones too, may hold NULLs (a

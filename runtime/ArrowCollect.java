@@ -5,6 +5,7 @@ import java.util.concurrent.atomic.AtomicLong;
 import org.apache.spark.security.SocketAuthServer;
 import org.apache.spark.rdd.RDD;
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
+import org.apache.spark.sql.catalyst.plans.QueryPlan;
 import org.apache.spark.sql.catalyst.plans.logical.CollectMetrics;
 import org.apache.spark.sql.catalyst.plans.logical.LocalRelation;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
@@ -70,7 +71,7 @@ public class ArrowCollect {
    */
   public Object[] prepare(Dataset df) {
     LogicalPlan analyzed = df.queryExecution().analyzed();
-    if (!rerunnable(analyzed)) {
+    if (!made(analyzed, CollectMetrics.class, LocalRelation.class)) {
       return null;
     }
     Object active = activate(df);
@@ -92,11 +93,20 @@ public class ArrowCollect {
           conf.unsetConf(EXCLUDED);
         }
       }
-      if (!local(plan)) {
+      if (!made(plan, Void.class, LocalTableScanExec.class)) {
         return null;
       }
       java.util.List scans = new java.util.ArrayList();
-      if (!scans(plan, scans) || rows(scans) > KEPT_ROWS) {
+      long rows = 0;
+      for (scala.collection.Iterator leaves = plan.collectLeaves().iterator();
+          leaves.hasNext();) {
+        LocalTableScanExec scan = (LocalTableScanExec) leaves.next();
+        scans.add(scan);
+        rows += scan.rows().size();
+      }
+      // a job run again over the RDD of a plan with an exchange would read the exchange's
+      // output of the first run
+      if (!made(plan, Exchange.class, LocalTableScanExec.class) || rows > KEPT_ROWS) {
         return new Object[] {query, plan, null, null};
       }
       return new Object[] {query, plan, query.toArrowBatchRdd(plan), scans.toArray()};
@@ -125,58 +135,20 @@ public class ArrowCollect {
     }
   }
 
-  /** Whether every leaf of plan is a local scan. */
-  private static boolean local(SparkPlan plan) {
-    scala.collection.Iterator children = plan.children().iterator();
-    if (!children.hasNext()) {
-      return plan instanceof LocalTableScanExec;
-    }
-    while (children.hasNext()) {
-      if (!local((SparkPlan) children.next())) {
-        return false;
-      }
-    }
-    return true;
-  }
-
-  private static boolean rerunnable(LogicalPlan plan) {
-    if (plan instanceof CollectMetrics || !plan.subqueries().isEmpty()) {
-      return false;
-    }
-    scala.collection.Iterator children = plan.children().iterator();
-    if (!children.hasNext()) {
-      return plan instanceof LocalRelation;
-    }
-    while (children.hasNext()) {
-      if (!rerunnable((LogicalPlan) children.next())) {
-        return false;
-      }
-    }
-    return true;
-  }
-
-  private static long rows(java.util.List scans) {
-    long rows = 0;
-    for (Object scan : scans) {
-      rows += ((LocalTableScanExec) scan).rows().size();
-    }
-    return rows;
-  }
-
   /**
-   * Adds the local scans of plan to found; false when the plan has an exchange (a job run
-   * again over its RDD would read the exchange's output of the first run).
+   * Whether no node of plan is a refused one or has subqueries, and every leaf is a leaf
+   * one.
    */
-  private static boolean scans(SparkPlan plan, java.util.List found) {
-    if (plan instanceof Exchange) {
+  private static boolean made(QueryPlan plan, Class refused, Class leaf) {
+    if (refused.isInstance(plan) || !plan.subqueries().isEmpty()) {
       return false;
     }
-    if (plan instanceof LocalTableScanExec) {
-      found.add(plan);
-    }
     scala.collection.Iterator children = plan.children().iterator();
+    if (!children.hasNext()) {
+      return leaf.isInstance(plan);
+    }
     while (children.hasNext()) {
-      if (!scans((SparkPlan) children.next(), found)) {
+      if (!made((QueryPlan) children.next(), refused, leaf)) {
         return false;
       }
     }

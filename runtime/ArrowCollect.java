@@ -1,16 +1,24 @@
 import java.io.DataOutputStream;
 import java.io.FileOutputStream;
+import java.util.Properties;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
+import org.apache.spark.Partition;
+import org.apache.spark.TaskContext$;
+import org.apache.spark.TaskContextImpl;
+import org.apache.spark.executor.TaskMetrics;
+import org.apache.spark.memory.MemoryManager;
+import org.apache.spark.memory.TaskMemoryManager;
 import org.apache.spark.security.SocketAuthServer;
 import org.apache.spark.rdd.RDD;
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
 import org.apache.spark.sql.catalyst.plans.QueryPlan;
-import org.apache.spark.sql.catalyst.plans.logical.CollectMetrics;
 import org.apache.spark.sql.catalyst.plans.logical.LocalRelation;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.classic.Dataset;
 import org.apache.spark.sql.classic.Dataset$;
+import org.apache.spark.sql.execution.CollectMetricsExec;
+import org.apache.spark.sql.execution.LastAttemptAggregatingAccumulator;
 import org.apache.spark.sql.execution.LocalTableScanExec;
 import org.apache.spark.sql.execution.SparkPlan;
 import org.apache.spark.sql.execution.arrow.ArrowBatchStreamWriter;
@@ -23,8 +31,12 @@ import org.apache.spark.sql.internal.SQLConf;
  * A frame whose plan reads only local relations is planned once (prepare)
  * and each collect runs that physical plan again (run), reading the rows its slots
  * (runtime/templates.py) hold when it runs: the optimizer did not fold them into the plan.
- * Others are collected in two JVM calls, the query made and its collect started (start),
- * then its end awaited (finish).
+ * A plan without exchanges over at most KEPT_ROWS local rows runs in the driver, where its
+ * rows are: its partitions are computed by the plan's own operators in the calling thread,
+ * each as a task would compute it (a task context of its own, with the session's SQL
+ * settings and memory from the driver's memory manager), without a job to schedule, ship
+ * to an executor and hear back from. Others are collected in two JVM calls, the query
+ * made and its collect started (start), then its end awaited (finish).
  */
 public class ArrowCollect {
   private static final String EXCLUDED = "spark.sql.optimizer.excludedRules";
@@ -32,8 +44,9 @@ public class ArrowCollect {
       "org.apache.spark.sql.catalyst.optimizer.ConvertToLocalRelation";
 
   /**
-   * The most local rows a kept RDD reads: its partitions hold a copy of them while its
-   * frame lives (a larger plan's copies, run again, are made anew at each run).
+   * The most local rows a kept RDD reads (computed in the driver): its partitions hold a
+   * copy of them while its frame lives (a larger plan's copies, run again, are made anew at
+   * each run, by a job).
    */
   private static final long KEPT_ROWS = 1 << 16;
 
@@ -64,14 +77,15 @@ public class ArrowCollect {
    * A query over the analysed plan of df and its physical plan, planned with the optimizer's
    * ConvertToLocalRelation left out (it evaluates operators over a local relation's rows
    * while planning), and, for a plan without exchanges over at most KEPT_ROWS local rows,
-   * the RDD of its Arrow batches; null when the plan cannot be run again as planned: it
-   * observes metrics (their listeners hear only of queries), has subqueries (their results
-   * are kept by the plan), or reads leaves other than local relations (before planning, or
-   * after: Spark reads cached data where a cached plan matches).
+   * the RDD of its Arrow batches and the plan's metrics collectors; null when the plan
+   * cannot be run again as planned: it has subqueries (their results are kept by the plan),
+   * reads leaves other than local relations (before planning, or after: Spark reads cached
+   * data where a cached plan matches), or observes metrics and is not computed in the
+   * driver (a copy's metrics are not the query's).
    */
   public Object[] prepare(Dataset df) {
     LogicalPlan analyzed = df.queryExecution().analyzed();
-    if (!made(analyzed, CollectMetrics.class, LocalRelation.class)) {
+    if (!made(analyzed, Void.class, LocalRelation.class)) {
       return null;
     }
     Object active = activate(df);
@@ -96,6 +110,8 @@ public class ArrowCollect {
       if (!made(plan, Void.class, LocalTableScanExec.class)) {
         return null;
       }
+      java.util.List collectors = new java.util.ArrayList();
+      nodes(plan, CollectMetricsExec.class, collectors);
       java.util.List scans = new java.util.ArrayList();
       long rows = 0;
       for (scala.collection.Iterator leaves = plan.collectLeaves().iterator();
@@ -106,10 +122,12 @@ public class ArrowCollect {
       }
       // a job run again over the RDD of a plan with an exchange would read the exchange's
       // output of the first run
-      if (!made(plan, Exchange.class, LocalTableScanExec.class) || rows > KEPT_ROWS) {
-        return new Object[] {query, plan, null, null};
+      boolean here = made(plan, Exchange.class, LocalTableScanExec.class) && rows <= KEPT_ROWS;
+      if (!here) {
+        return collectors.isEmpty() ? new Object[] {query, plan, null, null, null} : null;
       }
-      return new Object[] {query, plan, query.toArrowBatchRdd(plan), scans.toArray()};
+      return new Object[] {query, plan, query.toArrowBatchRdd(plan), scans.toArray(),
+          collectors.toArray()};
     } finally {
       restore(active);
     }
@@ -155,29 +173,52 @@ public class ArrowCollect {
     return true;
   }
 
+  /** Adds the nodes of plan of class cls to out. */
+  private static void nodes(QueryPlan plan, Class cls, java.util.List out) {
+    if (cls.isInstance(plan)) {
+      out.add(plan);
+    }
+    for (scala.collection.Iterator children = plan.children().iterator(); children.hasNext();) {
+      nodes((QueryPlan) children.next(), cls, out);
+    }
+  }
+
   /**
-   * Runs a prepared plan (made by prepare) in one job and writes its rows to path as an
-   * Arrow stream. A plan without exchanges runs its RDD again, each local scan's rows
-   * (the copies that its partitions hold) pointed first at the bytes of the rows its
-   * relation holds now; another runs a copy of the plan, which has none of the plan's
-   * state from earlier runs.
+   * Runs a prepared plan (made by prepare) and writes its rows to path as an Arrow stream.
+   * A plan without exchanges computes its RDD again in the driver (computed), each local
+   * scan's rows (the copies that its partitions hold) pointed first at the bytes of the
+   * rows its relation holds now, and its metrics collectors emptied; the metrics it
+   * observed complete the session's observations, as a query's end does (and it returns
+   * its query, whose observed metrics are the run's, when it has some). Another runs a copy
+   * of the plan in one job, which has none of the plan's state from earlier runs.
    */
-  public void run(Object[] prepared, String path) throws Exception {
+  public Dataset run(Object[] prepared, String path) throws Exception {
     Dataset query = (Dataset) prepared[0];
     Object[] collected;
     Object active = activate(query);
     try {
-      RDD batches;
       if (prepared[2] == null) {
-        batches = query.toArrowBatchRdd((SparkPlan) ((SparkPlan) prepared[1]).clone());
+        collected = (Object[]) query.toArrowBatchRdd(
+            (SparkPlan) ((SparkPlan) prepared[1]).clone()).collect();
       } else {
-        Object[] scans = (Object[]) prepared[3];
-        for (int i = 0; i < scans.length; i++) {
-          renew((LocalTableScanExec) scans[i]);
+        synchronized (prepared) { // its operators keep state of the run in the plan
+          Object[] scans = (Object[]) prepared[3];
+          for (int i = 0; i < scans.length; i++) {
+            renew((LocalTableScanExec) scans[i]);
+          }
+          Object[] collectors = (Object[]) prepared[4];
+          for (int i = 0; i < collectors.length; i++) {
+            ((CollectMetricsExec) collectors[i]).resetMetrics();
+          }
+          collected = computed((RDD) prepared[2], query);
+          for (int i = 0; i < collectors.length; i++) {
+            settle((CollectMetricsExec) collectors[i]);
+          }
+          if (collectors.length > 0) {
+            query.sparkSession().observationManager().tryComplete(query.queryExecution());
+          }
         }
-        batches = (RDD) prepared[2];
       }
-      collected = (Object[]) batches.collect();
     } finally {
       restore(active);
     }
@@ -190,18 +231,98 @@ public class ArrowCollect {
     } finally {
       out.close();
     }
+    return prepared[2] != null && ((Object[]) prepared[4]).length > 0 ? query : null;
   }
 
-  private static final java.lang.reflect.Method COPIES = copies();
+  /**
+   * The elements of every partition of rdd, each computed in this thread as a task computes
+   * it: with a task context of its own (the session's SQL settings, which a job passes its
+   * tasks, as its local properties; memory from the driver's memory manager), completed or
+   * failed as a task's, its memory released after.
+   */
+  private static Object[] computed(RDD rdd, Dataset query) {
+    Properties settings = new Properties();
+    scala.collection.Iterator confs =
+        query.sparkSession().sessionState().conf().getAllConfs().iterator();
+    while (confs.hasNext()) {
+      scala.Tuple2 setting = (scala.Tuple2) confs.next();
+      settings.setProperty((String) setting._1(), (String) setting._2());
+    }
+    MemoryManager memoryManager = memoryManager();
+    Partition[] partitions = rdd.partitions();
+    java.util.List out = new java.util.ArrayList();
+    for (int i = 0; i < partitions.length; i++) {
+      TaskMemoryManager memory = new TaskMemoryManager(memoryManager, 0L);
+      TaskContextImpl task = new TaskContextImpl(0, 0, partitions[i].index(), 0L, 0,
+          partitions.length, memory, settings, null, TaskMetrics.empty(), ONE_CPU,
+          (scala.collection.immutable.Map) scala.collection.immutable.Map$.MODULE$.empty());
+      TaskContext$.MODULE$.setTaskContext(task);
+      try {
+        scala.collection.Iterator rows = rdd.iterator(partitions[i], task);
+        while (rows.hasNext()) {
+          out.add(rows.next());
+        }
+        task.markTaskCompleted(scala.Option.empty());
+      } catch (RuntimeException e) {
+        task.markTaskFailed(e);
+        throw e;
+      } finally {
+        TaskContext$.MODULE$.unset();
+        memory.cleanUpAllAllocatedMemory();
+      }
+    }
+    return out.toArray();
+  }
 
-  private static java.lang.reflect.Method copies() {
+  private static final scala.math.BigDecimal ONE_CPU =
+      new scala.math.BigDecimal(java.math.BigDecimal.ONE, java.math.MathContext.DECIMAL128);
+
+  /**
+   * The driver's memory manager (its SparkEnv's), read by reflection: Janino cannot compile
+   * a call of SparkEnv's methods (resolving them loads protobuf classes the driver's class
+   * path lacks).
+   */
+  private static MemoryManager memoryManager() {
     try {
-      java.lang.reflect.Method method = LocalTableScanExec.class.getDeclaredMethod("unsafeRows",
-          new Class[0]);
+      Class module = Class.forName("org.apache.spark.SparkEnv$");
+      Object env = module.getMethod("get", new Class[0]).invoke(
+          module.getField("MODULE$").get(null), new Object[0]);
+      java.lang.reflect.Field field =
+          Class.forName("org.apache.spark.SparkEnv").getDeclaredField("_memoryManager");
+      field.setAccessible(true);
+      return (MemoryManager) field.get(env);
+    } catch (Exception e) {
+      throw new IllegalStateException(e);
+    }
+  }
+
+  private static final java.lang.reflect.Method COPIES =
+      hidden(LocalTableScanExec.class, "unsafeRows");
+
+  private static final java.lang.reflect.Method ACCUMULATOR =
+      hidden(CollectMetricsExec.class, "accumulator");
+
+  /** The private method name of cls, without parameters, made callable. */
+  private static java.lang.reflect.Method hidden(Class cls, String name) {
+    try {
+      java.lang.reflect.Method method = cls.getDeclaredMethod(name, new Class[0]);
       method.setAccessible(true);
       return method;
     } catch (NoSuchMethodException e) {
       throw new IllegalStateException(e);
+    }
+  }
+
+  /**
+   * Makes the metrics that collector's partitions, computed in the driver, merged into its
+   * accumulator its collected metrics: a last-attempt accumulator reports the values its
+   * jobs' tasks sent, of which a run in the driver has none, unless given the driver's.
+   */
+  private static void settle(CollectMetricsExec collector) throws Exception {
+    Object accumulator = ACCUMULATOR.invoke(collector, new Object[0]);
+    if (accumulator instanceof LastAttemptAggregatingAccumulator) {
+      LastAttemptAggregatingAccumulator last = (LastAttemptAggregatingAccumulator) accumulator;
+      last.setValueIfOnDriverSide(last.value());
     }
   }
 

@@ -22,7 +22,9 @@ at older times, with their rounds) and what this step computed at earlier rounds
   changed at a new time t at some round <= r, at those times t. With G(t, r) the reduce
   of the group's contents at (t, r), its difference at (t, r) is
   ``G(t, r) - G(t-1, r) - G(t, r-1) + G(t-1, r-1)`` (the two-dimensional difference over
-  the product order), so every time a step carries is handled in one batch.
+  the product order), so every time a step carries is handled in one batch. In a round
+  where no group has a difference of round r, no group's output changes: nothing is
+  computed.
 
 The rounds of a step end when a round changes no binding and no stored collection holds
 differences of later rounds from earlier steps. A step carrying N transactions runs the
@@ -32,12 +34,13 @@ join) and of every reduce's input, each with its round, held in the driver as Ar
 batches (merged when there are more than ``MAX_BATCHES``). A step reads them by key: a
 join looks up the other side's stored differences by the equi-join key values of the new
 ones, a reduce the contents of the groups its new differences touch (``pyarrow`` cuts, a
-local relation to Spark), so a small step's rounds are small Spark jobs over the rows its
-changes reach, not over the stored state; a join without an equality between columns
-reads the whole state. A small step computes each round's stored differences in one Spark
-job (``OneJob``), consolidated in the driver: the values a round reads by are known before
-its job runs, from what its plans read (``_round_values``: the batches of earlier rounds,
-the rows cut from the stored state, through projections, unions, joins and group keys).
+local relation to Spark), so a small step's rounds are small Spark plans over the rows its
+changes reach, not over the stored state (computed in the driver: ``ArrowCollect``); a
+join without an equality between columns reads the whole state. A small step computes each
+round's stored differences in one Spark plan (``OneJob``), consolidated in the driver: the
+values a round reads by are known before its plan runs, from what its plans read
+(``_round_values``: the batches of earlier rounds, the rows cut from the stored state,
+through projections, unions, joins and group keys).
 Its rounds have the same plans: each binds the batches it reads into the slots of the same
 reads of the rounds before (``runtime.templates``; rounds named relative to the round being
 computed, a reduce's ``ROUND`` too) and builds every plan through ``Operator.planned``, so a
@@ -621,10 +624,11 @@ class LetRecOp(Operator):
             return None
         column = next((k.index for k in node.group_key if isinstance(k, Col)), None)
         values = None if column is None else self._values(source, 0, r, column)
-        old = self._old(source, 0, r, rounds=True, base=r,
+        cuts: list[pa.Table | None] = []
+        old = self._old(source, 0, r, rounds=True, base=r, cuts=cuts,
                         key=None if column is None or values is None else (column, values))
-        if old is None and not self._has(source, r):
-            return None
+        if not self._has(source, r) and (old is None or _before_round(cuts)):
+            return None  # no group has a difference of round r: none changes at it
         if node.group_key and all(a.func in ("count", "sum") for a in node.aggregates):
             return self.planned(("reduce", node, r > 0), (old, new),
                                 lambda: self._summed(node, r > 0, old, new))
@@ -785,6 +789,13 @@ def _condition(link: Prefix) -> Column:
     if not within:
         return F.lit(True)
     return compile_scalar(conjoin(within), columns, list(join.types[:arity]))
+
+
+def _before_round(cuts: list[pa.Table | None]) -> bool:
+    """Whether the committed differences read (``cuts``, their ``ROUND`` relative to the
+    round being computed) all precede that round; False when some were not read in the
+    driver."""
+    return all(cut is not None and pc.max(cut[ROUND]).as_py() < 0 for cut in cuts)
 
 
 def _concatenated(arrays: list[pa.Array]) -> pa.Array:

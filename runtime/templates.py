@@ -9,8 +9,9 @@ of fixed columns whose rows each step replaces; an operator builds its plans ove
 ``Operator.planned``, which returns the plans built the last time when their inputs are the
 same objects. A step whose inputs keep their shape so makes no DataFrame call at all, and its
 one job runs the plans of the first such step over the rows now bound: a frame collected
-again runs a copy of the physical plan planned the first time (``jvm_plans.to_arrow``), and
-the slots' rows enter it at each run, as the optimizer was kept from folding them into the
+again runs the physical plan planned the first time again (``jvm_plans.to_arrow``; computed
+in the driver, where its rows are, when it has no exchange), and the slots' rows enter it
+at each run, as the optimizer was kept from folding them into the
 plan and ``bind`` overwrites the rows themselves, which the plan shares.
 
 A plan over slots reads whatever they hold when its job runs, so slots are bound only in a

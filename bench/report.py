@@ -56,7 +56,8 @@ def table(report: dict[str, Any]) -> str:
             extra.append(
                 f"{name}: one Spark action here costs at least {floor:.3f} s (measured in this "
                 f"run), so {per_batch:g} jobs per batch one after another cost at least "
-                f"{bound:.2f} s: at most {recompute / bound:.1f}x Spark recompute")
+                + (f"{bound:.2f} s: at most {recompute / bound:.1f}x Spark recompute" if bound
+                   else "nothing (its plans computed in the driver)"))
         steps = mv.get("refresh", {})
         if steps:
             extra.append(f"{name}: view steps (the first of each included) " + "; ".join(

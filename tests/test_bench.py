@@ -25,9 +25,11 @@ def test_workload_agrees_with_baselines(spark, workload) -> None:  # type: ignor
     assert len(figures["batch_s"]) == 3 and figures["latency"]["median"] > 0
     assert figures["catchup"]["batches"] == 3 and figures["catchup"]["one_step_s"] > 0
     assert figures["state"][-1]["table_rows"] >= figures["state"][-1]["live_rows"]
-    # a batch commits changes and reads every view: Spark jobs and py4j calls happen, counted
-    assert all(jobs >= 1 for jobs in figures["jobs_per_batch"])
-    assert all(calls >= figures["jobs_per_batch"][0] for calls in figures["py4j_per_batch"])
+    # a batch commits changes and reads every view: py4j calls happen, counted, and its
+    # Spark jobs are counted (none when every plan it runs is computed in the driver, where
+    # its rows are: runtime/ArrowCollect.java; bench.measure.counted is tested below)
+    assert len(figures["jobs_per_batch"]) == len(figures["py4j_per_batch"]) == 3
+    assert all(calls >= 1 for calls in figures["py4j_per_batch"])
     # each view's steps: its first (a recompute) and one per batch, as they ran
     for steps in figures["refresh"].values():
         assert steps["incremental"] + steps["recompute"] == 1 + 3 and steps["recompute"] >= 1

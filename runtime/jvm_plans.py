@@ -66,7 +66,8 @@ def aggregate(df: DataFrame, keys: Columns, first: Column, rest: Columns) -> Dat
 
 
 def to_arrow(df: DataFrame, nullable: bool = False) -> pa.Table:
-    """``df.toArrow()``: its rows collected in one Spark job. In a classic session without
+    """``df.toArrow()``: its rows collected (in one Spark job, or in the driver for a kept
+    plan without exchanges, below). In a classic session without
     the SQL settings PySpark reads first (matview's sessions keep its defaults: no large
     variable-width types, no self-destruct) and the call site it records, about a dozen
     JVM calls fewer per collect. A frame whose plan can run again (over local rows only:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from typing import TypeVar
 
 from matview.ir import aggregates
 from matview.ir.recursion import DEFAULT_RECURSION_LIMIT
@@ -25,6 +26,26 @@ class Field:
     type: SqlType
 
 
+R = TypeVar("R", bound=type)
+
+
+def hashed_once(cls: R) -> R:
+    """``cls`` (a frozen dataclass) with its hash by value computed once per node: nodes are
+    immutable trees, and a dataflow's operators key their plans and state by them, each
+    lookup otherwise hashing the whole tree below the node again."""
+    by_value = cls.__hash__
+
+    def __hash__(self: object) -> int:
+        cached = self.__dict__.get("_hash")
+        if cached is None:
+            cached = by_value(self)
+            object.__setattr__(self, "_hash", cached)
+        return cached  # type: ignore[no-any-return]
+
+    cls.__hash__ = __hash__  # type: ignore[assignment]
+    return cls
+
+
 class Relation:
     """Base class of relational nodes."""
 
@@ -38,6 +59,7 @@ class Relation:
         return len(self.types)
 
 
+@hashed_once
 @dataclass(frozen=True)
 class Get(Relation):
     """The collection stored under ``name`` (a table or a materialized view).
@@ -54,6 +76,7 @@ class Get(Relation):
         return tuple(f.type for f in self.fields)
 
 
+@hashed_once
 @dataclass(frozen=True)
 class Constant(Relation):
     """A fixed multiset: each of ``rows`` is ``(values, multiplicity)``.
@@ -163,6 +186,7 @@ def step_scalars(step: Step) -> tuple[Scalar, ...]:
     return ()
 
 
+@hashed_once
 @dataclass(frozen=True)
 class Linear(Relation):
     """The general linear operator (``join_function``, seed 000): ``steps`` applied in order.
@@ -198,6 +222,7 @@ class JoinPlan:
     orders: tuple[tuple[int, ...], ...]
 
 
+@hashed_once
 @dataclass(frozen=True)
 class Join(Relation):
     """The n-ary equi-join of ``inputs`` (their columns concatenated in order).
@@ -279,6 +304,7 @@ class Aggregate:
                        order_by=tuple((fn(e), d, n) for e, d, n in self.order_by))
 
 
+@hashed_once
 @dataclass(frozen=True)
 class Reduce(Relation):
     """GROUP BY ``group_key`` computing ``aggregates``; output is keys then aggregate values.
@@ -303,6 +329,7 @@ class Reduce(Relation):
         )
 
 
+@hashed_once
 @dataclass(frozen=True)
 class Union(Relation):
     """UNION ALL: the multiset sum of ``inputs``. Delta rule: the sum of the input deltas.
@@ -326,6 +353,7 @@ def total_order(keys: Sequence[SortKey], arity: int) -> tuple[SortKey, ...]:
     return tuple(keys) + tuple((c, False, False) for c in range(arity) if c not in named)
 
 
+@hashed_once
 @dataclass(frozen=True)
 class TopK(Relation):
     """ORDER BY ``order_by`` LIMIT ``limit`` OFFSET ``offset`` (at the top of a view).
@@ -399,6 +427,7 @@ class WindowCall:
             [type_of(a, input_types) for a in self.args])
 
 
+@hashed_once
 @dataclass(frozen=True)
 class Window(Relation):
     """Window functions: each input row followed by the value of each of ``calls`` over its
@@ -426,6 +455,7 @@ class Window(Relation):
         return types + tuple(c.type(types) for c in self.calls)
 
 
+@hashed_once
 @dataclass(frozen=True)
 class Recur(Relation):
     """Binding ``index`` (named ``name``) of the innermost enclosing ``LetRec``, read by that
@@ -445,6 +475,7 @@ class Recur(Relation):
         return self.column_types
 
 
+@hashed_once
 @dataclass(frozen=True)
 class LetRec(Relation):
     """WITH MUTUALLY RECURSIVE: bindings ``names`` defined by ``values``, each of which may

@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 import pyarrow as pa
 from matview.runtime.arrow_frames import scratch_file
 from matview.runtime.types import col
+from matview.runtime.unsafe_rows import send
 from pyspark import SparkContext
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql.utils import is_remote
@@ -97,6 +98,7 @@ def to_arrow(df: DataFrame, nullable: bool = False) -> pa.Table:
                              timezone="UTC")
     if nullable:
         schema = _nullable(schema)
+    send(spark)  # slots' rows waiting to be sent (``unsafe_rows.sent_together``)
     collect = jvm_helper(spark, "ArrowCollect")
     if df not in _prepared:
         with unwrap_spark_exception():  # a failure planning it (folding constants)

@@ -30,28 +30,28 @@ The rounds of a step end when a round changes no binding and no stored collectio
 differences of later rounds from earlier steps. A step carrying N transactions runs the
 rounds once for all of them, and gives exactly the output per time that N single steps give.
 State: the differences of every binding, of every join input (and each prefix of an n-ary
-join) and of every reduce's input, each with its round, held in the driver as Arrow
-batches (merged when there are more than ``MAX_BATCHES``). A step reads them by key: a
-join looks up the other side's stored differences by the equi-join key values of the new
-ones, a reduce the contents of the groups its new differences touch (``pyarrow`` cuts, a
-local relation to Spark), so a small step's rounds are small Spark plans over the rows its
-changes reach, not over the stored state (computed in the driver: ``ArrowCollect``); a
-join without an equality between columns reads the whole state. A small step computes each
-round's stored differences in one Spark plan (``OneJob``), consolidated in the driver: the
-values a round reads by are known before its plan runs, from what its plans read
-(``_round_values``: the batches of earlier rounds, the rows cut from the stored state,
-through projections, unions, joins and group keys).
-Its rounds have the same plans: each binds the batches it reads into the slots of the same
-reads of the rounds before (``runtime.templates``; rounds named relative to the round being
-computed, a reduce's ``ROUND`` too) and builds every plan through ``Operator.planned``, so a
-round of the same shape as one before makes no DataFrame call; its reduce reads its inputs
-in one partition, so the round's job has no shuffle.
-"""
+join) and of every reduce's input, each with its round, held in the driver as Arrow batches
+(the newest merged when there are more than ``MAX_BATCHES``: ``merged_tail``). A step reads
+them by key: a join looks up the other side's stored differences by the equi-join key
+values of the new ones, a reduce the contents of the groups its new differences touch
+(``pyarrow`` cuts, a local relation to Spark), so a small step's rounds are small Spark
+plans over the rows its changes reach, not over the stored state (computed in the driver:
+``ArrowCollect``); a join without an equality between columns reads the whole state. A
+small step computes each round's stored differences in one Spark plan (``OneJob``),
+consolidated in the driver: the values a round reads by are known before its plan runs,
+from what its plans read (``_round_values``: the batches of earlier rounds, the rows cut
+from the stored state, through projections, unions, joins and group keys). Its rounds have
+the same plans: each binds the batches it reads into the slots of the same reads of the
+rounds before (``runtime.templates``; rounds named relative to the round being computed, a
+reduce's ``ROUND`` too) and builds every plan through ``Operator.planned``, so a round of
+the same shape as one before makes no DataFrame call; its reduce reads its inputs in one
+partition, so the round's job has no shuffle."""
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterator
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -73,13 +73,14 @@ from matview.ir.scalar import Call, Col, Scalar, columns_used, conjoin
 from matview.ir.table_functions import DEFAULT_ROW_LIMIT
 from matview.ir.types import Kind, SqlType
 from matview.runtime.expressions import compile_scalar
-from matview.runtime.jvm_plans import to_arrow
+from matview.runtime.jvm_plans import jvm_helper, to_arrow
 from matview.runtime.key_index import holding
 from matview.runtime.linear import Pipeline, apply_steps
 from matview.runtime.one_job import OneJob
 from matview.runtime.operator import Delta, Operator, StepContext, templated
-from matview.runtime.trace import MAX_BATCHES
+from matview.runtime.trace import merged_tail
 from matview.runtime.types import col, column_names, spark_type
+from matview.runtime.unsafe_rows import sent_together
 from matview.runtime.updates import (
     DIFF,
     TIME,
@@ -204,6 +205,27 @@ class LetRecOp(Operator):
         self._ctx = ctx
         self._new, self._held, self._whole = defaultdict(dict), defaultdict(dict), {}
         self._unions, self._sides, self._pending = {}, {}, {}
+        spark = ctx.spark  # a round's slots get their rows in one JVM call
+        with sent_together(spark, jvm_helper(spark, "SlotRows")) if templated(ctx) \
+                else nullcontext():
+            self._rounds(loop)
+        self._stage()
+        if not templated(ctx):  # plans over this step's own leaves: never read again
+            self._planned.clear()
+        held = self._held[loop.values[loop.result]]
+        if not held:
+            return None
+        tables = [leaf.in_driver for leaf in held.values()]
+        if all(t is not None for t in tables):  # one local relation of the rounds' batches
+            leaf = stored(ctx.spark, pa.concat_tables(tables))  # type: ignore[arg-type]
+            return Delta(None, leaf.rows, leaf=leaf, count=leaf.rows)  # a frame when read
+        df = union_all([leaf.df for leaf in held.values()])
+        assert df is not None
+        return Delta(df, sum(leaf.rows for leaf in held.values()))
+
+    def _rounds(self, loop: LetRec) -> None:
+        """Compute the step's rounds, until one changes no binding and no stored collection
+        holds differences of later rounds."""
         later = max(self.rounds.values(), default=0) + 1  # Recur reads a round later
         last = loop.limit if loop.at_limit == "error" else loop.limit - 1
         r = 0
@@ -216,21 +238,8 @@ class LetRecOp(Operator):
             if r == loop.limit and any(changed):
                 raise RecursionLimit(recursion_limit_message(loop.names, loop.limit))
             if not any(changed) and r + 1 >= later:
-                break
+                return
             r += 1
-        self._stage()
-        if not templated(ctx):  # plans over this step's own leaves: never read again
-            self._planned.clear()
-        held = self._held[loop.values[loop.result]]
-        if not held:
-            return None
-        tables = [leaf.in_driver for leaf in held.values()]
-        if all(t is not None for t in tables):  # one local relation of the rounds' batches
-            leaf = stored(ctx.spark, pa.concat_tables(tables))  # type: ignore[arg-type]
-            return Delta(leaf.df, leaf.rows, leaf=leaf, count=leaf.rows)
-        df = union_all([leaf.df for leaf in held.values()])
-        assert df is not None
-        return Delta(df, sum(leaf.rows for leaf in held.values()))
 
     def _begin_round(self, r: int) -> None:
         """Start round ``r``: its plans bind batches into the slots the same plans of
@@ -249,9 +258,11 @@ class LetRecOp(Operator):
         super().commit()
         for node, table in self._staged.items():
             batches = self.batches.setdefault(node, [])
-            batches.append(table)
-            if len(batches) > MAX_BATCHES:
-                self.batches[node] = [consolidated_arrow(pa.concat_tables(batches))]
+            batches.append(table.combine_chunks())  # one chunk: cut by key in a single take
+            start = merged_tail([b.num_rows for b in batches])
+            if start is not None:
+                batches[start:] = [
+                    consolidated_arrow(pa.concat_tables(batches[start:])).combine_chunks()]
             rounds = pc.max(table[ROUND]).as_py()
             self.rounds[node] = max(self.rounds.get(node, 0), rounds + 1)
         self._staged = {}

@@ -26,6 +26,7 @@ import pyarrow as pa
 from matview.runtime.arrow_frames import arrow_file, arrow_frame
 from matview.runtime.jvm_plans import columns, jvm_helper, of_rows, select
 from matview.runtime.types import col
+from matview.runtime.unsafe_rows import fixed_width, point, unsafe_rows
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql.utils import is_remote
 
@@ -52,8 +53,9 @@ class Slot:
     whose rows ``bind`` replaces. Spark keeps a local relation's rows in an immutable
     sequence; the slot's is a JVM array wrapped without a copy, whose rows ``bind``
     overwrites in place: the batch's rows, then padding rows (NULLs, ``_live`` false) up to
-    the capacity, read from an Arrow file in one JVM call (``SlotRows.java``). Its ``frame``
-    keeps the live rows: a filter that a plan run again evaluates at each run
+    the capacity, set in one JVM call (``SlotRows.java``): UnsafeRow bytes made in Python
+    when its columns are of fixed width (``unsafe_rows``), else read from an Arrow file.
+    Its ``frame`` keeps the live rows: a filter that a plan run again evaluates at each run
     (``ArrowCollect.prepare`` plans it so), and that a plan made anew has Spark's optimizer
     evaluate on the local rows (``ConvertToLocalRelation``)."""
 
@@ -62,6 +64,9 @@ class Slot:
         self.schema = schema
         self.fields = _fields(schema)
         self.capacity = capacity
+        self.number: int | None = None
+        """Its number in the JVM (``SlotRows.register``) when its rows are made as UnsafeRow
+        bytes in Python (``unsafe_rows``: its columns are of fixed width)."""
         self.held: pa.Table | None = None
         """The rows bound last."""
         jvm = spark._jvm  # type: ignore[attr-defined]
@@ -76,6 +81,8 @@ class Slot:
         relation = jvm.org.apache.spark.sql.catalyst.plans.logical.LocalRelation(
             relation.output(), jvm.scala.collection.immutable.ArraySeq.unsafeWrapArray(
                 self.rows), False, relation.stream())
+        if fixed_width(schema):
+            self.number = jvm_helper(spark, "SlotRows").register(self.rows)
         whole = DataFrame(of_rows(spark)(spark._jsparkSession, relation), spark)
         self.frame = select(whole.where(col(LIVE)), columns(spark, *schema.names))
 
@@ -92,20 +99,31 @@ class Slot:
         rows it holds)."""
         if self.held is not None and self.held.equals(table):
             return
-        with arrow_file(self.spark, self._padded(table)) as (path, _):
-            jvm_helper(self.spark, "SlotRows").read(path, self._schema, self._projection,
-                                                    self.rows)
+        if self.number is not None:
+            if table.schema.types != self.schema.types:
+                table = table.cast(_loose(self.schema))
+            point(self.spark, jvm_helper(self.spark, "SlotRows"), self.number,
+                  unsafe_rows(table), table.num_columns + 1)
+        else:
+            with arrow_file(self.spark, self._padded(table)) as (path, _):
+                jvm_helper(self.spark, "SlotRows").read(path, self._schema, self._projection,
+                                                        self.rows)
         self.held = table
 
     def _padded(self, table: pa.Table) -> pa.Table:
         """``table``'s rows with ``_live`` true, padded up to the capacity with dead rows."""
         pad = self.capacity - table.num_rows
-        loose = pa.schema([f.with_nullable(True) for f in self.schema])
+        loose = _loose(self.schema)
         live = table.cast(loose).append_column(LIVE, pa.repeat(pa.scalar(True),
                                                                table.num_rows))
         dead = pa.table([*[pa.nulls(pad, f.type) for f in loose],
                          pa.repeat(pa.scalar(False), pad)], schema=live.schema)
         return pa.concat_tables([live, dead])
+
+
+def _loose(schema: pa.Schema) -> pa.Schema:
+    """``schema`` with every field nullable."""
+    return pa.schema([f.with_nullable(True) for f in schema])
 
 
 def _fields(schema: pa.Schema) -> list[tuple[str, pa.DataType]]:

@@ -411,15 +411,24 @@ class Trace:
             held = self._in_driver(self.batches[:done])
             if held is not None and sum(t.num_rows for t in held) <= LOCAL_LEAF_ROWS:
                 return 0, done
-        if len(self.batches) <= MAX_BATCHES:
-            return None
-        start = len(self.batches) - 1
-        tail = self.batches[start].leaf.rows
-        while start > 0 and (tail >= self.batches[start - 1].leaf.rows
-                             or len(self.batches) - start < 2):
-            start -= 1
-            tail += self.batches[start].leaf.rows
-        return start, len(self.batches)
+        start = merged_tail([b.leaf.rows for b in self.batches])
+        return None if start is None else (start, len(self.batches))
+
+
+def merged_tail(sizes: list[int]) -> int | None:
+    """Where the batches to merge start, of batches of ``sizes`` rows (oldest first): None
+    while there are at most ``MAX_BATCHES``; else the newest ones whose total size reaches
+    the size of the batch before them, at least two (a geometric merge policy: a batch's rows
+    are merged again only when as many newer ones join them, so a large old batch is not
+    consolidated again every few steps)."""
+    if len(sizes) <= MAX_BATCHES:
+        return None
+    start = len(sizes) - 1
+    tail = sizes[start]
+    while start > 0 and (tail >= sizes[start - 1] or len(sizes) - start < 2):
+        start -= 1
+        tail += sizes[start]
+    return start
 
 
 def _probe_column(rows: pa.Table) -> str | None:

@@ -19,6 +19,7 @@ from matview.ir.recursion import RecursionLimit
 from matview.ir.render import render_plan
 from matview.runtime.jvm_plans import of_rows
 from matview.runtime.one_job import OneJob
+from matview.runtime.unsafe_rows import send
 from matview.sql.errors import SqlError, SqlTypeError, UnsupportedError
 from matview.sql.parse import parse
 from pyspark.sql import DataFrame, SparkSession
@@ -261,8 +262,10 @@ def test_one_step_of_many_transactions_equals_a_step_each(spark: SparkSession) -
 
 def _plan(frame: DataFrame) -> str:
     """``frame``'s optimized plan over the rows its slots hold now (a new query: a frame's
-    own keeps the plan of its first)."""
+    own keeps the plan of its first), the rows waiting to be sent sent first (as a collect
+    does: ``unsafe_rows.send``)."""
     spark = frame.sparkSession
+    send(spark)
     query = of_rows(spark)(spark._jsparkSession, frame._jdf.queryExecution().analyzed())
     return query.queryExecution().optimizedPlan().toString()
 

@@ -13,10 +13,12 @@ from contextlib import contextmanager
 import pyarrow as pa
 import pytest
 from matview.runtime import one_job
+from matview.runtime.arrow_frames import arrow_file
 from matview.runtime.dataflow import operators
 from matview.runtime.join import JoinOp
-from matview.runtime.jvm_plans import to_arrow
+from matview.runtime.jvm_plans import jvm_helper, to_arrow
 from matview.runtime.templates import MIN_CAPACITY, SHRINK, SLOTS_KEPT, Slot, slot_for
+from matview.runtime.unsafe_rows import sent_together
 from py4j.java_gateway import JavaMember
 from pyspark.sql import DataFrame, SparkSession
 
@@ -98,6 +100,76 @@ def test_binding_a_slot_and_collecting_a_plan_again_cost_a_jvm_call_each(
             rows = to_arrow(slot.frame)
         assert bound == ["read"] and collected == ["run"], (bound, collected)
         assert rows.sort_by("f").to_pylist() == batch(n).to_pylist()
+
+
+def test_fixed_width_rows_are_made_in_python_as_spark_writes_them(spark: SparkSession) -> None:
+    """A slot of fixed-width columns (integers of every width, booleans, dates, timestamps,
+    doubles) is bound in one JVM call with its rows' bytes made in Python
+    (``runtime.unsafe_rows``), no Arrow file: the rows are byte for byte those Spark makes
+    of the same batch from Arrow (NULLs, negative values, the padding rows), and plans read
+    them right."""
+    def batch(n: int) -> pa.Table:
+        return pa.table({
+            "l": pa.array([(-1) ** i * i * 2**40 if i % 3 else None for i in range(n)],
+                          pa.int64()),
+            "i": pa.array([-i if i % 4 else None for i in range(n)], pa.int32()),
+            "h": pa.array([-i for i in range(n)], pa.int16()),
+            "y": pa.array([(-1) ** i * (i % 100) for i in range(n)], pa.int8()),
+            "b": pa.array([None if i % 5 == 0 else i % 2 == 0 for i in range(n)]),
+            "day": pa.array([datetime.date(1969 + i % 3, 1, 1 + i % 28) for i in range(n)]),
+            "at": pa.array([datetime.datetime(1969 + i % 3, 1, 1, i % 24) for i in range(n)],
+                           pa.timestamp("us", "UTC")),
+            "naive": pa.array([datetime.datetime(2026, 1, 1, 0, i % 60) for i in range(n)],
+                              pa.timestamp("us")),
+            "f": pa.array([-i / 3 if i % 6 else None for i in range(n)], pa.float64())})
+
+    slot = slot_for([], spark, batch(5))
+    assert slot is not None and slot.number is not None
+    slot.bind(batch(1))  # the helper made, once per session
+    read = spark._jvm.java.lang.Object  # type: ignore[attr-defined]
+    for n in (5, 130, 0):
+        with _jvm_calls() as bound:
+            slot.bind(batch(n))
+        assert bound == ["point"], bound
+        assert to_arrow(slot.frame).to_pylist() == (
+            batch(n).cast(to_arrow(slot.frame).schema).to_pylist())
+        spark_made = spark.sparkContext._gateway.new_array(  # type: ignore[union-attr]
+            read, slot.capacity)
+        with arrow_file(spark, slot._padded(batch(n))) as (path, _):
+            jvm_helper(spark, "SlotRows").read(path, slot._schema, slot._projection,
+                                               spark_made)
+        for i in range(n + 2):
+            assert bytes(slot.rows[i].getBytes()) == bytes(spark_made[i].getBytes()), i
+
+
+def test_slots_bound_together_get_their_rows_in_one_jvm_call(spark: SparkSession) -> None:
+    """Inside ``sent_together`` binding a slot makes no JVM call: the rows of all slots
+    bound go in one call before the next collect (which reads them) or at the block's end;
+    a slot bound twice sends its last rows."""
+    def ints(values: list[int]) -> pa.Table:
+        return pa.table({"k": pa.array(values, pa.int64())})
+
+    a, b = slot_for([], spark, ints([1])), slot_for([], spark, ints([2]))
+    assert a is not None and b is not None
+    both = a.frame.unionByName(b.frame)
+    a.bind(ints([1]))
+    b.bind(ints([2]))
+    assert sorted(to_arrow(both)["k"].to_pylist()) == [1, 2]
+    helper = jvm_helper(spark, "SlotRows")
+    with sent_together(spark, helper):
+        with _jvm_calls() as bound:
+            a.bind(ints([3, 4]))
+            b.bind(ints([5]))
+            b.bind(ints([6, 7, 8]))
+        assert bound == []
+        with _jvm_calls() as collected:
+            rows = to_arrow(both)
+        assert collected == ["point", "run"], collected
+        assert sorted(rows["k"].to_pylist()) == [3, 4, 6, 7, 8]
+        with _jvm_calls() as bound:
+            a.bind(ints([9]))
+        assert bound == []
+    assert sorted(to_arrow(both)["k"].to_pylist()) == [6, 7, 8, 9]
 
 
 def test_a_slot_grows_and_keeps_its_columns(spark: SparkSession) -> None:

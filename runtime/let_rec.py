@@ -97,6 +97,7 @@ from matview.runtime.updates import (
 )
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
+from pyspark.sql.utils import is_remote
 
 ROUND = "_round"
 _AT, _UPTO, _ROUNDS, _SIGN, _COPIES = "_at", "_upto", "_rounds", "_sign", "_copies"
@@ -206,8 +207,8 @@ class LetRecOp(Operator):
         self._new, self._held, self._whole = defaultdict(dict), defaultdict(dict), {}
         self._unions, self._sides, self._pending = {}, {}, {}
         spark = ctx.spark  # a round's slots get their rows in one JVM call
-        with sent_together(spark, jvm_helper(spark, "SlotRows")) if templated(ctx) \
-                else nullcontext():
+        with sent_together(spark, jvm_helper(spark, "SlotRows")) \
+                if templated(ctx) and not is_remote() else nullcontext():
             self._rounds(loop)
         self._stage()
         if not templated(ctx):  # plans over this step's own leaves: never read again

@@ -220,11 +220,12 @@ def _consolidated_integers(table: pa.Table, keys: list[str]) -> pa.Table:
         return table
     columns = [table[c].to_numpy() for c in keys]
     order = np.lexsort(columns[::-1])
-    starts = np.ones(len(order), bool)
+    starts = np.zeros(len(order), bool)  # where a row differs from the one before it
+    starts[0] = True
     for values in columns:
         ordered = values[order]
-        starts[1:] &= ordered[1:] == ordered[:-1]
-    first = np.flatnonzero(~starts | (np.arange(len(order)) == 0))
+        starts[1:] |= ordered[1:] != ordered[:-1]
+    first = np.flatnonzero(starts)
     sums = np.add.reduceat(table[DIFF].to_numpy()[order], first)
     kept = sums != 0
     rows = order[first[kept]]

@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from matview.runtime.session import DEFAULT_CONFIG, start_session
+from matview.runtime.spark.session import DEFAULT_CONFIG, start_session
 from pyspark.sql import SparkSession
 
 from bench.report import table

@@ -25,9 +25,9 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-from matview.runtime.arrow_frames import arrow_frame
-from matview.runtime.trace import Trace
-from matview.runtime.updates import lookup, stored
+from matview.runtime.arrangements.trace import Trace
+from matview.runtime.arrangements.updates import lookup, stored
+from matview.runtime.spark.arrow_frames import arrow_frame
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 

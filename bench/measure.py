@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-from matview.runtime.arrow_frames import arrow_frame
+from matview.runtime.arrangements.trace import Trace
 from matview.runtime.dataflow import drain_listeners
-from matview.runtime.jvm_plans import to_arrow
-from matview.runtime.trace import Trace
+from matview.runtime.spark.arrow_frames import arrow_frame
+from matview.runtime.spark.jvm_plans import to_arrow
 from pyspark.sql import SparkSession
 
 from matview.connection import Connection

@@ -33,7 +33,7 @@ An aggregate is one of three kinds (``Maintenance``):
   division is in DOUBLE, and ``m2`` is at least 0.)
 
 Only SUMMED and EXTREME names appear in the IR (``relation.Aggregate.func``); the runtime
-(``runtime/reduce.py``), the planner and the interpreter dispatch on ``maintenance``.
+(``runtime/operators/reduce.py``), the planner and the interpreter dispatch on ``maintenance``.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ The kinds (``Kind``):
 A frame (``relation.Frame``) of ``rows`` spans positions; of ``range``, peers (rows equal on
 the ORDER BY): ``range`` between UNBOUNDED PRECEDING and CURRENT ROW, PostgreSQL's default
 under an ORDER BY, ends at the current row's last peer. ``python`` gives the reference
-interpreter's meaning; the runtime (``runtime/window.py``) computes the same with Spark's
+interpreter's meaning; the runtime (``runtime/operators/window.py``) computes the same with Spark's
 window functions.
 """
 

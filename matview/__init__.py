@@ -51,7 +51,7 @@ def connect(path: str | None = None, *, spark: SparkSession | None = None,
     is the most rows a table function may produce for one input row before the statement
     fails (default ``matview.ir.table_functions.DEFAULT_ROW_LIMIT``, a million);
     ``max_join_rows`` the most update rows one join may produce in one step (default
-    ``matview.runtime.join.DEFAULT_JOIN_ROWS``). ``refresh`` is how materialized views
+    ``matview.runtime.operators.join.DEFAULT_JOIN_ROWS``). ``refresh`` is how materialized views
     step: ``auto`` (per step, the cheaper of incremental and recompute-and-diff by
     estimate), ``incremental`` or ``recompute`` (``matview.runtime.refresh``). ``files``
     are the directories ``COPY ... FROM | TO 'file'`` may read and write in (none by
@@ -61,7 +61,7 @@ def connect(path: str | None = None, *, spark: SparkSession | None = None,
     """
     from matview.connection import Connection
     from matview.ir.table_functions import DEFAULT_ROW_LIMIT
-    from matview.runtime.join import DEFAULT_JOIN_ROWS
+    from matview.runtime.operators.join import DEFAULT_JOIN_ROWS
 
     limit = DEFAULT_ROW_LIMIT if max_table_function_rows is None else max_table_function_rows
     joins = DEFAULT_JOIN_ROWS if max_join_rows is None else max_join_rows

@@ -9,8 +9,8 @@ import networkx as nx
 
 from matview.errors import ProgrammingError
 from matview.ir.relation import Relation
+from matview.runtime.arrangements.trace import Trace
 from matview.runtime.dataflow import Dataflow
-from matview.runtime.trace import Trace
 from matview.sql.catalog import CatalogItem
 from matview.sql.statements import Drop
 

@@ -25,9 +25,9 @@ from matview.errors import (
 from matview.ir.table_functions import DEFAULT_ROW_LIMIT
 from matview.rows import rows_of, update_rows
 from matview.runtime.controller import Limits
-from matview.runtime.join import DEFAULT_JOIN_ROWS
+from matview.runtime.operators.join import DEFAULT_JOIN_ROWS
 from matview.runtime.refresh import STRATEGIES
-from matview.runtime.session import isolated, start_session
+from matview.runtime.spark.session import isolated, start_session
 from matview.subscription import Subscription
 
 

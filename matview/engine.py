@@ -34,11 +34,11 @@ from matview.planner.lower import lower
 from matview.planner.pipeline import physical
 from matview.progress import Reporter
 from matview.rows import update_rows
-from matview.runtime import peek, writes
+from matview.runtime.arrangements.trace import TABLE_COPY_ROWS, Trace
+from matview.runtime.arrangements.updates import DIFF, TIME
 from matview.runtime.controller import Controller, Limits
-from matview.runtime.trace import TABLE_COPY_ROWS, Trace
-from matview.runtime.types import column_names
-from matview.runtime.updates import DIFF, TIME
+from matview.runtime.io import peek, writes
+from matview.runtime.lowering.types import column_names
 from matview.sinks import Sink
 from matview.sql.catalog import CatalogItem
 from matview.sql.parameters import bind_parameters

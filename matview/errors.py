@@ -100,7 +100,7 @@ def translated() -> Iterator[None]:
 
     from matview.ir.functions import EvalError
     from matview.runtime.dataflow import PlanError
-    from matview.runtime.session import JavaMissingError
+    from matview.runtime.spark.session import JavaMissingError
     from matview.sql.errors import InvalidValueError, SqlError, UnsupportedError
 
     try:

@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 
 from matview.errors import DataError, ProgrammingError
 from matview.ir.types import SqlType
-from matview.runtime.types import update_schema
+from matview.runtime.lowering.types import update_schema
 from matview.sql.catalog import CatalogItem
 from matview.sql.statements import FileFormat
 

@@ -12,8 +12,8 @@ from pyspark.sql.types import DataType, FractionalType
 
 from matview.errors import DataError, ProgrammingError
 from matview.ir.types import BIGINT, INT, TEXT, SqlType, array_of
-from matview.runtime.types import column_names, spark_type, update_schema
-from matview.runtime.updates import DIFF
+from matview.runtime.arrangements.updates import DIFF
+from matview.runtime.lowering.types import column_names, spark_type, update_schema
 from matview.sql.catalog import CatalogItem
 
 

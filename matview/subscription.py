@@ -10,7 +10,7 @@ import pyarrow as pa
 
 from matview.errors import InterfaceError
 from matview.rows import rows_of
-from matview.runtime.peek import changes
+from matview.runtime.io.peek import changes
 
 if TYPE_CHECKING:
     from matview.engine import Engine

@@ -24,11 +24,11 @@ from typing import Protocol
 from matview.ir import physical
 from matview.ir.functions import EvalError
 from matview.ir.table_functions import DEFAULT_ROW_LIMIT
+from matview.runtime.arrangements.trace import VIEW_COPY_ROWS, Trace
 from matview.runtime.dataflow import Dataflow, PendingStep
-from matview.runtime.join import DEFAULT_JOIN_ROWS
-from matview.runtime.one_job import OneJob
+from matview.runtime.operators.join import DEFAULT_JOIN_ROWS
 from matview.runtime.refresh import Choice, Measured, RefreshPolicy
-from matview.runtime.trace import VIEW_COPY_ROWS, Trace
+from matview.runtime.spark.one_job import OneJob
 from pyspark.sql import DataFrame, SparkSession
 
 

@@ -16,25 +16,8 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 from matview.ir import physical
 from matview.ir.table_functions import DEFAULT_ROW_LIMIT
-from matview.runtime.checked import ERR, split_arrow_errors, split_errors
-from matview.runtime.join import DEFAULT_JOIN_ROWS, JoinOp
-from matview.runtime.let_rec import LetRecOp
-from matview.runtime.linear import LinearOp, UnionOp
-from matview.runtime.one_job import OneJob
-from matview.runtime.operator import (
-    ArrangementStats,
-    Delta,
-    Operator,
-    OperatorStats,
-    StepContext,
-)
-from matview.runtime.reduce import ReduceOp
-from matview.runtime.refresh import RefreshPolicy
-from matview.runtime.sources import ConstantOp, GetOp
-from matview.runtime.topk import TopKOp
-from matview.runtime.trace import Trace
-from matview.runtime.types import col
-from matview.runtime.updates import (
+from matview.runtime.arrangements.trace import Trace
+from matview.runtime.arrangements.updates import (
     DIFF,
     SMALL_BATCH_ROWS,
     TIME,
@@ -45,7 +28,24 @@ from matview.runtime.updates import (
     stored_or_none,
     union_all,
 )
-from matview.runtime.window import WindowOp
+from matview.runtime.lowering.checked import ERR, split_arrow_errors, split_errors
+from matview.runtime.lowering.types import col
+from matview.runtime.operators.base import (
+    ArrangementStats,
+    Delta,
+    Operator,
+    OperatorStats,
+    StepContext,
+)
+from matview.runtime.operators.join import DEFAULT_JOIN_ROWS, JoinOp
+from matview.runtime.operators.linear import LinearOp, UnionOp
+from matview.runtime.operators.reduce import ReduceOp
+from matview.runtime.operators.sources import ConstantOp, GetOp
+from matview.runtime.operators.top_k import TopKOp
+from matview.runtime.operators.window import WindowOp
+from matview.runtime.recursion.let_rec import LetRecOp
+from matview.runtime.refresh import RefreshPolicy
+from matview.runtime.spark.one_job import OneJob
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T

@@ -40,7 +40,7 @@ def spark(request: pytest.FixtureRequest, spark_master: str) -> SparkSession:
     """The one SparkSession of the test run (``getOrCreate`` hands every caller the same):
     on ``--spark-master``, through a Spark Connect server of its own with
     ``--spark-connect``."""
-    from matview.runtime.session import start_session
+    from matview.runtime.spark.session import start_session
 
     return start_session(spark_master, connect=request.config.getoption("--spark-connect"))
 

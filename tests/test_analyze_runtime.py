@@ -25,11 +25,11 @@ from matview.ir.scalar import Call, Col, Lit
 from matview.ir.types import BIGINT, INT, TEXT
 from matview.planner.lower import lower
 from matview.runtime import dataflow as dataflow_module
+from matview.runtime.arrangements.trace import Trace
+from matview.runtime.arrangements.updates import Leaf, stored
 from matview.runtime.dataflow import Dataflow, drain_listeners, operators
-from matview.runtime.operator import ArrangementStats, OperatorStats
-from matview.runtime.trace import Trace
-from matview.runtime.types import update_schema
-from matview.runtime.updates import Leaf, stored
+from matview.runtime.lowering.types import update_schema
+from matview.runtime.operators.base import ArrangementStats, OperatorStats
 
 A = Get("a", (Field("k", INT), Field("x", BIGINT)))
 B = Get("b", (Field("k", INT), Field("tag", TEXT)))

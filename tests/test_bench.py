@@ -27,7 +27,7 @@ def test_workload_agrees_with_baselines(spark, workload) -> None:  # type: ignor
     assert figures["state"][-1]["table_rows"] >= figures["state"][-1]["live_rows"]
     # a batch commits changes and reads every view: py4j calls happen, counted, and its
     # Spark jobs are counted (none when every plan it runs is computed in the driver, where
-    # its rows are: runtime/ArrowCollect.java; bench.measure.counted is tested below)
+    # its rows are: runtime/spark/ArrowCollect.java; bench.measure.counted is tested below)
     assert len(figures["jobs_per_batch"]) == len(figures["py4j_per_batch"]) == 3
     assert all(calls >= 1 for calls in figures["py4j_per_batch"])
     # each view's steps: its first (a recompute) and one per batch, as they ran

@@ -30,7 +30,8 @@ import test_oracle_linear
 import test_recursion
 import test_topk
 import test_tpch22
-from matview.runtime import dataflow, updates
+from matview.runtime import dataflow
+from matview.runtime.arrangements import updates
 from oracle.harness import oracle_seeds
 from pyspark import SparkContext
 from pyspark.sql import SparkSession

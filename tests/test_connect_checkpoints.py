@@ -14,7 +14,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import pytest
-from matview.runtime import jvm_plans
+from matview.runtime.spark import jvm_plans
 
 
 class _Frame:

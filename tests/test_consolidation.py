@@ -9,7 +9,7 @@ from collections import Counter
 
 import pyarrow as pa
 import pytest
-from matview.runtime.updates import DIFF, consolidated_arrow
+from matview.runtime.arrangements.updates import DIFF, consolidated_arrow
 
 
 def _expected(table: pa.Table) -> Counter[tuple[object, ...]]:

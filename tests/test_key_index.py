@@ -9,8 +9,8 @@ import random
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
-from matview.runtime import key_index
-from matview.runtime.key_index import INDEXED_ROWS, holding
+from matview.runtime.arrangements import key_index
+from matview.runtime.arrangements.key_index import INDEXED_ROWS, holding
 
 
 def _scanned(table: pa.Table, column: str, values: pa.Array) -> list[int]:

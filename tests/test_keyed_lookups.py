@@ -10,7 +10,7 @@ import pytest
 from matview.ir.relation import FlatMap, Map, Project, input_column
 from matview.ir.scalar import Call, Col, Lit
 from matview.ir.types import INT, TEXT
-from matview.runtime.trace import Trace
+from matview.runtime.arrangements.trace import Trace
 from pyspark.sql import SparkSession
 
 import matview

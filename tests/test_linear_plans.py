@@ -12,11 +12,11 @@ import pytest
 from matview.ir.parse import parse_plan
 from matview.ir.relation import Linear
 from matview.planner.lower import lower
-from matview.runtime import jvm_plans
+from matview.runtime.arrangements.trace import Trace
+from matview.runtime.arrangements.updates import stored
 from matview.runtime.dataflow import Dataflow
-from matview.runtime.trace import Trace
-from matview.runtime.types import update_schema
-from matview.runtime.updates import stored
+from matview.runtime.lowering.types import update_schema
+from matview.runtime.spark import jvm_plans
 
 PYTHON_NODES = ("BatchEvalPython", "ArrowEvalPython", "PythonUDF", "MapInPandas",
                 "FlatMapGroupsInPandas", "PythonMapInArrow", "MapInArrow", "PythonUDTF",

@@ -7,8 +7,8 @@ from matview.ir import physical
 from matview.ir.parse import parse_plan
 from matview.ir.scalar import Col
 from matview.planner.lower import lower
+from matview.runtime.arrangements.trace import Trace
 from matview.runtime.dataflow import Dataflow
-from matview.runtime.trace import Trace
 from pyspark.sql import SparkSession
 
 NESTED = """\

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import pytest
-from matview.runtime import join
+from matview.runtime.operators import join
 from oracle.compare import canonical, mismatch_report
 from oracle.harness import Run, oracle_seeds
 from oracle.queries import QUERIES, Query

@@ -1,5 +1,5 @@
 """Recursive queries: ``WITH RECURSIVE`` and ``WITH MUTUALLY RECURSIVE`` (``sql/recursion.py``)
-bound to ``LetRec``, maintained by ``runtime/let_rec.py`` over (transaction, round) times.
+bound to ``LetRec``, maintained by ``runtime/recursion/let_rec.py`` over (transaction, round) times.
 
 Through the reference interpreter at every stage, against DuckDB's ``WITH RECURSIVE``; then
 maintained views on Spark against DuckDB on random graphs under edge insertions and
@@ -17,9 +17,9 @@ from matview.ir.interpret import interpret
 from matview.ir.parse import parse_plan
 from matview.ir.recursion import RecursionLimit
 from matview.ir.render import render_plan
-from matview.runtime.jvm_plans import of_rows
-from matview.runtime.one_job import OneJob
-from matview.runtime.unsafe_rows import send
+from matview.runtime.spark.jvm_plans import of_rows
+from matview.runtime.spark.one_job import OneJob
+from matview.runtime.spark.unsafe_rows import send
 from matview.sql.errors import SqlError, SqlTypeError, UnsupportedError
 from matview.sql.parse import parse
 from pyspark.sql import DataFrame, SparkSession

@@ -32,10 +32,10 @@ from matview.ir.scalar import Call, Col, Lit
 from matview.ir.types import BIGINT, INT, TEXT
 from matview.planner.lower import lower
 from matview.planner.pipeline import physical
+from matview.runtime.arrangements.trace import Trace
+from matview.runtime.arrangements.updates import Leaf
 from matview.runtime.dataflow import Dataflow
-from matview.runtime.trace import Trace
-from matview.runtime.types import update_schema
-from matview.runtime.updates import Leaf
+from matview.runtime.lowering.types import update_schema
 
 A = Get("a", (Field("k", INT), Field("x", BIGINT)))
 B = Get("b", (Field("k", INT), Field("tag", TEXT)))

@@ -2,7 +2,7 @@
 deleting rows held in Spark checks them with one job per table, rows held in the driver
 (or copied there) with none, and reading a GROUP BY-over-join view after it refreshes and
 reads in one (none when every row it reads is held in the driver: its plan is computed
-there, ``runtime/ArrowCollect.java``), with at most 60 py4j calls once its plans are built
+there, ``runtime/spark/ArrowCollect.java``), with at most 60 py4j calls once its plans are built
 over slots; a view
 read from the driver copy of its contents runs no job; every view a small transaction
 changes refreshes in one job (temporal filters' splits of updates due now and later
@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import pytest
 from matview.runtime import controller
-from matview.runtime.trace import TABLE_COPY_ROWS, VIEW_COPY_ROWS
-from matview.runtime.updates import LOCAL_LEAF_ROWS
+from matview.runtime.arrangements.trace import TABLE_COPY_ROWS, VIEW_COPY_ROWS
+from matview.runtime.arrangements.updates import LOCAL_LEAF_ROWS
 from pyspark.sql import SparkSession
 
 import matview

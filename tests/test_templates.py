@@ -12,13 +12,13 @@ from contextlib import contextmanager
 
 import pyarrow as pa
 import pytest
-from matview.runtime import one_job
-from matview.runtime.arrow_frames import arrow_file
 from matview.runtime.dataflow import operators
-from matview.runtime.join import JoinOp
-from matview.runtime.jvm_plans import jvm_helper, to_arrow
-from matview.runtime.templates import MIN_CAPACITY, SHRINK, SLOTS_KEPT, Slot, slot_for
-from matview.runtime.unsafe_rows import sent_together
+from matview.runtime.operators.join import JoinOp
+from matview.runtime.spark import one_job
+from matview.runtime.spark.arrow_frames import arrow_file
+from matview.runtime.spark.jvm_plans import jvm_helper, to_arrow
+from matview.runtime.spark.templates import MIN_CAPACITY, SHRINK, SLOTS_KEPT, Slot, slot_for
+from matview.runtime.spark.unsafe_rows import sent_together
 from py4j.java_gateway import JavaMember
 from pyspark.sql import DataFrame, SparkSession
 

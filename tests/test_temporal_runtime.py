@@ -12,10 +12,10 @@ import pytest
 from matview.ir.parse import parse_plan
 from matview.ir.relation import Aggregate, Reduce, Relation
 from matview.planner.lower import lower
+from matview.runtime.arrangements.trace import Trace
+from matview.runtime.arrangements.updates import stored
 from matview.runtime.dataflow import Dataflow
-from matview.runtime.trace import Trace
-from matview.runtime.types import update_schema
-from matview.runtime.updates import stored
+from matview.runtime.lowering.types import update_schema
 
 import matview
 

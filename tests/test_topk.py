@@ -23,8 +23,9 @@ import pytest
 from matview.ir.interpret import interpret
 from matview.ir.relation import TopK
 from matview.planner.pipeline import at_stage
-from matview.runtime import dataflow, updates
-from matview.runtime.topk import TopKOp
+from matview.runtime import dataflow
+from matview.runtime.arrangements import updates
+from matview.runtime.operators.top_k import TopKOp
 from matview.sql.errors import UnsupportedError
 from matview.sql.parse import parse
 from matview.sql.statements import CreateView

@@ -1,5 +1,5 @@
 """Window functions and ``SELECT DISTINCT ON`` (``sql/windows.py``: ``Window`` nodes over the
-select list's row; ``runtime/window.py``: the partitions a step touches computed again).
+select list's row; ``runtime/operators/window.py``: the partitions a step touches computed again).
 
 Through the reference interpreter at every stage, against DuckDB; then maintained views on
 Spark against DuckDB after every group of one to three transactions of seeded random

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 import pytest
-from matview.runtime.updates import LOCAL_LEAF_ROWS
+from matview.runtime.arrangements.updates import LOCAL_LEAF_ROWS
 
 import matview
 from matview import engine

@@ -4,7 +4,7 @@ many seconds. Test modules load it with ``pytest_plugins = ["oracle.fixtures"]``
 from __future__ import annotations
 
 import pytest
-from matview.runtime.session import start_session
+from matview.runtime.spark.session import start_session
 from pyspark.sql import SparkSession
 
 

@@ -31,11 +31,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import pyarrow as pa
 from matview.ir.types import SqlType
-from matview.runtime.arrow_frames import arrow_frame
-from matview.runtime.jvm_plans import columns, row_counts, select
-from matview.runtime.one_job import OneJob
-from matview.runtime.templates import MAX_SLOT_ROWS, Slot, same, slot_for
-from matview.runtime.updates import (
+from matview.runtime.arrangements.updates import (
     LOCAL_LEAF_ROWS,
     Leaf,
     consolidate,
@@ -43,12 +39,16 @@ from matview.runtime.updates import (
     row_count,
     union_all,
 )
+from matview.runtime.spark.arrow_frames import arrow_frame
+from matview.runtime.spark.jvm_plans import columns, row_counts, select
+from matview.runtime.spark.one_job import OneJob
+from matview.runtime.spark.templates import MAX_SLOT_ROWS, Slot, same, slot_for
 from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.utils import is_remote
 
 if TYPE_CHECKING:
-    from matview.runtime.trace import Trace
+    from matview.runtime.arrangements.trace import Trace
 
 
 @dataclass(frozen=True)

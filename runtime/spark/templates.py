@@ -23,10 +23,10 @@ plan whole in one call and keep no JVM objects here: there batches are plain loc
 from __future__ import annotations
 
 import pyarrow as pa
-from matview.runtime.arrow_frames import arrow_file, arrow_frame
-from matview.runtime.jvm_plans import columns, jvm_helper, of_rows, select
-from matview.runtime.types import col
-from matview.runtime.unsafe_rows import fixed_width, point, unsafe_rows
+from matview.runtime.lowering.types import col
+from matview.runtime.spark.arrow_frames import arrow_file, arrow_frame
+from matview.runtime.spark.jvm_plans import columns, jvm_helper, of_rows, select
+from matview.runtime.spark.unsafe_rows import fixed_width, point, unsafe_rows
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql.utils import is_remote
 

@@ -41,7 +41,9 @@ from matview.ir.relation import (
 )
 from matview.ir.scalar import Call, Col, Scalar, conjoin, may_fail, type_of
 from matview.ir.types import INTEGER_KINDS, Kind, SqlType
-from matview.runtime.checked import (
+from matview.runtime.arrangements.trace import Trace
+from matview.runtime.arrangements.updates import DIFF, TIME, Leaf, stored, union_all
+from matview.runtime.lowering.checked import (
     ERR,
     compile_checked,
     described,
@@ -49,12 +51,10 @@ from matview.runtime.checked import (
     split_arrow_errors,
     split_errors,
 )
-from matview.runtime.expressions import compile_scalar
-from matview.runtime.jvm_plans import Columns, checkpointed, columns, select, to_arrow
-from matview.runtime.operator import Delta, Matched, Operator, StepContext
-from matview.runtime.trace import Trace
-from matview.runtime.types import col, column_names, spark_type
-from matview.runtime.updates import DIFF, TIME, Leaf, stored, union_all
+from matview.runtime.lowering.expressions import compile_scalar
+from matview.runtime.lowering.types import col, column_names, spark_type
+from matview.runtime.operators.base import Delta, Matched, Operator, StepContext
+from matview.runtime.spark.jvm_plans import Columns, checkpointed, columns, select, to_arrow
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import pyarrow as pa
 import pyarrow.compute as pc
 from matview.ir.relation import SortKey
-from matview.runtime.types import col
+from matview.runtime.lowering.types import col
 from pyspark.sql import Column
 
 

@@ -12,9 +12,9 @@ import pyarrow.compute as pc
 from matview.ir.functions import EvalError
 from matview.ir.relation import Constant
 from matview.ir.types import SqlType
-from matview.runtime.trace import Trace
-from matview.runtime.types import column_names, update_schema
-from matview.runtime.updates import DIFF, TIME, Leaf, materialize, stored
+from matview.runtime.arrangements.trace import Trace
+from matview.runtime.arrangements.updates import DIFF, TIME, Leaf, materialize, stored
+from matview.runtime.lowering.types import column_names, update_schema
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 

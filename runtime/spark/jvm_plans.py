@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pyarrow as pa
-from matview.runtime.arrow_frames import scratch_file
-from matview.runtime.types import col
-from matview.runtime.unsafe_rows import send
+from matview.runtime.lowering.types import col
+from matview.runtime.spark.arrow_frames import scratch_file
+from matview.runtime.spark.unsafe_rows import send
 from pyspark import SparkContext
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql.utils import is_remote

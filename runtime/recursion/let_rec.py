@@ -72,16 +72,9 @@ from matview.ir.relation import (
 from matview.ir.scalar import Call, Col, Scalar, columns_used, conjoin
 from matview.ir.table_functions import DEFAULT_ROW_LIMIT
 from matview.ir.types import Kind, SqlType
-from matview.runtime.expressions import compile_scalar
-from matview.runtime.jvm_plans import jvm_helper, to_arrow
-from matview.runtime.key_index import holding
-from matview.runtime.linear import Pipeline, apply_steps
-from matview.runtime.one_job import OneJob
-from matview.runtime.operator import Delta, Operator, StepContext, templated
-from matview.runtime.trace import merged_tail
-from matview.runtime.types import col, column_names, spark_type
-from matview.runtime.unsafe_rows import sent_together
-from matview.runtime.updates import (
+from matview.runtime.arrangements.key_index import holding
+from matview.runtime.arrangements.trace import merged_tail
+from matview.runtime.arrangements.updates import (
     DIFF,
     TIME,
     Leaf,
@@ -95,6 +88,13 @@ from matview.runtime.updates import (
     stored_or_none,
     union_all,
 )
+from matview.runtime.lowering.expressions import compile_scalar
+from matview.runtime.lowering.types import col, column_names, spark_type
+from matview.runtime.operators.base import Delta, Operator, StepContext, templated
+from matview.runtime.operators.linear import Pipeline, apply_steps
+from matview.runtime.spark.jvm_plans import jvm_helper, to_arrow
+from matview.runtime.spark.one_job import OneJob
+from matview.runtime.spark.unsafe_rows import sent_together
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql.utils import is_remote

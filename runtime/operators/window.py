@@ -26,12 +26,8 @@ from typing import ClassVar
 from matview.ir import windows
 from matview.ir.relation import WindowCall, total_order
 from matview.ir.scalar import Col
-from matview.runtime.operator import ArrangedWhenLookedUp, Delta, Operator, StepContext
-from matview.runtime.ordering import spark_order
-from matview.runtime.reduce import NEVER
-from matview.runtime.trace import Trace
-from matview.runtime.types import col, column_names, spark_type
-from matview.runtime.updates import (
+from matview.runtime.arrangements.trace import Trace
+from matview.runtime.arrangements.updates import (
     DIFF,
     TIME,
     consolidate,
@@ -40,6 +36,10 @@ from matview.runtime.updates import (
     materialize,
     union_all,
 )
+from matview.runtime.lowering.ordering import spark_order
+from matview.runtime.lowering.types import col, column_names, spark_type
+from matview.runtime.operators.base import ArrangedWhenLookedUp, Delta, Operator, StepContext
+from matview.runtime.operators.reduce import NEVER
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import Window as SparkWindow
 from pyspark.sql import functions as F

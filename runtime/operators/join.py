@@ -20,20 +20,8 @@ import pyarrow.compute as pc
 from matview.ir.functions import EvalError
 from matview.ir.relation import input_at, offsets_of
 from matview.ir.scalar import Col, Scalar, columns_used, may_fail
-from matview.runtime.checked import (
-    ERR,
-    Checked,
-    compile_checked,
-    described,
-    first_error,
-    split_errors,
-)
-from matview.runtime.expressions import compile_scalar
-from matview.runtime.jvm_plans import Columns, columns, select
-from matview.runtime.operator import ArrangedWhenLookedUp, Delta, Matched, Operator, StepContext
-from matview.runtime.trace import Trace
-from matview.runtime.types import col
-from matview.runtime.updates import (
+from matview.runtime.arrangements.trace import Trace
+from matview.runtime.arrangements.updates import (
     DIFF,
     LARGE_LOOKUP_ROWS,
     TIME,
@@ -42,6 +30,24 @@ from matview.runtime.updates import (
     materialize,
     union_all,
 )
+from matview.runtime.lowering.checked import (
+    ERR,
+    Checked,
+    compile_checked,
+    described,
+    first_error,
+    split_errors,
+)
+from matview.runtime.lowering.expressions import compile_scalar
+from matview.runtime.lowering.types import col
+from matview.runtime.operators.base import (
+    ArrangedWhenLookedUp,
+    Delta,
+    Matched,
+    Operator,
+    StepContext,
+)
+from matview.runtime.spark.jvm_plans import Columns, columns, select
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 

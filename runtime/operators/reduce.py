@@ -30,20 +30,8 @@ from matview.ir.aggregates import Maintenance, maintained
 from matview.ir.relation import Aggregate
 from matview.ir.scalar import Scalar, may_fail
 from matview.ir.types import Kind, SqlType
-from matview.runtime.checked import (
-    ERR,
-    compile_checked,
-    described,
-    first_error,
-    split_arrow_errors,
-    split_errors,
-)
-from matview.runtime.jvm_plans import aggregate, columns
-from matview.runtime.one_job import OneJob
-from matview.runtime.operator import Delta, Operator, StepContext
-from matview.runtime.trace import Trace
-from matview.runtime.types import col, column_names, spark_type
-from matview.runtime.updates import (
+from matview.runtime.arrangements.trace import Trace
+from matview.runtime.arrangements.updates import (
     DIFF,
     LOCAL_LEAF_ROWS,
     TIME,
@@ -56,6 +44,18 @@ from matview.runtime.updates import (
     stored_or_none,
     union_all,
 )
+from matview.runtime.lowering.checked import (
+    ERR,
+    compile_checked,
+    described,
+    first_error,
+    split_arrow_errors,
+    split_errors,
+)
+from matview.runtime.lowering.types import col, column_names, spark_type
+from matview.runtime.operators.base import Delta, Operator, StepContext
+from matview.runtime.spark.jvm_plans import aggregate, columns
+from matview.runtime.spark.one_job import OneJob
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T

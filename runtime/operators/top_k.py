@@ -33,12 +33,8 @@ from typing import ClassVar
 import pyarrow as pa
 import pyarrow.compute as pc
 from matview.ir.relation import SortKey, total_order
-from matview.runtime.jvm_plans import to_arrow
-from matview.runtime.operator import ArrangedWhenLookedUp, Delta, Operator, StepContext
-from matview.runtime.ordering import arrow_order, spark_order
-from matview.runtime.trace import Trace
-from matview.runtime.types import col, column_names, update_schema
-from matview.runtime.updates import (
+from matview.runtime.arrangements.trace import Trace
+from matview.runtime.arrangements.updates import (
     DIFF,
     TIME,
     Leaf,
@@ -49,6 +45,10 @@ from matview.runtime.updates import (
     stored_or_none,
     union_all,
 )
+from matview.runtime.lowering.ordering import arrow_order, spark_order
+from matview.runtime.lowering.types import col, column_names, update_schema
+from matview.runtime.operators.base import ArrangedWhenLookedUp, Delta, Operator, StepContext
+from matview.runtime.spark.jvm_plans import to_arrow
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 

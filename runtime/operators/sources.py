@@ -7,11 +7,11 @@ from typing import ClassVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from matview.runtime.arrow_frames import arrow_frame
-from matview.runtime.operator import Delta, Matched, Operator, StepContext
-from matview.runtime.trace import Trace
-from matview.runtime.types import update_schema
-from matview.runtime.updates import advance_times
+from matview.runtime.arrangements.trace import Trace
+from matview.runtime.arrangements.updates import advance_times
+from matview.runtime.lowering.types import update_schema
+from matview.runtime.operators.base import Delta, Matched, Operator, StepContext
+from matview.runtime.spark.arrow_frames import arrow_frame
 from pyspark.sql import DataFrame
 
 HISTORY_SLOT_ROWS = 4_096

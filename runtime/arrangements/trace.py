@@ -23,11 +23,8 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from matview.runtime.arrow_frames import arrow_frame
-from matview.runtime.jvm_plans import to_arrow
-from matview.runtime.key_index import holding
-from matview.runtime.types import col, column_names
-from matview.runtime.updates import (
+from matview.runtime.arrangements.key_index import holding
+from matview.runtime.arrangements.updates import (
     DIFF,
     LOCAL_LEAF_ROWS,
     SMALL_BATCH_ROWS,
@@ -43,6 +40,9 @@ from matview.runtime.updates import (
     stored_or_none,
     union_all,
 )
+from matview.runtime.lowering.types import col, column_names
+from matview.runtime.spark.arrow_frames import arrow_frame
+from matview.runtime.spark.jvm_plans import to_arrow
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 

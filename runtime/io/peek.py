@@ -13,11 +13,11 @@ import pyarrow as pa
 from matview.ir.functions import EvalError
 from matview.ir.relation import SortKey
 from matview.ir.types import SqlType
-from matview.runtime.jvm_plans import to_arrow
-from matview.runtime.ordering import arrow_order, spark_order
-from matview.runtime.trace import NegativeRows, Trace
-from matview.runtime.types import column_names, update_schema
-from matview.runtime.updates import DIFF, TIME, union_all
+from matview.runtime.arrangements.trace import NegativeRows, Trace
+from matview.runtime.arrangements.updates import DIFF, TIME, union_all
+from matview.runtime.lowering.ordering import arrow_order, spark_order
+from matview.runtime.lowering.types import column_names, update_schema
+from matview.runtime.spark.jvm_plans import to_arrow
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 

@@ -24,10 +24,10 @@ import pyarrow.compute as pc
 from matview.ir.functions import MORE_THAN_ONE_ROW
 from matview.ir.scalar import Call, Case, Cast, Lit, Scalar, may_fail, type_of
 from matview.ir.types import INT_RANGE, INTEGER_KINDS, Kind, SqlType
-from matview.runtime.expressions import compile_call, compile_cast, compile_scalar
-from matview.runtime.jvm_plans import columns, made_once, select
-from matview.runtime.types import col, spark_type
-from matview.runtime.updates import DIFF, TIME
+from matview.runtime.arrangements.updates import DIFF, TIME
+from matview.runtime.lowering.expressions import compile_call, compile_cast, compile_scalar
+from matview.runtime.lowering.types import col, spark_type
+from matview.runtime.spark.jvm_plans import columns, made_once, select
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T

@@ -13,8 +13,9 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from matview.runtime.arrow_frames import arrow_frame
-from matview.runtime.jvm_plans import (
+from matview.runtime.lowering.types import col, column_names
+from matview.runtime.spark.arrow_frames import arrow_frame
+from matview.runtime.spark.jvm_plans import (
     aggregate,
     checkpointed,
     columns,
@@ -23,7 +24,6 @@ from matview.runtime.jvm_plans import (
     select,
     to_arrow,
 )
-from matview.runtime.types import col, column_names
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T

@@ -9,7 +9,7 @@ from matview.ir.functions import lookup
 from matview.ir.intervals import Interval
 from matview.ir.scalar import Call, Case, Cast, Col, Lit, Scalar, type_of
 from matview.ir.types import INTEGER_KINDS, TIMESTAMP, Kind, SqlType
-from matview.runtime.types import spark_type
+from matview.runtime.lowering.types import spark_type
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 

@@ -1,0 +1,1 @@
+"""Lowering IR to Spark: scalar expressions (plain and checked), types, orderings."""

@@ -1,0 +1,1 @@
+"""Operators of a dataflow: one module per operator, the contract in ``base``."""

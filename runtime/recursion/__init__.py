@@ -1,0 +1,1 @@
+"""Recursive queries (``LetRec``): the loop over (transaction, round) times."""

@@ -1,5 +1,8 @@
 """The parser of the IR's text form (``matview.ir.render`` prints it and describes it):
-``parse_plan`` and ``parse_scalar``, built with lark from ``grammar.lark``.
+``parse_plan`` and ``parse_scalar``, built with lark from ``grammar.lark``: this module reads
+a plan line by line (indentation, inputs, subquery blocks) and reports syntax errors; the
+transformer that builds the IR from a line's parse tree is ``parse_relations.PlanBuilder``
+(operator lines) over ``parse_scalars.ScalarBuilder`` (scalars, values, types, names).
 
 A ``//`` outside a quoted string or name starts a comment, which runs to the end of the line; a
 line holding only a comment is skipped. ``#i{name}`` parses as column i whatever the name. So
@@ -23,71 +26,24 @@ line ``subquery @N``.
 
 from __future__ import annotations
 
-import math
 import re
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from datetime import date, datetime
-from decimal import Decimal
+from collections.abc import Sequence
 from pathlib import Path
 
-from lark import Lark, Token, Transformer, v_args
+from lark import Lark
 from lark.exceptions import UnexpectedCharacters, UnexpectedToken
 from lark.lexer import PatternStr
-from matview.ir import intervals
-from matview.ir.functions import by_symbol
-from matview.ir.relation import (
-    WHOLE_PARTITION,
-    Aggregate,
-    Constant,
-    Field,
-    Filter,
-    FlatMap,
-    Frame,
-    Get,
-    Join,
-    JoinPlan,
-    LetRec,
-    Linear,
-    Map,
-    OrderedScalar,
-    Project,
-    Recur,
-    Reduce,
-    Relation,
-    Repeat,
-    SortKey,
-    Step,
-    TopK,
-    Union,
-    Window,
-    WindowCall,
-)
+from matview.ir.parse_relations import Header, PlanBuilder
+from matview.ir.parse_scalars import Invalid, Slot
+from matview.ir.relation import Relation
 from matview.ir.scalar import (
-    Call,
-    Case,
-    Cast,
-    Col,
     Exists,
     InSubquery,
-    Lit,
-    Outer,
     Scalar,
     ScalarSubquery,
     transform,
 )
 from matview.ir.subquery import map_own_scalars, with_rel
-from matview.ir.types import (
-    BOOLEAN,
-    INT,
-    INTEGER_KINDS,
-    NULLTYPE,
-    TEXT,
-    Kind,
-    SqlType,
-    array_of,
-    type_from_name,
-)
 
 INDENT = "  "
 """The indentation of an input below its consumer."""
@@ -104,12 +60,6 @@ class PlanSyntaxError(ValueError):
 
 # A name that may print unquoted (unless it is one of the ``KEYWORDS``).
 BARE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_INTEGER = re.compile(r"-?[0-9]+")
-# The type a literal without ``::type`` has, by the form of its value.
-_IMPLICIT_TYPE = {
-    "NUMBER": INT, "STRING": TEXT, "TRUE": BOOLEAN, "FALSE": BOOLEAN, "NULL": NULLTYPE
-}
-
 
 
 def parse_plan(text: str) -> Relation:
@@ -131,12 +81,12 @@ def parse_plan(text: str) -> Relation:
                 indent + 1,
             )
         header = _parse(line, "header", number)
-        assert isinstance(header, _Header)
+        assert isinstance(header, Header)
         at += 1
         children = []
         while at < len(lines) and _indent(lines[at][1]) > indent:
             children.append(node(depth + 1))
-        inputs = [c for c in children if not isinstance(c, _Slot)]
+        inputs = [c for c in children if not isinstance(c, Slot)]
         if header.inputs is not None and len(inputs) != header.inputs:
             raise PlanSyntaxError(
                 f"{header.operator} takes {_INPUTS.get(header.inputs, f'{header.inputs} inputs')}, "
@@ -144,7 +94,7 @@ def parse_plan(text: str) -> Relation:
                 number,
                 indent + 1,
             )
-        plans = {c.number: c.plan for c in children if isinstance(c, _Slot)}
+        plans = {c.number: c.plan for c in children if isinstance(c, Slot)}
         return _fill(header.build(tuple(inputs)), plans, number, indent)
 
     plan = node(0)
@@ -166,7 +116,7 @@ def _fill(rel: Relation, plans: dict[int, Relation | None], line: int, indent: i
 
     def fill(node: Scalar) -> Scalar:
         if isinstance(node, (Exists, InSubquery, ScalarSubquery)) and isinstance(node.rel,
-                                                                                  _Slot):
+                                                                                  Slot):
             plan = plans.get(node.rel.number)
             if plan is None:
                 raise PlanSyntaxError(f"no plan for subquery @{node.rel.number}", line,
@@ -193,15 +143,6 @@ def _indent(line: str) -> int:
     return len(line) - len(line.lstrip(" "))
 
 
-class _Invalid(Exception):
-    """Raised while building the IR from a parse: ``token`` is where the text is wrong."""
-
-    def __init__(self, message: str, token: Token) -> None:
-        super().__init__(message)
-        self.message = message
-        self.token = token
-
-
 def _parse(text: str, start: str, first_line: int) -> object:
     """What ``text`` builds from rule ``start``; ``first_line`` is the number of its first line."""
     try:
@@ -218,7 +159,7 @@ def _parse(text: str, start: str, first_line: int) -> object:
         else:
             message = f"unexpected {e.token.value!r}, expected {expected}"
             line, column = e.line, e.column
-    except _Invalid as e:
+    except Invalid as e:
         message, line, column = e.message, e.token.line, e.token.column
     raise PlanSyntaxError(message, first_line + line - 1, column)
 
@@ -232,337 +173,6 @@ def _spell(terminal: str) -> str:
 
 
 _INPUTS = {0: "no inputs", 1: "one input"}
-_TESTS = {("exists", 1), ("in", 2)}
-"""The calls that spell the subquery tests ``exists(@N)`` and ``in(EXPR, @N)``."""
-
-
-@dataclass(frozen=True)
-class _Slot(Relation):
-    """Subquery ``@number`` while parsing: in an expression (``plan`` None), or the block
-    ``subquery @number`` holding its ``plan``."""
-
-    number: int
-    plan: Relation | None = None
-
-
-@dataclass(frozen=True)
-class _Where:
-    """A join's ``where=(...)`` predicates."""
-
-    predicates: tuple[Scalar, ...]
-
-
-@dataclass(frozen=True)
-class _Header:
-    """A parsed operator line: it takes ``inputs`` inputs (any number when None)."""
-
-    operator: str
-    inputs: int | None
-    build: Callable[[tuple[Relation, ...]], Relation]
-
-
-def _unquote(token: Token) -> str:
-    escaped = token.startswith("E")
-    mark = token[1] if escaped else token[0]
-    body = token[2 if escaped else 1 : -1].replace(mark * 2, mark)
-    if not escaped:
-        return body
-    try:
-        return body.encode("ascii").decode("unicode_escape")
-    except UnicodeError as e:
-        raise _Invalid(f"bad escape in {token}: {e.reason}", token) from None
-
-
-def _read_value(token: Token, t: SqlType) -> object:
-    """The value of type ``t`` that the value ``token`` spells."""
-    kind = t.kind
-    try:
-        if token.type == "NULL":
-            return None
-        if token.type in ("TRUE", "FALSE") and kind is Kind.BOOLEAN:
-            return token.type == "TRUE"
-        if token.type == "NUMBER":
-            if kind in INTEGER_KINDS and _INTEGER.fullmatch(token):
-                return int(token)
-            if kind is Kind.NUMERIC:
-                return Decimal(str(token))
-            if kind is Kind.DOUBLE:
-                return float(token)
-        if token.type == "STRING":
-            text = _unquote(token)
-            if kind is Kind.TEXT:
-                return text
-            if kind is Kind.DOUBLE:
-                value = float(text)
-                return math.nan if math.isnan(value) else value
-            if kind is Kind.NUMERIC:
-                return Decimal(text)
-            if kind is Kind.DATE:
-                return date.fromisoformat(text)
-            if kind is Kind.TIMESTAMP:
-                return datetime.fromisoformat(text)
-            if kind is Kind.INTERVAL:
-                return intervals.parse(text)
-            if kind is Kind.JSONB:
-                return text
-    except (ValueError, ArithmeticError):
-        pass
-    raise _Invalid(f"{token} is not a value of type {t}", token)
-
-
-@v_args(inline=True)
-class _Builder(Transformer[Token, object]):
-    """Builds IR objects from parse trees; each method is named after its grammar rule."""
-
-    def header(self, header: _Header) -> _Header:
-        return header
-
-    def get(self, name: Token, *fields: Field) -> _Header:
-        get = Get(str(name), fields)
-        return _Header("Get", 0, lambda _: get)
-
-    def field(self, name: Token, t: SqlType) -> Field:
-        return Field(str(name), t)
-
-    def constant(
-        self, types: tuple[SqlType, ...], rows: tuple[tuple[tuple[Token, ...], Token], ...]
-    ) -> _Header:
-        values = []
-        for tokens, multiplicity in rows:
-            if len(tokens) != len(types):
-                message = f"a row needs {len(types)} values, found {len(tokens)}"
-                raise _Invalid(message, multiplicity)
-            row = tuple(_read_value(token, t) for token, t in zip(tokens, types, strict=True))
-            values.append((row, int(multiplicity[1:])))
-        constant = Constant(tuple(values), types)
-        return _Header("Constant", 0, lambda _: constant)
-
-    def types(self, *types: SqlType) -> tuple[SqlType, ...]:
-        return types
-
-    def rows(
-        self, *rows: tuple[tuple[Token, ...], Token]
-    ) -> tuple[tuple[tuple[Token, ...], Token], ...]:
-        return rows
-
-    def row(self, *tokens: Token) -> tuple[tuple[Token, ...], Token]:
-        return tokens[:-1], tokens[-1]
-
-    def linear(self, *steps: Step) -> _Header:
-        return _Header("Linear", 1, lambda inputs: Linear(inputs[0], steps))
-
-    def filter(self, predicates: tuple[Scalar, ...]) -> Filter:
-        return Filter(predicates)
-
-    def map(self, exprs: tuple[Scalar, ...]) -> Map:
-        return Map(exprs)
-
-    def project(self, *columns: int) -> Project:
-        return Project(columns)
-
-    def flat_map(self, calls: tuple[Scalar, ...], ordinality: Token | None) -> FlatMap:
-        if not calls or not all(isinstance(c, Call) for c in calls):
-            raise _Invalid("flat_map takes table function calls", ordinality or Token("", ""))
-        return FlatMap(tuple(c for c in calls if isinstance(c, Call)), ordinality is not None)
-
-    def repeat(self, count: Scalar) -> Repeat:
-        return Repeat(count)
-
-    def join(self, *children: tuple[Scalar, ...] | JoinPlan | _Where | None) -> _Header:
-        *classes, where, plan = children
-        equivalences = tuple(c for c in classes if isinstance(c, tuple))
-        assert plan is None or isinstance(plan, JoinPlan)
-        predicates = () if where is None else where.predicates
-        assert isinstance(predicates, tuple)
-        return _Header("Join", None,
-                       lambda inputs: Join(inputs, equivalences, plan, predicates))
-
-    def join_where(self, predicates: tuple[Scalar, ...]) -> _Where:
-        return _Where(predicates)
-
-    def equivalence(self, *exprs: Scalar) -> tuple[Scalar, ...]:
-        return exprs
-
-    def join_plan(self, kind: Token, *orders: tuple[int, ...]) -> JoinPlan:
-        return JoinPlan(str(kind), orders)
-
-    def order(self, *indexes: Token) -> tuple[int, ...]:
-        return tuple(int(i) for i in indexes)
-
-    def reduce(
-        self, group_key: tuple[Scalar, ...], aggregates: tuple[Aggregate, ...]
-    ) -> _Header:
-        return _Header("Reduce", 1, lambda inputs: Reduce(inputs[0], group_key, aggregates))
-
-    def aggregates(self, *aggregates: Aggregate) -> tuple[Aggregate, ...]:
-        return aggregates
-
-    def count_star(self, func: Token) -> Aggregate:
-        return Aggregate(str(func), None)
-
-    def aggregate(self, func: Token, expr: Scalar, separator: str | None,
-                  order: tuple[OrderedScalar, ...] | None) -> Aggregate:
-        return Aggregate(str(func), expr, order or (), separator)
-
-    def agg_separator(self, token: Token) -> str:
-        return _unquote(token)
-
-    def agg_order(self, *keys: OrderedScalar) -> tuple[OrderedScalar, ...]:
-        return keys
-
-    def ordered_scalar(self, expr: Scalar, desc: Token | None, nulls: Token | None
-                       ) -> OrderedScalar:
-        descending = desc is not None
-        return (expr, descending, descending if nulls is None else nulls.endswith("first"))
-
-    def union(self) -> _Header:
-        return _Header("Union", None, Union)
-
-    def topk(self, *children: SortKey | int | None) -> _Header:
-        *keys, limit, offset = children
-        order_by = tuple(k for k in keys if isinstance(k, tuple))
-        assert not isinstance(limit, tuple) and not isinstance(offset, tuple)
-        return _Header("TopK", 1,
-                       lambda inputs: TopK(inputs[0], order_by, limit, offset or 0))
-
-    def sort_key(self, column: int, desc: Token | None, nulls: Token | None) -> SortKey:
-        descending = desc is not None
-        return (column, descending, descending if nulls is None else nulls.endswith("first"))
-
-    def topk_limit(self, count: Token) -> int:
-        return int(count)
-
-    def topk_offset(self, count: Token) -> int:
-        return int(count)
-
-    def window(self, *children: int | WindowCall) -> _Header:
-        partition_by = tuple(c for c in children if isinstance(c, int))
-        calls = tuple(c for c in children if isinstance(c, WindowCall))
-        return _Header("Window", 1, lambda inputs: Window(inputs[0], partition_by, calls))
-
-    def letrec(self, *children: Token) -> _Header:
-        *names, result, limit, at_limit = children
-        if int(result) >= len(names):
-            raise _Invalid(f"result={result} names no binding of {len(names)}", result)
-
-        def build(values: tuple[Relation, ...]) -> Relation:
-            return LetRec(tuple(str(n) for n in names), values, int(result), int(limit),
-                          str(at_limit))
-
-        return _Header("LetRec", len(names), build)
-
-    def recur(self, index: Token, name: Token, types: tuple[SqlType, ...]) -> _Header:
-        recur = Recur(int(index), str(name), types)
-        return _Header("Recur", 0, lambda _: recur)
-
-    def window_call(self, func: Token, args: tuple[Scalar, ...],
-                    *rest: SortKey | Frame | None) -> WindowCall:
-        order_by = tuple(k for k in rest if isinstance(k, tuple))
-        frame = rest[-1] if isinstance(rest[-1], Frame) else WHOLE_PARTITION
-        return WindowCall(str(func), args, order_by, frame)
-
-    def frame(self, units: Token, start: int | None, end: int | None) -> Frame:
-        return Frame(str(units), start, end)
-
-    def unbounded_preceding(self) -> None:
-        return None
-
-    def unbounded_following(self) -> None:
-        return None
-
-    def current_row(self) -> int:
-        return 0
-
-    def preceding(self, count: Token) -> int:
-        return -int(count)
-
-    def following(self, count: Token) -> int:
-        return int(count)
-
-    def subplan(self, token: Token) -> _Header:
-        number = int(token[1:])
-        return _Header("subquery", 1, lambda inputs: _Slot(number, inputs[0]))
-
-    def outer(self, token: Token, t: SqlType) -> Outer:
-        level = token.index("#")
-        return Outer(level, int(token[level + 1:]), t)
-
-    def scalar_subquery(self, token: Token) -> ScalarSubquery:
-        return ScalarSubquery(_Slot(int(token[1:])))
-
-    def scalars(self, *exprs: Scalar) -> tuple[Scalar, ...]:
-        return exprs
-
-    def column(self, index: int) -> Col:
-        return Col(index)
-
-    def column_ref(self, token: Token, name: Token | None) -> int:
-        """The index of a column reference; its name (``#i{name}``) says nothing more."""
-        return int(token[1:])
-
-    def column_name(self, name: Token) -> Token:
-        return name
-
-    def literal(self, token: Token, t: SqlType | None) -> Lit:
-        t = _IMPLICIT_TYPE[token.type] if t is None else t
-        return Lit(_read_value(token, t), t)
-
-    def binary(self, left: Scalar, operator: Token, right: Scalar) -> Call:
-        return Call(_function(operator, 2), (left, right))
-
-    def prefix(self, operator: Token, arg: Scalar) -> Call:
-        return Call(_function(operator, 1), (arg,))
-
-    def binary_operator(self, operator: Token) -> Token:
-        return operator
-
-    def prefix_operator(self, operator: Token) -> Token:
-        return operator
-
-    def call(self, func: Token, args: tuple[Scalar, ...]) -> Scalar:
-        """A function call, or the subquery test ``exists(@N)`` or ``in(EXPR, @N)``."""
-        last = args[-1] if args else None
-        if isinstance(last, ScalarSubquery) and (str(func), len(args)) in _TESTS:
-            return Exists(last.rel) if len(args) == 1 else InSubquery(args[0], last.rel)
-        return Call(str(func), args)
-
-    def case(self, *exprs: Scalar) -> Case:
-        pairs = tuple(zip(exprs[:-1:2], exprs[1:-1:2], strict=True))
-        return Case(pairs, exprs[-1])
-
-    def cast(self, expr: Scalar, to: SqlType) -> Cast:
-        return Cast(expr, to)
-
-    def value(self, token: Token) -> Token:
-        return token
-
-    def type(self, name: Token, precision: Token | None, scale: Token | None,
-             array: bool | None) -> SqlType:
-        try:
-            t = type_from_name(str(name), None if precision is None else int(precision),
-                               None if scale is None else int(scale))
-        except ValueError as e:
-            raise _Invalid(str(e), name) from None
-        if precision is not None and t.kind is not Kind.NUMERIC:
-            raise _Invalid(f"type {t} takes no precision", precision)
-        return t if array is None else array_of(t)
-
-    def array_suffix(self) -> bool:
-        return True
-
-    def name(self, token: Token) -> Token:
-        """The name ``token`` spells, still a token for its position."""
-        if token.type == "NAME":
-            return token
-        return token.update(value=_unquote(token))
-
-
-def _function(operator: Token, arity: int) -> str:
-    try:
-        return by_symbol(operator, arity).name
-    except KeyError:
-        raise _Invalid(f"no function is the operator {operator} of {arity} argument(s)",
-                       operator) from None
 
 
 _PARSER = Lark(
@@ -570,7 +180,7 @@ _PARSER = Lark(
     parser="lalr",
     start=["header", "scalar"],
     maybe_placeholders=True,
-    transformer=_Builder(),
+    transformer=PlanBuilder(),
 )
 # The grammar's keywords: a name spelled as one prints quoted.
 KEYWORDS = frozenset(

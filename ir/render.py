@@ -1,6 +1,6 @@
-"""The printer of the IR's text form: ``render_plan``, ``render_line`` (the one printer of an
-operator's line; EXPLAIN's renderers call it), ``render_scalar``, ``render_type`` and
-``render_value``. ``matview.ir.parse`` reads the text back.
+"""The printer of the IR's text form: ``render_plan`` and ``render_line`` (the one printer of an
+operator's line; EXPLAIN's renderers call it). ``matview.ir.render_scalars`` prints the
+scalars, values, types and names in a line; ``matview.ir.parse`` reads the text back.
 
 A plan is an indented tree in the style of Materialize's EXPLAIN: one operator per line, each
 input two spaces deeper than its consumer, inputs in order::
@@ -44,37 +44,16 @@ Operators (the grammar is ``grammar.lark``):
 - ``subquery @N``, a line below an operator's inputs (one level deeper) whose one input is
   the plan of the operator's subquery ``@N`` (see scalars).
 
-Scalars: ``#i`` is column i. Operators of the function registry print parenthesized, infix
-``(#0 + #1)`` or prefix ``(-#0)``, ``(NOT #0)`` (a space after ``-`` when the operand starts with
-a digit: ``(- 5)`` negates 5, ``-5`` is a literal); other functions print ``name(args)``. Then
-``case when C then V ... else D end`` and ``cast(E as TYPE)``. A correlated reference
-(``scalar.Outer``) prints ``^#i::TYPE``, one ``^`` per level. Subqueries print by number
-within their operator, numbered in the order they appear on its line (equal plans share a
-number): ``exists(@0)``, ``in(#1, @1)`` and the scalar subquery ``@2``; their plans follow
-the operator's inputs::
+Scalars, values, types and names print as ``render_scalars`` describes. Subqueries print by
+number within their operator, numbered in the order they appear on its line (equal plans
+share a number): ``exists(@0)``, ``in(#1, @1)`` and the scalar subquery ``@2``; their plans
+follow the operator's inputs::
 
     Linear [filter exists(@0)]
       Get t (a int)
       subquery @0
         Linear [filter (#0 = ^#0::int)]
           Get u (b int)
-
-A subquery rendered outside a plan's line (``render_scalar`` alone) prints ``@?``.
-
-Literals print their value, followed by ``::TYPE`` unless the value's form implies the type:
-integers are ``int`` (``5``, ``-5``, but ``5::bigint``), quoted strings ``text``, ``true`` and
-``false`` ``boolean``, and ``null`` the NULL type (``null::int`` is an int NULL). Doubles print
-``repr`` (``1.5::double``, ``'inf'::double``), numerics their exact ``Decimal`` text
-(``1.50::numeric(10,2)``), dates and timestamps ISO text (``'2024-01-31'::date``,
-``'2024-01-31 10:00:00.500000'::timestamp``), intervals PostgreSQL's output text
-(``'1 day 00:05:00'::interval``), jsonb its canonical text (``'{"a":1}'::jsonb``). Array
-types print ``int[]``; array values have no literal form (``array(1, 2)`` is a call).
-Inside a Constant, values print without the suffix: the header gives their types.
-
-Strings are quoted SQL-style, ``'it''s'``; names (tables, fields, functions, aggregates, join
-kinds) print bare when they are identifiers other than a keyword of the grammar, else quoted
-``"two words"``. A string or name holding an unprintable character (a newline, say) prints as
-``E'...'`` (``E"..."``) with Python's backslash escapes, so every operator stays on one line.
 
 EXPLAIN options (``RenderOptions``) add to what a line says about its operator, never change
 the plan the text denotes:
@@ -93,24 +72,17 @@ the plan the text denotes:
   it (in a map, also after the expressions before it in the map); in a Join's ``on=`` and
   ``where=``, the inputs' rows concatenated; in a Reduce, its input's row; in ``keys``, the
   operator's output.
-
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import date, datetime
-from decimal import Decimal
 
-from matview.ir import intervals, windows
-from matview.ir.column_names import column_names, linear_column_names, name_at
-from matview.ir.functions import REGISTRY, by_symbol
+from matview.ir import windows
+from matview.ir.column_names import column_names, linear_column_names
 from matview.ir.keys import unique_keys
-from matview.ir.parse import BARE_NAME, INDENT, KEYWORDS
+from matview.ir.parse import INDENT
 from matview.ir.relation import (
     Aggregate,
     Constant,
@@ -134,31 +106,17 @@ from matview.ir.relation import (
     WindowCall,
     inputs_of,
 )
-from matview.ir.scalar import (
-    Call,
-    Case,
-    Cast,
-    Col,
-    Exists,
-    InSubquery,
-    Lit,
-    Outer,
-    Scalar,
-    ScalarSubquery,
+from matview.ir.render_scalars import (
+    numbered,
+    render_column,
+    render_name,
+    render_scalar,
+    render_type,
+    render_value,
 )
+from matview.ir.scalar import Scalar
 from matview.ir.subquery import own_scalars, subqueries
-from matview.ir.types import (
-    BOOLEAN,
-    INT,
-    INTEGER_KINDS,
-    NULLTYPE,
-    TEXT,
-    Kind,
-    SqlType,
-    type_from_name,
-)
-
-_PYTHON_TYPE_DEFAULTS = {int: INT, str: TEXT, bool: BOOLEAN, type(None): NULLTYPE}
+from matview.ir.types import TEXT, SqlType
 
 
 @dataclass(frozen=True)
@@ -175,9 +133,6 @@ class RenderOptions:
 
 PLAIN = RenderOptions()
 """The options of the plain text form: no annotation, bare column references."""
-
-_SUBPLANS: ContextVar[tuple[Relation, ...]] = ContextVar("subplans", default=())
-"""The subquery plans of the operator whose line is being rendered, by number."""
 
 
 def render_plan(rel: Relation, options: RenderOptions = PLAIN) -> str:
@@ -196,59 +151,9 @@ def render_line(rel: Relation, options: RenderOptions = PLAIN) -> str:
     return f"{text}  // {{ {annotation} }}" if annotation else text
 
 
-def render_scalar(expr: Scalar, names: Sequence[str | None] = ()) -> str:
-    """The text of the scalar expression ``expr``; column ``#i`` prints ``#i{name}`` when
-    ``names[i]`` is a name (``humanized``), bare ``#i`` otherwise."""
-    if isinstance(expr, Col):
-        return _render_column(expr.index, names)
-    if isinstance(expr, Lit):
-        text = render_value(expr.value, expr.type)
-        if _PYTHON_TYPE_DEFAULTS.get(type(expr.value)) == expr.type:
-            return text
-        return f"{text}::{render_type(expr.type)}"
-    if isinstance(expr, Call):
-        args = [render_scalar(a, names) for a in expr.args]
-        symbol = _operator_symbol(expr)
-        if symbol is not None and len(args) == 2:
-            return f"({args[0]} {symbol} {args[1]})"
-        if symbol is not None:
-            space = " " if symbol.isalpha() or args[0][0].isdigit() else ""
-            return f"({symbol}{space}{args[0]})"
-        return f"{_render_name(expr.func)}({', '.join(args)})"
-    if isinstance(expr, Case):
-        whens = "".join(
-            f"when {render_scalar(c, names)} then {render_scalar(v, names)} "
-            for c, v in expr.whens
-        )
-        return f"case {whens}else {render_scalar(expr.default, names)} end"
-    if isinstance(expr, Cast):
-        return f"cast({render_scalar(expr.expr, names)} as {render_type(expr.to)})"
-    if isinstance(expr, Outer):
-        return f"{'^' * expr.level}#{expr.index}::{render_type(expr.type)}"
-    if isinstance(expr, (Exists, InSubquery, ScalarSubquery)):
-        plans = _SUBPLANS.get()
-        ref = f"@{plans.index(expr.rel)}" if expr.rel in plans else "@?"
-        if isinstance(expr, Exists):
-            return f"exists({ref})"
-        if isinstance(expr, InSubquery):
-            return f"in({render_scalar(expr.expr, names)}, {ref})"
-        return ref
-    raise TypeError(f"not a scalar expression: {expr!r}")
-
-
 def own_subplans(rel: Relation) -> tuple[Relation, ...]:
     """The plans of the subqueries in ``rel``'s own operator, numbered (``@N``) in order."""
     return tuple(dict.fromkeys(n.rel for e in own_scalars(rel) for n in subqueries(e)))
-
-
-@contextmanager
-def numbered(plans: tuple[Relation, ...]) -> Iterator[None]:
-    """Scalars rendered within refer to the subqueries ``plans`` as ``@0``, ``@1``..."""
-    token = _SUBPLANS.set(plans)
-    try:
-        yield
-    finally:
-        _SUBPLANS.reset(token)
 
 
 def _render_node(rel: Relation, depth: int, lines: list[str], options: RenderOptions) -> None:
@@ -265,8 +170,8 @@ def _render_node(rel: Relation, depth: int, lines: list[str], options: RenderOpt
 def _render_header(rel: Relation, humanized: bool) -> str:
     """The operator line of ``rel``; ``humanized`` names the columns its expressions read."""
     if isinstance(rel, Get):
-        fields = ", ".join(f"{_render_name(f.name)} {render_type(f.type)}" for f in rel.fields)
-        return f"Get {_render_name(rel.name)} ({fields})"
+        fields = ", ".join(f"{render_name(f.name)} {render_type(f.type)}" for f in rel.fields)
+        return f"Get {render_name(rel.name)} ({fields})"
     if isinstance(rel, Constant):
         types = ", ".join(render_type(t) for t in rel.column_types)
         rows = "; ".join(_render_row(values, n, rel.column_types) for values, n in rel.rows)
@@ -283,7 +188,7 @@ def _render_header(rel: Relation, humanized: bool) -> str:
             text += f" where=({_render_scalars(rel.predicates, names)})"
         if rel.plan is not None:
             orders = ", ".join(f"({', '.join(map(str, o))})" for o in rel.plan.orders)
-            text += f" plan={_render_name(rel.plan.kind)}[{orders}]"
+            text += f" plan={render_name(rel.plan.kind)}[{orders}]"
         return text
     if isinstance(rel, Reduce):
         names = column_names(rel.input) if humanized else ()
@@ -303,12 +208,12 @@ def _render_header(rel: Relation, humanized: bool) -> str:
         calls = ", ".join(_render_window_call(c, names) for c in rel.calls)
         return f"Window partition_by={_render_columns(rel.partition_by, names)} calls=({calls})"
     if isinstance(rel, LetRec):
-        bindings = ", ".join(_render_name(n) for n in rel.names)
+        bindings = ", ".join(render_name(n) for n in rel.names)
         return (f"LetRec bindings=({bindings}) result={rel.result} limit={rel.limit} "
                 f"{rel.at_limit}")
     if isinstance(rel, Recur):
         types = ", ".join(render_type(t) for t in rel.column_types)
-        return f"Recur {rel.index} {_render_name(rel.name)} ({types})"
+        return f"Recur {rel.index} {render_name(rel.name)} ({types})"
     raise TypeError(f"not a relation: {rel!r}")
 
 
@@ -316,7 +221,7 @@ def _render_window_call(call: WindowCall, names: Sequence[str | None]) -> str:
     """``name(args) order_by=(...) [frame]``: the frame of a value function or an
     aggregate."""
     order = ", ".join(_render_sort_key(k, names) for k in call.order_by)
-    text = f"{_render_name(call.func)}({_render_scalars(call.args, names)}) order_by=({order})"
+    text = f"{render_name(call.func)}({_render_scalars(call.args, names)}) order_by=({order})"
     if windows.lookup(call.func).kind in (windows.Kind.VALUE, windows.Kind.AGGREGATE):
         frame = call.frame
         text += (f" {frame.units} between {_render_bound(frame.start, 'preceding')}"
@@ -337,7 +242,7 @@ def _render_bound(offset: int | None, unbounded: str) -> str:
 def _render_sort_key(key: SortKey, names: Sequence[str | None]) -> str:
     """``#i [desc] [nulls first|nulls last]``, the null order only when not the default."""
     column, descending, nulls_first = key
-    return _render_column(column, names) + _render_direction(descending, nulls_first)
+    return render_column(column, names) + _render_direction(descending, nulls_first)
 
 
 def _render_direction(descending: bool, nulls_first: bool) -> str:
@@ -363,15 +268,9 @@ def _render_annotation(rel: Relation, options: RenderOptions) -> str:
     return ", ".join(fields)
 
 
-def _render_column(index: int, names: Sequence[str | None]) -> str:
-    """``#index``, with ``{name}`` when ``names`` name the column."""
-    name = name_at(names, index)
-    return f"#{index}" if name is None else f"#{index}{{{_render_name(name)}}}"
-
-
 def _render_columns(indexes: Sequence[int], names: Sequence[str | None]) -> str:
     """``(#i, #j, ...)``."""
-    return f"({', '.join(_render_column(i, names) for i in indexes)})"
+    return f"({', '.join(render_column(i, names) for i in indexes)})"
 
 
 def _render_row(values: tuple[object, ...], multiplicity: int, types: tuple[SqlType, ...]) -> str:
@@ -411,68 +310,8 @@ def _render_aggregate(aggregate: Aggregate, names: Sequence[str | None]) -> str:
     if aggregate.order_by:
         arg += " order by " + ", ".join(
             render_scalar(e, names) + _render_direction(d, n) for e, d, n in aggregate.order_by)
-    return f"{_render_name(aggregate.func)}({arg})"
+    return f"{render_name(aggregate.func)}({arg})"
 
 
 def _render_scalars(exprs: tuple[Scalar, ...], names: Sequence[str | None]) -> str:
     return ", ".join(render_scalar(e, names) for e in exprs)
-
-
-def render_type(t: SqlType) -> str:
-    """The text of the type ``t`` (``int``, ``numeric(10,2)``, ``int[]``)."""
-    if t.kind is Kind.ARRAY:
-        assert t.element is not None
-        return render_type(t.element) + "[]"
-    if type_from_name(t.kind.value, t.precision, t.scale) != t:
-        raise ValueError(f"{t!r} is not in the normal form of types.type_from_name")
-    return str(t)
-
-
-def _render_name(name: str) -> str:
-    if BARE_NAME.fullmatch(name) and name not in KEYWORDS:
-        return name
-    return _quote(name, '"')
-
-
-def _operator_symbol(call: Call) -> str | None:
-    """The symbol ``call`` prints with, when its function is the registry's operator for it."""
-    fn = REGISTRY.get(call.func)
-    if fn is None or fn.symbol is None or len(call.args) not in (1, 2):
-        return None
-    try:
-        return fn.symbol if by_symbol(fn.symbol, len(call.args)) is fn else None
-    except KeyError:
-        return None
-
-
-def render_value(value: object, t: SqlType) -> str:
-    """``value`` of type ``t`` as a bare value (without ``::type``)."""
-    kind = t.kind
-    if value is None:
-        return "null"
-    if kind is Kind.BOOLEAN and isinstance(value, bool):
-        return "true" if value else "false"
-    if kind in INTEGER_KINDS and type(value) is int:
-        return str(value)
-    if kind is Kind.DOUBLE and type(value) is float:
-        return repr(value) if math.isfinite(value) else _quote(repr(value), "'")
-    if kind is Kind.NUMERIC and isinstance(value, Decimal):
-        return str(value) if value.is_finite() else _quote(str(value), "'")
-    if kind is Kind.TEXT and isinstance(value, str):
-        return _quote(value, "'")
-    if kind is Kind.DATE and type(value) is date:
-        return _quote(value.isoformat(), "'")
-    if kind is Kind.TIMESTAMP and isinstance(value, datetime):
-        return _quote(value.isoformat(" "), "'")
-    if kind is Kind.INTERVAL and isinstance(value, intervals.Interval):
-        return _quote(intervals.render(value), "'")
-    if kind is Kind.JSONB and isinstance(value, str):
-        return _quote(value, "'")
-    raise ValueError(f"{value!r} is not a value of type {t}")
-
-
-def _quote(text: str, mark: str) -> str:
-    if text.isprintable():
-        return mark + text.replace(mark, mark * 2) + mark
-    escaped = text.encode("unicode_escape").decode("ascii")
-    return "E" + mark + escaped.replace(mark, mark * 2) + mark

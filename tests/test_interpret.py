@@ -36,7 +36,7 @@ from matview.ir.relation import (
     Relation,
     Union,
 )
-from matview.ir.render import render_scalar
+from matview.ir.render_scalars import render_scalar
 from matview.ir.scalar import Call, Case, Cast, Col, Lit, Scalar, remap, type_of
 from matview.ir.types import (
     BIGINT,

@@ -41,7 +41,8 @@ from matview.ir.relation import (
     inputs_of,
     step_types,
 )
-from matview.ir.render import PLAIN, RenderOptions, render_line, render_plan, render_scalar
+from matview.ir.render import PLAIN, RenderOptions, render_line, render_plan
+from matview.ir.render_scalars import render_scalar
 from matview.ir.scalar import Call, Case, Cast, Col, Lit, Scalar
 from matview.ir.types import (
     BIGINT,

@@ -127,14 +127,8 @@ from matview.ir.relation import (
     Window,
     inputs_of,
 )
-from matview.ir.render import (
-    numbered,
-    own_subplans,
-    render_line,
-    render_scalar,
-    render_type,
-    render_value,
-)
+from matview.ir.render import own_subplans, render_line
+from matview.ir.render_scalars import numbered, render_scalar, render_type, render_value
 from matview.ir.scalar import Scalar
 from matview.planner.dataflow_graph import (
     arrangements,

@@ -40,7 +40,8 @@ import networkx as nx
 from matview.ir import physical
 from matview.ir.physical import DeltaPath
 from matview.ir.relation import Get, Join, Linear, Reduce, Relation, inputs_of
-from matview.ir.render import PLAIN, RenderOptions, render_line, render_scalar
+from matview.ir.render import PLAIN, RenderOptions, render_line
+from matview.ir.render_scalars import render_scalar
 from matview.planner.dataflow_graph import (
     arrangements,
     history_arrangements,

@@ -50,7 +50,7 @@ from matview.ir.relation import (
     Union,
     step_types,
 )
-from matview.ir.render import render_scalar
+from matview.ir.render_scalars import render_scalar
 from matview.ir.scalar import (
     TRUE,
     Call,

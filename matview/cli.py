@@ -56,7 +56,7 @@ from typing import TYPE_CHECKING
 
 import matview
 from matview.planner.pipeline import STAGES
-from matview.sql.dialect import EXPLAIN_OPTIONS
+from matview.sql.dialect_nodes import EXPLAIN_OPTIONS
 
 if TYPE_CHECKING:
     from matview.shell import Backend

@@ -12,7 +12,7 @@ tree without recursion.
 
 from __future__ import annotations
 
-from matview.sql.dialect import MutuallyRecursive, RecursiveBinding
+from matview.sql.dialect_nodes import MutuallyRecursive, RecursiveBinding
 from matview.sql.errors import UnsupportedError
 from sqlglot import exp
 

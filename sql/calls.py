@@ -16,19 +16,12 @@ from typing import TYPE_CHECKING
 from matview.ir.functions import lookup
 from matview.ir.scalar import Call, Cast
 from matview.ir.types import INT, TEXT, Kind, SqlType
+from matview.sql.call_names import ARGUMENT_COUNT, CALL_NAMES, WINDOW_CALLS, WRITTEN_NAME
 from matview.sql.coerce import TypedScalar, call, coerce, explicit_cast, is_string_literal, unify
 from matview.sql.datatypes import sql_type
 from matview.sql.datetime_fields import FieldCall, bind_field_call
-from matview.sql.dialect import (
-    ARGUMENT_COUNT,
-    CALL_NAMES,
-    WINDOW_CALLS,
-    WRITTEN_NAME,
-    DatePartCall,
-    DateTruncCall,
-    Matview,
-    ToJsonbCall,
-)
+from matview.sql.dialect import Matview
+from matview.sql.dialect_nodes import DatePartCall, DateTruncCall, ToJsonbCall
 from matview.sql.errors import SqlTypeError, UnknownObjectError, UnsupportedError
 from sqlglot import exp
 

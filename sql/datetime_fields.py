@@ -19,8 +19,9 @@ from matview.ir import intervals
 from matview.ir.functions import REGISTRY
 from matview.ir.scalar import Call
 from matview.ir.types import DOUBLE, TIMESTAMP, Kind
+from matview.sql.call_names import WRITTEN_NAME
 from matview.sql.coerce import TypedScalar, cast, is_string_literal
-from matview.sql.dialect import WRITTEN_NAME, DatePartCall, DateTruncCall
+from matview.sql.dialect_nodes import DatePartCall, DateTruncCall
 from matview.sql.errors import SqlTypeError, UnsupportedError
 from sqlglot import exp
 

@@ -14,9 +14,9 @@ from matview.sql.allowlist import check_arguments
 from matview.sql.catalog import ObjectKind, Recording
 from matview.sql.context import Context
 from matview.sql.datatypes import column_type, storable
-from matview.sql.dialect import CreateSink as CreateSinkNode
-from matview.sql.dialect import DropSink as DropSinkNode
 from matview.sql.dialect import Matview
+from matview.sql.dialect_nodes import CreateSink as CreateSinkNode
+from matview.sql.dialect_nodes import DropSink as DropSinkNode
 from matview.sql.errors import DuplicateObjectError, SqlError, SqlTypeError, UnsupportedError
 from matview.sql.names import normalize, relation_name
 from matview.sql.query import bind_query, top_k

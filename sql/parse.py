@@ -12,16 +12,16 @@ from matview.sql.allowlist import check_supported
 from matview.sql.catalog import Catalog
 from matview.sql.context import Context
 from matview.sql.copy import bind_copy
-from matview.sql.dialect import (
+from matview.sql.dialect import Matview
+from matview.sql.dialect_nodes import (
     EXPLAIN_FORMATS,
     EXPLAIN_OPTIONS,
     EXPLAIN_STAGES,
     Explain,
-    Matview,
     Subscribe,
 )
-from matview.sql.dialect import CreateSink as CreateSinkNode
-from matview.sql.dialect import DropSink as DropSinkNode
+from matview.sql.dialect_nodes import CreateSink as CreateSinkNode
+from matview.sql.dialect_nodes import DropSink as DropSinkNode
 from matview.sql.errors import SqlError, SqlSyntaxError, UnknownObjectError, UnsupportedError
 from matview.sql.names import relation_name
 from matview.sql.query import bind_query

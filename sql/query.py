@@ -39,7 +39,7 @@ from matview.ir.scalar import Call, Case, Col, Lit, Scalar, conjoin
 from matview.ir.types import BIGINT, BOOLEAN, Kind, common_type
 from matview.sql.coerce import cast_columns
 from matview.sql.context import Context
-from matview.sql.dialect import MutuallyRecursive
+from matview.sql.dialect_nodes import MutuallyRecursive
 from matview.sql.errors import SqlError, SqlTypeError, UnsupportedError
 from matview.sql.from_clause import rename
 from matview.sql.names import normalize

@@ -43,7 +43,7 @@ from matview.ir.types import SqlType, common_type
 from matview.sql.coerce import cast_columns
 from matview.sql.context import Context
 from matview.sql.datatypes import column_type
-from matview.sql.dialect import MutuallyRecursive, RecursiveBinding
+from matview.sql.dialect_nodes import MutuallyRecursive, RecursiveBinding
 from matview.sql.errors import SqlError, SqlTypeError, UnsupportedError
 from matview.sql.from_clause import rename
 from matview.sql.names import normalize

@@ -38,9 +38,10 @@ from matview.ir.scalar import (
 )
 from matview.ir.types import BIGINT, BOOLEAN, DATE, INT, TEXT, TIMESTAMP, Kind, SqlType
 from matview.sql import calls, temporal
+from matview.sql.call_names import WINDOW_CALLS
 from matview.sql.coerce import TypedScalar, call, cast, is_string_literal, require, unify
 from matview.sql.context import Context
-from matview.sql.dialect import WINDOW_CALLS, JsonbAggCall
+from matview.sql.dialect_nodes import JsonbAggCall
 from matview.sql.errors import SqlError, SqlTypeError, UnknownObjectError, UnsupportedError
 from matview.sql.literals import interval, literal
 from matview.sql.scope import Scope
@@ -61,7 +62,7 @@ AGGREGATES = (exp.Count, exp.Sum, exp.Avg, exp.Min, exp.Max, exp.LogicalAnd, exp
               exp.Variance, exp.VariancePop, exp.Stddev, exp.StddevSamp, exp.StddevPop,
               exp.GroupConcat, exp.ArrayAgg, JsonbAggCall)
 """The aggregate calls the binder binds (``ir/aggregates.py`` registers each by the names of
-``dialect.CALL_NAMES``)."""
+``call_names.CALL_NAMES``)."""
 SUBQUERIES = (exp.Subquery, exp.Exists, exp.Any, exp.All)
 """The nodes of a subquery in an expression (``IN`` holds its query as an ``exp.Subquery``;
 ``x op ANY (...)`` as an ``exp.Any``, ``ALL`` as an ``exp.All``)."""

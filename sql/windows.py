@@ -49,8 +49,8 @@ from matview.ir.scalar import (
 )
 from matview.ir.types import BIGINT, BOOLEAN, INTEGER_KINDS
 from matview.sql import calls
+from matview.sql.call_names import WINDOW_CALLS
 from matview.sql.coerce import TypedScalar, require
-from matview.sql.dialect import WINDOW_CALLS
 from matview.sql.errors import SqlError, SqlTypeError, UnsupportedError
 from sqlglot import exp
 

@@ -15,7 +15,7 @@ import pytest
 from matview.ir import aggregates
 from matview.ir.aggregates import Maintenance
 from matview.ir.relation import AGGREGATES
-from matview.sql.dialect import CALL_NAMES
+from matview.sql.call_names import CALL_NAMES
 from matview.sql.errors import SqlError, SqlTypeError, UnsupportedError
 from matview.sql.scalars import AGGREGATES as AGGREGATE_NODES
 from pyspark.sql import SparkSession

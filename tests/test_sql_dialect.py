@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import pytest
 import sqlglot
-from matview.sql.dialect import ARGUMENT_COUNT, WRITTEN_NAME, Explain, Matview, Subscribe
+from matview.sql.call_names import ARGUMENT_COUNT, WRITTEN_NAME
+from matview.sql.dialect import Matview
+from matview.sql.dialect_nodes import Explain, Subscribe
 from matview.sql.errors import SqlSyntaxError
 from matview.sql.parse import bind_statement, split
 from matview.sql.statements import Query

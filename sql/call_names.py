@@ -1,0 +1,49 @@
+"""The names of function calls in matview's SQL dialect (``dialect``): the ``meta`` keys under
+which the parser keeps a call's name and argument count as written, and the tables of the
+node kinds the binder binds from function calls (``CALL_NAMES``, ``WINDOW_CALLS``) with
+PostgreSQL's names for them.
+"""
+
+from __future__ import annotations
+
+from matview.sql.dialect_nodes import DatePartCall, DateTruncCall, JsonbAggCall, ToJsonbCall
+from sqlglot import exp
+
+ARGUMENT_COUNT = "argument_count"
+"""``meta`` key of a function call: the number of arguments it was written with."""
+
+WRITTEN_NAME = "written_name"
+"""``meta`` key of a function call: its name as written, lower-case (``substr``, not
+sqlglot's ``SUBSTRING``)."""
+
+
+WINDOW_CALLS: dict[type[exp.Expr], str] = {
+    exp.RowNumber: "row_number", exp.Rank: "rank", exp.DenseRank: "dense_rank",
+    exp.PercentRank: "percent_rank", exp.CumeDist: "cume_dist", exp.Ntile: "ntile",
+    exp.Lag: "lag", exp.Lead: "lead", exp.FirstValue: "first_value",
+    exp.LastValue: "last_value", exp.NthValue: "nth_value",
+}
+"""The window-only functions (``sql/windows.py``), by the node sqlglot parses them into."""
+
+CALL_NAMES: dict[type[exp.Expr], frozenset[str]] = {
+    exp.Lower: frozenset({"lower"}), exp.Upper: frozenset({"upper"}),
+    exp.Length: frozenset({"length", "char_length", "character_length"}),
+    exp.Substring: frozenset({"substr", "substring"}), exp.Abs: frozenset({"abs"}),
+    exp.StrPosition: frozenset({"strpos", "position"}),
+    DatePartCall: frozenset({"date_part"}), DateTruncCall: frozenset({"date_trunc"}),
+    exp.Round: frozenset({"round"}), exp.Coalesce: frozenset({"coalesce"}),
+    exp.Nullif: frozenset({"nullif"}), exp.Mod: frozenset({"mod"}),
+    exp.Count: frozenset({"count"}), exp.Sum: frozenset({"sum"}), exp.Avg: frozenset({"avg"}),
+    exp.Min: frozenset({"min"}), exp.Max: frozenset({"max"}),
+    exp.LogicalAnd: frozenset({"bool_and"}), exp.LogicalOr: frozenset({"bool_or"}),
+    exp.Variance: frozenset({"variance", "var_samp"}), exp.VariancePop: frozenset({"var_pop"}),
+    exp.Stddev: frozenset({"stddev"}), exp.StddevSamp: frozenset({"stddev_samp"}),
+    exp.StddevPop: frozenset({"stddev_pop"}), exp.Grouping: frozenset({"grouping"}),
+    exp.GroupConcat: frozenset({"string_agg"}), exp.ArrayAgg: frozenset({"array_agg"}),
+    JsonbAggCall: frozenset({"jsonb_agg"}), ToJsonbCall: frozenset({"to_jsonb"}),
+    exp.Explode: frozenset({"unnest"}),
+    exp.ExplodingGenerateSeries: frozenset({"generate_series"}),
+    **{node: frozenset({name}) for node, name in WINDOW_CALLS.items()},
+}
+"""The node kinds the binder binds from function calls, and the names (PostgreSQL's) under
+which it does; it checks their arguments' count itself (``calls.check_call``)."""

@@ -1,6 +1,7 @@
 """Scalar expressions: sqlglot expression trees lowered to typed ``matview.ir.scalar`` trees.
 
-``ExprBinder`` lowers operators, predicates and literals; function calls are in ``calls``.
+``ExprBinder`` dispatches each node to its binder and lowers columns, literals, predicates
+and the subqueries below; operators are in ``operators``, function calls in ``calls``.
 Subclasses change what columns and aggregate calls denote (``grouping.GroupedBinder``).
 Table function calls are errors unless a ``table_functions.SelectListCalls`` binds them (the
 select list); ``mz_now()`` is an error here (``temporal`` binds it where it is allowed).
@@ -19,7 +20,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from contextvars import ContextVar
 
-from matview.ir.intervals import Interval
 from matview.ir.plans import compute
 from matview.ir.relation import Aggregate, Reduce, Relation
 from matview.ir.scalar import (
@@ -36,28 +36,21 @@ from matview.ir.scalar import (
     ScalarSubquery,
     balanced,
 )
-from matview.ir.types import BIGINT, BOOLEAN, DATE, INT, TEXT, TIMESTAMP, Kind, SqlType
-from matview.sql import calls, temporal
+from matview.ir.types import BIGINT, BOOLEAN, SqlType
+from matview.sql import calls, operators, temporal
 from matview.sql.call_names import WINDOW_CALLS
-from matview.sql.coerce import TypedScalar, call, cast, is_string_literal, require, unify
+from matview.sql.coerce import TypedScalar, call, require, unify
 from matview.sql.context import Context
 from matview.sql.dialect_nodes import JsonbAggCall
-from matview.sql.errors import SqlError, SqlTypeError, UnknownObjectError, UnsupportedError
+from matview.sql.errors import SqlError, UnknownObjectError, UnsupportedError
 from matview.sql.literals import interval, literal
+from matview.sql.operators import ARITHMETIC, COMPARISON, NEGATED, SYMBOLS
 from matview.sql.scope import Scope
 from matview.sql.statements import Query
 from matview.sql.table_functions import SelectListCalls, table_call
-from matview.sql.walk import chain
 from matview.sql.windows import SelectListWindows
 from sqlglot import exp
 
-ARITHMETIC = {exp.Add: "add", exp.Sub: "sub", exp.Mul: "mul", exp.Div: "div", exp.Mod: "mod"}
-COMPARISON = {exp.EQ: "eq", exp.NEQ: "ne", exp.LT: "lt", exp.LTE: "le", exp.GT: "gt",
-              exp.GTE: "ge"}
-NEGATED = {"eq": "ne", "ne": "eq", "lt": "ge", "le": "gt", "gt": "le", "ge": "lt"}
-"""Each comparison's negation: ``NOT (a op b)`` is ``a NEGATED[op] b``, NULL when either is."""
-SYMBOLS = {"add": "+", "sub": "-", "mul": "*", "div": "/", "mod": "%", "eq": "=", "ne": "<>",
-           "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 AGGREGATES = (exp.Count, exp.Sum, exp.Avg, exp.Min, exp.Max, exp.LogicalAnd, exp.LogicalOr,
               exp.Variance, exp.VariancePop, exp.Stddev, exp.StddevSamp, exp.StddevPop,
               exp.GroupConcat, exp.ArrayAgg, JsonbAggCall)
@@ -149,40 +142,13 @@ class ExprBinder:
     def _paren(self, node: exp.Paren) -> TypedScalar:
         return self.bind(node.this)
 
-    def _neg(self, node: exp.Neg) -> TypedScalar:
-        if isinstance(node.this, exp.Literal) and not node.this.is_string:
-            return literal(node.this, negative=True)
-        value = self.bind(node.this)
-        if isinstance(value.expr, Lit) and isinstance(value.expr.value, Interval):
-            return TypedScalar(Lit(-value.expr.value, value.type), value.type)
-        return call("neg", [value], node)
-
     def _interval(self, node: exp.Interval) -> TypedScalar:
         return interval(node)
-
-    def _array(self, node: exp.Array) -> TypedScalar:
-        """``ARRAY[...]``: the elements cast to their common type (text for string literals,
-        when all are); ``ARRAY[]`` has no type unless cast (``calls``)."""
-        if not node.expressions:
-            raise SqlTypeError.at("cannot determine the type of an empty array; "
-                                  "write its type: ARRAY[]::int[]", node)
-        elements = unify([self.bind(x) for x in node.expressions], node,
-                         lambda a, b: f"ARRAY types {a} and {b} cannot be matched")
-        if elements[0].type.kind is Kind.NULL:
-            elements = [cast(e, TEXT) for e in elements]
-        if elements[0].type.kind is Kind.ARRAY:
-            raise UnsupportedError.at("multidimensional arrays are not supported", node)
-        if elements[0].type.kind in (Kind.INTERVAL, Kind.MZ_TIMESTAMP):
-            raise UnsupportedError.at(f"arrays of {elements[0].type} are not supported", node)
-        return call("array", elements, node)
-
-    def _arithmetic(self, node: exp.Binary) -> TypedScalar:
-        return self.binary(ARITHMETIC[type(node)], node.this, node.expression, node)
 
     def _comparison(self, node: exp.Binary) -> TypedScalar:
         if isinstance(node.expression, (exp.Any, exp.All)):
             return self._quantified(node, node.expression)
-        return self.binary(COMPARISON[type(node)], node.this, node.expression, node)
+        return operators.binary(self, COMPARISON[type(node)], node.this, node.expression, node)
 
     def _quantified(self, node: exp.Binary, quantifier: exp.Any | exp.All) -> TypedScalar:
         """``x op ANY (SELECT y ...)`` (``SOME`` too) and ``x op ALL (SELECT y ...)``: see
@@ -204,72 +170,6 @@ class ExprBinder:
                            compute(plan, [column.expr]))
         return TypedScalar(Call("not", (value,)) if every else value, BOOLEAN)
 
-    def binary(self, func: str, left: exp.Expr, right: exp.Expr, node: exp.Expr) -> TypedScalar:
-        """The arithmetic or comparison ``func`` of ``left`` and ``right``, cast to their
-        common type."""
-        symbol = SYMBOLS[func]
-
-        def mismatch(a: SqlType, b: SqlType) -> str:
-            return f"operator does not exist: {a} {symbol} {b}"
-
-        values = [self.bind(left), self.bind(right)]
-        if func in ("add", "sub") and any(v.type.kind is Kind.INTERVAL for v in values):
-            return self._shift(func, values, node, mismatch)
-        if func in ("add", "sub") and any(v.type.kind is Kind.DATE for v in values):
-            return self._date_arithmetic(func, values, node, mismatch)
-        operands = unify(values, node, mismatch)
-        return call(func, operands, node, mismatch(operands[0].type, operands[1].type))
-
-    def _shift(self, func: str, values: list[TypedScalar], node: exp.Expr,
-               mismatch: Callable[[SqlType, SqlType], str]) -> TypedScalar:
-        """A timestamp or date plus or minus an interval (``interval + timestamp`` too)."""
-        if func == "add" and values[0].type.kind is Kind.INTERVAL:
-            values.reverse()
-        if is_string_literal(values[0]):
-            values[0] = cast(values[0], TIMESTAMP, node)
-        return call(func, values, node, mismatch(values[0].type, values[1].type))
-
-    def _date_arithmetic(self, func: str, values: list[TypedScalar], node: exp.Expr,
-                         mismatch: Callable[[SqlType, SqlType], str]) -> TypedScalar:
-        """PostgreSQL's operators on dates: ``date - date`` is the INT number of days
-        between them (a string literal or NULL beside a date is a date there); ``date +
-        int``, ``int + date`` and ``date - int`` are the DATE that many days later (or
-        earlier). Any other operand is an error."""
-        error = mismatch(values[0].type, values[1].type)
-        unknown = [is_string_literal(v) or v.type.kind is Kind.NULL for v in values]
-        if func == "sub" and all(v.type.kind is Kind.DATE or u
-                                 for v, u in zip(values, unknown, strict=True)):
-            return call("days_between", [cast(v, DATE, node) for v in values], node, error)
-        if func == "add" and values[1].type.kind is Kind.DATE:
-            values.reverse()
-        moment, days = values
-        if moment.type.kind is not Kind.DATE or days.type.kind not in (Kind.INT, Kind.NULL):
-            raise SqlTypeError.at(error, node)
-        return call(func, [moment, cast(days, INT)], node, error)
-
-    def _connective(self, node: exp.And | exp.Or) -> TypedScalar:
-        """A chain of ANDs (ORs), however long, as a balanced tree of its operands."""
-        word = node.key.upper()
-        args = [require(self.bind(x), BOOLEAN, f"argument of {word}", x)
-                for x in chain(node, type(node))]
-        return TypedScalar(balanced(node.key, [a.expr for a in args]), BOOLEAN)
-
-    def _not(self, node: exp.Not) -> TypedScalar:
-        return call("not", [self.predicate(node.this, "NOT")], node)
-
-    def _is(self, node: exp.Is) -> TypedScalar:
-        test = node.expression
-        if isinstance(test, exp.Null):
-            result = call("is_null", [self.bind(node.this)], node)
-        elif isinstance(test, exp.Boolean):
-            value = self.predicate(node.this, f"IS {'TRUE' if test.this else 'FALSE'}")
-            if not test.this:
-                value = call("not", [value], node)
-            result = call("coalesce", [value, TypedScalar(Lit(False, BOOLEAN), BOOLEAN)], node)
-        else:
-            raise UnsupportedError.at("IS is only supported with NULL, TRUE and FALSE", node)
-        return call("not", [result], node) if node.args.get("negate") else result
-
     def _in(self, node: exp.In) -> TypedScalar:
         """``x IN (a, b, ...)``: ``x = a OR x = b ...``, a balanced tree however long;
         ``x IN (SELECT y ...)``: ``InSubquery``, ``x`` and ``y`` cast to their common type."""
@@ -282,42 +182,8 @@ class ExprBinder:
                                BOOLEAN)
         if not node.expressions:
             raise UnsupportedError.at("subqueries in expressions are not supported yet", node)
-        tests = [self.binary("eq", node.this, item, node) for item in node.expressions]
+        tests = [operators.binary(self, "eq", node.this, item, node) for item in node.expressions]
         return TypedScalar(balanced("or", [t.expr for t in tests]), BOOLEAN)
-
-    def _between(self, node: exp.Between) -> TypedScalar:
-        if node.args.get("symmetric"):
-            raise UnsupportedError.at("BETWEEN SYMMETRIC is not supported yet", node)
-        low = self.binary("ge", node.this, node.args["low"], node)
-        high = self.binary("le", node.this, node.args["high"], node)
-        return call("and", [low, high], node)
-
-    def _like(self, node: exp.Like | exp.ILike) -> TypedScalar:
-        word = "ILIKE" if isinstance(node, exp.ILike) else "LIKE"
-        args = [require(self.bind(x), TEXT, f"argument of {word}", x)
-                for x in (node.this, node.expression)]
-        if word == "ILIKE":
-            args = [call("lower", [arg], node) for arg in args]
-        result = call("like", args, node)
-        return call("not", [result], node) if node.args.get("negate") else result
-
-    def _concat(self, node: exp.DPipe) -> TypedScalar:
-        args = [cast(self.bind(x), TEXT) for x in (node.this, node.expression)]
-        return call("concat", args, node)
-
-    def _case(self, node: exp.Case) -> TypedScalar:
-        subject = node.this
-        conditions = [
-            self.binary("eq", subject, when.this, when) if subject is not None
-            else self.predicate(when.this, "CASE/WHEN")
-            for when in node.args["ifs"]
-        ]
-        default = node.args.get("default")
-        values = [self.bind(when.args["true"]) for when in node.args["ifs"]]
-        values.append(self.bind(default) if default is not None else literal(exp.Null()))
-        values = unify(values, node, lambda a, b: f"CASE types {a} and {b} cannot be matched")
-        whens = tuple((c.expr, v.expr) for c, v in zip(conditions, values[:-1], strict=True))
-        return TypedScalar(Case(whens, values[-1].expr), values[-1].type)
 
     def subquery(self, node: exp.Expr, at: exp.Expr, word: str) -> Relation:
         """The plan of the subquery ``node`` (an operand of ``word``), bound with this
@@ -363,21 +229,21 @@ _HANDLERS: dict[type[exp.Expr], Callable[[ExprBinder, exp.Expr], TypedScalar]] =
     exp.Boolean: ExprBinder._literal,
     exp.Null: ExprBinder._literal,
     exp.Paren: ExprBinder._paren,
-    exp.Neg: ExprBinder._neg,
+    exp.Neg: operators.bind_neg,
     exp.Interval: ExprBinder._interval,
-    exp.Array: ExprBinder._array,
-    **dict.fromkeys(ARITHMETIC, ExprBinder._arithmetic),
+    exp.Array: operators.bind_array,
+    **dict.fromkeys(ARITHMETIC, operators.bind_arithmetic),
     **dict.fromkeys(COMPARISON, ExprBinder._comparison),
-    exp.And: ExprBinder._connective,
-    exp.Or: ExprBinder._connective,
-    exp.Not: ExprBinder._not,
-    exp.Is: ExprBinder._is,
+    exp.And: operators.bind_connective,
+    exp.Or: operators.bind_connective,
+    exp.Not: operators.bind_not,
+    exp.Is: operators.bind_is,
     exp.In: ExprBinder._in,
-    exp.Between: ExprBinder._between,
-    exp.Like: ExprBinder._like,
-    exp.ILike: ExprBinder._like,
-    exp.DPipe: ExprBinder._concat,
-    exp.Case: ExprBinder._case,
+    exp.Between: operators.bind_between,
+    exp.Like: operators.bind_like,
+    exp.ILike: operators.bind_like,
+    exp.DPipe: operators.bind_concat,
+    exp.Case: operators.bind_case,
     exp.Subquery: ExprBinder._scalar_subquery,
     exp.Exists: ExprBinder._exists,
     exp.Window: ExprBinder._window,

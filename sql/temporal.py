@@ -17,6 +17,7 @@ from matview.ir.scalar import Scalar
 from matview.ir.types import INTEGER_KINDS, MZ_TIMESTAMP, TIMESTAMP, Kind
 from matview.sql.coerce import TypedScalar, call, cast, is_string_literal
 from matview.sql.errors import SqlError, SqlTypeError, UnsupportedError
+from matview.sql.operators import binary
 from matview.sql.walk import chain, outside_queries
 from sqlglot import exp
 
@@ -101,7 +102,7 @@ def _comparisons(node: exp.Expr) -> list[tuple[exp.Expr, str, exp.Expr]]:
 def _normalized(binder: ExprBinder, left: exp.Expr, op: str, right: exp.Expr,
                 node: exp.Expr) -> Scalar:
     if not mz_now_calls(left) and not mz_now_calls(right):
-        return binder.binary(op, left, right, node).expr
+        return binary(binder, op, left, right, node).expr
     left, right = _unparen(left), _unparen(right)
     if is_mz_now(right) and not is_mz_now(left):
         left, op, right = right, _FLIPPED[op], left

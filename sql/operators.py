@@ -1,0 +1,172 @@
+"""Operators and the other expressions SQL spells with symbols and keywords, lowered to IR
+calls for ``scalars.ExprBinder``: arithmetic (with PostgreSQL's date and interval
+arithmetic), negation, comparisons (``binary``: the operands cast to their common type),
+AND, OR and NOT, IS, BETWEEN, LIKE and ILIKE, ``||``, CASE and ``ARRAY[...]``. Each
+``bind_*`` function binds one kind of node with the binder given.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from matview.ir.intervals import Interval
+from matview.ir.scalar import Case, Lit, balanced
+from matview.ir.types import BOOLEAN, DATE, INT, TEXT, TIMESTAMP, Kind, SqlType
+from matview.sql.coerce import TypedScalar, call, cast, is_string_literal, require, unify
+from matview.sql.errors import SqlTypeError, UnsupportedError
+from matview.sql.literals import literal
+from matview.sql.walk import chain
+from sqlglot import exp
+
+if TYPE_CHECKING:
+    from matview.sql.scalars import ExprBinder
+
+ARITHMETIC = {exp.Add: "add", exp.Sub: "sub", exp.Mul: "mul", exp.Div: "div", exp.Mod: "mod"}
+COMPARISON = {exp.EQ: "eq", exp.NEQ: "ne", exp.LT: "lt", exp.LTE: "le", exp.GT: "gt",
+              exp.GTE: "ge"}
+NEGATED = {"eq": "ne", "ne": "eq", "lt": "ge", "le": "gt", "gt": "le", "ge": "lt"}
+"""Each comparison's negation: ``NOT (a op b)`` is ``a NEGATED[op] b``, NULL when either is."""
+SYMBOLS = {"add": "+", "sub": "-", "mul": "*", "div": "/", "mod": "%", "eq": "=", "ne": "<>",
+           "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+
+
+def bind_neg(binder: ExprBinder, node: exp.Neg) -> TypedScalar:
+    if isinstance(node.this, exp.Literal) and not node.this.is_string:
+        return literal(node.this, negative=True)
+    value = binder.bind(node.this)
+    if isinstance(value.expr, Lit) and isinstance(value.expr.value, Interval):
+        return TypedScalar(Lit(-value.expr.value, value.type), value.type)
+    return call("neg", [value], node)
+
+
+def bind_array(binder: ExprBinder, node: exp.Array) -> TypedScalar:
+    """``ARRAY[...]``: the elements cast to their common type (text for string literals,
+    when all are); ``ARRAY[]`` has no type unless cast (``calls``)."""
+    if not node.expressions:
+        raise SqlTypeError.at("cannot determine the type of an empty array; "
+                              "write its type: ARRAY[]::int[]", node)
+    elements = unify([binder.bind(x) for x in node.expressions], node,
+                     lambda a, b: f"ARRAY types {a} and {b} cannot be matched")
+    if elements[0].type.kind is Kind.NULL:
+        elements = [cast(e, TEXT) for e in elements]
+    if elements[0].type.kind is Kind.ARRAY:
+        raise UnsupportedError.at("multidimensional arrays are not supported", node)
+    if elements[0].type.kind in (Kind.INTERVAL, Kind.MZ_TIMESTAMP):
+        raise UnsupportedError.at(f"arrays of {elements[0].type} are not supported", node)
+    return call("array", elements, node)
+
+
+def bind_arithmetic(binder: ExprBinder, node: exp.Binary) -> TypedScalar:
+    return binary(binder, ARITHMETIC[type(node)], node.this, node.expression, node)
+
+
+def binary(binder: ExprBinder, func: str, left: exp.Expr, right: exp.Expr,
+           node: exp.Expr) -> TypedScalar:
+    """The arithmetic or comparison ``func`` of ``left`` and ``right``, cast to their
+    common type."""
+    symbol = SYMBOLS[func]
+
+    def mismatch(a: SqlType, b: SqlType) -> str:
+        return f"operator does not exist: {a} {symbol} {b}"
+
+    values = [binder.bind(left), binder.bind(right)]
+    if func in ("add", "sub") and any(v.type.kind is Kind.INTERVAL for v in values):
+        return _shift(func, values, node, mismatch)
+    if func in ("add", "sub") and any(v.type.kind is Kind.DATE for v in values):
+        return _date_arithmetic(func, values, node, mismatch)
+    operands = unify(values, node, mismatch)
+    return call(func, operands, node, mismatch(operands[0].type, operands[1].type))
+
+
+def _shift(func: str, values: list[TypedScalar], node: exp.Expr,
+           mismatch: Callable[[SqlType, SqlType], str]) -> TypedScalar:
+    """A timestamp or date plus or minus an interval (``interval + timestamp`` too)."""
+    if func == "add" and values[0].type.kind is Kind.INTERVAL:
+        values.reverse()
+    if is_string_literal(values[0]):
+        values[0] = cast(values[0], TIMESTAMP, node)
+    return call(func, values, node, mismatch(values[0].type, values[1].type))
+
+
+def _date_arithmetic(func: str, values: list[TypedScalar], node: exp.Expr,
+                     mismatch: Callable[[SqlType, SqlType], str]) -> TypedScalar:
+    """PostgreSQL's operators on dates: ``date - date`` is the INT number of days
+    between them (a string literal or NULL beside a date is a date there); ``date +
+    int``, ``int + date`` and ``date - int`` are the DATE that many days later (or
+    earlier). Any other operand is an error."""
+    error = mismatch(values[0].type, values[1].type)
+    unknown = [is_string_literal(v) or v.type.kind is Kind.NULL for v in values]
+    if func == "sub" and all(v.type.kind is Kind.DATE or u
+                             for v, u in zip(values, unknown, strict=True)):
+        return call("days_between", [cast(v, DATE, node) for v in values], node, error)
+    if func == "add" and values[1].type.kind is Kind.DATE:
+        values.reverse()
+    moment, days = values
+    if moment.type.kind is not Kind.DATE or days.type.kind not in (Kind.INT, Kind.NULL):
+        raise SqlTypeError.at(error, node)
+    return call(func, [moment, cast(days, INT)], node, error)
+
+
+def bind_connective(binder: ExprBinder, node: exp.And | exp.Or) -> TypedScalar:
+    """A chain of ANDs (ORs), however long, as a balanced tree of its operands."""
+    word = node.key.upper()
+    args = [require(binder.bind(x), BOOLEAN, f"argument of {word}", x)
+            for x in chain(node, type(node))]
+    return TypedScalar(balanced(node.key, [a.expr for a in args]), BOOLEAN)
+
+
+def bind_not(binder: ExprBinder, node: exp.Not) -> TypedScalar:
+    return call("not", [binder.predicate(node.this, "NOT")], node)
+
+
+def bind_is(binder: ExprBinder, node: exp.Is) -> TypedScalar:
+    test = node.expression
+    if isinstance(test, exp.Null):
+        result = call("is_null", [binder.bind(node.this)], node)
+    elif isinstance(test, exp.Boolean):
+        value = binder.predicate(node.this, f"IS {'TRUE' if test.this else 'FALSE'}")
+        if not test.this:
+            value = call("not", [value], node)
+        result = call("coalesce", [value, TypedScalar(Lit(False, BOOLEAN), BOOLEAN)], node)
+    else:
+        raise UnsupportedError.at("IS is only supported with NULL, TRUE and FALSE", node)
+    return call("not", [result], node) if node.args.get("negate") else result
+
+
+def bind_between(binder: ExprBinder, node: exp.Between) -> TypedScalar:
+    if node.args.get("symmetric"):
+        raise UnsupportedError.at("BETWEEN SYMMETRIC is not supported yet", node)
+    low = binary(binder, "ge", node.this, node.args["low"], node)
+    high = binary(binder, "le", node.this, node.args["high"], node)
+    return call("and", [low, high], node)
+
+
+def bind_like(binder: ExprBinder, node: exp.Like | exp.ILike) -> TypedScalar:
+    word = "ILIKE" if isinstance(node, exp.ILike) else "LIKE"
+    args = [require(binder.bind(x), TEXT, f"argument of {word}", x)
+            for x in (node.this, node.expression)]
+    if word == "ILIKE":
+        args = [call("lower", [arg], node) for arg in args]
+    result = call("like", args, node)
+    return call("not", [result], node) if node.args.get("negate") else result
+
+
+def bind_concat(binder: ExprBinder, node: exp.DPipe) -> TypedScalar:
+    args = [cast(binder.bind(x), TEXT) for x in (node.this, node.expression)]
+    return call("concat", args, node)
+
+
+def bind_case(binder: ExprBinder, node: exp.Case) -> TypedScalar:
+    subject = node.this
+    conditions = [
+        binary(binder, "eq", subject, when.this, when) if subject is not None
+        else binder.predicate(when.this, "CASE/WHEN")
+        for when in node.args["ifs"]
+    ]
+    default = node.args.get("default")
+    values = [binder.bind(when.args["true"]) for when in node.args["ifs"]]
+    values.append(binder.bind(default) if default is not None else literal(exp.Null()))
+    values = unify(values, node, lambda a, b: f"CASE types {a} and {b} cannot be matched")
+    whens = tuple((c.expr, v.expr) for c, v in zip(conditions, values[:-1], strict=True))
+    return TypedScalar(Case(whens, values[-1].expr), values[-1].type)

@@ -391,7 +391,7 @@ MORE_THAN_ONE_ROW = "more than one row returned by a subquery used as an express
 
 def _single_row(rows: int | None, value: object) -> object:
     """``single_row(n, v)``: a scalar subquery's value ``v`` given its number of rows ``n``
-    (see ``planner.decorrelate``): ``v``, or the error of a subquery returning several rows
+    (see ``ir.decorrelate``): ``v``, or the error of a subquery returning several rows
     when ``n > 1``. Not callable from SQL."""
     if rows is not None and rows > 1:
         raise EvalError(MORE_THAN_ONE_ROW)

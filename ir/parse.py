@@ -35,33 +35,22 @@ from lark import Lark, Token, Transformer, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedToken
 from lark.lexer import PatternStr
 from matview.ir import intervals
+from matview.ir.aggregate_call import Aggregate, OrderedScalar
 from matview.ir.functions import by_symbol
+from matview.ir.joins import JoinPlan
 from matview.ir.relation import (
-    WHOLE_PARTITION,
-    Aggregate,
     Constant,
     Field,
-    Filter,
-    FlatMap,
-    Frame,
     Get,
     Join,
-    JoinPlan,
     LetRec,
     Linear,
-    Map,
-    OrderedScalar,
-    Project,
     Recur,
     Reduce,
     Relation,
-    Repeat,
-    SortKey,
-    Step,
     TopK,
     Union,
     Window,
-    WindowCall,
 )
 from matview.ir.scalar import (
     Call,
@@ -76,6 +65,8 @@ from matview.ir.scalar import (
     ScalarSubquery,
     transform,
 )
+from matview.ir.sort_keys import SortKey
+from matview.ir.steps import Filter, FlatMap, Map, Project, Repeat, Step
 from matview.ir.subquery import map_own_scalars, with_rel
 from matview.ir.types import (
     BOOLEAN,
@@ -88,6 +79,7 @@ from matview.ir.types import (
     array_of,
     type_from_name,
 )
+from matview.ir.window_call import WHOLE_PARTITION, Frame, WindowCall
 
 INDENT = "  "
 """The indentation of an input below its consumer."""

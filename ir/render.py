@@ -107,31 +107,23 @@ from datetime import date, datetime
 from decimal import Decimal
 
 from matview.ir import intervals, windows
+from matview.ir.aggregate_call import Aggregate
 from matview.ir.column_names import column_names, linear_column_names, name_at
 from matview.ir.functions import REGISTRY, by_symbol
 from matview.ir.keys import unique_keys
 from matview.ir.parse import BARE_NAME, INDENT, KEYWORDS
 from matview.ir.relation import (
-    Aggregate,
     Constant,
-    Filter,
-    FlatMap,
     Get,
     Join,
     LetRec,
     Linear,
-    Map,
-    Project,
     Recur,
     Reduce,
     Relation,
-    Repeat,
-    SortKey,
-    Step,
     TopK,
     Union,
     Window,
-    WindowCall,
     inputs_of,
 )
 from matview.ir.scalar import (
@@ -146,6 +138,8 @@ from matview.ir.scalar import (
     Scalar,
     ScalarSubquery,
 )
+from matview.ir.sort_keys import SortKey
+from matview.ir.steps import Filter, FlatMap, Map, Project, Repeat, Step
 from matview.ir.subquery import own_scalars, subqueries
 from matview.ir.types import (
     BOOLEAN,
@@ -157,6 +151,7 @@ from matview.ir.types import (
     SqlType,
     type_from_name,
 )
+from matview.ir.window_call import WindowCall
 
 _PYTHON_TYPE_DEFAULTS = {int: INT, str: TEXT, bool: BOOLEAN, type(None): NULLTYPE}
 

@@ -27,7 +27,7 @@ JOIN may not, and the left side of one may not be such an expansion of earlier F
 
 A ``LATERAL (SELECT ...)`` item reads the FROM items before it as ``Outer`` references (the
 subquery is bound with their scope around it, as a subquery in an expression is):
-``planner.decorrelate.lateral`` joins the relations so far, under their conditions, with the
+``ir.decorrelate.lateral`` joins the relations so far, under their conditions, with the
 subquery evaluated on the distinct values of the columns it reads, and the result is the
 single input so far (as a table function's expansion is). As the right side of a LEFT JOIN
 it is left-joined with the left side in the same way; on the right of a RIGHT or FULL JOIN,
@@ -45,13 +45,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import sqlglot
+from matview.ir.decorrelate.lateral import lateral_join
 from matview.ir.outer_joins import lateral_left_join, outer_join
 from matview.ir.plans import UNIT, linear
-from matview.ir.relation import Filter, FlatMap, Get, Join, Linear, Map, Relation, Repeat, Step
+from matview.ir.relation import Get, Join, Linear, Relation
 from matview.ir.scalar import Call, Col, Outer, Scalar, remap
+from matview.ir.steps import Filter, FlatMap, Map, Repeat, Step
 from matview.ir.subquery import rewrite_outer
 from matview.ir.types import BIGINT, SqlType
-from matview.planner.decorrelate.lateral import lateral_join
 from matview.sql import table_functions, temporal
 from matview.sql.catalog import CatalogItem
 from matview.sql.coerce import TypedScalar, call, unify

@@ -22,20 +22,11 @@ either side touches only the rows it changes, deletions included.
 
 from __future__ import annotations
 
+from matview.ir.aggregate_call import Aggregate
 from matview.ir.plans import compute
-from matview.ir.relation import (
-    Aggregate,
-    Filter,
-    Linear,
-    Map,
-    Project,
-    Reduce,
-    Relation,
-    Repeat,
-    TopK,
-    Union,
-)
+from matview.ir.relation import Linear, Reduce, Relation, TopK, Union
 from matview.ir.scalar import Call, Case, Col, Lit, Scalar, conjoin
+from matview.ir.steps import Filter, Map, Project, Repeat
 from matview.ir.types import BIGINT, BOOLEAN, Kind, common_type
 from matview.sql.coerce import cast_columns
 from matview.sql.context import Context

@@ -67,6 +67,7 @@ from matview.sql.from_items import (
     rename,
     table_function,
 )
+from matview.sql.join_using import using_join
 from matview.sql.names import normalize, relation_name
 from matview.sql.scalars import ExprBinder
 from matview.sql.scope import FromItem, RangeVar, Scope
@@ -221,7 +222,7 @@ class _FromBuilder:
                 names = list(dict.fromkeys(n for n, _ in left.columns if n in shared))
             else:
                 names = [normalize(ident) for ident in using]
-            return using(left, right, names, join, side, self.types)
+            return using_join(left, right, names, join, side, self.types)
         item = FromItem(left.columns + right.columns, left.tables + right.tables)
         on = join.args.get("on")
         if on is None:

@@ -1,5 +1,5 @@
 """``JOIN ... USING (columns)`` and ``NATURAL JOIN``: the columns of the two sides
-equated, each named once in the joined item (``using``).
+equated, each named once in the joined item (``using_join``).
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from matview.sql.scope import FromItem
 from sqlglot import exp
 
 
-def using(left: FromItem, right: FromItem, names: Sequence[str], node: exp.Join,
-          side: str | None, types: Sequence[SqlType]
-          ) -> tuple[FromItem, list[Scalar], list[TypedScalar]]:
+def using_join(left: FromItem, right: FromItem, names: Sequence[str], node: exp.Join,
+               side: str | None, types: Sequence[SqlType]
+               ) -> tuple[FromItem, list[Scalar], list[TypedScalar]]:
     """``left`` JOIN ``right`` USING (``names``), the FROM clause's row so far of ``types``:
     the item it makes, the predicates of its condition, and (FULL JOIN) the merged columns to
     compute after the row. The merged column is the left one (the right one for RIGHT JOIN,

@@ -9,16 +9,16 @@ An aggregate is one of three kinds (``Maintenance``):
   over a group's non-NULL ``(value, multiplicity)`` pairs (the reference interpreter's).
 - ``EXTREME`` (``min``, ``max``, ``string_agg``, ``array_agg``, ``jsonb_agg``): not
   invertible. A ``Reduce`` arranges the group's ``(key, value)`` pairs (with the values of
-  the call's ORDER BY), and a group whose rows changed takes its value again with the Spark
-  aggregate named ``spark`` over them, or, for an aggregate of the values in order
-  (``collect``), from the array of its values sorted by the call's ORDER BY then by value,
-  each as often as it occurs; ``python`` as above (for ``collect`` ones: over the pairs in
-  that order, and the call's separator). ``array_agg(x)`` aggregates ``ARRAY[x]`` (the
-  binder writes it so), which is never NULL, so that NULL elements are kept while NULL
-  arguments (a FILTER's, a decorrelated subquery's padding) are ignored as by every
-  aggregate. So too ``jsonb_agg(x)`` aggregates ``coalesce(to_jsonb(x), 'null'::jsonb)``:
-  its value is ``[``, the JSONB texts in order joined by ``,``, then ``]`` (canonical, as
-  its elements are).
+  the call's ORDER BY), and a group whose rows changed takes its value again over them
+  (``runtime/lowering/aggregates.py`` holds each one's Spark lowering, by name), or, for an
+  aggregate of the values in order (``ordered``), from the array of its values sorted by
+  the call's ORDER BY then by value, each as often as it occurs; ``python`` as above (for
+  ``ordered`` ones: over the pairs in that order, and the call's separator).
+  ``array_agg(x)`` aggregates ``ARRAY[x]`` (the binder writes it so), which is never NULL,
+  so that NULL elements are kept while NULL arguments (a FILTER's, a decorrelated
+  subquery's padding) are ignored as by every aggregate. So too ``jsonb_agg(x)``
+  aggregates ``coalesce(to_jsonb(x), 'null'::jsonb)``: its value is ``[``, the JSONB texts
+  in order joined by ``,``, then ``]`` (canonical, as its elements are).
 - ``DERIVED`` (``avg``, ``bool_and``, ``bool_or``, the variances and standard deviations):
   not a ``Reduce`` aggregate. The SQL binder writes it as an expression over SUMMED
   aggregates (``derive``), so it is maintained as they are, by running sums:
@@ -32,7 +32,7 @@ An aggregate is one of three kinds (``Maintenance``):
   (NULL where the divisor is 0; integer and NUMERIC arguments are summed exactly, the last
   division is in DOUBLE, and ``m2`` is at least 0.)
 
-Only SUMMED and EXTREME names appear in the IR (``relation.Aggregate.func``); the runtime
+Only SUMMED and EXTREME names appear in the IR (``aggregate_call.Aggregate.func``); the runtime
 (``runtime/operators/reduce.py``), the planner and the interpreter dispatch on ``maintenance``.
 """
 
@@ -87,11 +87,9 @@ class AggregateFunction:
     result type; the interpreter sums in an 80-digit decimal context)."""
     sums_values: bool = False
     """SUMMED: whether a group keeps the sum of its values beside their count."""
-    spark: str | None = None
-    """EXTREME: the Spark aggregate (``pyspark.sql.functions``) taking its value."""
-    collect: Callable[[Any, str | None], Any] | None = None
-    """EXTREME of the values in order: its Spark value from the array of a group's
-    non-NULL values in order (a Column) and the separator."""
+    ordered: bool = False
+    """EXTREME: whether it is an aggregate of the values in order, its value taken from
+    the array of a group's non-NULL values in order and the separator."""
     derive: Callable[[Scalar, SqlType, Add], Scalar] | None = None
     """DERIVED: its expression over aggregates added with ``Add``, for an argument and its
     type."""
@@ -171,10 +169,10 @@ register(AggregateFunction("count", Maintenance.SUMMED, _anything, lambda t: BIG
 register(AggregateFunction("sum", Maintenance.SUMMED, _numeric, _sum_type, _sum,
                            sums_values=True))
 register(AggregateFunction("min", Maintenance.EXTREME, _typed, _same,
-                           lambda pairs: min(_present(pairs), default=None), spark="min",
+                           lambda pairs: min(_present(pairs), default=None),
                            same_over_distinct=True))
 register(AggregateFunction("max", Maintenance.EXTREME, _typed, _same,
-                           lambda pairs: max(_present(pairs), default=None), spark="max",
+                           lambda pairs: max(_present(pairs), default=None),
                            same_over_distinct=True))
 
 
@@ -190,29 +188,10 @@ def _concatenated(pairs: Pairs, separator: str | None) -> Any:
     return tuple(values) if pairs else None
 
 
-def _spark_joined(values: Any, separator: str | None) -> Any:
-    from pyspark.sql import functions as F
-
-    return F.when(F.size(values) > 0, F.array_join(values, separator or ""))
-
-
-def _spark_concatenated(values: Any, separator: str | None) -> Any:
-    from pyspark.sql import functions as F
-
-    return F.when(F.size(values) > 0, F.flatten(values))
-
-
 def _json_array(pairs: Pairs, separator: str | None) -> Any:
     """``jsonb_agg`` (over JSONB texts, JSON ``null`` for NULL): the JSON array of them."""
     values = [value for value, mult in pairs for _ in range(mult)]
     return "[" + ",".join(values) + "]" if values else None
-
-
-def _spark_json_array(values: Any, separator: str | None) -> Any:
-    from pyspark.sql import functions as F
-
-    return F.when(F.size(values) > 0,
-                  F.concat(F.lit("["), F.array_join(values, ","), F.lit("]")))
 
 
 def _jsonb(t: SqlType) -> bool:
@@ -228,11 +207,11 @@ def _one_element_array(t: SqlType) -> bool:
 
 
 register(AggregateFunction("string_agg", Maintenance.EXTREME, _text, lambda t: TEXT, _joined,
-                           collect=_spark_joined, distinct=False))
+                           ordered=True, distinct=False))
 register(AggregateFunction("array_agg", Maintenance.EXTREME, _one_element_array, _same,
-                           _concatenated, collect=_spark_concatenated, distinct=False))
+                           _concatenated, ordered=True, distinct=False))
 register(AggregateFunction("jsonb_agg", Maintenance.EXTREME, _jsonb, _same, _json_array,
-                           collect=_spark_json_array, distinct=False))
+                           ordered=True, distinct=False))
 
 
 def _double(expr: Scalar) -> Scalar:

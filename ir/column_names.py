@@ -28,13 +28,10 @@ from collections.abc import Sequence
 
 from matview.ir.relation import (
     Constant,
-    FlatMap,
     Get,
     Join,
     LetRec,
     Linear,
-    Map,
-    Project,
     Recur,
     Reduce,
     Relation,
@@ -43,6 +40,7 @@ from matview.ir.relation import (
     Window,
 )
 from matview.ir.scalar import Col, Scalar
+from matview.ir.steps import FlatMap, Map, Project
 
 Names = tuple[str | None, ...]
 

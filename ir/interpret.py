@@ -19,11 +19,11 @@ from math import prod
 from typing import Any
 
 from matview.ir import aggregates, windows
+from matview.ir.aggregate_call import Aggregate
 from matview.ir.evaluate import DECIMAL_CONTEXT, cast_value, evaluate, promote, subquery_runner
 from matview.ir.linear_logic import BOTTOM, join_function, steps_logic
 from matview.ir.recursion import RecursionLimit, recursion_limit_message
 from matview.ir.relation import (
-    Aggregate,
     Constant,
     Get,
     Join,
@@ -32,13 +32,12 @@ from matview.ir.relation import (
     Recur,
     Reduce,
     Relation,
-    SortKey,
     TopK,
     Union,
     Window,
-    total_order,
 )
 from matview.ir.scalar import Scalar
+from matview.ir.sort_keys import SortKey, total_order
 from matview.ir.table_functions import DEFAULT_ROW_LIMIT
 from matview.ir.types import SqlType
 
@@ -163,7 +162,7 @@ def _aggregate(
         return sum(mult for _, mult in members)
     fn = aggregates.maintained(agg.func)
     assert fn.python is not None
-    if fn.collect is not None:  # the values in the call's order, then by value
+    if fn.ordered:  # the values in the call's order, then by value
         keyed = []
         for row, mult in members:
             value = evaluate(agg.expr, row, types)

@@ -34,23 +34,18 @@ from itertools import product
 
 from matview.ir.relation import (
     Constant,
-    Filter,
-    FlatMap,
     Get,
     Join,
     LetRec,
     Linear,
-    Map,
-    Project,
     Recur,
     Reduce,
     Relation,
-    Repeat,
-    Step,
     TopK,
     Union,
     Window,
 )
+from matview.ir.steps import Filter, FlatMap, Map, Project, Repeat, Step
 
 Key = tuple[int, ...]
 

@@ -30,8 +30,8 @@ from datetime import date, datetime
 from functools import reduce
 
 from matview.ir.evaluate import evaluate
-from matview.ir.relation import Filter, FlatMap, Map, Project, Repeat, Step, step_types
 from matview.ir.scalar import Call, Scalar, children
+from matview.ir.steps import Filter, FlatMap, Map, Project, Repeat, Step, step_types
 from matview.ir.table_functions import DEFAULT_ROW_LIMIT, rows
 from matview.ir.types import SqlType
 

@@ -43,19 +43,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from matview.ir.aggregate_call import Aggregate
 from matview.ir.linear_logic import is_temporal
 from matview.ir.plans import compute, linear
-from matview.ir.relation import (
-    Aggregate,
-    Filter,
-    Join,
-    Linear,
-    Project,
-    Reduce,
-    Relation,
-    Repeat,
-    Union,
-)
+from matview.ir.relation import Join, Linear, Reduce, Relation, Union
 from matview.ir.scalar import (
     TRUE,
     Call,
@@ -68,6 +59,7 @@ from matview.ir.scalar import (
     remap,
     transform,
 )
+from matview.ir.steps import Filter, Project, Repeat
 from matview.ir.subquery import outer_columns, rewrite_outer, subqueries, with_rel
 from matview.ir.types import BIGINT, INT, SqlType
 

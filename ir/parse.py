@@ -35,7 +35,9 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedToken
 from lark.lexer import PatternStr
 from matview.ir.parse_relations import Header, PlanBuilder
 from matview.ir.parse_scalars import Invalid, Slot
-from matview.ir.relation import Relation
+from matview.ir.relation import (
+    Relation,
+)
 from matview.ir.scalar import (
     Exists,
     InSubquery,

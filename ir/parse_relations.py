@@ -12,27 +12,20 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from lark import Token, v_args
+from matview.ir.aggregate_call import OrderedScalar
 from matview.ir.parse_scalars import Invalid, ScalarBuilder, Slot, read_value, unquote
 from matview.ir.relation import (
-    WHOLE_PARTITION,
     Aggregate,
     Constant,
     Field,
-    Filter,
-    FlatMap,
-    Frame,
     Get,
     Join,
     JoinPlan,
     LetRec,
     Linear,
-    Map,
-    OrderedScalar,
-    Project,
     Recur,
     Reduce,
     Relation,
-    Repeat,
     SortKey,
     Step,
     TopK,
@@ -41,7 +34,9 @@ from matview.ir.relation import (
     WindowCall,
 )
 from matview.ir.scalar import Call, Scalar
+from matview.ir.steps import Filter, FlatMap, Map, Project, Repeat
 from matview.ir.types import SqlType
+from matview.ir.window_call import WHOLE_PARTITION, Frame
 
 
 @dataclass(frozen=True)

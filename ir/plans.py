@@ -4,18 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from matview.ir.relation import (
-    Constant,
-    Filter,
-    FlatMap,
-    Linear,
-    Map,
-    Project,
-    Relation,
-    Step,
-    step_types,
-)
+from matview.ir.relation import Constant, Linear, Relation
 from matview.ir.scalar import Col, Scalar
+from matview.ir.steps import Filter, FlatMap, Map, Project, Step, step_types
 
 UNIT = Constant((((), 1),), ())
 """One empty row: the input of a SELECT without FROM."""

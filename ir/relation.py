@@ -4,18 +4,27 @@ Every node denotes a collection, a multiset of rows that changes over time, desc
 updates ``(row, time, diff)``. Each node's docstring states its meaning on a static
 collection, its delta rule (how an input update batch becomes an output update batch) and
 the state it keeps at run time. Nodes are frozen dataclasses and compare by value.
+
+The parts of nodes have modules of their own: a ``Linear``'s steps (``ir.steps``), a
+``Join``'s plan and row layout (``ir.joins``), a ``Reduce``'s aggregate calls
+(``ir.aggregate_call``), the sort keys of ``TopK`` and window calls (``ir.sort_keys``), a
+``Window``'s calls and frames (``ir.window_call``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TypeVar
 
-from matview.ir import aggregates
+from matview.ir.aggregate_call import Aggregate
+from matview.ir.joins import JoinPlan, input_at, offsets_of
 from matview.ir.recursion import DEFAULT_RECURSION_LIMIT
-from matview.ir.scalar import Call, Col, Scalar, type_of
-from matview.ir.types import BIGINT, SqlType
+from matview.ir.scalar import Scalar, type_of
+from matview.ir.sort_keys import SortKey
+from matview.ir.steps import Step, step_types
+from matview.ir.types import SqlType
+from matview.ir.window_call import WindowCall
 
 
 @dataclass(frozen=True)
@@ -92,100 +101,6 @@ class Constant(Relation):
         return self.column_types
 
 
-@dataclass(frozen=True)
-class Map:
-    """Linear step: append one column per expression, evaluated on the row so far."""
-
-    exprs: tuple[Scalar, ...]
-
-
-@dataclass(frozen=True)
-class Filter:
-    """Linear step: keep the rows on which every predicate is TRUE (not FALSE, not NULL)."""
-
-    predicates: tuple[Scalar, ...]
-
-
-@dataclass(frozen=True)
-class Project:
-    """Linear step: keep the listed columns, in the listed order (repeats allowed)."""
-
-    outputs: tuple[int, ...]
-
-
-@dataclass(frozen=True)
-class FlatMap:
-    """Linear step: each row is repeated once per row of the table functions ``calls``
-    (``table_functions``), with their columns appended; several calls run in lockstep (as
-    PostgreSQL's ``ROWS FROM``), the shorter ones padded with NULLs. ``ordinality`` appends
-    the BIGINT position 1, 2, ... of each output row."""
-
-    calls: tuple[Call, ...]
-    ordinality: bool = False
-
-
-@dataclass(frozen=True)
-class Repeat:
-    """Linear step (``repeat_row``): the row with its multiplicity multiplied by ``count``
-    (an integer expression; negative retracts, 0 or NULL drops the row)."""
-
-    count: Scalar
-
-
-Step = Map | Filter | Project | FlatMap | Repeat
-
-
-def step_types(step: Step, types: tuple[SqlType, ...]) -> tuple[SqlType, ...]:
-    """The column types after ``step`` on rows of ``types``."""
-    if isinstance(step, Map):
-        out = list(types)
-        for expr in step.exprs:
-            out.append(type_of(expr, out))
-        return tuple(out)
-    if isinstance(step, Project):
-        return tuple(types[i] for i in step.outputs)
-    if isinstance(step, FlatMap):
-        from matview.ir.table_functions import output_types
-
-        added = tuple(t for call in step.calls for t in output_types(call, types))
-        return types + added + ((BIGINT,) if step.ordinality else ())
-    return types
-
-
-def input_column(steps: Sequence[Step], types: tuple[SqlType, ...], column: int) -> int | None:
-    """The column of the input (of ``types``) whose value column ``column`` of ``steps``'
-    output always holds: one that the steps keep, project or copy (a Map of a plain column);
-    None for a column they compute."""
-    arities = []
-    for step in steps:
-        arities.append(len(types))
-        types = step_types(step, types)
-    for step, before in zip(reversed(steps), reversed(arities)):
-        if isinstance(step, Project):
-            column = step.outputs[column]
-        while column >= before and isinstance(step, Map):
-            expr = step.exprs[column - before]
-            if not isinstance(expr, Col):
-                return None
-            column = expr.index
-        if column >= before:
-            return None
-    return column
-
-
-def step_scalars(step: Step) -> tuple[Scalar, ...]:
-    """The scalar expressions ``step`` evaluates (a FlatMap's call arguments)."""
-    if isinstance(step, Map):
-        return step.exprs
-    if isinstance(step, Filter):
-        return step.predicates
-    if isinstance(step, FlatMap):
-        return tuple(a for call in step.calls for a in call.args)
-    if isinstance(step, Repeat):
-        return (step.count,)
-    return ()
-
-
 @hashed_once
 @dataclass(frozen=True)
 class Linear(Relation):
@@ -211,15 +126,6 @@ class Linear(Relation):
         for step in self.steps:
             types = step_types(step, types)
         return types
-
-
-@dataclass(frozen=True)
-class JoinPlan:
-    """How a join runs: ``kind`` ``delta`` has one path per input, ``orders[i]`` being the
-    order in which path i (driven by input i's changes) looks up the other inputs."""
-
-    kind: str
-    orders: tuple[tuple[int, ...], ...]
 
 
 @hashed_once
@@ -253,55 +159,6 @@ class Join(Relation):
     def input_of(self, column: int) -> int:
         """The input that column ``column`` of the concatenated row comes from."""
         return input_at(self.offsets(), column)
-
-
-def offsets_of(arities: Sequence[int]) -> list[int]:
-    """The position of each part's first column when rows of ``arities`` are concatenated."""
-    out, at = [], 0
-    for arity in arities:
-        out.append(at)
-        at += arity
-    return out
-
-
-def input_at(offsets: Sequence[int], column: int) -> int:
-    """The part (of a concatenation with ``offsets``) that ``column`` comes from."""
-    return max(i for i, off in enumerate(offsets) if off <= column)
-
-
-AGGREGATES = tuple(name for name, fn in aggregates.REGISTRY.items()
-                   if fn.maintenance is not aggregates.Maintenance.DERIVED)
-"""The aggregates a ``Reduce`` computes (``ir/aggregates.py``: SUMMED and EXTREME)."""
-
-
-OrderedScalar = tuple[Scalar, bool, bool]
-"""An ORDER BY key inside an aggregate call: (expression, descending, nulls first)."""
-
-
-@dataclass(frozen=True)
-class Aggregate:
-    """An aggregate: ``func`` (a SUMMED or EXTREME aggregate of ``ir/aggregates.py``) of
-    ``expr`` over a group; ``expr`` None means ``count(*)``. An aggregate of the group's
-    values in order (``string_agg``, ``array_agg``) takes them in ``order_by`` then by value
-    (so the result is deterministic), and ``string_agg`` joins them with ``separator``."""
-
-    func: str
-    expr: Scalar | None
-    order_by: tuple[OrderedScalar, ...] = ()
-    separator: str | None = None
-
-    def type(self, input_types: Sequence[SqlType]) -> SqlType:
-        arg = None if self.expr is None else type_of(self.expr, input_types)
-        return aggregates.lookup(self.func).returns(arg)
-
-    def scalars(self) -> tuple[Scalar, ...]:
-        """The expressions it evaluates on each row: its argument, then its ORDER BY."""
-        return (() if self.expr is None else (self.expr,)) + tuple(e for e, _, _ in self.order_by)
-
-    def mapped(self, fn: Callable[[Scalar], Scalar]) -> Aggregate:
-        """The aggregate with ``fn`` applied to each of its expressions."""
-        return replace(self, expr=None if self.expr is None else fn(self.expr),
-                       order_by=tuple((fn(e), d, n) for e, d, n in self.order_by))
 
 
 @hashed_once
@@ -342,17 +199,6 @@ class Union(Relation):
         return self.inputs[0].types
 
 
-SortKey = tuple[int, bool, bool]
-"""An ORDER BY key: (column, descending, nulls first)."""
-
-
-def total_order(keys: Sequence[SortKey], arity: int) -> tuple[SortKey, ...]:
-    """``keys`` followed by every column they do not name, ascending with NULLs last: an
-    order of rows of ``arity`` columns in which only equal rows tie."""
-    named = {column for column, _, _ in keys}
-    return tuple(keys) + tuple((c, False, False) for c in range(arity) if c not in named)
-
-
 @hashed_once
 @dataclass(frozen=True)
 class TopK(Relation):
@@ -390,41 +236,6 @@ class TopK(Relation):
     def depth(self) -> int:
         """The positions the output reads: k = offset + limit (offset with no limit)."""
         return self.offset + (self.limit or 0)
-
-
-@dataclass(frozen=True)
-class Frame:
-    """A window frame: ``units`` ``rows`` (positions) or ``range`` (peers: rows equal on the
-    call's ``order_by``); ``start`` and ``end`` are offsets from the current row, negative
-    preceding and positive following, None unbounded (preceding for ``start``, following
-    for ``end``). A ``range`` frame's offsets are 0 (its current row and peers) or None."""
-
-    units: str
-    start: int | None
-    end: int | None
-
-
-WHOLE_PARTITION = Frame("rows", None, None)
-"""The frame of every row of the partition."""
-
-
-@dataclass(frozen=True)
-class WindowCall:
-    """A window function call (``ir/windows.py``) over the rows of a partition in the order
-    ``order_by`` then ``total_order`` (so that only equal rows tie). ``args`` are columns
-    of the input, or literals: lag/lead's offset and default, nth_value's position,
-    ntile's bucket count. ``frame`` matters to the value functions and aggregates."""
-
-    func: str
-    args: tuple[Scalar, ...]
-    order_by: tuple[SortKey, ...]
-    frame: Frame = WHOLE_PARTITION
-
-    def type(self, input_types: Sequence[SqlType]) -> SqlType:
-        from matview.ir import windows
-
-        return windows.lookup(self.func).returns(
-            [type_of(a, input_types) for a in self.args])
 
 
 @hashed_once

@@ -80,30 +80,22 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from matview.ir import windows
+from matview.ir.aggregate_call import Aggregate
 from matview.ir.column_names import column_names, linear_column_names
 from matview.ir.keys import unique_keys
 from matview.ir.parse import INDENT
 from matview.ir.relation import (
-    Aggregate,
     Constant,
-    Filter,
-    FlatMap,
     Get,
     Join,
     LetRec,
     Linear,
-    Map,
-    Project,
     Recur,
     Reduce,
     Relation,
-    Repeat,
-    SortKey,
-    Step,
     TopK,
     Union,
     Window,
-    WindowCall,
     inputs_of,
 )
 from matview.ir.render_scalars import (
@@ -115,8 +107,14 @@ from matview.ir.render_scalars import (
     render_value,
 )
 from matview.ir.scalar import Scalar
+from matview.ir.sort_keys import SortKey
+from matview.ir.steps import Filter, FlatMap, Map, Project, Repeat, Step
 from matview.ir.subquery import own_scalars, subqueries
-from matview.ir.types import TEXT, SqlType
+from matview.ir.types import (
+    TEXT,
+    SqlType,
+)
+from matview.ir.window_call import WindowCall
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 ``ScalarSubquery``) and correlated references (``scalar.Outer``): the scalars of an operator,
 rewriting them, and rewriting the ``Outer`` references of a subquery's plan.
 
-Only RAW plans hold these nodes; ``planner.decorrelate`` removes them.
+Only RAW plans hold these nodes; ``ir.decorrelate`` removes them.
 """
 
 from __future__ import annotations
@@ -10,20 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 
-from matview.ir.relation import (
-    Filter,
-    FlatMap,
-    Join,
-    Linear,
-    Map,
-    Reduce,
-    Relation,
-    Repeat,
-    Step,
-    inputs_of,
-    step_scalars,
-    with_inputs,
-)
+from matview.ir.relation import Join, Linear, Reduce, Relation, inputs_of, with_inputs
 from matview.ir.scalar import (
     Call,
     Exists,
@@ -35,6 +22,7 @@ from matview.ir.scalar import (
     children,
     transform,
 )
+from matview.ir.steps import Filter, FlatMap, Map, Repeat, Step, step_scalars
 
 
 def own_scalars(rel: Relation) -> tuple[Scalar, ...]:

@@ -1,6 +1,6 @@
 """The registry of window functions: each declared once with its kind, its result type and
 its meaning over one partition (PostgreSQL's, with ties in the order broken by every other
-column, ``relation.total_order``).
+column, ``sort_keys.total_order``).
 
 The kinds (``Kind``):
 
@@ -13,7 +13,7 @@ The kinds (``Kind``):
   writes the derived ones, ``avg`` and the others, over these as a ``Reduce``'s): the
   aggregate over the frame's rows.
 
-A frame (``relation.Frame``) of ``rows`` spans positions; of ``range``, peers (rows equal on
+A frame (``window_call.Frame``) of ``rows`` spans positions; of ``range``, peers (rows equal on
 the ORDER BY): ``range`` between UNBOUNDED PRECEDING and CURRENT ROW, PostgreSQL's default
 under an ORDER BY, ends at the current row's last peer. ``python`` gives the reference
 interpreter's meaning; the runtime (``runtime/operators/window.py``) computes the same with Spark's
@@ -31,9 +31,10 @@ from typing import Any
 
 from matview.ir import aggregates
 from matview.ir.evaluate import DECIMAL_CONTEXT, cast_value
-from matview.ir.relation import Frame, SortKey, WindowCall, total_order
 from matview.ir.scalar import Col, Lit
+from matview.ir.sort_keys import SortKey, total_order
 from matview.ir.types import BIGINT, DOUBLE, INT, SqlType
+from matview.ir.window_call import Frame, WindowCall
 
 Row = tuple[object, ...]
 

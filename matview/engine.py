@@ -27,7 +27,8 @@ from matview.catalog import Entry, LiveCatalog
 from matview.clock import TimestampOracle
 from matview.errors import ProgrammingError
 from matview.ir.physical import reads
-from matview.ir.relation import Constant, Field, Get, Relation, SortKey, TopK, total_order
+from matview.ir.relation import Constant, Field, Get, Relation, TopK
+from matview.ir.sort_keys import SortKey, total_order
 from matview.ir.types import TEXT, SqlType
 from matview.planner.explain import explain_analyze, explain_plan, explain_trace
 from matview.planner.lower import lower

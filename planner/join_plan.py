@@ -12,9 +12,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from matview.ir.relation import Join, JoinPlan, Relation
+from matview.ir.joins import JoinPlan
+from matview.ir.relation import Join, Relation
 from matview.ir.scalar import columns_used
-from matview.planner.walk import bottom_up
+from matview.ir.walk import bottom_up
 
 
 def _order(join: Join, start: int) -> tuple[int, ...]:

@@ -19,12 +19,12 @@ from __future__ import annotations
 
 from matview.ir import physical
 from matview.ir.aggregates import Maintenance, maintained
+from matview.ir.joins import JoinPlan, offsets_of
 from matview.ir.linear_logic import is_temporal_steps
 from matview.ir.relation import (
     Constant,
     Get,
     Join,
-    JoinPlan,
     LetRec,
     Linear,
     Reduce,
@@ -34,7 +34,6 @@ from matview.ir.relation import (
     Window,
     inputs_of,
     loop_invariants,
-    offsets_of,
 )
 from matview.ir.scalar import Scalar, columns_used, remap
 

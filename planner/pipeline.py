@@ -3,7 +3,7 @@ the plan's output schema, followed by physical planning.
 
 The stages EXPLAIN shows: ``raw`` (the binder's plan), ``decorrelated`` (after
 ``DECORRELATE``), ``optimized`` (after ``LOGICAL``), ``physical`` (after ``PHYSICAL``).
-``DECORRELATE`` (``planner.decorrelate``) rewrites the subqueries in expressions that the
+``DECORRELATE`` (``ir.decorrelate``) rewrites the subqueries in expressions that the
 binder leaves in the RAW plan into joins and reductions: after it no subquery remains.
 """
 
@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from matview.ir.decorrelate.semi_joins import semi_joins
+from matview.ir.decorrelate.subquery_values import subquery_values
 from matview.ir.relation import Relation
-from matview.planner.decorrelate.semi_joins import semi_joins
-from matview.planner.decorrelate.subquery_values import subquery_values
 from matview.planner.join_plan import join_plan
 from matview.planner.transforms.canonicalize_linear import canonicalize_linear
 from matview.planner.transforms.factor_disjunctions import factor_disjunctions

@@ -1,7 +1,7 @@
 """``extract(field FROM x)``, ``date_part('field', x)`` and ``date_trunc('field', x)``: the
 calls naming a field of a date or timestamp, each bound to the registry's function for its
-field (``extract_year``, ``date_trunc_month``...: ``functions.EXTRACT_FIELDS`` and
-``functions.TRUNCATIONS``).
+field (``extract_year``, ``date_trunc_month``...: ``datetime_functions.EXTRACT_FIELDS``
+and ``datetime_functions.TRUNCATIONS``).
 
 The field is read as PostgreSQL reads it: case-insensitively, units with their plurals and
 abbreviations (``'years'``, ``'mon'``, ``'qtr'``). It must be a constant: a field the query

@@ -18,8 +18,9 @@ from collections.abc import Sequence
 from matview.ir.evaluate import cast_value
 from matview.ir.functions import EvalError
 from matview.ir.plans import UNIT, compute
-from matview.ir.relation import Constant, Filter, Get, Linear, Map, Project, Relation, Repeat, Union
+from matview.ir.relation import Constant, Get, Linear, Relation, Union
 from matview.ir.scalar import Call, Cast, Col, Lit, Scalar
+from matview.ir.steps import Filter, Map, Project, Repeat
 from matview.ir.types import INT
 from matview.sql.catalog import CatalogItem
 from matview.sql.coerce import TypedScalar, assignment_cast

@@ -27,7 +27,7 @@ JOIN may not, and the left side of one may not be such an expansion of earlier F
 
 A ``LATERAL (SELECT ...)`` item reads the FROM items before it as ``Outer`` references (the
 subquery is bound with their scope around it, as a subquery in an expression is):
-``planner.decorrelate.lateral`` joins the relations so far, under their conditions, with the
+``ir.decorrelate.lateral`` joins the relations so far, under their conditions, with the
 subquery evaluated on the distinct values of the columns it reads, and the result is the
 single input so far (as a table function's expansion is). As the right side of a LEFT JOIN
 it is left-joined with the left side in the same way; on the right of a RIGHT or FULL JOIN,
@@ -37,27 +37,37 @@ Column positions are those of the FROM clause's whole row. A builder keeps its r
 (``inputs``, whose row starts at column ``base``: 0, or the first column of the right side
 of an outer join, bound by a builder of its own) and the conditions of its items, each
 tagged with the first input of the item it belongs to, so that an outer join takes exactly
-its left item's relations and conditions.
+its left item's relations and conditions. ``from_items`` reads the items as sqlglot writes
+them, ``join_using`` binds USING and NATURAL conditions.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-import sqlglot
+from matview.ir.decorrelate.lateral import lateral_join
 from matview.ir.outer_joins import lateral_left_join, outer_join
 from matview.ir.plans import UNIT, linear
-from matview.ir.relation import Filter, FlatMap, Get, Join, Linear, Map, Relation, Repeat, Step
-from matview.ir.scalar import Call, Col, Outer, Scalar, remap
+from matview.ir.relation import Get, Join, Linear, Relation
+from matview.ir.scalar import Call, Outer, Scalar, remap
+from matview.ir.steps import Filter, FlatMap, Map, Repeat, Step
 from matview.ir.subquery import rewrite_outer
 from matview.ir.types import BIGINT, SqlType
-from matview.planner.decorrelate.lateral import lateral_join
 from matview.sql import table_functions, temporal
-from matview.sql.catalog import CatalogItem
-from matview.sql.coerce import TypedScalar, call, unify
+from matview.sql.coerce import TypedScalar
 from matview.sql.context import Context
 from matview.sql.dialect import Matview
 from matview.sql.errors import SqlError, SqlSyntaxError, UnknownObjectError, UnsupportedError
+from matview.sql.from_items import (
+    column_aliases,
+    item_alias,
+    known_aliases,
+    lateral_query,
+    outer_side,
+    rename,
+    table_function,
+)
+from matview.sql.join_using import using_join
 from matview.sql.names import normalize, relation_name
 from matview.sql.scalars import ExprBinder
 from matview.sql.scope import FromItem, RangeVar, Scope
@@ -74,34 +84,12 @@ def bind_from(select: exp.Select, ctx: Context) -> tuple[Relation, Scope, list[S
     from_ = select.args.get("from_")
     if from_ is None:
         return UNIT, Scope((), (), ctx=ctx), []
-    builder = _FromBuilder(ctx, _aliases([from_.this, *(select.args.get("joins") or [])]))
+    builder = _FromBuilder(ctx, known_aliases([from_.this, *(select.args.get("joins") or [])]))
     items = builder.join_list(from_.this, select.args.get("joins") or [])
     inputs = builder.inputs
     rel = inputs[0] if len(inputs) == 1 else Join(tuple(inputs), ())
     scope = Scope(tuple(items), tuple(builder.types), ctx=ctx)
     return rel, scope, [c for _, c in builder.conditions]
-
-
-def rename(names: Sequence[str], aliases: Sequence[str], relation: str,
-           node: exp.Expr) -> tuple[str, ...]:
-    """``names`` with the first ones replaced by the column ``aliases`` of ``relation``."""
-    if len(aliases) > len(names):
-        raise SqlError.at(f'table "{relation}" has {len(names)} columns available but '
-                          f"{len(aliases)} columns specified", node)
-    return tuple(aliases) + tuple(names[len(aliases):])
-
-
-def bind_view(item: CatalogItem, ctx: Context) -> Query:
-    """The stored query of view ``item``, bound in a context without CTEs."""
-    from matview.sql.query import bind_query
-
-    assert item.query_sql is not None
-    try:
-        query = bind_query(sqlglot.parse_one(item.query_sql, dialect=Matview),
-                           Context(ctx.catalog))
-    except SqlError as error:
-        raise type(error)(f'in view "{item.name}": {error.message}') from error
-    return Query(query.plan, tuple(f.name for f in item.fields))
 
 
 class _FromBuilder:
@@ -129,7 +117,7 @@ class _FromBuilder:
         item, start = self._bound(first, before)
         items, starts = [item], [start]
         for join in joins:
-            side = _outer_side(join)
+            side = outer_side(join)
             hidden = frozenset(t.alias for i in [*before, *items[:-1]] for t in i.tables)
             if side is not None:
                 items[-1], starts[-1] = self._outer_join(side, join, items[-1], starts[-1],
@@ -168,8 +156,8 @@ class _FromBuilder:
                 join.method != "NATURAL"):
             raise SqlSyntaxError.at(f"syntax error: {side} JOIN needs an ON or USING clause",
                                     join)
-        function = _table_function(join.this)
-        if side == "LEFT" and _lateral_query(join.this) is not None:
+        function = table_function(join.this)
+        if side == "LEFT" and lateral_query(join.this) is not None:
             at, left_rel = self.base, self._take(0)
             plan, right = self._lateral(join.this, before, at)
             item, on, computed = self._condition(join, left, right, hidden, side)
@@ -234,7 +222,7 @@ class _FromBuilder:
                 names = list(dict.fromkeys(n for n, _ in left.columns if n in shared))
             else:
                 names = [normalize(ident) for ident in using]
-            return self._using(left, right, names, join, side)
+            return using_join(left, right, names, join, side, self.types)
         item = FromItem(left.columns + right.columns, left.tables + right.tables)
         on = join.args.get("on")
         if on is None:
@@ -254,15 +242,15 @@ class _FromBuilder:
         if isinstance(node, exp.Table) and isinstance(node.this, exp.Identifier):
             name = relation_name(node)
             query = self._relation(name, node)
-            return self._add(query, _alias(node) or name, node)
+            return self._add(query, item_alias(node) or name, node)
         if isinstance(node, exp.Table) and node.args.get("rows_from"):
             raise UnsupportedError.at("ROWS FROM is not supported yet", node)
-        function = _table_function(node)
+        function = table_function(node)
         if function is not None:
             return self._function(function[0], node, function[1], before)
         if isinstance(node, exp.Subquery) and isinstance(node.this, exp.Table):
             return self._parenthesized(node, before)
-        lateral = _lateral_query(node)
+        lateral = lateral_query(node)
         if lateral is not None and self.inputs:
             at, left = self.base, self._take(0)
             plan, item = self._lateral(node, before, at)
@@ -273,7 +261,7 @@ class _FromBuilder:
             from matview.sql.query import subquery
 
             query = subquery(lateral or node.this, self.ctx, "a subquery in FROM")
-            return self._add(query, _alias(node), node)
+            return self._add(query, item_alias(node), node)
         raise UnsupportedError.at(
             f"{node.sql(dialect=Matview)} is not supported in FROM yet", node)
 
@@ -291,7 +279,7 @@ class _FromBuilder:
             if ref.level == depth + 1 else ref)
         alias_node = node.args.get("alias")
         columns = [normalize(c) for c in alias_node.columns] if alias_node else []
-        item = self._add_columns(query.column_names, plan.types, _alias(node), node, columns)
+        item = self._add_columns(query.column_names, plan.types, item_alias(node), node, columns)
         return plan, item
 
     def _function(self, func: exp.Expr, node: exp.Expr, ordinality: bool,
@@ -319,7 +307,7 @@ class _FromBuilder:
                                  for b in bound), ordinality)
             names = tuple(n for b in bound for n in b.names)
             types = tuple(t for b in bound for t in b.types)
-            alias_name = _alias(node)
+            alias_name = item_alias(node)
             if alias_name is not None and len(bound) == 1 and bound[0].scalar:
                 names = (alias_name,)
             if ordinality:
@@ -330,8 +318,8 @@ class _FromBuilder:
             self.merges += 1
             self.conditions = [(0, c) for _, c in self.conditions]
         self.inputs = [Linear(rel, (step,))]
-        return self._add_columns(names, types, _alias(node) or found.name, node,
-                                 _column_aliases(node, func))
+        return self._add_columns(names, types, item_alias(node) or found.name, node,
+                                 column_aliases(node, func))
 
     def _check_references(self, func: exp.Expr, before: Sequence[FromItem]) -> None:
         """A table function may only read the FROM items before it."""
@@ -352,6 +340,8 @@ class _FromBuilder:
         if item is None:
             raise UnknownObjectError.at(f'relation "{name}" does not exist', node)
         if item.kind == "view":
+            from matview.sql.query import bind_view
+
             return bind_view(item, self.ctx)
         return Query(Get(item.name, item.fields), tuple(f.name for f in item.fields))
 
@@ -386,100 +376,9 @@ class _FromBuilder:
         self.types.extend(types)
         return FromItem(table.columns(), (table,))
 
-    def _using(self, left: FromItem, right: FromItem, names: Sequence[str], node: exp.Join,
-               side: str | None) -> tuple[FromItem, list[Scalar], list[TypedScalar]]:
-        """``left`` JOIN ``right`` USING (``names``): see ``_condition``. The merged column is
-        the left one (the right one for RIGHT JOIN, their COALESCE for FULL JOIN)."""
-        if len(set(names)) < len(names):
-            raise SqlError.at("a column appears more than once in USING clause", node)
-        merged, conditions, computed = [], [], []
-        for name in names:
-            left_col = self._using_column(left, name, "left", node)
-            right_col = self._using_column(right, name, "right", node)
-            operands = unify([TypedScalar(Col(i), self.types[i]) for i in (left_col, right_col)],
-                             node, lambda a, b: f'JOIN/USING types {a} and {b} cannot be matched')
-            conditions.append(call("eq", operands, node).expr)
-            if side == "FULL":
-                computed.append(call("coalesce", operands, node))
-                merged.append((name, len(self.types) + len(computed) - 1))
-            else:
-                merged.append((name, right_col if side == "RIGHT" else left_col))
-        rest = tuple(c for c in left.columns + right.columns if c[0] not in names)
-        return FromItem(tuple(merged) + rest, left.tables + right.tables), conditions, computed
-
-    def _using_column(self, item: FromItem, name: str, side: str, node: exp.Join) -> int:
-        found = [i for n, i in item.columns if n == name]
-        if not found:
-            raise UnknownObjectError.at(
-                f'column "{name}" specified in USING clause does not exist in {side} table', node)
-        if len(found) > 1:
-            raise SqlError.at(
-                f'common column name "{name}" appears more than once in {side} table', node)
-        return found[0]
-
-
-def _outer_side(join: exp.Join) -> str | None:
-    """``LEFT``, ``RIGHT`` or ``FULL`` for an outer join, None for an inner or cross join
-    (or a comma); other kinds of join are refused."""
-    side, kind = (join.side or "").upper(), (join.kind or "").upper()
-    if side and kind in ("", "OUTER"):
-        return side
-    if side or kind not in ("", "CROSS", "INNER"):
-        raise UnsupportedError.at(f"{' '.join(w for w in (side, kind) if w)} JOIN is not "
-                                  "supported yet", join)
-    return None
-
-
-def _table_function(node: exp.Expr) -> tuple[exp.Expr, bool] | None:
-    """The call of table function FROM item ``node`` and whether it has WITH ORDINALITY; None
-    when ``node`` is no table function."""
-    if isinstance(node, exp.Table) and isinstance(node.this, exp.Func):
-        return node.this, bool(node.args.get("ordinality"))
-    if isinstance(node, exp.Unnest):
-        return node, bool(node.args.get("offset"))
-    if isinstance(node, exp.Lateral) and isinstance(node.this, exp.Func):
-        return node.this, bool(node.args.get("ordinality") or (
-            isinstance(node.this, exp.Unnest) and node.this.args.get("offset")))
-    return None
-
-
-def _lateral_query(node: exp.Expr) -> exp.Expr | None:
-    """The query of FROM item ``node`` when it is ``LATERAL (SELECT ...)``, else None."""
-    if isinstance(node, exp.Lateral) and isinstance(node.this, exp.Subquery):
-        return node.this.this
-    return None
-
 
 def _shifted(exprs: Sequence[Scalar], at: int) -> list[Scalar]:
     """``exprs`` over the FROM clause's row, rewritten over a row that starts at column ``at``."""
     return [remap(e, lambda c: c - at) for e in exprs] if at else list(exprs)
 
 
-def _alias(node: exp.Expr) -> str | None:
-    """The normalized alias of a FROM item, or None."""
-    alias = node.args.get("alias")
-    return normalize(alias.this) if alias is not None and alias.this is not None else None
-
-
-def _column_aliases(node: exp.Expr, func: exp.Expr) -> list[str]:
-    """The column aliases of table function item ``node``; sqlglot keeps the name of an
-    ``unnest`` ordinality column apart (in ``offset``)."""
-    alias = node.args.get("alias")
-    names = [normalize(c) for c in alias.columns] if alias is not None else []
-    offset = func.args.get("offset") if isinstance(func, exp.Unnest) else None
-    return names + [normalize(offset)] if isinstance(offset, exp.Identifier) else names
-
-
-def _aliases(nodes: Sequence[exp.Expr]) -> set[str]:
-    """Every name a FROM item is known by in ``nodes`` (for the error of a table function
-    reading a later item)."""
-    out = set()
-    for node in nodes:
-        for item in node.find_all(exp.Table, exp.Subquery, exp.Lateral, exp.Unnest):
-            alias = _alias(item)
-            if alias is None and isinstance(item, exp.Table) and isinstance(item.this,
-                                                                            exp.Identifier):
-                alias = normalize(item.this)
-            if alias is not None:
-                out.add(alias)
-    return out

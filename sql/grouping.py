@@ -26,8 +26,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from matview.ir import aggregates
+from matview.ir.aggregate_call import Aggregate, OrderedScalar
 from matview.ir.plans import compute
-from matview.ir.relation import Aggregate, OrderedScalar, Reduce, Relation, Union
+from matview.ir.relation import Reduce, Relation, Union
 from matview.ir.scalar import Call, Case, Col, Lit, Scalar, type_of
 from matview.ir.types import BIGINT, BOOLEAN, INT, JSONB, Kind, SqlType
 from matview.sql import calls
@@ -188,7 +189,7 @@ class GroupedBinder(ExprBinder):
         fn = aggregates.lookup(name)
         order: tuple[OrderedScalar, ...] = ()
         if isinstance(argument, exp.Order):  # f(x ORDER BY ...): only the ordered ones read it
-            if fn.collect is not None:
+            if fn.ordered:
                 order = tuple((self.inner.bind(o.this).expr, bool(o.args.get("desc")),
                                bool(o.args.get("nulls_first"))) for o in argument.expressions)
             argument = argument.this

@@ -22,26 +22,20 @@ either side touches only the rows it changes, deletions included.
 
 from __future__ import annotations
 
+import sqlglot
+from matview.ir.aggregate_call import Aggregate
 from matview.ir.plans import compute
-from matview.ir.relation import (
-    Aggregate,
-    Filter,
-    Linear,
-    Map,
-    Project,
-    Reduce,
-    Relation,
-    Repeat,
-    TopK,
-    Union,
-)
+from matview.ir.relation import Linear, Reduce, Relation, TopK, Union
 from matview.ir.scalar import Call, Case, Col, Lit, Scalar, conjoin
+from matview.ir.steps import Filter, Map, Project, Repeat
 from matview.ir.types import BIGINT, BOOLEAN, Kind, common_type
+from matview.sql.catalog import CatalogItem
 from matview.sql.coerce import cast_columns
 from matview.sql.context import Context
+from matview.sql.dialect import Matview
 from matview.sql.dialect_nodes import MutuallyRecursive
 from matview.sql.errors import SqlError, SqlTypeError, UnsupportedError
-from matview.sql.from_clause import rename
+from matview.sql.from_items import rename
 from matview.sql.names import normalize
 from matview.sql.order import limit_offset, order_by
 from matview.sql.recursion import mutually_recursive, reads_itself, recursive_query
@@ -76,6 +70,17 @@ def subquery(node: exp.Expr, ctx: Context, where: str) -> Query:
     if query.limit is None and query.offset is None:
         return Query(query.plan, query.column_names)
     return Query(top_k(node, query, where), query.column_names)
+
+
+def bind_view(item: CatalogItem, ctx: Context) -> Query:
+    """The stored query of view ``item``, bound in a context without CTEs."""
+    assert item.query_sql is not None
+    try:
+        query = bind_query(sqlglot.parse_one(item.query_sql, dialect=Matview),
+                           Context(ctx.catalog))
+    except SqlError as error:
+        raise type(error)(f'in view "{item.name}": {error.message}') from error
+    return Query(query.plan, tuple(f.name for f in item.fields))
 
 
 def top_k(node: exp.Expr, query: Query, where: str) -> TopK:

@@ -45,7 +45,7 @@ from matview.sql.context import Context
 from matview.sql.datatypes import column_type
 from matview.sql.dialect_nodes import MutuallyRecursive, RecursiveBinding
 from matview.sql.errors import SqlError, SqlTypeError, UnsupportedError
-from matview.sql.from_clause import rename
+from matview.sql.from_items import rename
 from matview.sql.names import normalize
 from matview.sql.statements import Query
 from sqlglot import exp

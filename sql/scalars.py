@@ -20,8 +20,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from contextvars import ContextVar
 
+from matview.ir.aggregate_call import Aggregate
 from matview.ir.plans import compute
-from matview.ir.relation import Aggregate, Reduce, Relation
+from matview.ir.relation import Reduce, Relation
 from matview.ir.scalar import (
     FALSE,
     TRUE,

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from matview.ir.functions import REGISTRY as SCALAR_FUNCTIONS
-from matview.ir.relation import FlatMap
 from matview.ir.scalar import Call, Col, Lit, Scalar
+from matview.ir.steps import FlatMap
 from matview.ir.table_functions import REGISTRY
 from matview.ir.types import INTEGER_KINDS, INTERVAL, JSONB, TEXT, TIMESTAMP, Kind, SqlType
 from matview.sql.calls import check_arity, check_call, function_name

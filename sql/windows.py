@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 from matview.ir import aggregates, windows
 from matview.ir.evaluate import EvalError, evaluate
 from matview.ir.plans import compute
-from matview.ir.relation import WHOLE_PARTITION, Frame, Relation, Window, WindowCall
+from matview.ir.relation import Relation, Window
 from matview.ir.scalar import (
     Case,
     Col,
@@ -48,6 +48,7 @@ from matview.ir.scalar import (
     type_of,
 )
 from matview.ir.types import BIGINT, BOOLEAN, INTEGER_KINDS
+from matview.ir.window_call import WHOLE_PARTITION, Frame, WindowCall
 from matview.sql import calls
 from matview.sql.call_names import WINDOW_CALLS
 from matview.sql.coerce import TypedScalar, require

@@ -13,8 +13,8 @@ import random
 
 import pytest
 from matview.ir import aggregates
+from matview.ir.aggregate_call import AGGREGATES
 from matview.ir.aggregates import Maintenance
-from matview.ir.relation import AGGREGATES
 from matview.sql.call_names import CALL_NAMES
 from matview.sql.errors import SqlError, SqlTypeError, UnsupportedError
 from matview.sql.scalars import AGGREGATES as AGGREGATE_NODES

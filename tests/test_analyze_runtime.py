@@ -11,17 +11,10 @@ from collections.abc import Callable
 
 import pyarrow as pa
 import pytest
-from matview.ir.relation import (
-    Aggregate,
-    Field,
-    Filter,
-    FlatMap,
-    Get,
-    Join,
-    Linear,
-    Reduce,
-)
+from matview.ir.aggregate_call import Aggregate
+from matview.ir.relation import Field, Get, Join, Linear, Reduce
 from matview.ir.scalar import Call, Col, Lit
+from matview.ir.steps import Filter, FlatMap
 from matview.ir.types import BIGINT, INT, TEXT
 from matview.planner.lower import lower
 from matview.runtime import dataflow as dataflow_module

@@ -10,28 +10,13 @@ from typing import Any
 
 import pytest
 from golden import read_cases
+from matview.ir.aggregate_call import Aggregate
+from matview.ir.joins import JoinPlan
 from matview.ir.parse import PlanSyntaxError, parse_plan, parse_scalar, with_subplans
-from matview.ir.relation import (
-    Aggregate,
-    Field,
-    Filter,
-    FlatMap,
-    Get,
-    Join,
-    JoinPlan,
-    Linear,
-    Map,
-    Project,
-    Reduce,
-    Relation,
-    Repeat,
-    Step,
-    TopK,
-    Union,
-    inputs_of,
-)
+from matview.ir.relation import Field, Get, Join, Linear, Reduce, Relation, TopK, Union, inputs_of
 from matview.ir.render import render_line
 from matview.ir.scalar import Call, Cast
+from matview.ir.steps import Filter, FlatMap, Map, Project, Repeat, Step
 from matview.ir.types import SqlType
 from matview.planner.dataflow_graph import dataflow_graph
 from matview.planner.explain.as_json import (

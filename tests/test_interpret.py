@@ -18,26 +18,15 @@ import pytest
 from golden import run_golden
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from matview.ir.aggregate_call import Aggregate
 from matview.ir.evaluate import cast_value, evaluate
 from matview.ir.functions import EvalError
 from matview.ir.interpret import interpret
 from matview.ir.parse import parse_scalar
-from matview.ir.relation import (
-    Aggregate,
-    Constant,
-    Field,
-    Filter,
-    Get,
-    Join,
-    Linear,
-    Map,
-    Project,
-    Reduce,
-    Relation,
-    Union,
-)
+from matview.ir.relation import Constant, Field, Get, Join, Linear, Reduce, Relation, Union
 from matview.ir.render_scalars import render_scalar
 from matview.ir.scalar import Call, Case, Cast, Col, Lit, Scalar, remap, type_of
+from matview.ir.steps import Filter, Map, Project
 from matview.ir.types import (
     BIGINT,
     BOOLEAN,

@@ -10,23 +10,15 @@ from functools import cache
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from matview.ir.aggregate_call import Aggregate
 from matview.ir.column_names import column_names, linear_column_names
 from matview.ir.functions import EvalError
 from matview.ir.interpret import interpret
 from matview.ir.keys import minimal_keys, unique_keys
 from matview.ir.parse import parse_plan
-from matview.ir.relation import (
-    Aggregate,
-    Constant,
-    Filter,
-    Get,
-    Join,
-    Linear,
-    Reduce,
-    Relation,
-    Step,
-)
+from matview.ir.relation import Constant, Get, Join, Linear, Reduce, Relation
 from matview.ir.scalar import Col
+from matview.ir.steps import Filter, Step
 from matview.ir.types import SqlType
 from test_ir_text import (
     TABLES,

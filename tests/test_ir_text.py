@@ -18,32 +18,25 @@ import pytest
 from golden import read_cases, run_golden, write_cases
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from matview.ir.aggregate_call import AGGREGATES, Aggregate
 from matview.ir.functions import REGISTRY
+from matview.ir.joins import JoinPlan
 from matview.ir.parse import PlanSyntaxError, parse_plan, parse_scalar
 from matview.ir.relation import (
-    AGGREGATES,
-    Aggregate,
     Constant,
     Field,
-    Filter,
-    FlatMap,
     Get,
     Join,
-    JoinPlan,
     Linear,
-    Map,
-    Project,
     Reduce,
     Relation,
-    Repeat,
-    Step,
     Union,
     inputs_of,
-    step_types,
 )
 from matview.ir.render import PLAIN, RenderOptions, render_line, render_plan
 from matview.ir.render_scalars import render_scalar
 from matview.ir.scalar import Call, Case, Cast, Col, Lit, Scalar
+from matview.ir.steps import Filter, FlatMap, Map, Project, Repeat, Step, step_types
 from matview.ir.types import (
     BIGINT,
     BOOLEAN,

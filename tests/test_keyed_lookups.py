@@ -7,8 +7,8 @@ from __future__ import annotations
 import duckdb
 import pyarrow as pa
 import pytest
-from matview.ir.relation import FlatMap, Map, Project, input_column
 from matview.ir.scalar import Call, Col, Lit
+from matview.ir.steps import FlatMap, Map, Project, input_column
 from matview.ir.types import INT, TEXT
 from matview.runtime.arrangements.trace import Trace
 from pyspark.sql import SparkSession

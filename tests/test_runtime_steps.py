@@ -14,21 +14,11 @@ from collections import Counter
 
 import pyarrow as pa
 import pytest
+from matview.ir.aggregate_call import Aggregate
 from matview.ir.interpret import interpret
-from matview.ir.relation import (
-    Aggregate,
-    Field,
-    Filter,
-    Get,
-    Join,
-    Linear,
-    Map,
-    Project,
-    Reduce,
-    Relation,
-    Union,
-)
+from matview.ir.relation import Field, Get, Join, Linear, Reduce, Relation, Union
 from matview.ir.scalar import Call, Col, Lit
+from matview.ir.steps import Filter, Map, Project
 from matview.ir.types import BIGINT, INT, TEXT
 from matview.planner.lower import lower
 from matview.planner.pipeline import physical

@@ -15,22 +15,10 @@ from matview.ir.functions import lookup
 from matview.ir.interpret import interpret
 from matview.ir.intervals import Interval
 from matview.ir.linear_logic import is_temporal, temporal_parts
-from matview.ir.relation import (
-    Constant,
-    Field,
-    Filter,
-    FlatMap,
-    Get,
-    Join,
-    Linear,
-    Map,
-    Project,
-    Reduce,
-    Repeat,
-    Union,
-)
+from matview.ir.relation import Constant, Field, Get, Join, Linear, Reduce, Union
 from matview.ir.render import render_plan
 from matview.ir.scalar import Call, Cast, Col, Lit
+from matview.ir.steps import Filter, FlatMap, Map, Project, Repeat
 from matview.ir.table_functions import REGISTRY as TABLE_FUNCTIONS
 from matview.ir.types import (
     BIGINT,

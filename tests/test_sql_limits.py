@@ -10,8 +10,9 @@ from collections import Counter
 
 import pytest
 from matview.ir.interpret import interpret
-from matview.ir.relation import FlatMap, Linear, Relation
+from matview.ir.relation import Linear, Relation
 from matview.ir.scalar import Call
+from matview.ir.steps import FlatMap
 from matview.planner.pipeline import physical
 from matview.sql.errors import SqlError
 from matview.sql.parse import parse

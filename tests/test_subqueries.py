@@ -1,7 +1,7 @@
 """Subqueries in expressions: ``[NOT] EXISTS``, ``x [NOT] IN (SELECT ...)`` and scalar
 subqueries, uncorrelated and correlated, which the binder keeps in the RAW plan
 (``scalar.Exists``, ``InSubquery``, ``ScalarSubquery`` with ``Outer`` references) and
-``planner.decorrelate`` rewrites into joins and reductions.
+``ir.decorrelate`` rewrites into joins and reductions.
 
 Through the reference interpreter: each query's plan at every stage denotes what DuckDB
 computes over tables with NULLs and duplicate rows (the RAW plan is interpreted with its

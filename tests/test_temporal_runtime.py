@@ -9,8 +9,9 @@ from collections import Counter
 
 import pyarrow as pa
 import pytest
+from matview.ir.aggregate_call import Aggregate
 from matview.ir.parse import parse_plan
-from matview.ir.relation import Aggregate, Reduce, Relation
+from matview.ir.relation import Reduce, Relation
 from matview.planner.lower import lower
 from matview.runtime.arrangements.trace import Trace
 from matview.runtime.arrangements.updates import stored

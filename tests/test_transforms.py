@@ -16,31 +16,17 @@ from pathlib import Path
 
 import pytest
 from golden import run_golden
+from matview.ir.decorrelate.semi_joins import semi_joins
+from matview.ir.decorrelate.subquery_values import subquery_values
 from matview.ir.functions import EvalError
 from matview.ir.interpret import interpret
 from matview.ir.linear_logic import BOTTOM, MZ_NOW
 from matview.ir.parse import parse_plan
-from matview.ir.relation import (
-    Field,
-    Filter,
-    FlatMap,
-    Get,
-    Join,
-    Linear,
-    Map,
-    Project,
-    Relation,
-    Repeat,
-    Step,
-    Union,
-    gets,
-    step_types,
-)
+from matview.ir.relation import Field, Get, Join, Linear, Relation, Union, gets
 from matview.ir.render import render_plan
 from matview.ir.scalar import Call, Case, Col, Lit, Scalar
+from matview.ir.steps import Filter, FlatMap, Map, Project, Repeat, Step, step_types
 from matview.ir.types import BIGINT, BOOLEAN, INT, NULLTYPE, TEXT, Kind, SqlType
-from matview.planner.decorrelate.semi_joins import semi_joins
-from matview.planner.decorrelate.subquery_values import subquery_values
 from matview.planner.join_plan import join_plan
 from matview.planner.pipeline import (
     DECORRELATE,

@@ -109,19 +109,13 @@ import networkx as nx
 from matview.ir.physical import DeltaPath
 from matview.ir.relation import (
     Constant,
-    Filter,
-    FlatMap,
     Get,
     Join,
     LetRec,
     Linear,
-    Map,
-    Project,
     Recur,
     Reduce,
     Relation,
-    Repeat,
-    Step,
     TopK,
     Union,
     Window,
@@ -130,6 +124,7 @@ from matview.ir.relation import (
 from matview.ir.render import own_subplans, render_line
 from matview.ir.render_scalars import numbered, render_scalar, render_type, render_value
 from matview.ir.scalar import Scalar
+from matview.ir.steps import Filter, FlatMap, Map, Project, Repeat, Step
 from matview.planner.dataflow_graph import (
     arrangements,
     history_arrangements,

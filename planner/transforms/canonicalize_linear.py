@@ -27,21 +27,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from matview.ir.relation import (
-    Filter,
-    FlatMap,
-    Linear,
-    Map,
-    Project,
-    Relation,
-    Repeat,
-    Step,
-    step_scalars,
-    step_types,
-)
+from matview.ir.relation import Linear, Relation
 from matview.ir.scalar import TRUE, Call, Col, Scalar, columns_used, conjuncts, may_fail, remap
+from matview.ir.steps import Filter, FlatMap, Map, Project, Repeat, Step, step_scalars, step_types
 from matview.ir.types import SqlType
-from matview.planner.walk import bottom_up
+from matview.ir.walk import bottom_up
 
 Place = tuple[int, int]
 """Where a predicate lands: before body step ``slot``, in filter group ``group`` there."""

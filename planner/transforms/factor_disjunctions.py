@@ -14,9 +14,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from matview.ir.relation import Filter, Join, Linear, Relation, Step
+from matview.ir.relation import Join, Linear, Relation
 from matview.ir.scalar import Call, Scalar, balanced, conjoin, conjuncts
-from matview.planner.walk import bottom_up
+from matview.ir.steps import Filter, Step
+from matview.ir.walk import bottom_up
 
 
 def _disjuncts(expr: Scalar) -> list[Scalar]:

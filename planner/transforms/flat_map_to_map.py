@@ -22,12 +22,13 @@ from __future__ import annotations
 from matview.ir.evaluate import evaluate
 from matview.ir.functions import EvalError
 from matview.ir.linear_logic import is_temporal
-from matview.ir.relation import Filter, FlatMap, Linear, Map, Relation, Repeat, Step, step_types
+from matview.ir.relation import Linear, Relation
 from matview.ir.render_scalars import render_scalar
 from matview.ir.scalar import Call, Cast, Lit, Scalar, columns_used, type_of
+from matview.ir.steps import Filter, FlatMap, Map, Repeat, Step, step_types
 from matview.ir.table_functions import lookup, output_types, rows
 from matview.ir.types import BIGINT, BOOLEAN, SqlType
-from matview.planner.walk import bottom_up
+from matview.ir.walk import bottom_up
 
 NO_ROW = Filter((Lit(False, BOOLEAN),))
 

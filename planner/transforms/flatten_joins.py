@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from matview.ir.relation import Join, Relation
 from matview.ir.scalar import remap
-from matview.planner.walk import bottom_up
+from matview.ir.walk import bottom_up
 
 
 def _flatten(plan: Relation) -> Relation:

@@ -35,21 +35,7 @@ from dataclasses import replace
 from matview.ir.evaluate import evaluate
 from matview.ir.functions import EvalError, lookup
 from matview.ir.linear_logic import MZ_NOW
-from matview.ir.relation import (
-    Constant,
-    Filter,
-    FlatMap,
-    Join,
-    Linear,
-    Map,
-    Reduce,
-    Relation,
-    Repeat,
-    Step,
-    TopK,
-    Union,
-    step_types,
-)
+from matview.ir.relation import Constant, Join, Linear, Reduce, Relation, TopK, Union
 from matview.ir.render_scalars import render_scalar
 from matview.ir.scalar import (
     TRUE,
@@ -63,8 +49,9 @@ from matview.ir.scalar import (
     transform,
     type_of,
 )
+from matview.ir.steps import Filter, FlatMap, Map, Repeat, Step, step_types
 from matview.ir.types import BOOLEAN, SqlType
-from matview.planner.walk import bottom_up
+from matview.ir.walk import bottom_up
 
 FALSE = Lit(False, BOOLEAN)
 

@@ -10,7 +10,7 @@ output of the inner one is the concatenated step list (seed 000).
 from __future__ import annotations
 
 from matview.ir.relation import Linear, Relation
-from matview.planner.walk import bottom_up
+from matview.ir.walk import bottom_up
 
 
 def _fuse(plan: Relation) -> Relation:

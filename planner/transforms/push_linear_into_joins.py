@@ -39,23 +39,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from matview.ir.linear_logic import is_temporal
-from matview.ir.relation import (
-    Filter,
-    FlatMap,
-    Join,
-    Linear,
-    Map,
-    Project,
-    Relation,
-    Repeat,
-    Step,
-    Union,
-    step_scalars,
-    step_types,
-)
+from matview.ir.relation import Join, Linear, Relation, Union
 from matview.ir.scalar import Call, Scalar, columns_used, conjuncts, may_fail, remap
+from matview.ir.steps import Filter, FlatMap, Map, Project, Repeat, Step, step_scalars, step_types
+from matview.ir.walk import bottom_up
 from matview.planner.transforms.canonicalize_linear import renamed
-from matview.planner.walk import bottom_up
 
 _SPAN = 1 << 32
 """Columns are tracked as ``k * _SPAN + j``: column ``j`` of input ``k``."""

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import pyarrow as pa
 from matview.ir.functions import EvalError
-from matview.ir.relation import SortKey
+from matview.ir.sort_keys import SortKey
 from matview.ir.types import SqlType
 from matview.runtime.arrangements.trace import NegativeRows, Trace
 from matview.runtime.arrangements.updates import DIFF, TIME, union_all

@@ -1,6 +1,6 @@
 """ORDER BY keys as Spark sort columns and as an Arrow sort, the same order both ways.
 
-A key is (column, descending, nulls first), as ``relation.SortKey``. Both orders place NULLs
+A key is (column, descending, nulls first), as ``sort_keys.SortKey``. Both orders place NULLs
 first or last as the key says and a NaN above every other number (Spark's order, and
 PostgreSQL's); text compares by its UTF-8 bytes, the other types by value. Arrow's sort
 places NULLs and NaNs together at one end for all keys, so the Arrow sort orders each key
@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from matview.ir.relation import SortKey
+from matview.ir.sort_keys import SortKey
 from matview.runtime.lowering.types import col
 from pyspark.sql import Column
 

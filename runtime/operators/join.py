@@ -18,7 +18,7 @@ from typing import ClassVar
 import pyarrow as pa
 import pyarrow.compute as pc
 from matview.ir.functions import EvalError
-from matview.ir.relation import input_at, offsets_of
+from matview.ir.joins import input_at, offsets_of
 from matview.ir.scalar import Col, Scalar, columns_used, may_fail
 from matview.runtime.arrangements.trace import Trace
 from matview.runtime.arrangements.updates import (

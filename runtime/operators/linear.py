@@ -28,7 +28,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from matview.ir import table_functions
 from matview.ir.linear_logic import TOP, is_temporal, is_temporal_steps, temporal_parts
-from matview.ir.relation import (
+from matview.ir.scalar import Call, Col, Scalar, conjoin, may_fail, type_of
+from matview.ir.steps import (
     Filter,
     FlatMap,
     Map,
@@ -39,7 +40,6 @@ from matview.ir.relation import (
     step_scalars,
     step_types,
 )
-from matview.ir.scalar import Call, Col, Scalar, conjoin, may_fail, type_of
 from matview.ir.types import INTEGER_KINDS, Kind, SqlType
 from matview.runtime.arrangements.trace import Trace
 from matview.runtime.arrangements.updates import DIFF, TIME, Leaf, stored, union_all

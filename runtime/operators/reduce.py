@@ -26,8 +26,8 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 import pyarrow as pa
+from matview.ir.aggregate_call import Aggregate
 from matview.ir.aggregates import Maintenance, maintained
-from matview.ir.relation import Aggregate
 from matview.ir.scalar import Scalar, may_fail
 from matview.ir.types import Kind, SqlType
 from matview.runtime.arrangements.trace import Trace
@@ -44,6 +44,7 @@ from matview.runtime.arrangements.updates import (
     stored_or_none,
     union_all,
 )
+from matview.runtime.lowering.aggregates import extreme_value, ordered_value
 from matview.runtime.lowering.checked import (
     ERR,
     compile_checked,
@@ -202,7 +203,7 @@ class ReduceOp(Operator):
                        & (col(TIME) <= col("x_time")), "inner", ctx.small)
         counted = (valid.groupBy(*[f"x_{k}" for k in self._keys], "x_time", *args)
                    .agg(F.sum(DIFF).alias("m")).where(col("m") > 0))
-        if any(maintained(self.aggregates[j].func).collect for j in self._extremes()):
+        if any(maintained(self.aggregates[j].func).ordered for j in self._extremes()):
             counted = counted.select(*counted.columns, F.explode(  # one row per occurrence
                 F.sequence(F.lit(1).cast("bigint"), col("m"))).alias("copy"))
         extremes = [self._extreme(j).alias(f"e{j}") for j in self._extremes()]
@@ -213,8 +214,8 @@ class ReduceOp(Operator):
         row once per occurrence for an aggregate of values in order)."""
         aggregate = self.aggregates[j]
         fn = maintained(aggregate.func)
-        if fn.collect is None:
-            return F.call_function(str(fn.spark), col(f"a{j}"))
+        if not fn.ordered:
+            return extreme_value(fn.name, col(f"a{j}"))
         value = col(f"a{j}")
         tie = value[0] if self.types[len(self._keys) + j].kind is Kind.ARRAY else value
         keys = [col(f"o{j}_{i}") for i in range(len(aggregate.order_by))] + [tie]
@@ -223,7 +224,8 @@ class ReduceOp(Operator):
                                           value.alias("v")))
         present = F.filter(entries, lambda e: e["v"].isNotNull())
         ordered = F.array_sort(present, lambda a, b: _compared(a, b, directions))
-        return fn.collect(F.transform(ordered, lambda e: e["v"]), aggregate.separator)
+        return ordered_value(fn.name, F.transform(ordered, lambda e: e["v"]),
+                             aggregate.separator)
 
     def compute(self, ctx: StepContext) -> Delta | None:
         assert self.input is not None and self.output is not None

@@ -1,6 +1,6 @@
 """ORDER BY ... LIMIT ... OFFSET on Spark, kept up to date from the changes (``TopK``).
 
-Rows are ranked by the keys, ties broken by every other column (``relation.total_order``),
+Rows are ranked by the keys, ties broken by every other column (``sort_keys.total_order``),
 a row of multiplicity m taking m positions. With k = offset + limit (offset when there is no
 limit), the operator keeps the *prefix* W: the first distinct rows of its input, each with
 its whole multiplicity, at least k positions of them unless W is the whole input (so W
@@ -32,7 +32,7 @@ from typing import ClassVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from matview.ir.relation import SortKey, total_order
+from matview.ir.sort_keys import SortKey, total_order
 from matview.runtime.arrangements.trace import Trace
 from matview.runtime.arrangements.updates import (
     DIFF,

@@ -24,8 +24,9 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from matview.ir import windows
-from matview.ir.relation import WindowCall, total_order
 from matview.ir.scalar import Col
+from matview.ir.sort_keys import total_order
+from matview.ir.window_call import WindowCall
 from matview.runtime.arrangements.trace import Trace
 from matview.runtime.arrangements.updates import (
     DIFF,

@@ -58,18 +58,9 @@ from typing import ClassVar
 import pyarrow as pa
 import pyarrow.compute as pc
 from matview.ir.recursion import RecursionLimit, recursion_limit_message
-from matview.ir.relation import (
-    Join,
-    LetRec,
-    Linear,
-    Recur,
-    Reduce,
-    Relation,
-    Union,
-    input_column,
-    inputs_of,
-)
+from matview.ir.relation import Join, LetRec, Linear, Recur, Reduce, Relation, Union, inputs_of
 from matview.ir.scalar import Call, Col, Scalar, columns_used, conjoin
+from matview.ir.steps import input_column
 from matview.ir.table_functions import DEFAULT_ROW_LIMIT
 from matview.ir.types import Kind, SqlType
 from matview.runtime.arrangements.key_index import holding

@@ -1,4 +1,5 @@
-"""Bottom-up rewriting of relational plans, shared by the transforms."""
+"""Bottom-up rewriting of relational plans, shared by the planner's transforms and the
+decorrelation (``ir.decorrelate``)."""
 
 from __future__ import annotations
 

@@ -15,19 +15,23 @@ gives one row even over no rows (a count of 0), as in PostgreSQL. ``⟕`` is the
 
 The binder applies this rewrite: no RAW operator joins laterally, so the RAW plan of a query
 with a LATERAL subquery already shows the join (with ``S``'s own subqueries decorrelated).
+That is why this module and the decorrelation it runs are in the IR: ``sql/`` imports no
+planner module, and a plain lateral node left for the planner to rewrite would change the
+RAW plan EXPLAIN shows.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from matview.ir.decorrelate.domain import as_classes, decorrelated, key_equalities
+from matview.ir.decorrelate.semi_joins import semi_joins
+from matview.ir.decorrelate.subquery_values import subquery_values
 from matview.ir.outer_joins import outer_join
 from matview.ir.plans import linear
-from matview.ir.relation import Join, Project, Relation
+from matview.ir.relation import Join, Relation
 from matview.ir.scalar import Scalar, remap
-from matview.planner.decorrelate.domain import as_classes, decorrelated, key_equalities
-from matview.planner.decorrelate.semi_joins import semi_joins
-from matview.planner.decorrelate.subquery_values import subquery_values
+from matview.ir.steps import Project
 
 
 def lateral_join(left: Relation, sub: Relation, on: Sequence[Scalar] | None) -> Relation:

@@ -17,8 +17,10 @@ a NULL) and tests elsewhere are left to ``subquery_values``.
 
 from __future__ import annotations
 
+from matview.ir.decorrelate.domain import decorrelated
+from matview.ir.decorrelate.values import semi_join
 from matview.ir.plans import linear
-from matview.ir.relation import Filter, Linear, Relation, Repeat, Union
+from matview.ir.relation import Linear, Relation, Union
 from matview.ir.scalar import (
     Call,
     Exists,
@@ -29,10 +31,10 @@ from matview.ir.scalar import (
     conjuncts,
     transform,
 )
+from matview.ir.steps import Filter, Repeat
 from matview.ir.subquery import has_subquery, map_own_scalars, subqueries, with_rel
 from matview.ir.types import INT
-from matview.planner.decorrelate.domain import decorrelated, semi_join
-from matview.planner.walk import bottom_up
+from matview.ir.walk import bottom_up
 
 
 def semi_joins(plan: Relation) -> Relation:

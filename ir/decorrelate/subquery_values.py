@@ -26,17 +26,11 @@ domain: TPC-H Q17's ``p_partkey = l_partkey`` makes its correlated average a key
 
 from __future__ import annotations
 
+from matview.ir.decorrelate.domain import decorrelated
+from matview.ir.decorrelate.semi_joins import semi_joins
+from matview.ir.decorrelate.values import exists_value, in_value, scalar_value
 from matview.ir.plans import linear
-from matview.ir.relation import (
-    Filter,
-    Linear,
-    Map,
-    Project,
-    Relation,
-    Step,
-    step_scalars,
-    step_types,
-)
+from matview.ir.relation import Linear, Relation
 from matview.ir.scalar import (
     Exists,
     InSubquery,
@@ -45,10 +39,9 @@ from matview.ir.scalar import (
     conjuncts,
     transform,
 )
+from matview.ir.steps import Filter, Map, Project, Step, step_scalars, step_types
 from matview.ir.subquery import map_own_scalars, map_step, own_scalars, subqueries, with_rel
-from matview.planner.decorrelate.domain import decorrelated, exists_value, in_value, scalar_value
-from matview.planner.decorrelate.semi_joins import semi_joins
-from matview.planner.walk import bottom_up
+from matview.ir.walk import bottom_up
 
 
 def subquery_values(plan: Relation) -> Relation:

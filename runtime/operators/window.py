@@ -26,11 +26,11 @@ from typing import ClassVar
 from matview.ir import windows
 from matview.ir.relation import WindowCall, total_order
 from matview.ir.scalar import Col
+from matview.runtime.arrangements.consolidation import consolidate
 from matview.runtime.arrangements.trace import Trace
 from matview.runtime.arrangements.updates import (
     DIFF,
     TIME,
-    consolidate,
     key_match,
     lookup,
     materialize,

@@ -17,7 +17,7 @@ from typing import Any
 
 import pyarrow as pa
 from matview.runtime.arrangements.trace import Trace
-from matview.runtime.dataflow import drain_listeners
+from matview.runtime.operators.metering import drain_listeners
 from matview.runtime.spark.arrow_frames import arrow_frame
 from matview.runtime.spark.jvm_plans import to_arrow
 from pyspark.sql import SparkSession

@@ -99,7 +99,7 @@ def translated() -> Iterator[None]:
     from pyspark.errors import PySparkException
 
     from matview.ir.functions import EvalError
-    from matview.runtime.dataflow import PlanError
+    from matview.runtime.render import PlanError
     from matview.runtime.spark.session import JavaMissingError
     from matview.sql.errors import InvalidValueError, SqlError, UnsupportedError
 

@@ -25,10 +25,11 @@ from matview.ir import physical
 from matview.ir.functions import EvalError
 from matview.ir.table_functions import DEFAULT_ROW_LIMIT
 from matview.runtime.arrangements.trace import VIEW_COPY_ROWS, Trace
-from matview.runtime.dataflow import Dataflow, PendingStep
+from matview.runtime.dataflow import Dataflow
 from matview.runtime.operators.join import DEFAULT_JOIN_ROWS
 from matview.runtime.refresh import Choice, Measured, RefreshPolicy
 from matview.runtime.spark.one_job import OneJob
+from matview.runtime.step import PendingStep
 from pyspark.sql import DataFrame, SparkSession
 
 

@@ -20,9 +20,10 @@ from matview.planner.lower import lower
 from matview.runtime import dataflow as dataflow_module
 from matview.runtime.arrangements.trace import Trace
 from matview.runtime.arrangements.updates import Leaf, stored
-from matview.runtime.dataflow import Dataflow, drain_listeners, operators
+from matview.runtime.dataflow import Dataflow
 from matview.runtime.lowering.types import update_schema
-from matview.runtime.operators.base import ArrangementStats, OperatorStats
+from matview.runtime.operators.metering import ArrangementStats, OperatorStats, drain_listeners
+from matview.runtime.render import operators
 
 A = Get("a", (Field("k", INT), Field("x", BIGINT)))
 B = Get("b", (Field("k", INT), Field("tag", TEXT)))

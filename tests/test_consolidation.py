@@ -9,7 +9,8 @@ from collections import Counter
 
 import pyarrow as pa
 import pytest
-from matview.runtime.arrangements.updates import DIFF, consolidated_arrow
+from matview.runtime.arrangements.consolidation import consolidated_arrow
+from matview.runtime.arrangements.updates import DIFF
 
 
 def _expected(table: pa.Table) -> Counter[tuple[object, ...]]:

@@ -12,8 +12,8 @@ from contextlib import contextmanager
 
 import pyarrow as pa
 import pytest
-from matview.runtime.dataflow import operators
 from matview.runtime.operators.join import JoinOp
+from matview.runtime.render import operators
 from matview.runtime.spark import one_job
 from matview.runtime.spark.arrow_frames import arrow_file
 from matview.runtime.spark.jvm_plans import jvm_helper, to_arrow

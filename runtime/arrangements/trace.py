@@ -2,56 +2,50 @@
 
 A trace holds the updates of one collection as a list of leaf batches, each with the time
 range it covers. Readers ask for the updates up to a time (the collection's history) or in
-a half-open range of times (a delta). ``compact`` advances times before ``since`` and merges
-batches geometrically, so the number of batches stays logarithmic in the updates held and
-each read plans over a bounded union of leaves.
+a half-open range of times (a delta), or by key (``matching``). ``compact`` advances times
+before ``since`` and merges batches (the spine and its merge policy: ``arrangements.spine``),
+so the number of batches stays logarithmic in the updates held and each read plans over a
+bounded union of leaves.
 
 Small batches are held in the driver as Arrow, larger ones in Spark. A table's trace also
 keeps a driver copy of its Spark batches, up to ``TABLE_COPY_ROWS`` update rows: a write's
 check that no multiplicity goes negative, a read of the whole table and a merge of its
-batches then run in Arrow, with no Spark job. A materialized view's trace keeps one of the
+batches then run in Arrow, with no Spark job (the rows a write retracts are found among the
+held ones by ``arrangements.retractions``). A materialized view's trace keeps one of the
 Spark batches a large step appends (``VIEW_COPY_ROWS``), so that it is read in Arrow too.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+from matview.runtime.arrangements.consolidation import consolidated_arrow
 from matview.runtime.arrangements.key_index import holding
+from matview.runtime.arrangements.retractions import PROBE_VALUES, found_in_spark, probe_column
+from matview.runtime.arrangements.spine import Batch, in_driver, merged, to_merge
 from matview.runtime.arrangements.updates import (
     DIFF,
     LOCAL_LEAF_ROWS,
-    SMALL_BATCH_ROWS,
     TIME,
     Leaf,
-    advance_times,
     any_row,
-    consolidate,
-    consolidated_arrow,
-    materialize,
     nested,
     normalized,
-    stored_or_none,
     union_all,
 )
 from matview.runtime.lowering.types import col, column_names
 from matview.runtime.spark.arrow_frames import arrow_frame
 from matview.runtime.spark.jvm_plans import to_arrow
-from pyspark.sql import Column, DataFrame, SparkSession
+from matview.runtime.time import MAX_TIME, MIN_TIME
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 _RETRACTED = "_retracted"
 """A column marking the rows an update retracts, while ``Trace.negative_row`` sums them."""
-
-PROBE_VALUES = 10_000
-"""Most rows a delete's check finds by a filter on their values (SQL text); more are found
-by a semi-join with them broadcast."""
 
 TABLE_COPY_ROWS = 2_000_000
 """Update rows a table's trace keeps in the driver beside the batches it holds in Spark, so
@@ -62,22 +56,10 @@ VIEW_COPY_ROWS = 2_000_000
 in Spark (its first contents, a recompute's): a read of the view, a check of its errors and
 a merge of its batches then run in Arrow, with no Spark job."""
 
-MAX_BATCHES = 8
-"""Batches a trace keeps before it merges: a merge is a Spark job, so not after every step."""
-
 
 class NegativeRows(ValueError):
     """A collection holds a row with negative multiplicity (the argument), which a read
     cannot show."""
-
-
-@dataclass(frozen=True)
-class Batch:
-    """A leaf batch whose updates all have times in ``[lower, upper]``."""
-
-    leaf: Leaf
-    lower: int
-    upper: int
 
 
 class Trace:
@@ -94,7 +76,7 @@ class Trace:
         (``Leaf.copy``), at most: a table's trace checks writes against them in Arrow,
         without a Spark job (``TABLE_COPY_ROWS``); other traces keep none."""
         self.batches: list[Batch] = []
-        self.since = -(2**63)
+        self.since = MIN_TIME
         self.errors: Trace | None = None
         """A materialized view's evaluation errors, as a trace of one text column (the
         message) beside its rows; None for collections that cannot have errors (tables)."""
@@ -148,12 +130,6 @@ class Trace:
     def _copied(self) -> int:
         return sum(b.leaf.rows for b in self.batches if b.leaf.copy is not None)
 
-    def _in_driver(self, batches: Sequence[Batch]) -> list[pa.Table] | None:
-        """The updates of ``batches`` as Arrow tables when the driver holds all of them
-        (as the batch or as its copy), else None."""
-        tables = [b.leaf.in_driver for b in batches]
-        return None if any(t is None for t in tables) else tables  # type: ignore[misc]
-
     def read(self, after: int | None = None, upto: int | None = None) -> DataFrame | None:
         """The updates with ``after < time <= upto`` (either bound may be absent), or None.
 
@@ -195,8 +171,8 @@ class Trace:
             if table is not None:
                 if low or high:
                     times = table[TIME]
-                    keep = pc.and_(pc.greater(times, after if low else -(2**63)),
-                                   pc.less_equal(times, upto if high else 2**63 - 1))
+                    keep = pc.and_(pc.greater(times, after if low else MIN_TIME),
+                                   pc.less_equal(times, upto if high else MAX_TIME))
                     table = table.filter(keep)
                 tables.append(table)
                 if count is not None:
@@ -217,7 +193,7 @@ class Trace:
         """The distinct values of ``column`` in the batches holding the updates with
         ``after < time <= upto`` (a superset of those updates' values), when the driver
         holds those batches; else None."""
-        tables = self._in_driver([b for b in self.batches
+        tables = in_driver([b for b in self.batches
                                   if b.upper > after and b.lower <= upto])
         if not tables:
             return None
@@ -229,7 +205,7 @@ class Trace:
         copies): a keyed read of the arrangement, with no Spark job, whose plan holds only
         those rows. None when some batch is held only in Spark."""
         batches = [b for b in self.batches if b.lower <= upto]
-        tables = self._in_driver(batches)
+        tables = in_driver(batches)
         if tables is None:
             return None
         found = []
@@ -244,7 +220,7 @@ class Trace:
         """The collection's contents at ``upto``: each row once, with its multiplicity as
         ``_diff`` (none 0), computed in Arrow when every batch it needs is held in the
         driver; None otherwise, or when it holds no batch."""
-        tables = self._in_driver([b for b in self.batches if b.lower <= upto])
+        tables = in_driver([b for b in self.batches if b.lower <= upto])
         if not tables:
             return None
         table = pa.concat_tables(tables, promote_options="permissive")
@@ -273,15 +249,15 @@ class Trace:
         Updates in the driver (Arrow) are summed in Arrow with the held copies of the rows
         they retract: those of the batches held in the driver (or copied there,
         ``Leaf.copy``), and those of batches held only in Spark, fetched with one Spark job
-        that scans them (``_found_in_spark``). Other updates are summed with every held row in one
-        Spark job."""
+        that scans them (``retractions.found_in_spark``). Other updates are summed with
+        every held row in one Spark job."""
         leaves = [b.leaf for b in self.batches] + list(pending)
         names = column_names(self.arity)
         if isinstance(updates, pa.Table) and not any(
                 pa.types.is_nested(f.type) for f in updates.schema):
             mine = updates.select([*names, DIFF])
             retracted = mine.filter(pc.less(mine[DIFF], 0)).select(names)
-            probe = _probe_column(retracted) if retracted.num_rows <= PROBE_VALUES else None
+            probe = probe_column(retracted) if retracted.num_rows <= PROBE_VALUES else None
             local = [leaf.in_driver for leaf in leaves]
             parts = [t for t in local if t is not None]
             if probe is not None:  # the batches' own tables: their indexes kept
@@ -290,7 +266,7 @@ class Trace:
             parts = [part.select([*names, DIFF]) for part in parts]
             held = [leaf.df.select(*names, DIFF) for leaf, t in zip(leaves, local) if t is None]
             if held and retracted.num_rows:
-                copies = self._found_in_spark(union_all(held), retracted, probe)  # type: ignore[arg-type]
+                copies = found_in_spark(self.spark, union_all(held), retracted, probe)  # type: ignore[arg-type]
                 parts.append(to_arrow(copies).cast(mine.schema))
             # rows not retracted now may sum below zero (their other copies are not
             # fetched), so a row counts only where it is retracted now
@@ -310,25 +286,6 @@ class Trace:
         found = (both.groupBy(*names).agg(F.sum(DIFF).alias(DIFF)).where(col(DIFF) < 0)
                  .select(*names).limit(1).collect())
         return tuple(found[0]) if found else None
-
-    def _found_in_spark(self, held: DataFrame, retracted: pa.Table, probe: str | None
-                        ) -> DataFrame:
-        """Held update rows that include every copy of the ``retracted`` rows (and maybe
-        others, which ``negative_row`` does not count). When a column of integers or text
-        (``probe``) tells the retracted rows apart, a filter on its values scans the rows
-        held in one job (the filter is SQL text: one JVM call for any number of values,
-        where a Column per value costs a call each); otherwise a semi-join with the
-        retracted rows broadcast, which costs a second job (the broadcast)."""
-        if probe is None:
-            found = arrow_frame(self.spark, retracted).alias("r")
-            same = [col(f"h.{n}").eqNullSafe(col(f"r.{n}")) for n in retracted.column_names]
-            return held.alias("h").join(F.broadcast(found),
-                                        functools.reduce(Column.__and__, same), "left_semi")
-        values = pc.unique(retracted[probe]).drop_null().to_pylist()
-        tests = [f"{probe} IS NULL"] if retracted[probe].null_count else []
-        if values:
-            tests.append(f"{probe} IN ({', '.join(map(_sql_literal, values))})")
-        return held.where(" OR ".join(tests))
 
     def any_row(self, upto: int) -> tuple[object, ...] | None:
         """A row the collection holds at ``upto``, or None: in Arrow when every batch is
@@ -364,30 +321,18 @@ class Trace:
             self._reads = {}
 
     def compact(self, since: int) -> None:
-        """Allow times before ``since`` to be forgotten, and merge batches (``_to_merge``)
+        """Allow times before ``since`` to be forgotten, and merge batches (``spine.to_merge``)
         into one consolidated batch. Batches held in the driver merge there, with no Spark
         job."""
         self.since = max(self.since, since)
         if self.errors is not None:
             self.errors.compact(since)
-        merged = self._to_merge()
-        if merged is None:
+        merging_range = to_merge(self.batches, self.since)
+        if merging_range is None:
             return
-        start, end = merged
+        start, end = merging_range
         merging = self.batches[start:end]
-        tail = sum(b.leaf.rows for b in merging)
-        tables = self._in_driver(merging)
-        if tables is not None:
-            table = pa.concat_tables(tables, promote_options="permissive")
-            times = pc.max_element_wise(table[TIME], pa.scalar(self.since, pa.int64()))
-            table = table.set_column(table.column_names.index(TIME), TIME, times)
-            table = consolidated_arrow(table)
-            leaf = stored_or_none(self.spark, table, self.local_rows)
-        else:
-            merged = union_all([b.leaf.df for b in merging])
-            assert merged is not None
-            merged = consolidate(advance_times(merged, self.since))
-            leaf = materialize(self.spark, merged, small=tail <= SMALL_BATCH_ROWS)
+        leaf = merged(self.spark, merging, self.since, self.local_rows)
         lower = max(min(b.lower for b in merging), self.since)
         kept = self.batches[end:]
         self.batches = self.batches[:start]
@@ -395,57 +340,3 @@ class Trace:
         self.append(leaf, lower, max(max(b.upper for b in merging), lower))
         self.batches += kept
 
-    def _to_merge(self) -> tuple[int, int] | None:
-        """The range of batches to merge, None for none. The batches up to ``since``, when
-        there are several, the driver holds them all and they total at most
-        ``LOCAL_LEAF_ROWS`` rows: the merge costs no job (a few milliseconds in Arrow) and
-        keeps a small arrangement (an operator's state) one consolidated batch as of
-        ``since``, as small as its contents, so its readers bind the same slot every step;
-        later batches stay apart, as their readers look up the values they hold. Else,
-        beyond ``MAX_BATCHES``, the newest batches whose total size reaches the size of the
-        batch before them (a geometric merge policy)."""
-        done = 0
-        while done < len(self.batches) and self.batches[done].upper <= self.since:
-            done += 1
-        if done > 1:
-            held = self._in_driver(self.batches[:done])
-            if held is not None and sum(t.num_rows for t in held) <= LOCAL_LEAF_ROWS:
-                return 0, done
-        start = merged_tail([b.leaf.rows for b in self.batches])
-        return None if start is None else (start, len(self.batches))
-
-
-def merged_tail(sizes: list[int]) -> int | None:
-    """Where the batches to merge start, of batches of ``sizes`` rows (oldest first): None
-    while there are at most ``MAX_BATCHES``; else the newest ones whose total size reaches
-    the size of the batch before them, at least two (a geometric merge policy: a batch's rows
-    are merged again only when as many newer ones join them, so a large old batch is not
-    consolidated again every few steps)."""
-    if len(sizes) <= MAX_BATCHES:
-        return None
-    start = len(sizes) - 1
-    tail = sizes[start]
-    while start > 0 and (tail >= sizes[start - 1] or len(sizes) - start < 2):
-        start -= 1
-        tail += sizes[start]
-    return start
-
-
-def _probe_column(rows: pa.Table) -> str | None:
-    """The column of integers or text with the most distinct values among ``rows``, or None
-    when there is no such column."""
-    best, distinct = None, 0
-    for name in rows.column_names:
-        kind = rows.schema.field(name).type
-        if pa.types.is_integer(kind) or pa.types.is_string(kind):
-            count = pc.count_distinct(rows[name], mode="all").as_py()
-            if count > distinct:
-                best, distinct = name, count
-    return best
-
-
-def _sql_literal(value: int | str) -> str:
-    """``value`` (an integer or a string) as a Spark SQL literal."""
-    if isinstance(value, int):
-        return str(value)
-    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"

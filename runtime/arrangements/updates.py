@@ -1,7 +1,8 @@
 """Update batches on Spark: DataFrames of columns ``c0..c{n-1}``, ``_time``, ``_diff``.
 
-This module owns the two things every operator does to batches: consolidating them and
-materializing them into leaves (plans with no lineage), which is where lineage is cut.
+This module owns what every operator does to batches besides consolidating them
+(``arrangements.consolidation``): materializing them into leaves (plans with no lineage),
+which is where lineage is cut, and uniting, joining and sizing them.
 """
 
 from __future__ import annotations
@@ -10,9 +11,7 @@ import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 from matview.runtime.lowering.types import col, column_names
 from matview.runtime.spark.arrow_frames import arrow_frame
 from matview.runtime.spark.jvm_plans import (
@@ -49,14 +48,6 @@ def data_columns(df: DataFrame) -> list[str]:
 
 def cols(df: DataFrame) -> list[Column]:
     return [col(c) for c in data_columns(df)]
-
-
-def consolidate(df: DataFrame) -> DataFrame:
-    """Sum the diffs of equal (row, time) pairs and drop those that cancel."""
-    spark, names = df.sparkSession, tuple(data_columns(df))
-    keys, total, none, kept = made_once(spark, ("consolidate", names), lambda: (
-        columns(spark, *names, TIME), F.sum(DIFF).alias(DIFF), columns(spark), col(DIFF) != 0))
-    return aggregate(df, keys, total, none).where(kept)
 
 
 def advance_times(df: DataFrame, since: int) -> DataFrame:
@@ -194,45 +185,6 @@ def normalized(table: pa.Table) -> pa.Table:
             f = f.with_type(pa.timestamp(f.type.unit))
         fields.append(f.with_nullable(True))
     return table.cast(pa.schema(fields))
-
-
-def consolidated_arrow(table: pa.Table) -> pa.Table:
-    """``consolidate`` on rows held in the driver: sum the diffs of equal (row, time) pairs
-    and drop those that cancel (storage work on a trace's own batches). Integer rows
-    without NULLs are grouped by sorting them in numpy (``_consolidated_integers``): an
-    Arrow ``group_by`` costs about a millisecond however few the rows, and a recursive
-    view's step consolidates dozens of small batches."""
-    keys = [c for c in table.column_names if c != DIFF]
-    if all(pa.types.is_integer(table.schema.field(c).type) and not table[c].null_count
-           for c in table.column_names):
-        return _consolidated_integers(table, keys)
-    summed = table.group_by(keys, use_threads=False).aggregate([(DIFF, "sum")])
-    summed = summed.rename_columns(keys + [DIFF])
-    summed = summed.filter(pc.not_equal(summed[DIFF], 0))
-    return summed.select(table.column_names)
-
-
-def _consolidated_integers(table: pa.Table, keys: list[str]) -> pa.Table:
-    """``consolidated_arrow`` of rows of integers without NULLs: a stable sort by the keys
-    puts each row's copies together; their diffs are summed, and the rows kept in the order
-    of their first copies."""
-    if not table.num_rows:
-        return table
-    columns = [table[c].to_numpy() for c in keys]
-    order = np.lexsort(columns[::-1])
-    starts = np.zeros(len(order), bool)  # where a row differs from the one before it
-    starts[0] = True
-    for values in columns:
-        ordered = values[order]
-        starts[1:] |= ordered[1:] != ordered[:-1]
-    first = np.flatnonzero(starts)
-    sums = np.add.reduceat(table[DIFF].to_numpy()[order], first)
-    kept = sums != 0
-    rows = order[first[kept]]
-    by_first = np.argsort(rows, kind="stable")
-    out = table.take(rows[by_first])
-    return out.set_column(out.schema.get_field_index(DIFF), DIFF,
-                          pa.array(sums[kept][by_first], table.schema.field(DIFF).type))
 
 
 def stored(spark: SparkSession, table: pa.Table, local_rows: int = LOCAL_LEAF_ROWS) -> Leaf:

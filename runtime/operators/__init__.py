@@ -1,1 +1,2 @@
-"""Operators of a dataflow: one module per operator, the contract in ``base``."""
+"""Operators of a dataflow: one module per operator, the contract in ``base``, their meters
+in ``metering``."""

@@ -20,12 +20,12 @@ import pyarrow.compute as pc
 from matview.ir.functions import EvalError
 from matview.ir.joins import input_at, offsets_of
 from matview.ir.scalar import Col, Scalar, columns_used, may_fail
+from matview.runtime.arrangements.consolidation import consolidate
 from matview.runtime.arrangements.trace import Trace
 from matview.runtime.arrangements.updates import (
     DIFF,
     LARGE_LOOKUP_ROWS,
     TIME,
-    consolidate,
     lookup,
     materialize,
     union_all,

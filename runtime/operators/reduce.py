@@ -30,13 +30,13 @@ from matview.ir.aggregate_call import Aggregate
 from matview.ir.aggregates import Maintenance, maintained
 from matview.ir.scalar import Scalar, may_fail
 from matview.ir.types import Kind, SqlType
+from matview.runtime.arrangements.consolidation import consolidate
 from matview.runtime.arrangements.trace import Trace
 from matview.runtime.arrangements.updates import (
     DIFF,
     LOCAL_LEAF_ROWS,
     TIME,
     Leaf,
-    consolidate,
     key_match,
     lookup,
     materialize,
@@ -57,11 +57,12 @@ from matview.runtime.lowering.types import col, column_names, spark_type
 from matview.runtime.operators.base import Delta, Operator, StepContext
 from matview.runtime.spark.jvm_plans import aggregate, columns
 from matview.runtime.spark.one_job import OneJob
+from matview.runtime.time import MIN_TIME
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-NEVER = -(2**63)
+NEVER = MIN_TIME
 """The time given to the stored state's contributions: before every real time."""
 
 

@@ -33,13 +33,12 @@ from typing import ClassVar
 import pyarrow as pa
 import pyarrow.compute as pc
 from matview.ir.sort_keys import SortKey, total_order
+from matview.runtime.arrangements.consolidation import consolidate, consolidated_arrow
 from matview.runtime.arrangements.trace import Trace
 from matview.runtime.arrangements.updates import (
     DIFF,
     TIME,
     Leaf,
-    consolidate,
-    consolidated_arrow,
     materialize,
     normalized,
     stored_or_none,

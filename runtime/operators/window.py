@@ -27,11 +27,11 @@ from matview.ir import windows
 from matview.ir.scalar import Col
 from matview.ir.sort_keys import total_order
 from matview.ir.window_call import WindowCall
+from matview.runtime.arrangements.consolidation import consolidate
 from matview.runtime.arrangements.trace import Trace
 from matview.runtime.arrangements.updates import (
     DIFF,
     TIME,
-    consolidate,
     key_match,
     lookup,
     materialize,

@@ -63,14 +63,13 @@ from matview.ir.scalar import Call, Col, Scalar, columns_used, conjoin
 from matview.ir.steps import input_column
 from matview.ir.table_functions import DEFAULT_ROW_LIMIT
 from matview.ir.types import Kind, SqlType
+from matview.runtime.arrangements.consolidation import consolidate, consolidated_arrow
 from matview.runtime.arrangements.key_index import holding
-from matview.runtime.arrangements.trace import merged_tail
+from matview.runtime.arrangements.spine import merged_tail
 from matview.runtime.arrangements.updates import (
     DIFF,
     TIME,
     Leaf,
-    consolidate,
-    consolidated_arrow,
     key_match,
     lookup,
     materialize,

@@ -1,0 +1,216 @@
+"""A reduce inside a recursive query's loop (``runtime.recursion.let_rec``), round by round.
+
+A reduce's output for group k can change only at joins of its input's times: at round r,
+the groups with a difference at round r whose input changed at a new time t at some round
+<= r, at those times t. With G(t, r) the reduce of the group's contents at (t, r), its
+difference at (t, r) is ``G(t, r) - G(t-1, r) - G(t, r-1) + G(t-1, r-1)`` (``_CORNERS``).
+The contents are read by group key: the committed differences of the groups the new ones
+touch, cut from the driver's batches (``reads.committed``). Counts and sums by a key are
+window sums over each group's rows ordered by time (``_summed``); a min or max, or a
+reduce with no group key, joins each candidate's corners with the contents (``_reduced``).
+In a small step the rows are grouped in one partition, so the round's job has no shuffle."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from matview.ir.relation import Reduce
+from matview.ir.scalar import Col
+from matview.runtime.arrangements.updates import DIFF, TIME, key_match, lookup, union_all
+from matview.runtime.lowering.expressions import compile_scalar
+from matview.runtime.lowering.types import col, column_names, spark_type
+from matview.runtime.recursion.reads import column_values, committed, new_between
+from matview.runtime.recursion.state import ROUND
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+
+if TYPE_CHECKING:
+    from matview.runtime.recursion.let_rec import LetRecOp
+
+
+_AT, _UPTO, _ROUNDS, _SIGN, _COPIES = "_at", "_upto", "_rounds", "_sign", "_copies"
+"""A reduce's candidate time, the time and round bounding a corner's contents, the
+corner's sign in the two-dimensional difference, a row's copies in the contents."""
+_NEW = "_new"
+"""Whether a row of a reduce's contents is a difference at a new time."""
+_CORNERS = ((0, 0, 1), (1, 0, -1), (0, 1, -1), (1, 1, 1))
+"""The corners ``(dt, dr, sign)`` of the two-dimensional difference at ``(t, r)``: the
+contents at ``(t - dt, r - dr)``, counted with ``sign``."""
+
+
+def reduce_round(op: LetRecOp, node: Reduce, r: int) -> DataFrame | None:
+    """Round ``r`` of ``node``: every candidate group and new time, its two-dimensional
+    difference of the reduce of its contents (the module docstring)."""
+    source = node.input
+    new = new_between(op, source, 0, r, rounds=True, base=r)
+    if new is None:
+        return None
+    column = next((k.index for k in node.group_key if isinstance(k, Col)), None)
+    values = None if column is None else column_values(op, source, 0, r, column)
+    cuts: list[pa.Table | None] = []
+    old = committed(op, source, 0, r, rounds=True, base=r, cuts=cuts,
+                    key=None if column is None or values is None else (column, values))
+    if not op.has(source, r) and (old is None or _before_round(cuts)):
+        return None  # no group has a difference of round r: none changes at it
+    if node.group_key and all(a.func in ("count", "sum") for a in node.aggregates):
+        return op.planned(("reduce", node, r > 0), (old, new),
+                          lambda: _summed(op, node, r > 0, old, new))
+    changed = new_between(op, source, 0, r)
+    now = op.at(source, r)
+    return op.planned(("reduce", node, r > 0), (changed, old, now, new),
+                      lambda: _reduced(op, node, r > 0, changed, old, now, new))
+
+
+def _summed(op: LetRecOp, node: Reduce, later: bool, old: DataFrame | None,
+            new: DataFrame) -> DataFrame:
+    """The plan of a round of ``node`` whose aggregates are counts and sums, reading its
+    contents once. ``old`` and ``new`` are its input's committed and new differences
+    with ``ROUND`` relative to the round (0 the round's own; it is ``later`` than the
+    first when some precede it). With the rows of group k ordered by time, the contents
+    of corner ``(t - dt, -dr)`` of candidate time t are the rows up to ``t - dt``
+    (a window frame over time; its peers share it) with ``ROUND <= -dr``, so every
+    corner's count and sums are window sums over the group, and the candidates are
+    the new rows' times of the groups holding a row of the round (a window maximum
+    over the group). Each candidate's corners with rows are output with their signs,
+    once (a distinct)."""
+    prepared = _prepared(op, node)
+    keys = [f"k{i}" for i in range(len(node.group_key))]
+    tagged = [df.withColumn(_NEW, F.lit(is_new)) for df, is_new in ((old, False), (new, True))
+              if df is not None]
+    rows = prepared(union_all(tagged))  # type: ignore[arg-type]
+    if op.step.small and not op.step.first:
+        rows = rows.coalesce(1)  # grouped in one partition: no shuffle
+    by_time = Window.partitionBy(*keys).orderBy(TIME)
+    frames = {0: by_time.rangeBetween(Window.unboundedPreceding, Window.currentRow),
+              1: by_time.rangeBetween(Window.unboundedPreceding, -1)}
+    whole = by_time.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
+    out = [spark_type(a.type(node.input.types)) for a in node.aggregates]
+
+    def summed(dt: int, dr: int, weight: Column) -> Column:
+        """The sum of ``weight`` over the contents of corner ``(t - dt, -dr)``."""
+        return F.sum(F.when(col(ROUND) <= -dr, weight)).over(frames[dt])
+
+    def corner(dt: int, dr: int, sign: int) -> Column:
+        aggregates = []
+        for i, agg in enumerate(node.aggregates):
+            value = col(f"v{i}")
+            if agg.expr is None:
+                aggregates.append(summed(dt, dr, col(DIFF)).cast(out[i]))
+            elif agg.func == "count":
+                aggregates.append(summed(dt, dr, F.when(value.isNotNull(), col(DIFF)))
+                                  .cast(out[i]))
+            else:  # sum: NULL when no copy of a value is left
+                aggregates.append(F.when(
+                    summed(dt, dr, F.when(value.isNotNull(), col(DIFF))) > 0,
+                    summed(dt, dr, value.cast(out[i]) * col(DIFF))).cast(out[i]))
+        return F.struct(summed(dt, dr, col(DIFF)).alias("_n"),
+                        *[a.alias(f"a{i}") for i, a in enumerate(aggregates)],
+                        F.lit(sign).cast("bigint").alias(_SIGN))
+
+    corners = [corner(dt, dr, sign) for dt, dr, sign in _CORNERS if later or dr == 0]
+    touched = F.max((col(ROUND) == 0).cast("int")).over(whole)
+    candidates = (rows.select(*keys, col(TIME).alias(_AT), col(_NEW), touched.alias("_k"),
+                              *[c.alias(f"_c{j}") for j, c in enumerate(corners)])
+                  .where(col(_NEW) & (col("_k") > 0)).drop(_NEW, "_k").distinct())
+    return (candidates.select(*keys, _AT, F.inline(F.array(*[
+                col(f"_c{j}") for j in range(len(corners))])))
+            .where(col("_n") > 0)
+            .select(*[col(k).alias(f"c{i}") for i, k in enumerate(keys)],
+                    *[col(f"a{i}").alias(f"c{len(keys) + i}")
+                      for i in range(len(node.aggregates))],
+                    col(_AT).alias(TIME), col(_SIGN).alias(DIFF)))
+
+
+def _reduced(op: LetRecOp, node: Reduce, later: bool, changed: DataFrame,
+             old: DataFrame | None, now: DataFrame | None, new: DataFrame | None) -> DataFrame:
+    """The plan of a round of ``node`` with a min or max or no group key (``reduce_round``;
+    counts and sums by a key are ``_summed``): the candidates (group and new time)
+    joined with the contents of each of their corners. ``changed`` is its input's new
+    differences of every round so far, ``now`` those of the round, ``old`` and ``new``
+    its committed and new differences with ``ROUND`` relative to the round (0; the
+    round is ``later`` than the first when some precede it)."""
+    prepared = _prepared(op, node)
+    keys = [f"k{i}" for i in range(len(node.group_key))]
+    at_r = [df for df in (now, None if old is None else
+                          old.where(col(ROUND) == 0).drop(ROUND)) if df is not None]
+    small = op.step.small and not op.step.first
+
+    def one(df: DataFrame) -> DataFrame:
+        """``df`` in one partition in a small step, where grouping it needs no shuffle."""
+        return df.coalesce(1) if small else df
+
+    touched = one(prepared(union_all(at_r))).select(*keys).distinct()  # type: ignore[arg-type]
+    candidates = lookup(one(prepared(changed)).select(*keys, TIME).distinct(),
+                        touched.select(*[col(k).alias(f"x_{k}") for k in keys]),
+                        key_match(keys, [f"x_{k}" for k in keys]), "left_semi", small)
+    corners = candidates.select(*keys, col(TIME).alias(_AT), F.inline(F.array(*[
+        F.struct((col(TIME) - dt).alias(_UPTO), F.lit(-dr).cast("bigint").alias(_ROUNDS),
+                 F.lit(sign).alias(_SIGN))
+        for dt, dr, sign in _CORNERS if later or dr == 0]))).select(
+            *[col(k).alias(f"x_{k}") for k in keys], _AT, _UPTO, _ROUNDS, _SIGN)
+    contents = union_all([df for df in (old, new) if df is not None])
+    assert contents is not None
+    rows = prepared(contents)
+    seen = lookup(rows, corners, key_match(keys, [f"x_{k}" for k in keys])
+                  & (col(TIME) <= col(_UPTO)) & (col(ROUND) <= col(_ROUNDS)), "inner",
+                  small, build="right")
+    values = [c for c in rows.columns if c.startswith("v")]
+    corner = [*[f"x_{k}" for k in keys], _AT, _UPTO, _ROUNDS, _SIGN]
+    # min and max see each row's copies, consolidated
+    copies = (seen.groupBy(*corner, *values).agg(F.sum(DIFF).alias(_COPIES))
+              .where(col(_COPIES) != 0))
+    groups = copies.groupBy(*corner).agg(F.sum(_COPIES).alias("_n"), *[
+        _aggregate(node, i).alias(f"a{i}") for i in range(len(node.aggregates))])
+    return groups.where(col("_n") > 0).select(
+        *[col(f"x_{k}").alias(f"c{i}") for i, k in enumerate(keys)],
+        *[col(f"a{i}").alias(f"c{len(keys) + i}") for i in range(len(node.aggregates))],
+        col(_AT).alias(TIME), col(_SIGN).cast("bigint").alias(DIFF))
+
+
+def _prepared(op: LetRecOp, node: Reduce) -> Callable[[DataFrame], DataFrame]:
+    """The input rows of ``node`` as group key ``k{i}`` and aggregate arguments
+    ``v{i}`` (with time, diff and any round)."""
+    types = node.input.types
+
+    def compiled() -> list[Column]:
+        columns = [col(c) for c in column_names(len(types))]
+        return [*[compile_scalar(k, columns, types).alias(f"k{i}")
+                  for i, k in enumerate(node.group_key)],
+                *[compile_scalar(a.expr, columns, types).alias(f"v{i}")
+                  for i, a in enumerate(node.aggregates) if a.expr is not None]]
+
+    def prepare(df: DataFrame) -> DataFrame:
+        rest = [c for c in (TIME, DIFF, ROUND, _NEW) if c in df.columns]
+        return df.select(*op.built(("prepared", node), compiled), *rest)
+
+    return prepare
+
+
+def _aggregate(node: Reduce, i: int) -> Column:
+    """Aggregate ``i`` of a group's rows, each with its ``_copies``."""
+    agg = node.aggregates[i]
+    out = spark_type(agg.type(node.input.types))
+    copies = col(_COPIES)
+    if agg.expr is None:
+        return F.sum(copies).cast(out)
+    value = col(f"v{i}")
+    if agg.func == "count":
+        return F.sum(F.when(value.isNotNull(), copies).otherwise(0)).cast(out)
+    if agg.func == "sum":  # NULL when no copy of a value is left
+        return F.when(F.sum(F.when(value.isNotNull(), copies)) > 0,
+                      F.sum(value.cast(out) * copies)).cast(out)
+    if agg.func == "min":
+        return F.min(F.when(copies > 0, value)).cast(out)
+    if agg.func == "max":
+        return F.max(F.when(copies > 0, value)).cast(out)
+    raise TypeError(f"{agg.func} is not computed inside a loop")
+
+
+def _before_round(cuts: list[pa.Table | None]) -> bool:
+    """Whether the committed differences read (``cuts``, their ``ROUND`` relative to the
+    round being computed) all precede that round; False when some were not read in the
+    driver."""
+    return all(cut is not None and pc.max(cut[ROUND]).as_py() < 0 for cut in cuts)

@@ -37,11 +37,13 @@ from matview.runtime.operators.base import (
     OperatorStats,
     StepContext,
 )
+from matview.runtime.operators.constant import ConstantOp
+from matview.runtime.operators.get import GetOp
 from matview.runtime.operators.join import DEFAULT_JOIN_ROWS, JoinOp
-from matview.runtime.operators.linear import LinearOp, UnionOp
+from matview.runtime.operators.linear import LinearOp
 from matview.runtime.operators.reduce import ReduceOp
-from matview.runtime.operators.sources import ConstantOp, GetOp
 from matview.runtime.operators.top_k import TopKOp
+from matview.runtime.operators.union import UnionOp
 from matview.runtime.operators.window import WindowOp
 from matview.runtime.recursion.let_rec import LetRecOp
 from matview.runtime.refresh import RefreshPolicy

@@ -89,9 +89,9 @@ from matview.runtime.arrangements.updates import (
     union_all,
 )
 from matview.runtime.lowering.expressions import compile_scalar
+from matview.runtime.lowering.linear_steps import Pipeline, apply_steps
 from matview.runtime.lowering.types import col, column_names, spark_type
 from matview.runtime.operators.base import Delta, Operator, StepContext, templated
-from matview.runtime.operators.linear import Pipeline, apply_steps
 from matview.runtime.spark.jvm_plans import jvm_helper, to_arrow
 from matview.runtime.spark.one_job import OneJob
 from matview.runtime.spark.unsafe_rows import sent_together

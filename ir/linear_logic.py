@@ -4,8 +4,9 @@ A linear step is a *logic*: a function from one row to a list of updates ``(row'
 diff')``. Steps compose by ``followed_by``: the second logic runs on every row the first
 yields, times join (``max``, the lattice join of totally ordered times) and diffs multiply.
 ``join_function`` applies a logic to update batches: ``(r, t, d)`` becomes ``(r', t ⊔ t',
-d * d')``. This module is the reference the Spark lowering (``runtime.linear``) is tested
-against; nothing here runs on the runtime's path.
+d * d')``. This module is the reference the Spark lowering
+(``runtime.lowering.linear_steps``) is tested against; nothing here runs on the runtime's
+path.
 
 Times are int64 milliseconds since the Unix epoch, ``BOTTOM`` the least (``t ⊔ BOTTOM = t``).
 

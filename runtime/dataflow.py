@@ -20,11 +20,11 @@ from matview.runtime.arrangements.updates import DIFF, SMALL_BATCH_ROWS, TIME, u
 from matview.runtime.lowering.checked import ERR
 from matview.runtime.lowering.types import col
 from matview.runtime.operators.base import Delta, Operator, StepContext
+from matview.runtime.operators.get import GetOp
 from matview.runtime.operators.join import DEFAULT_JOIN_ROWS
 from matview.runtime.operators.linear import LinearOp
 from matview.runtime.operators.metering import ArrangementStats, OperatorStats, drain_listeners
 from matview.runtime.operators.reduce import ReduceOp
-from matview.runtime.operators.sources import GetOp
 from matview.runtime.refresh import RefreshPolicy
 from matview.runtime.render import build, operators
 from matview.runtime.spark.one_job import OneJob

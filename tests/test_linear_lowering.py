@@ -21,8 +21,8 @@ from matview.ir import table_functions
 from matview.ir.linear_logic import join_function, steps_logic
 from matview.ir.parse import parse_plan
 from matview.ir.relation import Linear
+from matview.runtime.lowering.linear_steps import apply_steps
 from matview.runtime.lowering.types import column_names, update_schema
-from matview.runtime.operators.linear import apply_steps
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 

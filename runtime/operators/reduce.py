@@ -17,6 +17,9 @@ batch spanning many times gives exactly the per-time output of stepping one time
 with a single time the window is not needed. The state is restricted to the touched keys
 (a semi-join on the materialized delta) unless it is small enough to be read whole, and a
 small step runs in one partition, so it needs no shuffle.
+
+The state and the layout of its rows are ``reduce_state``'s, the accumulators' contributions
+``reduce_accumulators``', the min/max-like aggregates ``reduce_extremes``'.
 """
 
 from __future__ import annotations
@@ -26,15 +29,13 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 import pyarrow as pa
-from matview.ir.aggregate_call import Aggregate
 from matview.ir.aggregates import Maintenance, maintained
+from matview.ir.relation import Aggregate
 from matview.ir.scalar import Scalar, may_fail
-from matview.ir.types import Kind, SqlType
 from matview.runtime.arrangements.consolidation import consolidate
 from matview.runtime.arrangements.trace import Trace
 from matview.runtime.arrangements.updates import (
     DIFF,
-    LOCAL_LEAF_ROWS,
     TIME,
     Leaf,
     key_match,
@@ -42,9 +43,7 @@ from matview.runtime.arrangements.updates import (
     materialize,
     stored,
     stored_or_none,
-    union_all,
 )
-from matview.runtime.lowering.aggregates import extreme_value, ordered_value
 from matview.runtime.lowering.checked import (
     ERR,
     compile_checked,
@@ -55,34 +54,17 @@ from matview.runtime.lowering.checked import (
 )
 from matview.runtime.lowering.types import col, column_names, spark_type
 from matview.runtime.operators.base import Delta, Operator, StepContext
+from matview.runtime.operators.reduce_accumulators import ReduceAccumulators
+from matview.runtime.operators.reduce_extremes import ReduceExtremes
+from matview.runtime.operators.reduce_state import NEVER
 from matview.runtime.spark.jvm_plans import aggregate, columns
 from matview.runtime.spark.one_job import OneJob
-from matview.runtime.time import MIN_TIME
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
-from pyspark.sql import types as T
-
-NEVER = MIN_TIME
-"""The time given to the stored state's contributions: before every real time."""
-
-
-def _compared(a: Column, b: Column, directions: list[tuple[bool, bool]]) -> Column:
-    """-1, 0 or 1 as struct ``a`` sorts before, with or after ``b`` by their fields
-    ``k0, k1, ...``, each (descending, nulls first) as ``directions`` say."""
-    result: Column = F.lit(0)
-    for i, (descending, nulls_first) in reversed(list(enumerate(directions))):
-        x, y = a[f"k{i}"], b[f"k{i}"]
-        result = (F.when(x.isNull() & y.isNull(), result)
-                  .when(x.isNull(), F.lit(-1 if nulls_first else 1))
-                  .when(y.isNull(), F.lit(1 if nulls_first else -1))
-                  .when(x < y, F.lit(1 if descending else -1))
-                  .when(x > y, F.lit(-1 if descending else 1))
-                  .otherwise(result))
-    return result
 
 
 @dataclass
-class ReduceOp(Operator):
+class ReduceOp(ReduceAccumulators, ReduceExtremes):
     """``Reduce``: see the module docstring. ``output`` arranges the output with hidden
     accumulators; ``values`` arranges (key, min/max arguments) when there are min/max."""
 
@@ -97,57 +79,6 @@ class ReduceOp(Operator):
     """Whether its output reaches the dataflow's only through Linears that rearrange
     columns, which pick them from the batch the refresh's one job returns (``later``): any
     other reader would compute the plan of its output again."""
-
-    # Layout of an output row: keys k0.., visible aggregates v0.., then hidden ``cnt`` and the
-    # accumulators ``n{j}`` (non-null count) and ``s{j}`` (sum) of count/sum aggregates.
-    @property
-    def _keys(self) -> list[str]:
-        return [f"k{i}" for i in range(len(self.group_key))]
-
-    def _accumulated(self) -> list[int]:
-        return [j for j, a in enumerate(self.aggregates)
-                if maintained(a.func).maintenance is Maintenance.SUMMED and a.expr is not None]
-
-    def _extremes(self) -> list[int]:
-        return [j for j, a in enumerate(self.aggregates)
-                if maintained(a.func).maintenance is Maintenance.EXTREME]
-
-    def _value_columns(self) -> list[str]:
-        """The arranged values of the min/max-like aggregates: each one's argument ``a{j}``
-        and, for an aggregate of values in order, its ORDER BY's ``o{j}_{i}``."""
-        return [name for j in self._extremes() for name in (
-            f"a{j}", *[f"o{j}_{i}" for i in range(len(self.aggregates[j].order_by))])]
-
-    def hidden_names(self) -> list[str]:
-        names = ["cnt"]
-        for j in self._accumulated():
-            names.append(f"n{j}")
-            if maintained(self.aggregates[j].func).sums_values:
-                names.append(f"s{j}")
-        return names
-
-    def full_names(self) -> list[str]:
-        visible = [f"v{j}" for j in range(len(self.aggregates))]
-        return self._keys + visible + self.hidden_names()
-
-    def arrangement_arity(self, what: str) -> int:
-        """``output``: its rows with their hidden accumulators; ``values``: the group key and
-        the argument of each min/max aggregate."""
-        if what == "values":
-            return len(self.group_key) + len(self._value_columns())
-        return len(self.full_names())
-
-    def _full_types(self) -> list[T.DataType]:
-        """The Spark types of ``full_names``."""
-        out = [spark_type(t) for t in self.types]
-        for name in self.hidden_names():
-            sums = name.startswith("s")
-            out.append(spark_type(self._sum_type(int(name[1:]))) if sums else T.LongType())
-        return out
-
-    def _sum_type(self, j: int) -> SqlType:
-        assert self.input is not None
-        return self.aggregates[j].type(self.input.types)
 
     @property
     def checks(self) -> bool:
@@ -178,55 +109,6 @@ class ReduceOp(Operator):
         failed = [] if error is None else [described(error, refs).alias(ERR)]
         return [*[e.value.alias(n) for e, n in zip(keys + args, names)], *failed,
                 col(TIME), col(DIFF)]
-
-    def _extreme_values(self, ctx: StepContext, prepared: DataFrame | None,
-                        times: DataFrame) -> DataFrame | None:
-        """min/max at each (key, time) of ``times``, from the arranged (key, argument) pairs
-        and the step's changes."""
-        assert self.values is not None
-        args = self._value_columns()
-        parts = [] if prepared is None else [prepared.select(*self._keys, *args, TIME, DIFF)]
-        old = None if ctx.first else self.values.read(upto=ctx.lower)
-        if old is not None:
-            old = old.select(*self._keys, *args, DIFF)
-            if self.group_key:
-                keys = times.select(*[col(k).alias(f"t_{k}") for k in self._keys])
-                old = lookup(old, keys, key_match(self._keys, [f"t_{k}" for k in self._keys]),
-                             "left_semi", ctx.small)
-            old = old.groupBy(*self._keys, *args).agg(F.sum(DIFF).alias(DIFF))
-            parts.insert(0, old.select(*self._keys, *args, F.lit(NEVER).alias(TIME), DIFF))
-        candidates = union_all(parts)
-        if candidates is None:
-            return None
-        at = times.select(*[col(k).alias(f"x_{k}") for k in self._keys],
-                          col(TIME).alias("x_time"))
-        valid = lookup(candidates, at, key_match(self._keys, [f"x_{k}" for k in self._keys])
-                       & (col(TIME) <= col("x_time")), "inner", ctx.small)
-        counted = (valid.groupBy(*[f"x_{k}" for k in self._keys], "x_time", *args)
-                   .agg(F.sum(DIFF).alias("m")).where(col("m") > 0))
-        if any(maintained(self.aggregates[j].func).ordered for j in self._extremes()):
-            counted = counted.select(*counted.columns, F.explode(  # one row per occurrence
-                F.sequence(F.lit(1).cast("bigint"), col("m"))).alias("copy"))
-        extremes = [self._extreme(j).alias(f"e{j}") for j in self._extremes()]
-        return counted.groupBy(*[f"x_{k}" for k in self._keys], "x_time").agg(*extremes)
-
-    def _extreme(self, j: int) -> Column:
-        """The Spark aggregate of min/max-like aggregate ``j`` over a group's rows (each
-        row once per occurrence for an aggregate of values in order)."""
-        aggregate = self.aggregates[j]
-        fn = maintained(aggregate.func)
-        if not fn.ordered:
-            return extreme_value(fn.name, col(f"a{j}"))
-        value = col(f"a{j}")
-        tie = value[0] if self.types[len(self._keys) + j].kind is Kind.ARRAY else value
-        keys = [col(f"o{j}_{i}") for i in range(len(aggregate.order_by))] + [tie]
-        directions = [(d, n) for _, d, n in aggregate.order_by] + [(False, False)]
-        entries = F.collect_list(F.struct(*[k.alias(f"k{i}") for i, k in enumerate(keys)],
-                                          value.alias("v")))
-        present = F.filter(entries, lambda e: e["v"].isNotNull())
-        ordered = F.array_sort(present, lambda a, b: _compared(a, b, directions))
-        return ordered_value(fn.name, F.transform(ordered, lambda e: e["v"]),
-                             aggregate.separator)
 
     def compute(self, ctx: StepContext) -> Delta | None:
         assert self.input is not None and self.output is not None
@@ -341,81 +223,6 @@ class ReduceOp(Operator):
             job.run()
             return out[0]
         return Delta(visible, None, later=lambda: shown[0])
-
-    def _restricted(self, ctx: StepContext) -> bool:
-        """Whether the step reads the state of the touched keys only (a semi-join), rather
-        than the whole state, which it does when the state is held in the driver and small."""
-        assert self.output is not None
-        if not self.group_key or ctx.first:
-            return False
-        batches = self.output.batches
-        return (any(b.leaf.table is None for b in batches)
-                or sum(b.leaf.rows for b in batches) > LOCAL_LEAF_ROWS)
-
-    def _contributions(self, ctx: StepContext, prepared: DataFrame | None,
-                       old: DataFrame | None) -> DataFrame:
-        """The input delta's and the stored state's contributions to the accumulators:
-        keys, time, then one column per hidden accumulator (see the module docstring)."""
-        assert self.output is not None
-        parts = []
-        if prepared is not None:
-            parts.append(self.selected(prepared, "delta contributions", lambda: [
-                *self._keys, TIME, *self._delta_contributions]))
-        if not self.group_key and ctx.first:
-            # the first step of a global aggregate: its row exists even over no input rows
-            zero = [F.lit(0).cast("bigint").alias(n) if n[0] in "cn"
-                    else F.lit(None).cast(self._sum_spark(int(n[1:]))).alias(n)
-                    for n in self.hidden_names()]
-            parts.append(ctx.spark.range(1).select(F.lit(ctx.as_of).cast("bigint").alias(TIME),
-                                                       *zero))
-        if old is not None:
-            names = self.full_names()
-            old = self.selected(old, "state", lambda: [
-                *[col(f"c{i}").alias(n) for i, n in enumerate(names)], DIFF])
-            if self._restricted(ctx):
-                assert prepared is not None
-                keys = self.selected(prepared, "touched keys", lambda: [
-                    col(k).alias(f"t_{k}") for k in self._keys])
-                touched = self.built("touched", lambda: key_match(
-                    self._keys, [f"t_{k}" for k in self._keys]))
-                old = lookup(old, keys, touched, "left_semi", ctx.small)
-            parts.append(self.selected(old, "state contributions", lambda: [
-                *self._keys, F.lit(NEVER).alias(TIME), *self._state_contributions]))
-        out = union_all(parts)
-        assert out is not None
-        return out.coalesce(1) if ctx.small else out
-
-    @functools.cached_property
-    def _delta_contributions(self) -> list[Column]:
-        """The accumulator columns an input row contributes (built once: the operator's
-        Spark expressions are the same every step)."""
-        delta = [col(DIFF).alias("cnt")]
-        for j in self._accumulated():
-            present = col(f"a{j}").isNotNull()
-            delta.append(F.when(present, col(DIFF)).otherwise(0).alias(f"n{j}"))
-            if maintained(self.aggregates[j].func).sums_values:
-                weighted = col(f"a{j}").cast(self._sum_spark(j)) * col(DIFF)
-                delta.append(F.when(present, weighted).alias(f"s{j}"))
-        return delta
-
-    @functools.cached_property
-    def _single_time_sums(self) -> list[Column]:
-        """A single-time step's aggregation per key: the time, the accumulators summed over
-        the state and the changes, over the state alone (``p_*``), and whether there was a
-        previous row (built once)."""
-        is_state = col(TIME) == NEVER
-        hidden = self.hidden_names()
-        return [F.max(TIME).alias(TIME), *[F.sum(n).alias(n) for n in hidden],
-                *[F.sum(F.when(is_state, col(n))).alias(f"p_{n}") for n in hidden],
-                F.max(F.when(is_state, F.lit(1))).alias("p_exists")]
-
-    @functools.cached_property
-    def _state_contributions(self) -> list[Column]:
-        """The accumulator columns a stored output row contributes (built once)."""
-        return [(col(n) * col(DIFF)).alias(n) for n in self.hidden_names()]
-
-    def _sum_spark(self, j: int) -> T.DataType:
-        return spark_type(self._sum_type(j))
 
     def _updates(self, ctx: StepContext, prepared: DataFrame | None, old: DataFrame | None
                  ) -> DataFrame:

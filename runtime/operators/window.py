@@ -40,7 +40,7 @@ from matview.runtime.arrangements.updates import (
 from matview.runtime.lowering.ordering import spark_order
 from matview.runtime.lowering.types import col, column_names, spark_type
 from matview.runtime.operators.base import ArrangedWhenLookedUp, Delta, Operator, StepContext
-from matview.runtime.operators.reduce import NEVER
+from matview.runtime.operators.reduce_state import NEVER
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import Window as SparkWindow
 from pyspark.sql import functions as F

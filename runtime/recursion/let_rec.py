@@ -72,8 +72,8 @@ from matview.runtime.arrangements.updates import (
     stored_or_none,
     union_all,
 )
+from matview.runtime.lowering.linear_steps import Pipeline, apply_steps
 from matview.runtime.operators.base import Delta, Operator, StepContext, templated
-from matview.runtime.operators.linear import Pipeline, apply_steps
 from matview.runtime.recursion.join import join_round
 from matview.runtime.recursion.reduce import reduce_round
 from matview.runtime.recursion.state import (

@@ -1,4 +1,5 @@
-"""Source operators: reading a shared trace (``Get``) and constant collections."""
+"""The source operator reading a stored collection: a table's or materialized view's shared
+trace (``Get``)."""
 
 from __future__ import annotations
 
@@ -9,9 +10,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from matview.runtime.arrangements.trace import Trace
 from matview.runtime.arrangements.updates import advance_times
-from matview.runtime.lowering.types import update_schema
 from matview.runtime.operators.base import Delta, Matched, Operator, StepContext
-from matview.runtime.spark.arrow_frames import arrow_frame
 from pyspark.sql import DataFrame
 
 HISTORY_SLOT_ROWS = 4_096
@@ -83,33 +82,3 @@ class GetOp(Operator):
             return None
         return Matched(self.bound(ctx, ("matching", column), found) if found.num_rows
                        else None, found.num_rows, lambda c: pc.unique(found[f"c{c}"]))
-
-
-@dataclass
-class ConstantOp(Operator):
-    """A constant collection: all its rows at ``as_of`` on the first step, nothing after."""
-
-    kind: ClassVar[str] = "Constant"
-
-    rows: tuple[tuple[tuple[object, ...], int], ...] = ()
-
-    def _frame(self, ctx: StepContext, time: int) -> DataFrame | None:
-        if not self.rows:
-            return None
-        schema = update_schema(self.types)
-        columns = list(zip(*[values + (time, diff) for values, diff in self.rows]))
-        table = pa.table([pa.array(list(c), type=f.type) for c, f in zip(columns, schema)],
-                         schema=schema)
-        return arrow_frame(ctx.spark, table)
-
-    def compute(self, ctx: StepContext) -> Delta | None:
-        if not ctx.first:
-            return None
-        df = self._frame(ctx, ctx.as_of)
-        return None if df is None else Delta(df, len(self.rows), count=len(self.rows))
-
-    def history(self, ctx: StepContext) -> DataFrame | None:
-        return None if ctx.first else self._frame(ctx, ctx.as_of)
-
-    def history_rows(self, ctx: StepContext) -> int | None:
-        return 0 if ctx.first else len(self.rows)

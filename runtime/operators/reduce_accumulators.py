@@ -1,0 +1,86 @@
+"""The accumulable aggregates of a reduce (``count``, ``sum`` and the like,
+``Maintenance.SUMMED``) as running accumulators: the group's row count, and each aggregate's
+count of non-null values (and, for a sum, its running sum). Accumulators are additive: the
+stored state contributes each row's accumulators times its diff at time ``NEVER``, the input
+delta each row's count, non-null flag and weighted value at its own time.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from matview.ir.aggregates import maintained
+from matview.runtime.arrangements.updates import DIFF, TIME, key_match, lookup, union_all
+from matview.runtime.lowering.types import col
+from matview.runtime.operators.base import StepContext
+from matview.runtime.operators.reduce_state import NEVER, ReduceState
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+
+class ReduceAccumulators(ReduceState):
+    """The contributions of a step's changes and of the stored state to a reduce's
+    accumulators."""
+
+    def _contributions(self, ctx: StepContext, prepared: DataFrame | None,
+                       old: DataFrame | None) -> DataFrame:
+        """The input delta's and the stored state's contributions to the accumulators:
+        keys, time, then one column per hidden accumulator (see the module docstring)."""
+        assert self.output is not None
+        parts = []
+        if prepared is not None:
+            parts.append(self.selected(prepared, "delta contributions", lambda: [
+                *self._keys, TIME, *self._delta_contributions]))
+        if not self.group_key and ctx.first:
+            # the first step of a global aggregate: its row exists even over no input rows
+            zero = [F.lit(0).cast("bigint").alias(n) if n[0] in "cn"
+                    else F.lit(None).cast(self._sum_spark(int(n[1:]))).alias(n)
+                    for n in self.hidden_names()]
+            parts.append(ctx.spark.range(1).select(F.lit(ctx.as_of).cast("bigint").alias(TIME),
+                                                       *zero))
+        if old is not None:
+            names = self.full_names()
+            old = self.selected(old, "state", lambda: [
+                *[col(f"c{i}").alias(n) for i, n in enumerate(names)], DIFF])
+            if self._restricted(ctx):
+                assert prepared is not None
+                keys = self.selected(prepared, "touched keys", lambda: [
+                    col(k).alias(f"t_{k}") for k in self._keys])
+                touched = self.built("touched", lambda: key_match(
+                    self._keys, [f"t_{k}" for k in self._keys]))
+                old = lookup(old, keys, touched, "left_semi", ctx.small)
+            parts.append(self.selected(old, "state contributions", lambda: [
+                *self._keys, F.lit(NEVER).alias(TIME), *self._state_contributions]))
+        out = union_all(parts)
+        assert out is not None
+        return out.coalesce(1) if ctx.small else out
+
+    @functools.cached_property
+    def _delta_contributions(self) -> list[Column]:
+        """The accumulator columns an input row contributes (built once: the operator's
+        Spark expressions are the same every step)."""
+        delta = [col(DIFF).alias("cnt")]
+        for j in self._accumulated():
+            present = col(f"a{j}").isNotNull()
+            delta.append(F.when(present, col(DIFF)).otherwise(0).alias(f"n{j}"))
+            if maintained(self.aggregates[j].func).sums_values:
+                weighted = col(f"a{j}").cast(self._sum_spark(j)) * col(DIFF)
+                delta.append(F.when(present, weighted).alias(f"s{j}"))
+        return delta
+
+    @functools.cached_property
+    def _single_time_sums(self) -> list[Column]:
+        """A single-time step's aggregation per key: the time, the accumulators summed over
+        the state and the changes, over the state alone (``p_*``), and whether there was a
+        previous row (built once)."""
+        is_state = col(TIME) == NEVER
+        hidden = self.hidden_names()
+        return [F.max(TIME).alias(TIME), *[F.sum(n).alias(n) for n in hidden],
+                *[F.sum(F.when(is_state, col(n))).alias(f"p_{n}") for n in hidden],
+                F.max(F.when(is_state, F.lit(1))).alias("p_exists")]
+
+    @functools.cached_property
+    def _state_contributions(self) -> list[Column]:
+        """The accumulator columns a stored output row contributes (built once)."""
+        return [(col(n) * col(DIFF)).alias(n) for n in self.hidden_names()]
+

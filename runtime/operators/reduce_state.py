@@ -1,0 +1,100 @@
+"""The state of a reduce (``ReduceOp``) and the layout of its rows.
+
+Its output is arranged by key in ``output``, each row carrying hidden accumulators after the
+visible columns; its min/max-like aggregates also arrange the input's (key, argument) pairs
+in ``values``. The state enters each step as changes at time ``NEVER``, read whole or only
+for the keys the step touched.
+"""
+
+from __future__ import annotations
+
+from matview.ir.aggregates import Maintenance, maintained
+from matview.ir.relation import Aggregate
+from matview.ir.scalar import Scalar
+from matview.ir.types import SqlType
+from matview.runtime.arrangements.trace import Trace
+from matview.runtime.arrangements.updates import LOCAL_LEAF_ROWS
+from matview.runtime.lowering.types import spark_type
+from matview.runtime.operators.base import Operator, StepContext
+from matview.runtime.time import MIN_TIME
+from pyspark.sql import types as T
+
+NEVER = MIN_TIME
+"""The time given to the stored state's contributions: before every real time."""
+
+
+class ReduceState(Operator):
+    """What a reduce arranges: ``output``, its output with hidden accumulators, and
+    ``values``, (key, min/max arguments) when there are min/max; and which of it a step
+    reads."""
+
+    # ``ReduceOp``'s fields
+    input: Operator | None
+    group_key: tuple[Scalar, ...]
+    aggregates: tuple[Aggregate, ...]
+    output: Trace | None
+    values: Trace | None
+
+    # Layout of an output row: keys k0.., visible aggregates v0.., then hidden ``cnt`` and the
+    # accumulators ``n{j}`` (non-null count) and ``s{j}`` (sum) of count/sum aggregates.
+    @property
+    def _keys(self) -> list[str]:
+        return [f"k{i}" for i in range(len(self.group_key))]
+
+    def _accumulated(self) -> list[int]:
+        return [j for j, a in enumerate(self.aggregates)
+                if maintained(a.func).maintenance is Maintenance.SUMMED and a.expr is not None]
+
+    def _extremes(self) -> list[int]:
+        return [j for j, a in enumerate(self.aggregates)
+                if maintained(a.func).maintenance is Maintenance.EXTREME]
+
+    def _value_columns(self) -> list[str]:
+        """The arranged values of the min/max-like aggregates: each one's argument ``a{j}``
+        and, for an aggregate of values in order, its ORDER BY's ``o{j}_{i}``."""
+        return [name for j in self._extremes() for name in (
+            f"a{j}", *[f"o{j}_{i}" for i in range(len(self.aggregates[j].order_by))])]
+
+    def hidden_names(self) -> list[str]:
+        names = ["cnt"]
+        for j in self._accumulated():
+            names.append(f"n{j}")
+            if maintained(self.aggregates[j].func).sums_values:
+                names.append(f"s{j}")
+        return names
+
+    def full_names(self) -> list[str]:
+        visible = [f"v{j}" for j in range(len(self.aggregates))]
+        return self._keys + visible + self.hidden_names()
+
+    def arrangement_arity(self, what: str) -> int:
+        """``output``: its rows with their hidden accumulators; ``values``: the group key and
+        the argument of each min/max aggregate."""
+        if what == "values":
+            return len(self.group_key) + len(self._value_columns())
+        return len(self.full_names())
+
+    def _full_types(self) -> list[T.DataType]:
+        """The Spark types of ``full_names``."""
+        out = [spark_type(t) for t in self.types]
+        for name in self.hidden_names():
+            sums = name.startswith("s")
+            out.append(spark_type(self._sum_type(int(name[1:]))) if sums else T.LongType())
+        return out
+
+    def _sum_type(self, j: int) -> SqlType:
+        assert self.input is not None
+        return self.aggregates[j].type(self.input.types)
+
+    def _sum_spark(self, j: int) -> T.DataType:
+        return spark_type(self._sum_type(j))
+
+    def _restricted(self, ctx: StepContext) -> bool:
+        """Whether the step reads the state of the touched keys only (a semi-join), rather
+        than the whole state, which it does when the state is held in the driver and small."""
+        assert self.output is not None
+        if not self.group_key or ctx.first:
+            return False
+        batches = self.output.batches
+        return (any(b.leaf.table is None for b in batches)
+                or sum(b.leaf.rows for b in batches) > LOCAL_LEAF_ROWS)

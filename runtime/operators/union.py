@@ -1,0 +1,40 @@
+"""The union operator: the sum of its inputs' updates."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from matview.runtime.arrangements.updates import union_all
+from matview.runtime.operators.base import Delta, Operator, StepContext
+from pyspark.sql import DataFrame
+
+
+@dataclass
+class UnionOp(Operator):
+    """``Union``: the sum of its inputs' deltas and histories. Stateless."""
+
+    kind: ClassVar[str] = "Union"
+
+    inputs: tuple[Operator, ...] = ()
+
+    def compute(self, ctx: StepContext) -> Delta | None:
+        parts = [d for d in (op.delta(ctx) for op in self.inputs) if d is not None]
+        if not parts:
+            return None
+        df = union_all([p.df for p in parts])
+        assert df is not None
+        sizes = [p.rows for p in parts]
+        counts = [p.count for p in parts]
+        return Delta(df, None if None in sizes else sum(s for s in sizes if s is not None),
+                     count=None if None in counts else sum(c for c in counts if c is not None))
+
+    def history(self, ctx: StepContext) -> DataFrame | None:
+        return union_all([f for f in (op.history(ctx) for op in self.inputs) if f is not None])
+
+    def history_rows(self, ctx: StepContext) -> int | None:
+        sizes = [op.history_rows(ctx) for op in self.inputs]
+        return None if None in sizes else sum(r for r in sizes if r is not None)
+
+    def children(self) -> tuple[Operator, ...]:
+        return self.inputs

@@ -73,10 +73,14 @@ def connect(path: str | None = None, *, spark: SparkSession | None = None,
 def __getattr__(name: str) -> Any:
     """Connection, Cursor and Subscription load Spark, so they are imported on first use:
     ``import matview.ir`` stays pure Python."""
-    if name in ("Connection", "Cursor"):
-        from matview import connection
+    if name == "Connection":
+        from matview.connection import Connection
 
-        return getattr(connection, name)
+        return Connection
+    if name == "Cursor":
+        from matview.cursor import Cursor
+
+        return Cursor
     if name == "Subscription":
         from matview.subscription import Subscription
 

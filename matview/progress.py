@@ -9,6 +9,7 @@ statement and its elapsed time. Silent when standard error is not a terminal, or
 from __future__ import annotations
 
 import contextlib
+import re
 import sys
 import threading
 from collections.abc import Iterator
@@ -40,6 +41,16 @@ def tasks(spark: SparkSession) -> tuple[int, int] | None:
                 done += found.numCompletedTasks
                 total += found.numTasks
     return done, total
+
+
+def described(stmt: object) -> str:
+    """How progress names a statement: its kind and the object it is about."""
+    words = re.sub(r"(?<!^)(?=[A-Z])", " ", type(stmt).__name__).upper()
+    if getattr(stmt, "materialized", False):
+        words = words.replace("VIEW", "MATERIALIZED VIEW")
+    name = next((getattr(stmt, a) for a in ("name", "table", "view")
+                 if isinstance(getattr(stmt, a, None), str)), None)
+    return words if name is None else f"{words} {name}"
 
 
 class Reporter:

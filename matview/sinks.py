@@ -16,18 +16,21 @@ wait, and land with the first batch after the error is retracted.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from matview import files
 from matview.errors import DataError, ProgrammingError
 
 try:
     from deltalake import write_deltalake
 except ImportError:  # an optional dependency: matview[delta]
     write_deltalake = None
+from matview.sql.statements import CreateSink, DropSink
 from matview.subscription import Subscription
 
 if TYPE_CHECKING:
@@ -69,3 +72,42 @@ class Sink:
         """Stop following the view (its history may compact again)."""
         self.subscription.engine.cursors.pop(id(self.subscription), None)
 
+
+
+class Sinks:
+    """An engine's sinks by name: ``CREATE SINK``, ``DROP SINK``, and the batches every sink
+    appends after each committed write."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.by_name: dict[str, Sink] = {}
+
+    def create(self, stmt: CreateSink) -> None:
+        """A new sink, which writes its view's contents now."""
+        engine = self.engine
+        if stmt.name in self.by_name or engine.catalog.lookup(stmt.name) is not None:
+            raise ProgrammingError(f'"{stmt.name}" already exists')
+        sink = Sink(engine, stmt.name, stmt.view, files.confined(stmt.path, engine.files),
+                    stmt.kind)
+        self.by_name[stmt.name] = sink
+        sink.flush()  # the view's contents now
+
+    def drop(self, stmt: DropSink) -> None:
+        sink = self.by_name.pop(stmt.name, None)
+        if sink is None and not stmt.if_exists:
+            raise ProgrammingError(f'sink "{stmt.name}" does not exist')
+        if sink is not None:
+            sink.close()
+
+    def flush(self) -> None:
+        """After a committed write: every sink appends its view's changes."""
+        for sink in self.by_name.values():
+            sink.flush()
+
+    def check_drop(self, dropped: Iterable[str]) -> None:
+        """Refuse to drop objects ``dropped`` when a sink reads one of them."""
+        doomed = set(dropped)
+        for sink in self.by_name.values():
+            if sink.view in doomed:
+                raise ProgrammingError(f'cannot drop "{sink.view}": sink "{sink.name}" reads '
+                                       f"it (DROP SINK {sink.name} first)")

@@ -1,6 +1,7 @@
 """The controller of a catalog's dataflows: it runs plans once (ad hoc reads, the sources of
-writes), starts the dataflow of each materialized view with its output trace, steps them to
-a time, and compacts what no reader needs any more.
+writes), starts the dataflow of each materialized view with its output trace, schedules the
+refreshes (which views step to a time, in which order), steps them, and compacts what no
+reader needs any more.
 
 Views step together: the small steps of every view a refresh brings up to date compute
 what they keep (their output, their errors, their operators' new state) in one Spark job
@@ -65,6 +66,20 @@ class Stored(Protocol):
 
     trace: Trace | None
     dataflow: Dataflow | None
+
+
+class Views(Protocol):
+    """A catalog as the controller schedules its refreshes: its stored collections by name,
+    and the dependencies between its objects (``matview.catalog.LiveCatalog``)."""
+
+    @property
+    def entries(self) -> Mapping[str, Stored]: ...
+
+    def upstream(self, names: set[str]) -> list[str]: ...
+
+    def dependents(self, name: str) -> list[str]: ...
+
+    def of_kind(self, kind: str) -> list[str]: ...
 
 
 class Controller:
@@ -155,19 +170,37 @@ class Controller:
         flow.policy.record(stepping.choice, Measured(stepping.changed, stepping.held, seconds))
         return flow
 
-    def refresh(self, order: Sequence[str], stored: Mapping[str, Stored], now: int,
-                cursors: Iterable[tuple[str, int]] = (),
-                dependents: Callable[[str], Iterable[str]] = lambda name: ()) -> None:
+    def refresh(self, names: set[str], views: Views, now: int,
+                cursors: Sequence[tuple[str, int]] = ()) -> None:
+        """Step every materialized view of ``views`` that ``names`` depend on (and they) to
+        ``now``, in dependency order, then compact. Every other materialized view steps with
+        them, in the same Spark job, as a database maintaining its views at each commit
+        would; when one of those fails to step, the views ``names`` need step alone, and only
+        their own failure is raised. A read of tables alone steps no view (their changes
+        wait, to step together with later ones). ``cursors``: as ``_step_views``."""
+        needed = views.upstream(names)
+        every = needed if all(views.entries[n].dataflow is None for n in needed) else (
+            views.upstream(set(views.of_kind("materialized view")) | names))
+        for order in (every, needed) if every != needed else (needed,):
+            try:
+                self._step_views(order, views, now, cursors)
+                return
+            except Exception:
+                if order is needed:
+                    raise
+
+    def _step_views(self, order: Sequence[str], views: Views, now: int,
+                    cursors: Sequence[tuple[str, int]]) -> None:
         """Step the materialized views among ``order`` (dependency order: a view after what
-        it reads) to ``now``, then compact every collection of ``stored``. ``cursors`` are
+        it reads) to ``now``, then compact every collection of ``views``. ``cursors`` are
         the open subscriptions ``(name, time read up to)``: a view that one of them reads,
-        directly or through the views over it (``dependents``), keeps each time apart.
+        directly or through the views over it, keeps each time apart.
 
         Views step together: their small steps' results come back in one Spark job
         (``runtime.one_job``), and they commit together once it has run. A view reading
         another that steps in the same refresh waits for it (the job of the views before
         runs first). When any step fails, none of the views stepping with it commits."""
-        read = {name for name, _ in cursors}
+        stored, read = views.entries, {name for name, _ in cursors}
         together: list[tuple[str, _Stepping]] = []
         job = OneJob()
         for name in order:
@@ -177,7 +210,7 @@ class Controller:
             if not view.dataflow.reads.isdisjoint(n for n, _ in together):
                 self._finish(together, job, stored)
                 together, job = [], OneJob()
-            subscribed = bool(read) and not read.isdisjoint([name, *dependents(name)])
+            subscribed = bool(read) and not read.isdisjoint([name, *views.dependents(name)])
             stepping = self._begin(view.dataflow, view.trace, now, subscribed, job)
             if stepping is not None:
                 together.append((name, stepping))

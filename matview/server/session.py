@@ -1,5 +1,6 @@
 """One client connection, run on a thread of its own: startup and authentication, then the
-simple and extended query protocols (COPY and SUBSCRIBE are streamed by ``transfer``)."""
+simple and extended query protocols (COPY and SUBSCRIBE are streamed by ``transfer``, the
+extended protocol's prepared statements and portals decoded by ``portals``)."""
 
 from __future__ import annotations
 
@@ -8,25 +9,22 @@ import select
 import socket
 import struct
 import threading
-from dataclasses import dataclass
 
 import matview
-from matview.server import describe, transfer, wire
+from matview.server import describe, portals, transfer, wire
 from matview.server.executor import Executor, Outcome, Subscribe, Work
-from matview.server.pgtypes import TEXT_OID, InvalidText, parameter
+from matview.server.portals import Portal, Prepared
 from matview.server.registry import Registry
 from matview.server.scram import MECHANISM, AuthFailed, ScramExchange
 from matview.server.settings import REPORTED
 from matview.server.sqlstate import (
-    FEATURE_NOT_SUPPORTED,
     INVALID_PASSWORD,
-    INVALID_TEXT,
     PROTOCOL_VIOLATION,
     QUERY_CANCELED,
     PgError,
     pg_error,
 )
-from matview.server.statements import parameter_count, split
+from matview.server.statements import split
 
 log = logging.getLogger("matview.server")
 
@@ -34,26 +32,6 @@ STARTUP_TIMEOUT = 60.0
 """Seconds a client has to finish startup and authentication."""
 FLUSH_AT = 64 * 1024
 """Output is sent once this many bytes are buffered (and at every ReadyForQuery)."""
-
-
-@dataclass
-class Prepared:
-    """A prepared statement: its text and declared parameter type OIDs."""
-
-    sql: str
-    oids: list[int]
-
-
-@dataclass
-class Portal:
-    """A bound statement: its text and parameter values; once run, its work and how many of
-    its rows were sent."""
-
-    sql: str
-    params: list[object]
-    work: Work | None = None
-    sent: int = 0
-    done: bool = False
 
 
 class Session:
@@ -327,46 +305,16 @@ class Session:
     # --- extended query -----------------------------------------------------------------
 
     def _parse(self, data: bytes) -> None:
-        """Parse: keep a prepared statement (one statement, ``$n`` parameters)."""
-        message = wire.Payload(data)
-        name, sql = message.cstring(), message.cstring()
-        oids = [message.int32() for _ in range(max(message.int16(), 0))]
-        if name and name in self.statements:
-            raise PgError("42P05", f'prepared statement "{name}" already exists')
-        if len(split(sql)) > 1:
-            raise PgError("42601", "cannot insert multiple commands into a prepared statement")
-        self.statements[name] = Prepared(sql, oids)
+        """Parse: keep a prepared statement (``portals.prepared``)."""
+        name, statement = portals.prepared(data, self.statements)
+        self.statements[name] = statement
         self.send(wire.PARSE_COMPLETE)
 
     def _bind(self, data: bytes) -> None:
-        """Bind: a portal of a prepared statement with its parameter values."""
-        message = wire.Payload(data)
-        portal, name = message.cstring(), message.cstring()
-        formats = [message.int16() for _ in range(max(message.int16(), 0))]
-        raw = []
-        for _ in range(max(message.int16(), 0)):
-            length = message.int32()
-            raw.append(None if length < 0 else message.bytes(length))
-        results = [message.int16() for _ in range(max(message.int16(), 0))]
-        statement = self.statements.get(name)
-        if statement is None:
-            raise PgError("26000", f'prepared statement "{name}" does not exist')
-        if any(results):
-            raise PgError(FEATURE_NOT_SUPPORTED, "binary result format is not supported; "
-                          "ask for text")
-        if len(formats) not in (0, 1, len(raw)):
-            raise PgError(PROTOCOL_VIOLATION, "wrong number of parameter format codes")
-        values = []
-        for i, value in enumerate(raw):
-            binary = bool(formats[i if len(formats) > 1 else 0]) if formats else False
-            oid = statement.oids[i] if i < len(statement.oids) else 0
-            try:
-                values.append(parameter(value, oid, binary))
-            except InvalidText as error:
-                raise PgError(INVALID_TEXT, str(error)) from error
-            except UnicodeDecodeError as error:
-                raise PgError("22021", 'invalid byte sequence for encoding "UTF8"') from error
-        self.portals[portal] = Portal(statement.sql, values)
+        """Bind: a portal of a prepared statement with its parameter values
+        (``portals.bound``)."""
+        name, portal = portals.bound(data, self.statements)
+        self.portals[name] = portal
         self.send(wire.BIND_COMPLETE)
 
     def _run_portal(self, portal: Portal) -> Work:
@@ -384,10 +332,7 @@ class Session:
             statement = self.statements.get(name)
             if statement is None:
                 raise PgError("26000", f'prepared statement "{name}" does not exist')
-            count = max(parameter_count(statement.sql), len(statement.oids))
-            oids = [(statement.oids[i] if i < len(statement.oids) else 0) or TEXT_OID
-                    for i in range(count)]
-            self.send(wire.parameter_description(oids))
+            self.send(wire.parameter_description(statement.parameter_oids()))
             columns = describe.result_columns(self.connection, statement.sql)
             self.send(wire.NO_DATA if columns is None else transfer.row_description(columns))
             return

@@ -1,11 +1,9 @@
-"""Writes to tables: update rows made into a batch at a time, the check that no write leaves
-a row with negative multiplicity, and transactions (writes staged at one time, appended
-together on commit)."""
+"""Writes to tables: update rows made into a batch at a time, and the check that no write
+leaves a row with negative multiplicity (``transactions`` commits or stages the batches)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -17,23 +15,6 @@ from matview.runtime.arrangements.updates import DIFF, TIME, Leaf, materialize, 
 from matview.runtime.lowering.types import column_names, update_schema
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-
-
-@dataclass
-class Transaction:
-    """Writes staged at time ``at``, applied together on commit."""
-
-    at: int
-    writes: list[tuple[Trace, Leaf | None]] = field(default_factory=list)
-
-    def staged(self, trace: Trace) -> list[Leaf]:
-        """The batches staged for ``trace``."""
-        return [leaf for target, leaf in self.writes if target is trace and leaf is not None]
-
-    def commit(self) -> None:
-        """Append every staged batch to its trace, at the transaction's time."""
-        for trace, leaf in self.writes:
-            trace.append(leaf, self.at, self.at)
 
 
 def constant_updates(rows: Constant) -> pa.Table:

@@ -1,0 +1,147 @@
+"""The DB-API 2.0 (PEP 249) cursor: runs a connection's statements and holds the last one's
+result, fetched as rows, Arrow, pandas or Spark."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping, Sequence, Set
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+from pyspark.sql import DataFrame
+
+from matview.errors import InterfaceError, ProgrammingError
+from matview.result import Result
+from matview.rows import rows_of
+
+if TYPE_CHECKING:
+    from matview.connection import Connection
+
+
+class Cursor:
+    """Runs statements and holds the last one's result (PEP 249)."""
+
+    arraysize = 1
+
+    def __init__(self, connection: Connection) -> None:
+        self.connection = connection
+        self._rows: list[tuple[object, ...]] = []
+        self._result: Result | None = None
+        self._closed = False
+
+    @property
+    def description(self) -> list[tuple[Any, ...]] | None:
+        """One 7-tuple per result column: name, type name, then five unused fields."""
+        if self._result is None or self._result.table is None:
+            return None
+        return [(name, str(t), None, None, None, None, True)
+                for name, t in zip(self._result.columns, self._result.types)]
+
+    @property
+    def rowcount(self) -> int:
+        return -1 if self._result is None else self._result.rowcount
+
+    def execute(self, sql: str, params: Sequence[object] | None = None) -> Cursor:
+        """Run one statement, with ``?`` parameters bound to ``params`` (a sequence)."""
+        self._check()
+        text, values = sql_text(sql, "execute"), _parameters(params)
+        with self.connection._using() as engine:
+            self._keep(engine.execute(text, values))
+        return self
+
+    def executescript(self, sql: str) -> Cursor:
+        """Run the ``;``-separated statements of ``sql`` in order (no parameters), stopping
+        at the first that fails; the result is the last one's."""
+        self._check()
+        text = sql_text(sql, "executescript")
+        with self.connection._using() as engine:
+            self._keep(engine.execute_script(text))
+        return self
+
+    def executemany(self, sql: str, seq_of_params: Sequence[Sequence[object]]) -> Cursor:
+        """Run one statement once per parameter sequence; ``rowcount`` is the total."""
+        if isinstance(seq_of_params, (str, bytes, Mapping)) or not isinstance(
+                seq_of_params, Iterable):
+            raise ProgrammingError("executemany() takes a sequence of parameter sequences, "
+                                   f"not {type(seq_of_params).__name__}")
+        total = 0
+        for params in seq_of_params:
+            self.execute(sql, params)
+            total += max(self.rowcount, 0)
+        self._result = Result(rowcount=total)
+        self._rows = []
+        return self
+
+    def _keep(self, result: Result) -> None:
+        self._result = result
+        self._rows = rows_of(result.table) if result.table is not None else []
+
+    def fetchone(self) -> tuple[object, ...] | None:
+        self._check()
+        return self._rows.pop(0) if self._rows else None
+
+    def fetchmany(self, size: int | None = None) -> list[tuple[object, ...]]:
+        self._check()
+        size = self.arraysize if size is None else size
+        out, self._rows = self._rows[:size], self._rows[size:]
+        return out
+
+    def fetchall(self) -> list[tuple[object, ...]]:
+        self._check()
+        out, self._rows = self._rows, []
+        return out
+
+    def fetch_arrow(self) -> pa.Table | None:
+        """The whole result as an Arrow table with the result's column names (not consumed
+        by fetch calls)."""
+        if self._result is None or self._result.table is None:
+            return None
+        return self._result.table.rename_columns(list(self._result.columns))
+
+    def fetch_df(self) -> Any:
+        """The whole result as a pandas DataFrame (None when the statement returned no
+        rows), as DuckDB's ``fetch_df``."""
+        table = self.fetch_arrow()
+        return None if table is None else table.to_pandas()
+
+    def fetch_spark(self) -> DataFrame | None:
+        """The whole result as a Spark DataFrame on the connection's session (None when the
+        statement returned no rows)."""
+        table = self.fetch_arrow()
+        return None if table is None else self.connection.spark.createDataFrame(table)
+
+    def __iter__(self) -> Iterator[tuple[object, ...]]:
+        while self._rows:
+            yield self._rows.pop(0)
+
+    def setinputsizes(self, sizes: object) -> None:
+        """PEP 249: accepted and ignored."""
+
+    def setoutputsize(self, size: object, column: object = None) -> None:
+        """PEP 249: accepted and ignored."""
+
+    def close(self) -> None:
+        self._closed = True
+        self._rows = []
+
+    def _check(self) -> None:
+        if self._closed:
+            raise InterfaceError("cursor is closed")
+
+
+def sql_text(sql: object, method: str) -> str:
+    """``sql``, which must be text."""
+    if not isinstance(sql, str):
+        raise ProgrammingError(f"{method}() takes SQL text (a str), not {type(sql).__name__}")
+    return sql
+
+
+def _parameters(params: object) -> list[object] | None:
+    """``params`` as the list of values of the statement's ``?`` marks (qmark style): any
+    sequence, but not text, a mapping or a set, which could bind by accident."""
+    if params is None:
+        return None
+    if isinstance(params, (str, bytes, bytearray, Mapping, Set)) or not isinstance(
+            params, Iterable):
+        raise ProgrammingError("parameters must be a sequence (a list or tuple) of values, "
+                               f"one per ? in the statement, not {type(params).__name__}")
+    return list(params)

@@ -1,0 +1,19 @@
+"""What a statement returns to the connection: named, typed columns and rows, or a count."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+from matview.ir.types import SqlType
+
+
+@dataclass(frozen=True)
+class Result:
+    """What a statement returns: named, typed columns and rows (as Arrow), or a row count."""
+
+    columns: tuple[str, ...] = ()
+    types: tuple[SqlType, ...] = ()
+    table: pa.Table | None = None
+    rowcount: int = -1

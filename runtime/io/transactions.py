@@ -1,0 +1,103 @@
+"""Write transactions on tables: a write is a batch at a time from the timestamp oracle,
+committed alone or staged in the open transaction, whose batches are appended together, all
+at its one time, on commit. A write is made and checked (``writes``) before anything is
+appended or staged, so a write that fails changes nothing."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import pyarrow as pa
+from matview.ir.types import SqlType
+from matview.runtime.arrangements.trace import Trace
+from matview.runtime.arrangements.updates import Leaf
+from matview.runtime.io import writes
+from pyspark.sql import DataFrame, SparkSession
+
+
+class WriteTimes(Protocol):
+    """The timestamp oracle as writes see it: the time the next write gets, and the write
+    committed at a time."""
+
+    def peek_write(self) -> int: ...
+
+    def commit_write(self, at: int) -> None: ...
+
+
+@dataclass
+class Transaction:
+    """Writes staged at time ``at``, applied together on commit."""
+
+    at: int
+    writes: list[tuple[Trace, Leaf | None]] = field(default_factory=list)
+
+    def staged(self, trace: Trace) -> list[Leaf]:
+        """The batches staged for ``trace``."""
+        return [leaf for target, leaf in self.writes if target is trace and leaf is not None]
+
+    def commit(self) -> None:
+        """Append every staged batch to its trace, at the transaction's time."""
+        for trace, leaf in self.writes:
+            trace.append(leaf, self.at, self.at)
+
+
+class Transactions:
+    """The writes to one catalog's tables on ``spark``, at times from ``times``; ``open`` is
+    the open transaction (None: each write commits alone), ``committed`` is called after
+    every commit."""
+
+    def __init__(self, spark: SparkSession, times: WriteTimes,
+                 committed: Callable[[], None]) -> None:
+        self.spark = spark
+        self.times = times
+        self.committed = committed
+        self.open: Transaction | None = None
+
+    def write(self, name: str, trace: Trace, types: Sequence[SqlType],
+              updates: DataFrame | pa.Table, small: bool = True, own_rows: bool = False) -> int:
+        """Commit update rows (data columns of ``types``, then ``_diff``) to table ``name``
+        (``trace``) at a new time, or stage them in the open transaction; returns the number
+        of rows changed.
+
+        No write may leave a row with a negative multiplicity: updates with negative diffs
+        are checked against the table (and the transaction's staged writes to it) before
+        anything is appended, Arrow updates before they are stored and DataFrames once
+        computed. Only ``own_rows`` writes skip the check: SQL DELETE and UPDATE retract
+        rows just read from the table itself, which cannot go negative."""
+        pending = self.open
+        staged = [] if pending is None else pending.staged(trace)
+        checked = own_rows or isinstance(updates, pa.Table)
+        if isinstance(updates, pa.Table) and not own_rows and writes.retracts(updates):
+            writes.check_retractions(name, trace, updates, staged)
+        at = self.times.peek_write() if pending is None else pending.at
+        leaf, changed, retracts = writes.batch(self.spark, updates, types, small, at)
+        if leaf is not None and retracts and not checked:
+            writes.check_retractions(name, trace, leaf.df if leaf.table is None
+                                     else leaf.table, staged)
+        if pending is not None:
+            pending.writes.append((trace, leaf))
+        else:
+            trace.append(leaf, at, at)
+            self.times.commit_write(at)
+            self.committed()
+        return changed
+
+    def begin(self) -> None:
+        """Open a transaction (none is open): writes until ``commit`` share one time and land
+        together."""
+        assert self.open is None
+        self.open = Transaction(self.times.peek_write())
+
+    def commit(self) -> None:
+        """Make the open transaction's writes visible, all at its time."""
+        pending, self.open = self.open, None
+        if pending is not None and pending.writes:
+            pending.commit()
+            self.times.commit_write(pending.at)
+            self.committed()
+
+    def rollback(self) -> None:
+        """Forget the open transaction's writes."""
+        self.open = None

@@ -23,6 +23,7 @@ from matview.errors import (
     ProgrammingError,
     Warning,
 )
+from matview.runtime.settings import DEFAULTS, RuntimeSettings
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -41,7 +42,8 @@ def connect(path: str | None = None, *, spark: SparkSession | None = None,
             config: Mapping[str, str] | None = None,
             max_table_function_rows: int | None = None,
             max_join_rows: int | None = None, refresh: str = "auto",
-            files: Sequence[str | PathLike[str]] = (), progress: bool = True) -> Connection:
+            files: Sequence[str | PathLike[str]] = (), progress: bool = True,
+            settings: RuntimeSettings | Mapping[str, int | float] | None = None) -> Connection:
     """Open a matview database (PEP 249 connection).
 
     ``clock=None`` reads the wall clock in milliseconds; an integer starts a manual clock
@@ -57,7 +59,9 @@ def connect(path: str | None = None, *, spark: SparkSession | None = None,
     are the directories ``COPY ... FROM | TO 'file'`` may read and write in (none by
     default). ``progress`` shows a progress bar on standard error, when it is a terminal,
     for a statement still running after two seconds (``matview.progress``). ``path``
-    (durable storage) is not supported yet and raises ``NotSupportedError``.
+    (durable storage) is not supported yet and raises ``NotSupportedError``. ``settings``
+    overrides the runtime's thresholds (``matview.runtime.settings.RuntimeSettings``, or a
+    mapping of setting names to values); ``SHOW SETTINGS`` lists them.
     """
     from matview.connection import Connection
     from matview.ir.table_functions import DEFAULT_ROW_LIMIT
@@ -67,7 +71,21 @@ def connect(path: str | None = None, *, spark: SparkSession | None = None,
     joins = DEFAULT_JOIN_ROWS if max_join_rows is None else max_join_rows
     return Connection(path, spark=spark, master=master, clock=clock, config=config,
                       max_table_function_rows=limit, max_join_rows=joins, refresh=refresh,
-                      files=files, progress=progress)
+                      files=files, progress=progress, settings=_settings(settings))
+
+
+def _settings(given: RuntimeSettings | Mapping[str, int | float] | None) -> RuntimeSettings:
+    """``connect``'s ``settings``: the defaults, a ``RuntimeSettings``, or the defaults with a
+    mapping's changes (an unknown name or a wrong value is a ``ProgrammingError``)."""
+    if given is None or isinstance(given, RuntimeSettings):
+        return given or DEFAULTS
+    if not isinstance(given, Mapping):
+        raise ProgrammingError("settings must be a RuntimeSettings or a mapping of setting "
+                               f"names to values, not {type(given).__name__}")
+    try:
+        return DEFAULTS.replaced(given)
+    except ValueError as error:
+        raise ProgrammingError(str(error)) from None
 
 
 def __getattr__(name: str) -> Any:

@@ -28,6 +28,7 @@ from matview.rows import update_rows
 from matview.runtime.controller import Limits
 from matview.runtime.operators.join import DEFAULT_JOIN_ROWS
 from matview.runtime.refresh import STRATEGIES
+from matview.runtime.settings import DEFAULTS, RuntimeSettings, using
 from matview.runtime.spark.session import isolated, start_session
 from matview.subscription import Subscription
 
@@ -40,7 +41,8 @@ class Connection:
                  config: Mapping[str, str] | None = None,
                  max_table_function_rows: int = DEFAULT_ROW_LIMIT,
                  max_join_rows: int = DEFAULT_JOIN_ROWS, refresh: str = "auto",
-                 files: Sequence[str | PathLike[str]] = (), progress: bool = True) -> None:
+                 files: Sequence[str | PathLike[str]] = (), progress: bool = True,
+                 settings: RuntimeSettings = DEFAULTS) -> None:
         if path is not None:
             raise NotSupportedError(
                 "durable storage (connect(path=...)) is not supported yet: every table and "
@@ -65,6 +67,7 @@ class Connection:
         self.path = path
         self._limits = Limits(max_table_function_rows, max_join_rows)
         self._refresh = refresh
+        self._settings = settings
         self._spark = spark
         self._master = master
         self._config = dict(config or {})
@@ -83,6 +86,12 @@ class Connection:
         return self._closed
 
     @property
+    def settings(self) -> RuntimeSettings:
+        """The runtime settings every statement of this connection runs with
+        (``connect(settings=...)``; ``SHOW SETTINGS`` lists them)."""
+        return self._settings
+
+    @property
     def spark(self) -> SparkSession:
         """The SparkSession matview runs on: started on first use, or, when one was passed
         in, a new session of it (``newSession()``: same context, matview's SQL settings)."""
@@ -90,7 +99,7 @@ class Connection:
 
     def _engine_for_use(self) -> Engine:
         """The engine (Spark started on first use, by one thread only)."""
-        with self._lock:
+        with self._lock, using(self._settings):
             if self._closed:
                 raise InterfaceError("connection is closed")
             if self._engine is None:
@@ -119,7 +128,8 @@ class Connection:
                     self._release()
                     break
                 self._idle.wait(timeout=1.0)
-            yield
+            with using(self._settings):
+                yield
 
     @contextlib.contextmanager
     def _using(self) -> Iterator[Engine]:

@@ -31,11 +31,12 @@ from matview.planner.lower import lower
 from matview.planner.pipeline import physical
 from matview.progress import Reporter, described
 from matview.result import Result
-from matview.runtime.arrangements.trace import TABLE_COPY_ROWS, Trace
+from matview.runtime.arrangements.trace import Trace
 from matview.runtime.arrangements.updates import TIME
 from matview.runtime.controller import Controller, Limits
 from matview.runtime.io import peek
 from matview.runtime.io.transactions import Transactions
+from matview.runtime.settings import active
 from matview.sinks import Sinks
 from matview.sql.catalog import CatalogItem
 from matview.sql.parameters import bind_parameters
@@ -118,7 +119,7 @@ class Engine:
     def _create_table(self, stmt: CreateTable) -> Result:
         if not self._exists(stmt.name, stmt.if_not_exists):
             item = CatalogItem(stmt.name, "table", stmt.fields)
-            trace = Trace(self.spark, len(stmt.fields), copy_rows=TABLE_COPY_ROWS)
+            trace = Trace(self.spark, len(stmt.fields), copy_rows=active().table_copy_rows)
             self.catalog.add(Entry(item, trace=trace), set())
         return Result()
 

@@ -19,6 +19,7 @@ from matview.planner.pipeline import physical
 from matview.result import Result
 from matview.runtime.io import peek
 from matview.runtime.lowering.types import column_names
+from matview.runtime.settings import active
 from matview.sql.statements import CopyTo, Explain, Query, Show
 
 if TYPE_CHECKING:
@@ -66,6 +67,10 @@ def show(engine: Engine, stmt: Show) -> Result:
         table = pa.table({"name": [f.name for f in item.fields],
                           "type": [str(f.type) for f in item.fields]})
         return Result(("name", "type"), (TEXT, TEXT), table)
+    if stmt.what == "settings":
+        names, values, meanings = zip(*active().described(), strict=True)
+        return Result(("name", "setting", "description"), (TEXT, TEXT, TEXT),
+                      pa.table({"name": names, "setting": values, "description": meanings}))
     kind = {"tables": "table", "views": "view",
             "materialized views": "materialized view"}[stmt.what]
     return Result(("name",), (TEXT,), pa.table({"name": engine.catalog.of_kind(kind)}))

@@ -9,7 +9,8 @@ what they keep (their output, their errors, their operators' new state) in one S
 job of the views before it.
 
 A materialized view's trace holds its rows (the batches a large step computes in Spark are
-copied to the driver too, ``VIEW_COPY_ROWS``, so that reads run in Arrow); ``trace.errors``
+copied to the driver too, up to ``view_copy_rows``, so that reads run in Arrow);
+``trace.errors``
 holds its evaluation errors as rows (errors are data: a retraction cancels the error it
 caused). A step's outputs are
 appended only after the whole step succeeded, so a failed step changes no state.
@@ -25,10 +26,11 @@ from typing import Protocol
 from matview.ir import physical
 from matview.ir.functions import EvalError
 from matview.ir.table_functions import DEFAULT_ROW_LIMIT
-from matview.runtime.arrangements.trace import VIEW_COPY_ROWS, Trace
+from matview.runtime.arrangements.trace import Trace
 from matview.runtime.dataflow import Dataflow
 from matview.runtime.operators.join import DEFAULT_JOIN_ROWS
 from matview.runtime.refresh import Choice, Measured, RefreshPolicy
+from matview.runtime.settings import active
 from matview.runtime.spark.one_job import OneJob
 from matview.runtime.step import PendingStep
 from pyspark.sql import DataFrame, SparkSession
@@ -117,7 +119,7 @@ class Controller:
         """The dataflow of a materialized view of physical ``plan`` (``arity`` columns) and
         its output trace, holding the view's contents (and errors) at ``now``."""
         flow = self.dataflow(plan, now)
-        trace = Trace(self.spark, arity, copy_rows=VIEW_COPY_ROWS)
+        trace = Trace(self.spark, arity, copy_rows=active().view_copy_rows)
         trace.errors = Trace(self.spark, 1)
         return self.step(flow, trace, now), trace
 

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 from matview.ir import physical
 from matview.ir.table_functions import DEFAULT_ROW_LIMIT
 from matview.runtime.arrangements.trace import Trace
-from matview.runtime.arrangements.updates import DIFF, SMALL_BATCH_ROWS, TIME, union_all
+from matview.runtime.arrangements.updates import DIFF, TIME, union_all
 from matview.runtime.lowering.checked import ERR
 from matview.runtime.lowering.types import col
 from matview.runtime.operators.base import Delta, Operator, StepContext
@@ -27,6 +27,7 @@ from matview.runtime.operators.metering import ArrangementStats, OperatorStats, 
 from matview.runtime.operators.reduce import ReduceOp
 from matview.runtime.refresh import RefreshPolicy
 from matview.runtime.render import build, operators
+from matview.runtime.settings import active
 from matview.runtime.spark.one_job import OneJob
 from matview.runtime.step import PendingStep
 from pyspark.sql import Column, SparkSession
@@ -161,7 +162,7 @@ class Dataflow:
                   and (probe.first or not temporal))
         job = job or OneJob()
         ctx = StepContext(self.spark, self.frontier, upper, self.as_of,
-                          pending + waiting <= SMALL_BATCH_ROWS, single, job)
+                          pending + waiting <= active().small_step_rows, single, job)
         if not ctx.first and pending == 0 and (due is None or due > upper):
             return PendingStep(self, None, ctx.lower, upper, True)
         delta = self.root.delta(ctx)

@@ -26,15 +26,12 @@ import statistics
 from collections import deque
 from dataclasses import dataclass
 
+from matview.runtime.settings import active
+
 STRATEGIES = ("auto", "incremental", "recompute")
 """The refresh settings of ``matview.connect(refresh=...)``: ``auto`` picks per step."""
 
-SMALL_CHANGE = 0.1
-"""A step changing fewer rows than this share of what its inputs held runs incrementally
-without estimates: its work is the fixed cost of a step, which recompute pays too."""
 
-HISTORY = 16
-"""Steps of each strategy whose sizes and times the estimates are made from."""
 
 
 @dataclass(frozen=True)
@@ -62,8 +59,9 @@ class RefreshPolicy:
     def __init__(self, setting: str = "auto") -> None:
         assert setting in STRATEGIES
         self.setting = setting
+        history = active().refresh_history
         self.measured: dict[str, deque[Measured]] = {
-            "incremental": deque(maxlen=HISTORY), "recompute": deque(maxlen=HISTORY)}
+            "incremental": deque(maxlen=history), "recompute": deque(maxlen=history)}
         self.counts = {"incremental": 0, "recompute": 0}
         self.last: Choice | None = None
 
@@ -81,8 +79,9 @@ class RefreshPolicy:
             return Choice(self.setting, f"refresh={self.setting}")
         before = held - changed
         size = f"{changed} changed rows, {before} held before"
-        if changed < SMALL_CHANGE * before:
-            return Choice("incremental", f"{size}: less than {SMALL_CHANGE:.0%}")
+        small = active().refresh_small_change
+        if changed < small * before:
+            return Choice("incremental", f"{size}: less than {small:.0%}")
         incremental = self.estimate_incremental(changed)
         recompute = self.estimate_recompute(held)
         if incremental is None or recompute is None:

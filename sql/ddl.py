@@ -39,7 +39,7 @@ _DROP = frozenset({"tables", "kind", "exists", "cascade", "restrict", "materiali
 
 _SHOW: dict[str, ShowWhat] = {
     "TABLES": "tables", "VIEWS": "views", "MATERIALIZED VIEWS": "materialized views",
-    "COLUMNS": "columns",
+    "COLUMNS": "columns", "SETTINGS": "settings",
 }
 
 
@@ -162,7 +162,7 @@ def bind_drop(node: exp.Drop) -> Drop:
 
 
 def bind_show(node: exp.Show) -> Show:
-    """``SHOW TABLES | VIEWS | MATERIALIZED VIEWS | COLUMNS FROM name``."""
+    """``SHOW TABLES | VIEWS | MATERIALIZED VIEWS | SETTINGS | COLUMNS FROM name``."""
     target = node.args.get("target")
     return Show(_SHOW[node.name], relation_name(target) if target is not None else None)
 

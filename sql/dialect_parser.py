@@ -76,6 +76,7 @@ class MatviewParser(PostgresParser):
         "TABLES": _show("TABLES"),
         "VIEWS": _show("VIEWS"),
         "MATERIALIZED VIEWS": _show("MATERIALIZED VIEWS"),
+        "SETTINGS": _show("SETTINGS"),
         "COLUMNS": lambda self: self._parse_show_columns(),
     }
     SHOW_TRIE = new_trie(key.split(" ") for key in SHOW_PARSERS)

@@ -13,7 +13,7 @@ from typing import Literal
 from matview.ir.relation import Field, Relation
 from matview.sql.catalog import ObjectKind
 
-ShowWhat = Literal["tables", "views", "materialized views", "columns"]
+ShowWhat = Literal["tables", "views", "materialized views", "columns", "settings"]
 
 
 @dataclass(frozen=True)
@@ -94,7 +94,8 @@ class Drop:
 
 @dataclass(frozen=True)
 class Show:
-    """``SHOW TABLES | VIEWS | MATERIALIZED VIEWS``, or ``SHOW COLUMNS FROM name``."""
+    """``SHOW TABLES | VIEWS | MATERIALIZED VIEWS | SETTINGS``, or ``SHOW COLUMNS FROM
+    name``."""
 
     what: ShowWhat
     name: str | None = None

@@ -115,7 +115,7 @@ _SET_OTHER = re.compile(r"SET\s+(SESSION\s+CHARACTERISTICS|TRANSACTION)\b.*", re
 _RESET = re.compile(r"(RESET\s+([A-Za-z_][\w.]*|ALL)|DISCARD\s+ALL)", re.I)
 _SHOW = re.compile(r"SHOW\s+([A-Za-z_][\w.]*|TIME\s+ZONE|ALL)", re.I)
 _SUBSCRIBE = re.compile(r"SUBSCRIBE\s+(?:TO\s+)?(\"(?:[^\"]|\"\")+\"|[A-Za-z_][\w$]*)", re.I)
-_MATVIEW_SHOWS = {"TABLES", "VIEWS", "MATERIALIZED", "COLUMNS"}
+_MATVIEW_SHOWS = {"TABLES", "VIEWS", "MATERIALIZED", "COLUMNS", "SETTINGS"}
 
 
 @dataclass(frozen=True)

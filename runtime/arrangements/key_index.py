@@ -3,7 +3,8 @@
 Reading an arrangement by key (a join's other side by the join key, a reduce's groups by
 their key) cuts the driver's batches of it to the rows holding the keys of a step's changes.
 A hash lookup scans the whole batch: 10 ms for a million rows, every round of a recursive
-view's step. A batch of at least ``INDEXED_ROWS`` rows is cut through an index instead: its
+view's step. A batch of at least ``indexed_rows`` rows (a setting) is cut through an index
+instead: its
 row numbers sorted by the column (made once per batch and column, about 0.2 s a million
 rows), where each value's rows are found by binary search (0.15 ms for 300 values in a
 million rows), so a cut costs in proportion to the keys and rows it finds, not to the
@@ -18,9 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-
-INDEXED_ROWS = 1 << 16
-"""The fewest rows of a batch cut through an index (smaller ones are scanned)."""
+from matview.runtime.settings import active
 
 
 @dataclass(frozen=True)
@@ -60,7 +59,7 @@ def holding(table: pa.Table, column: str, values: pa.Array) -> pa.Table:
     included): through the batch's index when it is large and the column holds integers,
     else by a hash lookup over it."""
     values = values.cast(table.schema.field(column).type)
-    if table.num_rows < INDEXED_ROWS or not pa.types.is_integer(values.type):
+    if table.num_rows < active().indexed_rows or not pa.types.is_integer(values.type):
         return table.filter(pc.is_in(table[column], value_set=values, skip_nulls=False))
     key = (id(table), column)
     if key not in _indexes:

@@ -4,7 +4,7 @@ A write's check that no multiplicity goes negative (``Trace.negative_row``) sums
 it retracts with their copies the trace holds. Copies held in the driver are found in Arrow
 by the values of one column (``probe_column``); copies held only in Spark are fetched with
 one job that scans them (``found_in_spark``), filtered on that column's values by SQL text
-when they are few (``PROBE_VALUES``), else by a broadcast semi-join.
+when they are few (``RuntimeSettings.probe_values``), else by a broadcast semi-join.
 """
 
 from __future__ import annotations
@@ -17,10 +17,6 @@ from matview.runtime.lowering.types import col
 from matview.runtime.spark.arrow_frames import arrow_frame
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
-
-PROBE_VALUES = 10_000
-"""Most rows a delete's check finds by a filter on their values (SQL text); more are found
-by a semi-join with them broadcast."""
 
 
 def found_in_spark(spark: SparkSession, held: DataFrame, retracted: pa.Table,

@@ -17,8 +17,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from matview.runtime.arrangements.consolidation import consolidate, consolidated_arrow
 from matview.runtime.arrangements.updates import (
-    LOCAL_LEAF_ROWS,
-    SMALL_BATCH_ROWS,
     TIME,
     Leaf,
     advance_times,
@@ -26,10 +24,8 @@ from matview.runtime.arrangements.updates import (
     stored_or_none,
     union_all,
 )
+from matview.runtime.settings import active
 from pyspark.sql import SparkSession
-
-MAX_BATCHES = 8
-"""Batches a trace keeps before it merges: a merge is a Spark job, so not after every step."""
 
 
 @dataclass(frozen=True)
@@ -51,18 +47,19 @@ def in_driver(batches: Sequence[Batch]) -> list[pa.Table] | None:
 def to_merge(batches: Sequence[Batch], since: int) -> tuple[int, int] | None:
     """The range of ``batches`` to merge, None for none. The batches up to ``since``, when
     there are several, the driver holds them all and they total at most
-    ``LOCAL_LEAF_ROWS`` rows: the merge costs no job (a few milliseconds in Arrow) and
+    ``driver_merge_rows`` rows (a setting): the merge costs no job (a few milliseconds in
+    Arrow) and
     keeps a small arrangement (an operator's state) one consolidated batch as of
     ``since``, as small as its contents, so its readers bind the same slot every step;
     later batches stay apart, as their readers look up the values they hold. Else,
-    beyond ``MAX_BATCHES``, the newest batches whose total size reaches the size of the
+    beyond ``max_batches``, the newest batches whose total size reaches the size of the
     batch before them (a geometric merge policy)."""
     done = 0
     while done < len(batches) and batches[done].upper <= since:
         done += 1
     if done > 1:
         held = in_driver(batches[:done])
-        if held is not None and sum(t.num_rows for t in held) <= LOCAL_LEAF_ROWS:
+        if held is not None and sum(t.num_rows for t in held) <= active().driver_merge_rows:
             return 0, done
     start = merged_tail([b.leaf.rows for b in batches])
     return None if start is None else (start, len(batches))
@@ -70,11 +67,11 @@ def to_merge(batches: Sequence[Batch], since: int) -> tuple[int, int] | None:
 
 def merged_tail(sizes: list[int]) -> int | None:
     """Where the batches to merge start, of batches of ``sizes`` rows (oldest first): None
-    while there are at most ``MAX_BATCHES``; else the newest ones whose total size reaches
+    while there are at most ``max_batches``; else the newest ones whose total size reaches
     the size of the batch before them, at least two (a geometric merge policy: a batch's rows
     are merged again only when as many newer ones join them, so a large old batch is not
     consolidated again every few steps)."""
-    if len(sizes) <= MAX_BATCHES:
+    if len(sizes) <= active().max_batches:
         return None
     start = len(sizes) - 1
     tail = sizes[start]
@@ -100,4 +97,4 @@ def merged(spark: SparkSession, merging: Sequence[Batch], since: int,
     frames = union_all([b.leaf.df for b in merging])
     assert frames is not None
     frames = consolidate(advance_times(frames, since))
-    return materialize(spark, frames, small=tail <= SMALL_BATCH_ROWS)
+    return materialize(spark, frames, small=tail <= active().small_step_rows)

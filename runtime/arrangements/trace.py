@@ -8,11 +8,11 @@ so the number of batches stays logarithmic in the updates held and each read pla
 bounded union of leaves.
 
 Small batches are held in the driver as Arrow, larger ones in Spark. A table's trace also
-keeps a driver copy of its Spark batches, up to ``TABLE_COPY_ROWS`` update rows: a write's
+keeps a driver copy of its Spark batches, up to ``table_copy_rows`` update rows: a write's
 check that no multiplicity goes negative, a read of the whole table and a merge of its
 batches then run in Arrow, with no Spark job (the rows a write retracts are found among the
 held ones by ``arrangements.retractions``). A materialized view's trace keeps one of the
-Spark batches a large step appends (``VIEW_COPY_ROWS``), so that it is read in Arrow too.
+Spark batches a large step appends (``view_copy_rows``), so that it is read in Arrow too.
 """
 
 from __future__ import annotations
@@ -25,11 +25,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from matview.runtime.arrangements.consolidation import consolidated_arrow
 from matview.runtime.arrangements.key_index import holding
-from matview.runtime.arrangements.retractions import PROBE_VALUES, found_in_spark, probe_column
+from matview.runtime.arrangements.retractions import found_in_spark, probe_column
 from matview.runtime.arrangements.spine import Batch, in_driver, merged, to_merge
 from matview.runtime.arrangements.updates import (
     DIFF,
-    LOCAL_LEAF_ROWS,
     TIME,
     Leaf,
     any_row,
@@ -38,6 +37,7 @@ from matview.runtime.arrangements.updates import (
     union_all,
 )
 from matview.runtime.lowering.types import col, column_names
+from matview.runtime.settings import active
 from matview.runtime.spark.arrow_frames import arrow_frame
 from matview.runtime.spark.jvm_plans import to_arrow
 from matview.runtime.time import MAX_TIME, MIN_TIME
@@ -47,14 +47,7 @@ from pyspark.sql import functions as F
 _RETRACTED = "_retracted"
 """A column marking the rows an update retracts, while ``Trace.negative_row`` sums them."""
 
-TABLE_COPY_ROWS = 2_000_000
-"""Update rows a table's trace keeps in the driver beside the batches it holds in Spark, so
-that writes are checked in Arrow (24 MB for a million rows of three BIGINTs)."""
 
-VIEW_COPY_ROWS = 2_000_000
-"""Update rows a materialized view's trace keeps in the driver beside the batches it holds
-in Spark (its first contents, a recompute's): a read of the view, a check of its errors and
-a merge of its batches then run in Arrow, with no Spark job."""
 
 
 class NegativeRows(ValueError):
@@ -66,15 +59,15 @@ class Trace:
     """The arranged updates of one collection, shared by every reader of the collection."""
 
     def __init__(self, spark: SparkSession, arity: int, copy_rows: int = 0,
-                 local_rows: int = LOCAL_LEAF_ROWS) -> None:
+                 local_rows: int | None = None) -> None:
         self.spark = spark
         self.arity = arity
-        self.local_rows = local_rows
+        self.local_rows = active().driver_batch_rows if local_rows is None else local_rows
         """Batches merged in the driver stay there up to this many rows (``stored``)."""
         self.copy_rows = copy_rows
         """Update rows of batches held in Spark that the trace also keeps in the driver
         (``Leaf.copy``), at most: a table's trace checks writes against them in Arrow,
-        without a Spark job (``TABLE_COPY_ROWS``); other traces keep none."""
+        without a Spark job (``RuntimeSettings.table_copy_rows``); other traces keep none."""
         self.batches: list[Batch] = []
         self.since = MIN_TIME
         self.errors: Trace | None = None
@@ -257,7 +250,7 @@ class Trace:
                 pa.types.is_nested(f.type) for f in updates.schema):
             mine = updates.select([*names, DIFF])
             retracted = mine.filter(pc.less(mine[DIFF], 0)).select(names)
-            probe = probe_column(retracted) if retracted.num_rows <= PROBE_VALUES else None
+            probe = probe_column(retracted) if retracted.num_rows <= active().probe_values else None
             local = [leaf.in_driver for leaf in leaves]
             parts = [t for t in local if t is not None]
             if probe is not None:  # the batches' own tables: their indexes kept

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 from matview.runtime.lowering.types import col, column_names
+from matview.runtime.settings import active
 from matview.runtime.spark.arrow_frames import arrow_frame
 from matview.runtime.spark.jvm_plans import (
     aggregate,
@@ -31,14 +32,7 @@ from pyspark.sql.utils import is_remote
 TIME = "_time"
 DIFF = "_diff"
 
-SMALL_BATCH_ROWS = 200_000
-"""Deltas up to this size are materialized through Arrow in the driver (one job, and the
-rows are then at hand for reads and SUBSCRIBE); larger ones with a local checkpoint."""
 
-LOCAL_LEAF_ROWS = 20_000
-"""Batches up to this size stay in the driver as Arrow-backed local relations; larger ones
-are checkpointed into the executors, because a local relation is decoded from Arrow again on
-every scan (about 1 s per million rows, against 0.1 s for a checkpoint: bench/README.md)."""
 
 
 def data_columns(df: DataFrame) -> list[str]:
@@ -67,10 +61,6 @@ def union_all(frames: Sequence[DataFrame]) -> DataFrame | None:
     return functools.reduce(DataFrame.unionByName, frames) if frames else None
 
 
-LARGE_LOOKUP_ROWS = 2_000_000
-"""A small step looking up an arrangement of more rows than this broadcasts its own side
-instead of reading the arrangement in one partition: one more Spark job (the broadcast), but
-the arrangement is scanned on every core (W1 at 10M orders: see the runtime speed notes)."""
 
 
 def key_match(left: Sequence[str], right: Sequence[str]) -> Column:
@@ -87,8 +77,8 @@ def lookup(left: DataFrame, right: DataFrame, on: Column, how: str, small: bool,
     and the ``build`` side is hashed, so the join needs neither a shuffle nor a broadcast
     (a separate Spark job per broadcast side): a whole small step runs as one job of one
     task (bench/README.md has the measurement). When the other side is ``large`` (more than
-    ``LARGE_LOOKUP_ROWS``), the ``build`` side is broadcast instead and the other scanned in
-    all its partitions."""
+    the setting ``large_lookup_rows``), the ``build`` side is broadcast instead and the
+    other scanned in all its partitions."""
     if small and large:
         if build == "left":
             return F.broadcast(left).join(right, on, how)
@@ -187,13 +177,14 @@ def normalized(table: pa.Table) -> pa.Table:
     return table.cast(pa.schema(fields))
 
 
-def stored(spark: SparkSession, table: pa.Table, local_rows: int = LOCAL_LEAF_ROWS) -> Leaf:
+def stored(spark: SparkSession, table: pa.Table, local_rows: int | None = None) -> Leaf:
     """Update rows held in the driver as a leaf: a local relation when at most
     ``local_rows`` (and free of arrays), else checkpointed into the executors, the Arrow rows
     kept as the leaf's ``copy`` (a trace keeping no copies drops it). The rows are kept in
     one chunk: a read by key takes rows across chunks some twenty times slower."""
     nested = any(pa.types.is_nested(f.type) for f in table.schema)
-    if table.num_rows > local_rows or nested:
+    if table.num_rows > (active().driver_batch_rows if local_rows is None else local_rows) \
+            or nested:
         # Arrow cannot group by nested values (arrays), so their consolidation runs in Spark
         return Leaf(checkpointed(arrow_frame(spark, table)), table.num_rows,
                     copy=None if nested else normalized(table).combine_chunks())
@@ -201,7 +192,7 @@ def stored(spark: SparkSession, table: pa.Table, local_rows: int = LOCAL_LEAF_RO
 
 
 def stored_or_none(spark: SparkSession, table: pa.Table,
-                   local_rows: int = LOCAL_LEAF_ROWS) -> Leaf | None:
+                   local_rows: int | None = None) -> Leaf | None:
     """``table`` as a leaf (``stored``); None when it holds no rows."""
     return stored(spark, table, local_rows) if table.num_rows else None
 
@@ -211,7 +202,7 @@ def materialize(spark: SparkSession, df: DataFrame, small: bool) -> Leaf | None:
 
     ``small`` deltas go through Arrow (one job); others are checkpointed in the executors
     (one job, and one more to count them), and when they turn out to hold at most
-    ``LOCAL_LEAF_ROWS`` rows (a view's first contents, say) fetched into the driver (one
+    ``fetched_batch_rows`` rows (a view's first contents, say) fetched into the driver (one
     more), where later steps read them without a Spark job.
     """
     if small:
@@ -219,7 +210,7 @@ def materialize(spark: SparkSession, df: DataFrame, small: bool) -> Leaf | None:
         return stored_or_none(spark, table)
     leaf = checkpointed(df)
     rows = leaf.count()
-    if rows and rows <= LOCAL_LEAF_ROWS and not nested(leaf.schema):
+    if rows and rows <= active().fetched_batch_rows and not nested(leaf.schema):
         return stored(spark, to_arrow(leaf))
     return Leaf(leaf, rows) if rows else None
 

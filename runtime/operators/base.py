@@ -24,17 +24,17 @@ import pyarrow as pa
 from matview.ir.types import SqlType
 from matview.runtime.arrangements.consolidation import consolidate
 from matview.runtime.arrangements.updates import (
-    LOCAL_LEAF_ROWS,
     Leaf,
     materialize,
     row_count,
     union_all,
 )
 from matview.runtime.operators.metering import Meter, observation_name
+from matview.runtime.settings import active
 from matview.runtime.spark.arrow_frames import arrow_frame
 from matview.runtime.spark.jvm_plans import columns, select
 from matview.runtime.spark.one_job import OneJob
-from matview.runtime.spark.templates import MAX_SLOT_ROWS, Slot, same, slot_for
+from matview.runtime.spark.templates import Slot, same, slot_for
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.utils import is_remote
@@ -70,8 +70,6 @@ class StepContext:
         return (self.as_of if self.first else self.lower + 1, self.upper)
 
 
-PLANS_KEPT = 4
-"""The plans ``Operator.planned`` keeps for each of an operator's keys, most recent first."""
 
 
 def templated(ctx: StepContext) -> bool:
@@ -146,8 +144,6 @@ class Operator:
     """A node of a running dataflow. ``kind`` names the IR node it runs."""
 
     kind: ClassVar[str] = ""
-    plans_kept: ClassVar[int] = PLANS_KEPT
-    """The plans ``planned`` keeps for each key."""
 
     types: tuple[SqlType, ...]
     _memo: tuple[StepContext, Delta | None] | None = field(default=None, init=False, repr=False)
@@ -174,7 +170,7 @@ class Operator:
     def planned(self, key: object, inputs: tuple[object, ...], make: Callable[[], T]) -> T:
         """What ``make`` returned when this operator last asked for ``key`` with the same
         ``inputs`` (``templates.same``: frames the same objects), among its last
-        ``plans_kept`` asks for ``key``; else what it returns now. ``make`` builds plans from
+        ``plans_kept()`` asks for ``key``; else what it returns now. ``make`` builds plans from
         ``inputs`` alone (and what the operator ``built``): over slots (``bound``) a small
         step of the same shape as one of the last few reuses its plans and makes no
         DataFrame call (``runtime.templates``), also when steps of a few shapes alternate
@@ -186,7 +182,7 @@ class Operator:
                 return made  # type: ignore[no-any-return]
         made = make()
         kept.insert(0, (inputs, made))
-        del kept[self.plans_kept:]
+        del kept[self.plans_kept():]
         return made
 
     def bound(self, ctx: StepContext, key: object, table: pa.Table) -> DataFrame:
@@ -225,14 +221,16 @@ class Operator:
 
     def read_bound(self, ctx: StepContext, key: object, trace: Trace,
                    after: int | None = None, upto: int | None = None,
-                   most: int = MAX_SLOT_ROWS) -> tuple[DataFrame | None, int | None]:
+                   most: int | None = None) -> tuple[DataFrame | None, int | None]:
         """``trace.read_counted(after, upto)``, the updates it holds in the driver ``bound``
-        into this operator's slot ``key`` when they are at most ``most`` rows (else the
-        trace's own read, which readers of the same range share)."""
+        into this operator's slot ``key`` when they are at most ``most`` rows (by default
+        ``slot_max_rows``; else the trace's own read, which readers of the same range
+        share)."""
         if not templated(ctx):
             return trace.read_counted(after, upto)
         local, frames, count = trace.read_parts(after, upto)
-        if local is not None and local.num_rows > most:
+        if local is not None and local.num_rows > (
+                active().slot_max_rows if most is None else most):
             return trace.read_counted(after, upto)
         parts = ([] if local is None else [self.bound(ctx, key, local)]) + frames
         df = self.planned(("read", key), tuple(parts), lambda: union_all(parts))
@@ -307,7 +305,11 @@ class Operator:
     def arrangement_local_rows(self, what: str) -> int:
         """The most rows a batch of the arrangement ``what`` it owns keeps in the driver
         when merged there (``Trace.local_rows``)."""
-        return LOCAL_LEAF_ROWS
+        return active().driver_batch_rows
+
+    def plans_kept(self) -> int:
+        """The plans ``planned`` keeps for each key (``RuntimeSettings.plans_kept``)."""
+        return active().plans_kept
 
     def arranged_changes(self, ctx: StepContext, source: Operator,
                          trace: Trace) -> Leaf | None:

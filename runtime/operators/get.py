@@ -11,12 +11,8 @@ import pyarrow.compute as pc
 from matview.runtime.arrangements.trace import Trace
 from matview.runtime.arrangements.updates import advance_times
 from matview.runtime.operators.base import Delta, Matched, Operator, StepContext
+from matview.runtime.settings import active
 from pyspark.sql import DataFrame
-
-HISTORY_SLOT_ROWS = 4_096
-"""A history read whole whose driver-held updates are at most this many rows is bound into
-a slot (its readers' plans are then built once); a larger one is the trace's own read,
-shared by the readers of the same range (binding it would copy it to the JVM each step)."""
 
 
 @dataclass
@@ -63,8 +59,10 @@ class GetOp(Operator):
 
     def history(self, ctx: StepContext) -> DataFrame | None:
         assert self.trace is not None
-        return None if ctx.first else self.read_bound(ctx, "history", self.trace,
-                                                      upto=ctx.lower, most=HISTORY_SLOT_ROWS)[0]
+        if ctx.first:
+            return None
+        return self.read_bound(ctx, "history", self.trace, upto=ctx.lower,
+                               most=active().history_slot_rows)[0]
 
     def history_rows(self, ctx: StepContext) -> int | None:
         assert self.trace is not None

@@ -24,7 +24,6 @@ from matview.runtime.arrangements.consolidation import consolidate
 from matview.runtime.arrangements.trace import Trace
 from matview.runtime.arrangements.updates import (
     DIFF,
-    LARGE_LOOKUP_ROWS,
     TIME,
     lookup,
     materialize,
@@ -47,6 +46,7 @@ from matview.runtime.operators.base import (
     Operator,
     StepContext,
 )
+from matview.runtime.settings import active
 from matview.runtime.spark.jvm_plans import Columns, columns, select
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -333,7 +333,7 @@ class JoinOp(ArrangedWhenLookedUp, Operator):
             # are at `< t`)
             seen = tuple(None if delta is None or j not in olds or (
                 ctx.single_time and j > i) else delta.df for j, delta in enumerate(deltas))
-            large = tuple((size or 0) > LARGE_LOOKUP_ROWS for size in sizes)
+            large = tuple((size or 0) > active().large_lookup_rows for size in sizes)
             paths.append((i, start.df, tuple(olds.get(j) for j in range(len(deltas))), seen,
                           large))
         made = tuple(paths)

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from matview.runtime.arrangements.updates import Leaf, row_count
+from matview.runtime.settings import active
 from matview.runtime.spark.jvm_plans import row_counts
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql.utils import is_remote
@@ -82,9 +83,6 @@ class _Nesting(threading.local):
 
 _nesting = _Nesting()
 
-MAX_WAITING = 4096
-"""Observations of committed steps kept waiting for their job, per operator: beyond this the
-oldest are dropped (their deltas were not computed in that many steps: likely never)."""
 
 
 def _observed(obs: Any) -> int | None:
@@ -177,7 +175,7 @@ class Meter:
                 self.rows += row_counts.take(obs)
             elif obs is not None:
                 self._waiting.append(obs)
-                del self._waiting[:-MAX_WAITING]
+                del self._waiting[:-active().max_waiting]
             self._staged = self._later = None
         self.harvest()
 

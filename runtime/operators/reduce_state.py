@@ -13,9 +13,9 @@ from matview.ir.relation import Aggregate
 from matview.ir.scalar import Scalar
 from matview.ir.types import SqlType
 from matview.runtime.arrangements.trace import Trace
-from matview.runtime.arrangements.updates import LOCAL_LEAF_ROWS
 from matview.runtime.lowering.types import spark_type
 from matview.runtime.operators.base import Operator, StepContext
+from matview.runtime.settings import active
 from matview.runtime.time import MIN_TIME
 from pyspark.sql import types as T
 
@@ -97,4 +97,4 @@ class ReduceState(Operator):
             return False
         batches = self.output.batches
         return (any(b.leaf.table is None for b in batches)
-                or sum(b.leaf.rows for b in batches) > LOCAL_LEAF_ROWS)
+                or sum(b.leaf.rows for b in batches) > active().whole_state_rows)

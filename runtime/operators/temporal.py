@@ -17,15 +17,10 @@ from matview.runtime.arrangements.updates import TIME, Leaf, stored, union_all
 from matview.runtime.lowering.checked import split_arrow_errors, split_errors
 from matview.runtime.lowering.types import col
 from matview.runtime.operators.base import Delta, Operator, StepContext
+from matview.runtime.settings import active
 from matview.runtime.spark.jvm_plans import checkpointed, to_arrow
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
-
-PENDING_HELD_ROWS = 1_000_000
-"""A large step's updates that wait for a temporal filter's ``upper`` are held in the driver
-up to this many rows (the window's rows: a minute of events, say), so that each step releases
-its due updates by an Arrow cut and not by a filter over a Spark batch, a new plan every
-step."""
 
 
 class PendingUpdates(Operator):
@@ -102,12 +97,12 @@ class PendingUpdates(Operator):
     @staticmethod
     def _later_leaf(ctx: StepContext, later: DataFrame, rows: int) -> Leaf:
         """A large step's updates that must wait, as a batch of the pending arrangement:
-        fetched into the driver when at most ``PENDING_HELD_ROWS`` (one job), where each
+        fetched into the driver when at most ``pending_held_rows`` (one job), where each
         step cuts the updates it releases in Arrow and binds them into its plans; else
         held in Spark."""
-        if rows > PENDING_HELD_ROWS:
+        if rows > active().pending_held_rows:
             return Leaf(later, rows)
-        return stored(ctx.spark, to_arrow(later), local_rows=PENDING_HELD_ROWS)
+        return stored(ctx.spark, to_arrow(later), local_rows=active().pending_held_rows)
 
     def _due_now(self, ctx: StepContext, out: DataFrame) -> DataFrame:
         """A small step's output ``out`` split without a job of its own: the updates due by
@@ -139,7 +134,7 @@ class PendingUpdates(Operator):
         return min(b.lower for b in self.pending.batches)
 
     def arrangement_local_rows(self, what: str) -> int:
-        return PENDING_HELD_ROWS
+        return active().pending_held_rows
 
     def commit(self) -> None:
         if self._staged is not None and self.pending is not None:

@@ -84,6 +84,7 @@ from matview.runtime.recursion.state import (
     stored_nodes,
     with_rounds,
 )
+from matview.runtime.settings import active
 from matview.runtime.spark.jvm_plans import jvm_helper
 from matview.runtime.spark.one_job import OneJob
 from matview.runtime.spark.unsafe_rows import sent_together
@@ -96,12 +97,6 @@ class LetRecOp(Operator):
     """``LetRec``: see the module docstring. ``inputs`` compute the ``invariants``."""
 
     kind: ClassVar[str] = "LetRec"
-    plans_kept: ClassVar[int] = 64
-    """A round's join and reduce see a few shapes of their inputs each (which join pairs and
-    rounds hold differences, which slot size a batch takes), and so do the reads feeding
-    them: with the four plans other operators keep per key, steps built some plans again
-    every round."""
-
     inputs: tuple[Operator, ...] = ()
     loop: LetRec | None = None
     invariants: tuple[Relation, ...] = ()
@@ -134,6 +129,13 @@ class LetRecOp(Operator):
     _frames: dict[tuple[Node, int], DataFrame] = field(default_factory=dict)
     """The round's frames of earlier rounds' batches (``_held_frame``)."""
 
+
+    def plans_kept(self) -> int:
+        """``loop_plans_kept``: a round's join and reduce see a few shapes of their inputs
+        each (which join pairs and rounds hold differences, which slot size a batch takes),
+        and so do the reads feeding them: with the four plans other operators keep per key,
+        steps built some plans again every round."""
+        return active().loop_plans_kept
     def children(self) -> tuple[Operator, ...]:
         return self.inputs
 

@@ -20,15 +20,12 @@ from contextlib import contextmanager
 from typing import Any
 
 import pyarrow as pa
+from matview.runtime.settings import active
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.pandas.serializers import ArrowStreamSerializer
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from pyspark.sql.types import StructType
 from pyspark.sql.utils import is_remote
-
-BATCH_ROWS = 10_000
-"""Rows per Arrow batch, one batch per partition (PySpark's
-``spark.sql.execution.arrow.maxRecordsPerBatch`` default)."""
 
 _methods: weakref.WeakKeyDictionary[SparkSession, tuple[Any, Any]] = (
     weakref.WeakKeyDictionary())
@@ -53,7 +50,8 @@ def arrow_file(spark: SparkSession, table: pa.Table) -> Iterator[tuple[str, Stru
     table = table.cast(to_arrow_schema(schema, timezone="UTC"))
     with scratch_file(spark) as path:
         with open(path, "wb") as out:
-            ArrowStreamSerializer().dump_stream(table.to_batches(max_chunksize=BATCH_ROWS), out)
+            batches = table.to_batches(max_chunksize=active().arrow_batch_rows)
+            ArrowStreamSerializer().dump_stream(batches, out)
         yield path, schema
 
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 from matview.runtime.lowering.types import col
+from matview.runtime.settings import RuntimeSettings, active
 from matview.runtime.spark.arrow_frames import arrow_file, arrow_frame
 from matview.runtime.spark.jvm_plans import columns, jvm_helper, of_rows, select
 from matview.runtime.spark.unsafe_rows import fixed_width, point, unsafe_rows
@@ -33,19 +34,9 @@ from pyspark.sql.utils import is_remote
 LIVE = "_live"
 """The column telling a slot's rows (true) from its padding (false)."""
 
-MIN_CAPACITY = 256
-"""The fewest rows a slot holds room for (a power of two: a new slot has room for the
-smallest power of two rows that holds its first batch)."""
 
-SHRINK = 16
-"""A slot with room for this many times a batch's rows gives way to a smaller one."""
 
-MAX_SLOT_ROWS = 1 << 16
-"""Batches larger than this are not bound into slots but made local frames of their own."""
 
-SLOTS_KEPT = 9
-"""Slots kept per role (``slot_for``): its batches' sizes from ``MIN_CAPACITY`` to
-``MAX_SLOT_ROWS`` rows take at most nine sizes."""
 
 
 class Slot:
@@ -88,11 +79,12 @@ class Slot:
 
     def fits(self, table: pa.Table) -> bool:
         """Whether ``table`` is bound here: its columns are the slot's, it has room, and
-        not so much (``SHRINK`` times its rows) that padding would cost more than a new
+        not so much (``slot_shrink`` times its rows) that padding would cost more than a new
         slot."""
-        rows = table.num_rows
+        rows, settings = table.num_rows, active()
         return (rows <= self.capacity and _fields(table.schema) == self.fields
-                and (self.capacity == MIN_CAPACITY or rows * SHRINK >= self.capacity))
+                and (self.capacity == settings.slot_min_capacity
+                     or rows * settings.slot_shrink >= self.capacity))
 
     def bind(self, table: pa.Table) -> None:
         """Make ``table`` (which ``fits``) the slot's rows (no JVM call when they are the
@@ -135,17 +127,19 @@ def slot_for(slots: list[Slot], spark: SparkSession, table: pa.Table) -> Slot | 
     to them (None: too large to bind, or a Spark Connect session). A role's batches grow and
     shrink from step to step (a loop's rounds gather more of them); keeping a slot per size
     lets a step reuse the plans built over the slot its batch fits, not build them again
-    over a new one. ``slots`` keeps the ``SLOTS_KEPT`` used last."""
-    if is_remote() or table.num_rows > MAX_SLOT_ROWS:
+    over a new one. ``slots`` keeps one slot per size from ``slot_min_capacity`` to
+    ``slot_max_rows`` (settings), those used last."""
+    settings = active()
+    if is_remote() or table.num_rows > settings.slot_max_rows:
         return None
     slot = min((s for s in slots if s.fits(table)), key=lambda s: s.capacity, default=None)
     if slot is None:
-        capacity = max(MIN_CAPACITY, 1 << max(table.num_rows - 1, 0).bit_length())
+        capacity = max(settings.slot_min_capacity, 1 << max(table.num_rows - 1, 0).bit_length())
         slot = Slot(spark, table.schema, capacity)
     else:
         slots.remove(slot)
     slots.insert(0, slot)
-    del slots[SLOTS_KEPT:]
+    del slots[_sizes(settings):]
     return slot
 
 
@@ -157,3 +151,10 @@ def same(a: object, b: object) -> bool:
     if isinstance(a, DataFrame | Column) or isinstance(b, DataFrame | Column):
         return a is b
     return type(a) is type(b) and a == b
+
+
+def _sizes(settings: RuntimeSettings) -> int:
+    """The sizes a slot may have: the powers of two from ``slot_min_capacity`` to
+    ``slot_max_rows`` (nine with the defaults), one slot kept per size."""
+    return max(settings.slot_max_rows.bit_length() - settings.slot_min_capacity.bit_length(),
+               0) + 1

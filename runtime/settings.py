@@ -1,0 +1,157 @@
+"""The runtime's settings: every size threshold and count it decides by, in one frozen record.
+
+``RuntimeSettings`` holds each threshold with its meaning (``describe``); one meaning per
+setting. A connection runs every statement with its settings active (``using``), so the
+runtime reads them where it decides (``active()``) without threading them through every
+call; ``matview.connect(settings=...)`` and ``matview serve --setting NAME=VALUE`` override
+them, and ``SHOW SETTINGS`` lists them. Settings change where work runs (the driver or the
+executors), how many plans and slots are kept and when batches merge: never a result.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import Any
+
+
+def _setting(default: int | float, doc: str) -> Any:
+    return field(default=default, metadata={"doc": doc})
+
+
+@dataclass(frozen=True)
+class RuntimeSettings:
+    """The runtime's thresholds (defaults chosen in ``bench/README.md``'s measurements)."""
+
+    small_step_rows: int = _setting(200_000, (
+        "A step whose changes total at most this many rows is small: its deltas are "
+        "computed through Arrow into the driver in the refresh's one job; larger ones are "
+        "checkpointed in the executors."))
+    driver_batch_rows: int = _setting(20_000, (
+        "A stored batch of at most this many rows stays in the driver as an Arrow-backed "
+        "local relation; larger ones are checkpointed into the executors (a local relation "
+        "is decoded from Arrow again at every scan)."))
+    fetched_batch_rows: int = _setting(20_000, (
+        "A delta computed in the executors with at most this many rows is fetched into the "
+        "driver (one more job), where later steps read it with no Spark job."))
+    driver_merge_rows: int = _setting(20_000, (
+        "At compaction, the batches up to `since` are merged in the driver (no Spark job) "
+        "when the driver holds them all and they total at most this many rows."))
+    whole_state_rows: int = _setting(20_000, (
+        "A GROUP BY whose state is held in the driver and totals at most this many rows "
+        "reads all of it in a step; a larger one reads only the touched groups' rows."))
+    max_batches: int = _setting(8, (
+        "Batches a trace keeps before it merges its newest ones geometrically."))
+    table_copy_rows: int = _setting(2_000_000, (
+        "Update rows a table keeps in the driver beside its Spark batches, so that writes "
+        "are checked and lookups cut in Arrow."))
+    view_copy_rows: int = _setting(2_000_000, (
+        "Update rows a materialized view keeps in the driver beside its Spark batches, so "
+        "that reads, error checks and merges of it run in Arrow."))
+    probe_values: int = _setting(10_000, (
+        "Most rows a DELETE's check finds by a filter on their values; more are found by a "
+        "semi-join with them broadcast."))
+    indexed_rows: int = _setting(1 << 16, (
+        "A driver-held batch of at least this many rows is read by key through a sorted "
+        "index kept while the batch lives; smaller ones by a hash lookup."))
+    large_lookup_rows: int = _setting(2_000_000, (
+        "A small step looking up an arrangement of more rows than this broadcasts its own "
+        "side (one more job) instead of reading the arrangement in one partition."))
+    plans_kept: int = _setting(4, (
+        "Plans an operator keeps for each of its shapes, to run again without building."))
+    loop_plans_kept: int = _setting(64, (
+        "Plans a recursive query's loop keeps for each of its shapes (its rounds differ)."))
+    max_waiting: int = _setting(4096, (
+        "Observations of committed steps an operator keeps waiting for their Spark job."))
+    history_slot_rows: int = _setting(4096, (
+        "A history read whole whose driver-held updates are at most this many rows is "
+        "bound into a slot (its readers' plans built once); a larger one is the trace's own "
+        "read, shared by the readers of the same range."))
+    pending_held_rows: int = _setting(1_000_000, (
+        "A large step's updates waiting for a temporal filter's upper bound are held in the "
+        "driver up to this many rows, so that later steps release them by an Arrow cut."))
+    arrow_batch_rows: int = _setting(10_000, (
+        "Rows of each Arrow record batch sent from the driver to Spark."))
+    slot_min_capacity: int = _setting(256, (
+        "The fewest rows a slot of a kept plan holds room for (a power of two)."))
+    slot_shrink: int = _setting(16, (
+        "A slot with room for this many times a batch's rows gives way to a smaller one."))
+    slot_max_rows: int = _setting(1 << 16, (
+        "Batches larger than this are not bound into slots but made local frames of their "
+        "own (a power of two)."))
+    refresh_small_change: float = _setting(0.1, (
+        "refresh=auto steps a view incrementally, without estimates, when its step changes "
+        "fewer rows than this share of what its inputs held."))
+    refresh_history: int = _setting(16, (
+        "Steps of each refresh strategy whose sizes and times refresh=auto estimates from."))
+
+    def replaced(self, changes: Mapping[str, object]) -> RuntimeSettings:
+        """These settings with ``changes`` (setting name -> value); a name that is no
+        setting or a value that is no number of its type (positive, or a fraction between
+        0 and 1 for a float) is a ``ValueError`` naming it."""
+        known = {f.name: f for f in dataclasses.fields(self)}
+        checked: dict[str, int | float] = {}
+        for name, value in changes.items():
+            if name not in known:
+                raise ValueError(f"unknown runtime setting {name!r}; the settings are: "
+                                 + ", ".join(sorted(known)))
+            checked[name] = _checked(name, known[name].type, value)
+        return dataclasses.replace(self, **checked)
+
+    def described(self) -> list[tuple[str, str, str]]:
+        """(name, value, meaning) of every setting, in declaration order."""
+        return [(f.name, str(getattr(self, f.name)), f.metadata["doc"])
+                for f in dataclasses.fields(self)]
+
+
+def _checked(name: str, kind: object, value: object) -> int | float:
+    if kind in ("float", float):
+        if (isinstance(value, bool) or not isinstance(value, (int, float))
+                or not 0 <= value <= 1):
+            raise ValueError(f"runtime setting {name!r} must be a fraction between 0 and 1,"
+                             f" not {value!r}")
+        return float(value)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"runtime setting {name!r} must be a non-negative integer,"
+                         f" not {value!r}")
+    return value
+
+
+def parsed(text: str) -> tuple[str, int | float]:
+    """``NAME=VALUE`` (the command line's form) as a name and a number."""
+    name, sep, value = text.partition("=")
+    if not sep:
+        raise ValueError(f"a runtime setting is NAME=VALUE, not {text!r}")
+    try:
+        number: int | float = int(value)
+    except ValueError:
+        try:
+            number = float(value)
+        except ValueError:
+            raise ValueError(f"runtime setting {name.strip()!r} must be a number,"
+                             f" not {value!r}") from None
+    return name.strip(), number
+
+
+DEFAULTS = RuntimeSettings()
+
+_ACTIVE: ContextVar[RuntimeSettings | None] = ContextVar("matview_runtime_settings",
+                                                         default=None)
+
+
+def active() -> RuntimeSettings:
+    """The settings of the statement running in this thread (the defaults outside one)."""
+    return _ACTIVE.get() or DEFAULTS
+
+
+@contextmanager
+def using(settings: RuntimeSettings) -> Iterator[None]:
+    """Run the block with ``settings`` active in this thread."""
+    token = _ACTIVE.set(settings)
+    try:
+        yield
+    finally:
+        _ACTIVE.reset(token)

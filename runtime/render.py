@@ -13,10 +13,11 @@ from matview.ir import physical
 from matview.ir.table_functions import DEFAULT_ROW_LIMIT
 from matview.runtime.arrangements.trace import Trace
 from matview.runtime.operators.base import Operator
+from matview.runtime.operators.constant import ConstantOp
+from matview.runtime.operators.get import GetOp
 from matview.runtime.operators.join import DEFAULT_JOIN_ROWS, JoinOp
 from matview.runtime.operators.linear import LinearOp
 from matview.runtime.operators.reduce import ReduceOp
-from matview.runtime.operators.sources import ConstantOp, GetOp
 from matview.runtime.operators.top_k import TopKOp
 from matview.runtime.operators.union import UnionOp
 from matview.runtime.operators.window import WindowOp

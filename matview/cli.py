@@ -56,6 +56,7 @@ from typing import TYPE_CHECKING
 
 import matview
 from matview.planner.pipeline import STAGES
+from matview.runtime.settings import parsed
 from matview.sql.dialect_nodes import EXPLAIN_OPTIONS
 
 if TYPE_CHECKING:
@@ -120,7 +121,11 @@ def serve(args: argparse.Namespace) -> int:
     from matview.server import serve as start
 
     password = _password(args.password_file, args.host)
-    with matview.connect(args.path, files=args.files) as con:
+    try:
+        settings = dict(parsed(text) for text in args.settings)
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+    with matview.connect(args.path, files=args.files, settings=settings) as con:
         server = start(con, args.host, args.port, password)
         if threading.current_thread() is threading.main_thread():
             for signum in (signal.SIGINT, signal.SIGTERM):
@@ -221,6 +226,9 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_argument("--files", metavar="DIR", action="append", default=[],
                      help="a directory COPY and sinks may read and write files in (repeat "
                      "for several)")
+    sub.add_argument("--setting", metavar="NAME=VALUE", action="append", default=[],
+                     dest="settings", help="a runtime setting (repeat for several; SHOW "
+                     "SETTINGS lists them)")
     sub = commands.add_parser("shell", help="an interactive SQL shell",
                               description="An SQL shell on an in-process database, or on a "
                               "matview serve server (--connect, --host, --port).")

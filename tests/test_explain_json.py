@@ -221,9 +221,12 @@ def test_dataflow_json_of_a_self_join() -> None:
     assert ops[1]["text"] == "Linear [filter (mz_now() < #1)]"
     assert ops[6]["arrangements"] == ["%6.output", "%6.values"]
     assert all("paths" not in o for o in ops if o["operator"] != "Join")
-    assert ops[5]["paths"][0] == {"input": 0, "operator": 1, "lookups": [
-        {"input": 1, "operator": 3, "key": ["#0"], "time": "<", "arrangements": ["b"]},
-        {"input": 2, "operator": 4, "key": ["#0"], "time": "<", "arrangements": ["a"]}]}
+    assert ops[5]["paths"][0] == {
+        "input": 0, "operator": 1, "equalities": [], "closure": [], "lookups": [
+            {"input": 1, "operator": 3, "key": ["#0"], "stream_key": ["#0"], "time": "<",
+             "equalities": [], "closure": [], "arrangements": ["b"]},
+            {"input": 2, "operator": 4, "key": ["#0"], "stream_key": ["#0"], "time": "<",
+             "equalities": [], "closure": [], "arrangements": ["a"]}]}
     assert [[(lk["input"], lk["time"]) for lk in p["lookups"]] for p in ops[5]["paths"]] == [
         [(1, "<"), (2, "<")], [(0, "<="), (2, "<")], [(0, "<="), (1, "<=")]]
     arrangements = {a["name"]: a for a in doc["arrangements"]}

@@ -48,8 +48,10 @@ def test_delta_paths_spell_out_keys_and_alt_neu_times() -> None:
     assert isinstance(outer, physical.Join)
     assert outer.implementation.kind == "delta"
     assert outer.implementation.paths == (
-        physical.DeltaPath(0, 3, (physical.Lookup(1, 5, (Col(0),), "<"),)),
-        physical.DeltaPath(1, 5, (physical.Lookup(0, 3, (Col(0),), "<="),)),
+        physical.DeltaPath(0, 3, (), (), (
+            physical.Lookup(1, 5, (Col(0),), (Col(0),), "<", (), ()),)),
+        physical.DeltaPath(1, 5, (), (), (
+            physical.Lookup(0, 3, (Col(2),), (Col(0),), "<=", (), ()),)),
     )
     assert outer.inputs[0].history() == ("%2.output",)
     assert outer.inputs[1].history() == ("c",)

@@ -382,6 +382,7 @@ def test_serve_command_refusals(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert "no password" in capsys.readouterr().err
 
 
+@pytest.mark.spark  # its subprocess starts a JVM of its own, without the fixture
 def test_serve_command_runs_until_sigint(tmp_path: Path) -> None:
     """One subprocess (its own JVM): prints the chosen port, serves, exits 0 on SIGINT."""
     secret = tmp_path / "pw"

@@ -27,7 +27,7 @@ from matview.sql.parse import parse
 from matview.sql.statements import CreateView, Query
 from pyspark.sql import SparkSession
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = Path(__file__).parents[1] / "fixtures"
 FILES = ("plans", "optimized_plans", "explain_plans")
 
 

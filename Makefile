@@ -1,11 +1,12 @@
 # matview: `make demo` runs the quickstart, `make test` the whole suite (`make test-cluster`
-# its cluster runs alone), `make bench` the quick benchmark suite; all install first.
+# its cluster runs alone, `make test-fast` the tests needing no Spark), `make bench` the quick
+# benchmark suite; all install first.
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 CLUSTER ?= local-cluster[2,1,1024]
 
-.PHONY: install demo test test-cluster lint bench clean
+.PHONY: install demo test test-fast test-cluster lint bench clean
 
 install: $(VENV)/.installed
 
@@ -22,7 +23,11 @@ test: install
 	$(PY) -m pytest
 	$(MAKE) --no-print-directory test-cluster
 
-# the oracle tests of tests/test_cluster.py on a cluster of two executor JVMs, classic and
+# the tests that start no Spark (no `spark` marker, which tests/conftest.py adds): under 2 minutes
+test-fast: install
+	$(PY) -m pytest -m "not spark and not cluster"
+
+# the oracle tests of tests/cluster/test_cluster.py on a cluster of two executor JVMs, classic and
 # through Spark Connect: each run a process of its own (one SparkContext per process)
 test-cluster: install
 	$(PY) -m pytest -m cluster --spark-master '$(CLUSTER)'

@@ -16,8 +16,10 @@ what the logical plan leaves open:
 - ``reads()``: the shared arrangements it reads (a Get's stored collection).
 - ``history()``: the arrangements a lookup of its output reads.
 - a Join's implementation, a typed variant (``DeltaJoin`` now; a worst-case optimal join
-  later), with its delta paths spelled out: per input, the lookups in order, each by key and
-  with its Alt/Neu time comparison.
+  later), with its delta paths spelled out: per input, the filters on its changes, then the
+  lookups in order, each with its stream and lookup keys, its Alt/Neu time comparison, the
+  other equalities it checks and the predicates applied after it. The runtime
+  (``runtime.operators.join``) runs exactly these and derives none of them again.
 
 Nodes are frozen dataclasses and compare by value.
 """
@@ -50,25 +52,42 @@ class Arrangement:
         return f"%{self.owner}.{self.what}"
 
 
+Equality = tuple[Scalar, Scalar]
+"""Two expressions over the join's columns that an equivalence class says are equal."""
+
+
 @dataclass(frozen=True)
 class Lookup:
-    """One lookup of a delta path: input ``input`` (operator ``operator``) found by ``key``
-    (expressions over that input's own columns; empty: a cross product), seeing its updates
-    at times ``time`` (``<=`` or ``<``) the change's time."""
+    """One stage of a delta path: input ``input`` (operator ``operator``) looked up where its
+    ``key`` (expressions over that input's own columns) equals the path row's
+    ``stream_key`` (expressions over the join's columns of the inputs bound before this
+    stage), pairwise (both empty: a cross product), together with ``equalities`` (the other
+    equalities this stage makes checkable: with an expression reading more than the
+    looked-up input, or between two of the looked-up input's), seeing its updates at times
+    ``time`` (``<=`` or ``<``) the change's time; then ``closure``, the join predicates
+    that read the looked-up input and, besides it, only inputs bound before, filters the
+    joined rows."""
 
     input: int
     operator: int
+    stream_key: tuple[Scalar, ...]
     key: tuple[Scalar, ...]
     time: str
+    equalities: tuple[Equality, ...]
+    closure: tuple[Scalar, ...]
 
 
 @dataclass(frozen=True)
 class DeltaPath:
-    """Path ``input``: the changes of input ``input`` (operator ``operator``), then
-    ``lookups`` in order."""
+    """Path ``input``: the changes of input ``input`` (operator ``operator``), filtered by
+    ``equalities`` and ``closure`` (the equalities and predicates reading that input alone,
+    or no input), then looking the other inputs up as ``lookups`` say, in order.
+    Expressions are over the join's columns."""
 
     input: int
     operator: int
+    equalities: tuple[Equality, ...]
+    closure: tuple[Scalar, ...]
     lookups: tuple[Lookup, ...]
 
     @property

@@ -8,9 +8,13 @@ runtime executes and EXPLAIN PHYSICAL prints (``ir.physical``).
         Window -> values (its input) and output iff a consumer looks its output up;
         LetRec -> its inputs are the parts of its bindings that read no binding
         (``loop_invariants``), its body runs inside it (``runtime.let_rec``);
-      - for a Join, its implementation: the delta paths of its JoinPlan, each lookup keyed by
-        the equivalence-class members over the looked-up input alone, at time <= t for an
-        input before the path's own and < t for one after it (Alt/Neu).
+      - for a Join, its implementation: the delta paths of its JoinPlan. A path first filters
+        its input's changes by the equalities and predicates reading that input alone; each
+        lookup then checks the equalities it makes checkable (per equivalence class, each
+        new member equals the class's first member over the inputs bound before), those
+        between a bound expression and one over the looked-up input alone as its stream and
+        lookup keys, at time <= t for an input before the path's own and < t for one after
+        it (Alt/Neu), and applies the predicates it makes checkable (its closure).
 
 Every decision about state and join paths is made here, once; the runtime and EXPLAIN read it.
 """
@@ -105,29 +109,53 @@ def _delta_join(join: Join, inputs: tuple[physical.Operator, ...]) -> physical.D
     ids = [op.id for op in inputs]
     plan = join.plan or JoinPlan("delta", tuple(
         tuple(j for j in range(len(ids)) if j != i) for i in range(len(ids))))
+    offsets = offsets_of([rel.arity for rel in join.inputs])
     paths = []
     for i, order in enumerate(plan.orders):
-        bound, lookups = {i}, []
+        bound, lookups = frozenset({i}), []
         for j in order:
-            lookups.append(physical.Lookup(j, ids[j], _key(join, bound, j),
-                                           "<=" if j < i else "<"))
-            bound.add(j)
-        paths.append(physical.DeltaPath(i, ids[i], tuple(lookups)))
+            stream_key, key, equalities = [], [], []
+            for anchor, member in _checkable(join, bound, j):
+                if _reads(join, anchor) and _reads(join, anchor) <= bound \
+                        and _reads(join, member) == {j}:
+                    stream_key.append(anchor)
+                    key.append(remap(member, lambda c, j=j: c - offsets[j]))
+                else:
+                    equalities.append((anchor, member))
+            lookups.append(physical.Lookup(
+                j, ids[j], tuple(stream_key), tuple(key), "<=" if j < i else "<",
+                tuple(equalities), _closure(join, bound, j)))
+            bound |= {j}
+        paths.append(physical.DeltaPath(
+            i, ids[i], tuple(_checkable(join, frozenset(), i)), _closure(join, frozenset(), i),
+            tuple(lookups)))
     return physical.DeltaJoin(tuple(paths))
 
 
-def _key(join: Join, bound: set[int], new: int) -> tuple[Scalar, ...]:
-    """The expressions over input ``new``'s own columns by which it is looked up once the
-    inputs ``bound`` are bound: each equivalence class member reading only ``new``, of the
-    classes with a member over the bound inputs."""
-    offsets = offsets_of([rel.arity for rel in join.inputs])
-    key = []
+def _reads(join: Join, expr: Scalar) -> frozenset[int]:
+    """The inputs whose columns ``expr`` reads."""
+    return frozenset(join.input_of(c) for c in columns_used(expr))
+
+
+def _checkable(join: Join, bound: frozenset[int], new: int) -> list[physical.Equality]:
+    """The equalities that become checkable when input ``new`` joins the inputs ``bound``:
+    per equivalence class, each member reading ``new`` (and otherwise only inputs
+    ``bound``) equals the class's first member reading only inputs ``bound`` (when none
+    does, its first member reading ``new``)."""
+    pairs = []
+    now = bound | {new}
     for cls in join.equivalences:
-        reads = [{join.input_of(c) for c in columns_used(m)} for m in cls]
-        if not any(r and r <= bound for r in reads):
-            continue
-        for member, read in zip(cls, reads):
-            if read == {new}:
-                key.append(remap(member, lambda c: c - offsets[new]))
-                break
-    return tuple(key)
+        before = [m for m in cls if _reads(join, m) <= bound]
+        added = [m for m in cls if _reads(join, m) <= now and not _reads(join, m) <= bound]
+        if added:
+            anchor = before[0] if before else added[0]
+            pairs += [(anchor, m) for m in added if m is not anchor]
+    return pairs
+
+
+def _closure(join: Join, bound: frozenset[int], new: int) -> tuple[Scalar, ...]:
+    """The predicates that become checkable when input ``new`` joins the inputs ``bound``
+    (``bound`` empty: those reading input ``new`` alone, or no input)."""
+    now = bound | {new}
+    return tuple(p for p in join.predicates
+                 if _reads(join, p) <= now and (not bound or not _reads(join, p) <= bound))

@@ -57,8 +57,7 @@ def _operator(node: physical.Operator, inputs: tuple[Operator, ...],
     if isinstance(node, physical.Union):
         return UnionOp(rel.types, inputs=inputs)
     if isinstance(node, physical.Join):
-        return JoinOp(rel.types, inputs=inputs, equivalences=node.relation.equivalences,
-                      orders=tuple(p.order for p in node.implementation.paths),
+        return JoinOp(rel.types, inputs=inputs, paths=node.implementation.paths,
                       predicates=node.relation.predicates,
                       keep_history=node.output is not None, max_rows=max_join_rows,
                       label=f"Join %{node.id}")

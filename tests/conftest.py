@@ -1,6 +1,7 @@
 """Shared test fixtures: one SparkSession per run, on the Spark master ``--spark-master`` names
-(local mode by default; ``tests/test_cluster.py`` runs on a real cluster), and the
-``--rewrite`` option of golden files."""
+(local mode by default; ``tests/cluster/test_cluster.py`` runs on a real cluster), and the
+``--rewrite`` option of golden files. Every test asking for the session, directly or through
+other fixtures, is marked ``spark`` (``pytest -m "not spark"`` runs without a JVM)."""
 
 from __future__ import annotations
 
@@ -22,6 +23,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
         "--spark-connect", action="store_true",
         help="reach the master through a Spark Connect server the run starts in front of it")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark ``spark`` every test whose fixtures (their closure) include the session."""
+    for item in items:
+        if "spark" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.spark)
 
 
 @pytest.fixture(scope="session")

@@ -4,7 +4,9 @@
 pygraphviz needed; render it with Graphviz, ``dot -Tsvg -o plan.svg``):
 
 - an operator ``k`` is a box labelled ``%k Kind`` over its attributes (its line of the IR
-  text form without the kind, wrapped between attributes and between Linear steps);
+  text form without the kind, wrapped between attributes and between Linear steps); a Join
+  of a dataflow has its delta paths, one per line as EXPLAIN PHYSICAL's text prints them
+  (``physical_text.render_path``), as tooltip;
 - a shared arrangement (a table's or materialized view's) is a cylinder, an arrangement an
   operator owns a note; both labelled with the arrangement's name, their purpose as tooltip;
 - an input edge is solid (from input to consumer); a lookup edge, from an arrangement to the
@@ -24,6 +26,7 @@ from matview.ir.relation import Relation
 from matview.ir.render import render_line
 from matview.planner.dataflow_graph import dataflow_graph, operators
 from matview.planner.explain.as_json import arrangement_names
+from matview.planner.explain.physical_text import render_path
 from matview.planner.lower import lower
 
 WRAP = 48
@@ -78,7 +81,10 @@ def _operator_attrs(graph: nx.DiGraph, op: int) -> dict[str, str]:
     node = graph.nodes[op]
     kind = node["kind"]
     details = render_line(node["relation"]).removeprefix(kind).strip()
-    return {"shape": "box", "label": "\n".join([f"%{op} {kind}", *_wrap(details)])}
+    attrs = {"shape": "box", "label": "\n".join([f"%{op} {kind}", *_wrap(details)])}
+    if "paths" in node:
+        attrs["tooltip"] = "\n".join(render_path(path) for path in node["paths"])
+    return attrs
 
 
 def _wrap(text: str) -> list[str]:

@@ -66,12 +66,18 @@ its SCALARs) also has ``"subqueries"``: ``[PLAN, ...]``, the plan of ``@N`` at i
   ``LINE`` is the operator's own line of the IR text form (``ir.render.render_line``);
   ``arrangements`` those it maintains; ``paths`` only on a Join, one per input;
   ``statistics`` only in ANALYZE.
-- PATH: ``{"input": I, "operator": ID, "lookups": [LOOKUP, ...]}``: path ``I`` starts from
-  the changes of input ``I`` (operator ``ID``) and looks the other inputs up in order.
-- LOOKUP: ``{"input": J, "operator": ID, "key": [SCALAR, ...], "time": "<=" | "<",
-  "arrangements": [NAME, ...]}``: input ``J`` (operator ``ID``) found by ``key``
-  (expressions over input ``J``'s own columns; ``[]`` is a cross product), its updates seen
-  at times ``<=`` or ``<`` the change's time, read from ``arrangements``.
+- PATH: ``{"input": I, "operator": ID, "equalities": [[SCALAR, SCALAR], ...], "closure":
+  [SCALAR, ...], "lookups": [LOOKUP, ...]}``: path ``I`` starts from the changes of input
+  ``I`` (operator ``ID``), keeps those on which ``equalities`` (pairs of equal expressions)
+  and ``closure`` (predicates) hold, and looks the other inputs up in order.
+- LOOKUP: ``{"input": J, "operator": ID, "key": [SCALAR, ...], "stream_key": [SCALAR, ...],
+  "time": "<=" | "<", "equalities": [[SCALAR, SCALAR], ...], "closure": [SCALAR, ...],
+  "arrangements": [NAME, ...]}``: input ``J`` (operator ``ID``) found where ``key``
+  (expressions over input ``J``'s own columns) equals ``stream_key`` (expressions over the
+  join's columns) pairwise (both ``[]``: a cross product) and ``equalities`` hold, its
+  updates seen at times ``<=`` or ``<`` the change's time, read from ``arrangements``; then
+  ``closure`` filters the joined rows. Expressions other than ``key`` are over the join's
+  columns.
 - ARRANGEMENT: ``{"name": NAME, "role": "shared" | "owned", "purpose": TEXT,
   "reused": BOOL, "maintained_by": ID | null, "read_by": [ID, ...],
   "looked_up_by": [{"operator": ID, "paths": [I, ...]}, ...]}``: a shared arrangement is a
@@ -106,7 +112,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import networkx as nx
-from matview.ir.physical import DeltaPath
+from matview.ir.physical import DeltaPath, Equality
 from matview.ir.relation import (
     Constant,
     Get,
@@ -306,12 +312,20 @@ def _path_json(graph: nx.DiGraph, path: DeltaPath) -> Json:
     return {
         "input": path.input,
         "operator": path.operator,
+        "equalities": _equalities(path.equalities),
+        "closure": _scalars(path.closure),
         "lookups": [
             {"input": lookup.input, "operator": lookup.operator, "key": _scalars(lookup.key),
-             "time": lookup.time,
+             "stream_key": _scalars(lookup.stream_key), "time": lookup.time,
+             "equalities": _equalities(lookup.equalities),
+             "closure": _scalars(lookup.closure),
              "arrangements": history_arrangements(graph, lookup.operator)}
             for lookup in path.lookups],
     }
+
+
+def _equalities(pairs: Sequence[Equality]) -> list[list[str]]:
+    return [_scalars(pair) for pair in pairs]
 
 
 def _arrangement_json(graph: nx.DiGraph, name: str) -> Json:

@@ -5,10 +5,15 @@ The dataflow prints as an indented tree under ``Explained Query:``, one operator
 ``%k`` (its id, see ``dataflow_graph``) then the operator as ``ir.render`` prints it, inputs
 two spaces deeper. Lines between an operator and its inputs describe it:
 
-- ``implementation: delta`` for a join, then one line per delta path:
-  ``path i from %a: %b[KEY] <=, %c[KEY] <``: the changes of input ``i`` (operator ``%a``)
-  look up ``%b`` by ``KEY`` (expressions over ``%b``'s own columns; ``[]`` is a cross
-  product) seeing its updates at times ``<=`` the change's time, then ``%c`` at times ``<``.
+- ``implementation: delta`` for a join, then one line per delta path, every stage of it as
+  the runtime runs it: ``path i from %a: %b[KEY] <= stream=(SKEY), %c[KEY] < stream=(SKEY)``:
+  the changes of input ``i`` (operator ``%a``) look up ``%b`` where its ``KEY``
+  (expressions over ``%b``'s own columns) equals the path row's ``SKEY`` (expressions over
+  the join's columns; both empty: a cross product), seeing its updates at times ``<=`` the
+  change's time, then ``%c`` at times ``<``. After the path's start (before its colon) and
+  after a stage, `` on=(A = B, ...)`` lists the other equalities it checks (a stage: with
+  its lookup) and `` where=(P, ...)`` the predicates then applied to its rows (its
+  closure); expressions in them are over the join's columns.
 - ``lookups: %b in NAME (reused), ...``: the arrangements each lookup reads. ``reused``
   arrangements exist anyway (a stored collection's, a Reduce's output); ``created`` ones
   exist only for these lookups (a join's output).
@@ -38,10 +43,11 @@ from typing import Protocol
 
 import networkx as nx
 from matview.ir import physical
-from matview.ir.physical import DeltaPath
+from matview.ir.physical import DeltaPath, Equality
 from matview.ir.relation import Get, Join, Linear, Reduce, Relation, inputs_of
 from matview.ir.render import PLAIN, RenderOptions, render_line
 from matview.ir.render_scalars import render_scalar
+from matview.ir.scalar import Scalar
 from matview.planner.dataflow_graph import (
     arrangements,
     history_arrangements,
@@ -110,7 +116,7 @@ def _render_operator(graph: nx.DiGraph, op: int, depth: int, options: RenderOpti
     detail = pad + "  "
     if "implementation" in node:
         lines.append(f"{detail}implementation: {node['implementation'].kind}")
-        lines += [f"{detail}  {_path(path)}" for path in node["paths"]]
+        lines += [f"{detail}  {render_path(path)}" for path in node["paths"]]
         lines.append(f"{detail}lookups: " + ", ".join(_lookups(graph, op)))
     for name in arrangements(graph, op):
         lines.append(f"{detail}arrangements: creates {name} ({graph.nodes[name]['purpose']})")
@@ -148,10 +154,23 @@ def _loop(op: physical.LetRec, pad: str, options: RenderOptions) -> list[str]:
     return lines
 
 
-def _path(path: DeltaPath) -> str:
-    steps = [f"%{lk.operator}[{', '.join(render_scalar(k) for k in lk.key)}] {lk.time}"
-             for lk in path.lookups]
-    return f"path {path.input} from %{path.operator}: " + ", ".join(steps)
+def render_path(path: DeltaPath) -> str:
+    """Delta path ``path`` on one line (see the module docstring)."""
+    steps = [f"%{lk.operator}[{_scalars(lk.key)}] {lk.time} stream=({_scalars(lk.stream_key)})"
+             f"{_filters(lk.equalities, lk.closure)}" for lk in path.lookups]
+    return (f"path {path.input} from %{path.operator}"
+            f"{_filters(path.equalities, path.closure)}: " + ", ".join(steps))
+
+
+def _scalars(exprs: Sequence[Scalar]) -> str:
+    return ", ".join(render_scalar(e) for e in exprs)
+
+
+def _filters(equalities: Sequence[Equality], closure: Sequence[Scalar]) -> str:
+    """`` on=(A = B, ...)`` for ``equalities`` and `` where=(P, ...)`` for ``closure``,
+    each only when there are some."""
+    on = ", ".join(f"{render_scalar(a)} = {render_scalar(b)}" for a, b in equalities)
+    return (f" on=({on})" if on else "") + (f" where=({_scalars(closure)})" if closure else "")
 
 
 def _lookups(graph: nx.DiGraph, op: int) -> list[str]:

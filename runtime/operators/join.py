@@ -1,25 +1,31 @@
-"""Delta joins on Spark (seeds 001 and 003).
+"""Delta joins on Spark (seeds 001 and 003), run as the physical plan's ``DeltaJoin`` says.
 
-Path i starts from input i's changes and looks the other inputs up in ``orders[i]`` order.
-Each looked-up input j is its history (updates up to the step's ``lower``, all older than
-any change of the step) plus its own changes of this step, of which path i sees those with
-time ``<= t`` when ``j < i`` and ``< t`` when ``j > i``: the Alt/Neu order, under which
-changes at the same time are counted exactly once. The output update of a path has the
-changing update's time and the product of the diffs. No intermediate state is kept.
+Path i starts from input i's changes, filtered by the path's equalities and closure, and
+looks the other inputs up in the order of its stages. Each looked-up input j is its history
+(updates up to the step's ``lower``, all older than any change of the step) plus its own
+changes of this step, of which path i sees those at the times the stage names (``<= t``
+when ``j < i`` and ``< t`` when ``j > i``: the Alt/Neu order, under which changes at the
+same time are counted exactly once), where the stage's stream key equals its lookup key and
+its other equalities hold; then the stage's closure filters the joined rows. Keys, times,
+equalities and predicates all come from the plan (``planner.lower``): this module derives
+none of them. The output update of a path has the changing update's time and the product of
+the diffs. No intermediate state is kept.
 """
 
 from __future__ import annotations
 
 import functools
+import operator
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import ClassVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
+from matview.ir import physical
 from matview.ir.functions import EvalError
 from matview.ir.joins import input_at, offsets_of
-from matview.ir.scalar import Col, Scalar, columns_used, may_fail
+from matview.ir.scalar import Col, Scalar, may_fail
 from matview.runtime.arrangements.consolidation import consolidate
 from matview.runtime.arrangements.trace import Trace
 from matview.runtime.arrangements.updates import (
@@ -65,6 +71,27 @@ _PathInputs = tuple[int, DataFrame, tuple[DataFrame | None, ...],
                     tuple[DataFrame | None, ...], tuple[bool, ...]]
 """What a path of a step is built from (``JoinOp._output``)."""
 
+_TIMES: dict[str, Callable[[Column, Column], Column]] = {"<=": operator.le, "<": operator.lt}
+"""A stage's time comparison: the looked-up update's time against the change's."""
+
+
+@dataclass(frozen=True)
+class CompiledStage:
+    """What ``JoinOp`` compiled one stage of a delta path from (the start of the path:
+    ``time`` None, no keys): a record, kept in ``JoinOp.compiled``, by which a test checks
+    that the runtime ran the keys, times, equalities and predicates the plan names."""
+
+    stream_key: tuple[Scalar, ...]
+    key: tuple[Scalar, ...]
+    time: str | None
+    equalities: tuple[physical.Equality, ...]
+    closure: tuple[Scalar, ...]
+
+
+_Stage = tuple[Column | None, list[Checked]]
+"""A compiled stage: its lookup condition (at the path's start, the filter of its
+equalities, None when it has none) and the checks of its closure."""
+
 
 @dataclass
 class JoinOp(ArrangedWhenLookedUp, Operator):
@@ -74,16 +101,18 @@ class JoinOp(ArrangedWhenLookedUp, Operator):
     A step producing more than ``max_rows`` rows fails: before running when the paths'
     cross products of known sizes say so, else while running (``_counted``).
 
-    Each of ``predicates`` is evaluated in every path right after the lookup that binds the
-    last input it reads (on the path's own input when it reads only that one)."""
+    ``paths`` are the plan's delta paths, run as they say: each of ``predicates`` is
+    evaluated in the closure of the stage the plan places it in."""
 
     kind: ClassVar[str] = "Join"
 
     inputs: tuple[Operator, ...] = ()
-    equivalences: tuple[tuple[Scalar, ...], ...] = ()
     predicates: tuple[Scalar, ...] = ()
-    orders: tuple[tuple[int, ...], ...] = ()
-    """Per input i, the inputs path i looks up, in order (the plan's ``DeltaJoin``)."""
+    paths: tuple[physical.DeltaPath, ...] = ()
+    """Per input i, path i (the plan's ``DeltaJoin``)."""
+    compiled: dict[tuple[int, int | None], CompiledStage] = field(default_factory=dict)
+    """What each stage of each path was compiled from, by (path, input looked up; None:
+    the path's start)."""
     keep_history: bool = False
     output: Trace | None = None
     max_rows: int = DEFAULT_JOIN_ROWS
@@ -98,48 +127,40 @@ class JoinOp(ArrangedWhenLookedUp, Operator):
             *[col(f"c{k}").alias(f"j{index}_c{k}") for k in range(self.inputs[index].arity)],
             col(TIME).alias(f"_t{index}"), col(DIFF).alias(f"_d{index}"))))
 
-    def _reads(self, expr: Scalar) -> frozenset[int]:
-        """The inputs whose columns ``expr`` reads."""
-        offsets = offsets_of([op.arity for op in self.inputs])
-        return frozenset(input_at(offsets, c) for c in columns_used(expr))
-
-    def _members(self) -> list[list[tuple[Scalar, frozenset[int]]]]:
-        """Each equivalence class's members with the set of inputs each one reads."""
-        return [[(m, self._reads(m)) for m in cls] for cls in self.equivalences]
-
     def _column_refs(self) -> list[Column]:
         return [col(f"j{i}_c{k}") for i, op in enumerate(self.inputs) for k in range(op.arity)]
 
-    def _conditions(self, bound: frozenset[int], new: int) -> list[Column]:
-        """The equalities that become checkable when input ``new`` joins inputs ``bound``."""
-        return self.built(("conditions", bound, new),
-                          lambda: self._new_conditions(bound, new))
+    def stages(self, i: int) -> list[_Stage]:
+        """Path ``i`` compiled: its start, then each of its lookups (made once)."""
+        def make() -> list[_Stage]:
+            path = self.paths[i]
+            return [self._stage(i, None, CompiledStage((), (), None, path.equalities,
+                                                       path.closure)),
+                    *[self._stage(i, s.input, CompiledStage(s.stream_key, s.key, s.time,
+                                                            s.equalities, s.closure))
+                      for s in path.lookups]]
+        return self.built(("stages", i), make)
 
-    def _new_conditions(self, bound: frozenset[int], new: int) -> list[Column]:
-        refs, conditions = self._column_refs(), []
-        now = bound | {new}
-        for cls in self._members():
-            before = [m for m, used in cls if used <= bound]
-            added = [m for m, used in cls if used <= now and not used <= bound]
-            anchor = before[0] if before else (added[0] if added else None)
-            for member in added:
-                if member is not anchor:
-                    conditions.append(self._compile(anchor, refs) == self._compile(member, refs))
-        return conditions
-
-    def _checks(self, bound: frozenset[int], new: int | None) -> list[Checked]:
-        """The predicates that become checkable when input ``new`` joins inputs ``bound``
-        (``new`` None: the predicates reading only the inputs ``bound``), with their errors."""
-        return self.built(("checks", bound, new), lambda: self._new_checks(bound, new))
-
-    def _new_checks(self, bound: frozenset[int], new: int | None) -> list[Checked]:
-        refs, checks = self._column_refs(), []
-        for pred in self.predicates:
-            used = self._reads(pred)
-            now = bound if new is None else bound | {new}
-            if used <= now and (new is None or not used <= bound):
-                checks.append(compile_checked(pred, refs, self.types))
-        return checks
+    def _stage(self, i: int, j: int | None, stage: CompiledStage) -> _Stage:
+        """The condition and checks of path ``i``'s stage looking input ``j`` up (``j``
+        None: its start), compiled from ``stage`` and recorded in ``compiled``: the stream
+        key over the path's columns equals the lookup key over input ``j``'s, the other
+        equalities hold and the looked-up update's time compares with the change's as
+        ``stage.time`` says."""
+        self.compiled[(i, j)] = stage
+        refs = self._column_refs()
+        equal = [self._compile(a, refs) == self._compile(b, refs) for a, b in stage.equalities]
+        if j is not None:
+            own = [col(f"j{j}_c{k}") for k in range(self.inputs[j].arity)]
+            equal = [compile_scalar(s, refs, self.types)
+                     == compile_scalar(k, own, self.inputs[j].types)
+                     for s, k in zip(stage.stream_key, stage.key, strict=True)] + equal
+        checks = [compile_checked(p, refs, self.types) for p in stage.closure]
+        if stage.time is None:
+            return (functools.reduce(Column.__and__, equal) if equal else None), checks
+        assert j is not None
+        seen = _TIMES[stage.time](col(f"_t{j}"), col(f"_t{i}"))
+        return functools.reduce(Column.__and__, equal, seen), checks
 
     def _filter(self, path: DataFrame, checks: list[Checked]) -> DataFrame:
         """``path`` keeping the rows that pass ``checks`` and, when the join's predicates
@@ -152,8 +173,7 @@ class JoinOp(ArrangedWhenLookedUp, Operator):
         path = path.withColumn(ERR, error)
         return path.where(F.coalesce(passed, F.lit(False)) | col(ERR).isNotNull())
 
-    def _compile(self, expr: Scalar | None, refs: list[Column]) -> Column:
-        assert expr is not None
+    def _compile(self, expr: Scalar, refs: list[Column]) -> Column:
         return compile_scalar(expr, refs, self.types)
 
     @property
@@ -164,39 +184,29 @@ class JoinOp(ArrangedWhenLookedUp, Operator):
 
     def _path(self, small: bool, i: int, start: DataFrame, others: list[DataFrame | None],
               large: tuple[bool, ...]) -> DataFrame | None:
+        (own, checks), *lookups = self.stages(i)
         path = self._prefixed(start, i)
         if self.checks:
             path = path.withColumn(ERR, F.lit(None).cast("string"))
-        own = self._conditions(frozenset(), i)
-        if own:
-            path = path.where(functools.reduce(Column.__and__, own))
-        bound = frozenset({i})
-        checks = self._checks(bound, None)
+        if own is not None:
+            path = path.where(own)
         if checks:
             path = self._filter(path, checks)
-        for j in self.orders[i]:
-            other = others[j]
+        bound = frozenset({i})
+        for stage, (condition, checks) in zip(self.paths[i].lookups, lookups, strict=True):
+            j, other = stage.input, others[stage.input]
             if other is None:
                 return None
             other = self._prefixed(other, j)
-            path = lookup(path, other, self._lookup_condition(bound, i, j), "inner", small,
-                          build="left", large=large[j])
+            assert condition is not None
+            path = lookup(path, other, condition, "inner", small, build="left",
+                          large=large[j])
             path = select(path, self._times_diffs(path.sparkSession, bound | {j}, i, j))
-            checks = self._checks(bound, j)
             if checks:
                 path = self._filter(path, checks)
             bound = bound | {j}
         return select(path, self.built(("output", i), lambda: columns(
             path.sparkSession, *self._new_output(i))))
-
-    def _lookup_condition(self, bound: frozenset[int], i: int, j: int) -> Column:
-        """Path ``i``'s condition for looking input ``j`` up once ``bound`` are bound: the
-        equalities it makes checkable, and the Alt/Neu order of times (made once)."""
-        def make() -> Column:
-            seen = (col(f"_t{j}") <= col(f"_t{i}")) if j < i else (
-                col(f"_t{j}") < col(f"_t{i}"))
-            return functools.reduce(Column.__and__, self._conditions(bound, j), seen)
-        return self.built(("lookup", bound, i, j), make)
 
     def _times_diffs(self, spark: SparkSession, bound: frozenset[int], i: int,
                      j: int) -> Columns:
@@ -218,50 +228,46 @@ class JoinOp(ArrangedWhenLookedUp, Operator):
         return [*[col(n).alias(f"c{x}") for x, n in enumerate(names)], *failed,
                 col(f"_t{i}").alias(TIME), col(f"_d{i}").alias(DIFF)]
 
-    def _keyed(self, bound: frozenset[int], new: int) -> bool:
-        """Whether an equality links input ``new`` to the inputs ``bound``."""
-        now = bound | {new}
-        return any(any(used <= bound for _, used in cls)
-                   and any(used <= now and not used <= bound for _, used in cls)
-                   for cls in self._members())
-
     def _estimate(self, ctx: StepContext, i: int, deltas: list[Delta | None]) -> int | None:
         """A bound on the rows of path ``i`` up to its first lookup by key (the lookups
-        before it are cross products of known sizes), when the sizes are known."""
+        before it, with an empty key, are cross products of known sizes), when the sizes
+        are known."""
         start = deltas[i]
         rows = None if start is None else start.rows
         if rows is None:
             return None
-        bound = frozenset({i})
-        for j in self.orders[i]:
-            old, delta = self.inputs[j].history_rows(ctx), deltas[j]
+        for stage in self.paths[i].lookups:
+            old, delta = self.inputs[stage.input].history_rows(ctx), deltas[stage.input]
             new = 0 if delta is None else delta.rows
-            if self._keyed(bound, j) or old is None or new is None:
+            if stage.key or old is None or new is None:
                 break
             rows *= old + new
-            bound = bound | {j}
         return rows
 
     def _keyed_histories(self, ctx: StepContext, i: int, deltas: list[Delta | None]
                          ) -> dict[int, Matched]:
-        """The histories path ``i`` reads by key: an input it looks up whose plain column an
-        equivalence class equates with a plain column of an input whose values the driver
-        knows (input ``i``'s changes, or an input read by key earlier on the path, with its
-        changes when the path sees them) keeps only its rows holding one of those values
-        (``history_matching``, a superset of the rows the lookup can match). The other
-        inputs are read whole."""
+        """The histories path ``i`` reads by key: an input it looks up whose lookup key
+        holds a plain column paired, in the stage's stream key, with a plain column of an
+        input whose values the driver knows (input ``i``'s changes, or an input read by key
+        earlier on the path, with its changes when the path sees them) keeps only its rows
+        holding one of those values (``history_matching``, a superset of the rows the
+        lookup can match). The other inputs are read whole."""
         if ctx.first:
             return {}
         start = self.inputs[i]
+        offsets = offsets_of([op.arity for op in self.inputs])
         known: dict[int, Callable[[int], pa.Array | None]] = {
             i: lambda c: start.step_values(ctx, c)}
         read: dict[int, Matched] = {}
-        for j in self.orders[i]:
-            pairs = self.built(("key pairs", j), functools.partial(self._key_pairs, j))
-            for k, k_column, j_column in pairs:
-                values = known[k](k_column) if k in known else None
+        for stage in self.paths[i].lookups:
+            j = stage.input
+            for stream, key in zip(stage.stream_key, stage.key, strict=True):
+                if not (isinstance(stream, Col) and isinstance(key, Col)):
+                    continue
+                k = input_at(offsets, stream.index)
+                values = known[k](stream.index - offsets[k]) if k in known else None
                 matched = None if values is None else self.inputs[j].history_matching(
-                    ctx, j_column, values)
+                    ctx, key.index, values)
                 if matched is not None:
                     read[j] = matched
                     sees = deltas[j] is not None and not (ctx.single_time and j > i)
@@ -281,18 +287,6 @@ class JoinOp(ArrangedWhenLookedUp, Operator):
             return None if new is None else pc.unique(
                 pa.chunked_array([old, new.cast(old.type)]))
         return values
-
-    def _key_pairs(self, j: int) -> list[tuple[int, int, int]]:
-        """``(k, column of k, column of j)`` for each pair of plain columns, of another
-        input k and of input ``j`` (each counted within its input), that an equivalence
-        class says are equal."""
-        offsets = offsets_of([op.arity for op in self.inputs])
-        pairs = []
-        for cls in self.equivalences:
-            plain = [(input_at(offsets, m.index), m.index) for m in cls if isinstance(m, Col)]
-            pairs += [(k, at_k - offsets[k], at_j - offsets[j])
-                      for k, at_k in plain for owner, at_j in plain if owner == j and k != j]
-        return pairs
 
     def _too_many(self, how: str) -> str:
         return (f"{self.label} {how} {self.max_rows} rows in one step (raise the limit with "
@@ -323,7 +317,7 @@ class JoinOp(ArrangedWhenLookedUp, Operator):
             sizes, olds = list(known), {}
             for j, matched in self._keyed_histories(ctx, i, deltas).items():
                 olds[j], sizes[j] = matched.frame, matched.rows
-            for j in self.orders[i]:
+            for j in self.paths[i].order:
                 if j not in olds:
                     if j not in histories:
                         histories[j] = self.inputs[j].history(ctx)

@@ -1,0 +1,110 @@
+"""The oracle tests on a real Spark cluster and through Spark Connect.
+
+Marked ``cluster``, so the main run deselects them (``addopts`` in ``pyproject.toml``):
+Spark runs one SparkContext per process and the main run's is local mode, where the driver
+is the only executor. ``make test`` runs them twice more, each run a pytest process of its
+own on ``local-cluster[2,1,1024]`` (a standalone master and two workers inside the driver's
+JVM, each worker launching an executor JVM of its own with one core and 1024 MB)::
+
+    pytest -m cluster --spark-master 'local-cluster[2,1,1024]'
+    pytest -m cluster --spark-master 'local-cluster[2,1,1024]' --spark-connect
+
+the second through a Spark Connect server of its own in front of that cluster.
+
+The workloads are the main suite's, reused from ``tests/support`` (those of
+``test_oracle``, ``test_topk``, ``test_oracle_linear``, ``test_tpch22``, ``test_recursion``):
+the DuckDB oracle's views (joins, outer joins, reductions, subqueries) and TopK views with
+every step's changes and state held in the executors, temporal filters and table functions
+over a few seeds, TPC-H queries over SF 0.01, whose larger tables are checkpointed in the
+executors, and recursive views with ``min`` inside the loop. A first test checks that the
+executors are JVMs of their own.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from matview.runtime import dataflow
+from matview.runtime.arrangements import updates
+from pyspark import SparkContext
+from pyspark.sql import SparkSession
+
+from tests.support.oracle.harness import check_views, oracle_seeds
+from tests.support.oracle.linear import check_linear_views
+from tests.support.recursive_graphs import check_fixed_points_over_min
+from tests.support.topk_views import check_views_after_changes
+from tests.support.tpch_engines import (  # noqa: F401 (engines: the fixture, shared)
+    Engines,
+    check_query_as_a_view,
+    engines,
+)
+
+pytestmark = pytest.mark.cluster
+
+def test_executors_are_jvms_of_their_own(spark: SparkSession, spark_master: str) -> None:
+    """The tasks of a job run in as many executor JVMs as ``local-cluster[N,...]`` names,
+    none of them the driver's."""
+    workers = re.fullmatch(r"local-cluster\[(\d+),\d+,\d+\]", spark_master)
+    if workers is None:
+        pytest.skip(f"{spark_master} is not a local-cluster master")
+    pids = {row.pid for row in spark.range(0, 64, 1, 16).selectExpr(
+        "reflect('java.lang.ProcessHandle', 'current') AS pid").distinct().collect()}
+    context = SparkContext._active_spark_context  # a Spark Connect server's, or the run's
+    assert context is not None
+    driver = str(context._jvm.java.lang.ProcessHandle.current().pid())  # type: ignore[union-attr]
+    assert len(pids) == int(workers.group(1)) and driver not in pids
+
+
+@pytest.fixture(scope="module")
+def remote(spark_master: str, request: pytest.FixtureRequest) -> bool:
+    """Whether the run goes through Spark Connect (``--spark-connect`` or an ``sc://``
+    master)."""
+    return bool(request.config.getoption("--spark-connect")) or spark_master.startswith("sc://")
+
+
+def test_the_session_is_the_one_asked_for(spark: SparkSession, remote: bool) -> None:
+    """Through Spark Connect the suite runs on its client's session, else on a classic one."""
+    assert type(spark).__module__.startswith("pyspark.sql.connect") == remote
+
+
+def test_oracle_views_held_in_the_executors(spark: SparkSession, remote: bool,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """The DuckDB oracle's views over the first seed's workload, every step of more than two
+    update rows a large one: its changes and the arrangements it updates checkpointed into
+    the executors' block managers (by default steps this small keep them in the driver).
+    Not through Spark Connect: there it took 20 minutes."""
+    if remote:
+        pytest.skip("too slow through Spark Connect for CI")
+    monkeypatch.setattr(dataflow, "SMALL_BATCH_ROWS", 2)
+    monkeypatch.setattr(updates, "LOCAL_LEAF_ROWS", 2)
+    check_views(spark, oracle_seeds()[0])
+
+
+def test_topk_views_held_in_the_executors(spark: SparkSession,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """TopK views over a table changing at random, each step's batches and the TopK's
+    prefix and input read from the executors (``test_topk``'s ``held="spark"`` case)."""
+    check_views_after_changes(spark, monkeypatch, 2, "spark", 8)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", oracle_seeds())
+def test_temporal_filters_and_table_functions(spark: SparkSession, seed: int) -> None:
+    """``mz_now()`` filters, a temporal join and count, and table functions, checked after
+    every transaction and clock advance (through Spark Connect too: the rows of a NULL
+    struct, which the client's ``toArrow`` failed to cast, ``jvm_plans.to_arrow``)."""
+    check_linear_views(spark, seed)
+
+
+@pytest.mark.parametrize("name", ["q03", "q05", "q13", "q18", "q21"])
+def test_tpch_query_as_a_view(engines: Engines, name: str) -> None:  # noqa: F811
+    """Joins with TopK (Q3), six tables (Q5), an outer join under two reductions (Q13),
+    ``IN`` (Q18) and ``EXISTS``/``NOT EXISTS`` (Q21) against DuckDB after CREATE, RF1, RF2."""
+    check_query_as_a_view(engines, name)
+
+
+def test_recursive_views(spark: SparkSession) -> None:
+    """Shortest paths and label propagation (WITH MUTUALLY RECURSIVE, ``min`` inside the
+    loop) on a random graph under edge changes, against DuckDB."""
+    check_fixed_points_over_min(spark, 0)

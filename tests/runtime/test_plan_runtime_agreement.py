@@ -1,0 +1,104 @@
+"""The runtime runs the joins EXPLAIN PHYSICAL prints: for the physical plan of every query
+of the golden plan fixtures (``fixtures/plans.test``, ``optimized_plans.test``,
+``explain_plans.test``), the dataflow built from it compiles, in every delta path of every
+join, exactly the stream keys, lookup keys, time comparisons, equalities and closures the
+plan names (``JoinOp.compiled``), its Spark lookup conditions compare the times and equate
+the key columns the plan names, and the paths it compiled print as the golden EXPLAIN
+PHYSICAL text prints them."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+from catalogs import Catalog
+from golden import read_cases
+from matview.ir import physical
+from matview.ir.relation import input_at, offsets_of
+from matview.ir.scalar import Col
+from matview.planner.explain.physical_text import render_path
+from matview.planner.lower import lower
+from matview.planner.pipeline import at_stage
+from matview.runtime.arrangements.trace import Trace
+from matview.runtime.dataflow import build, operators
+from matview.runtime.operators.join import JoinOp
+from matview.sql.parse import parse
+from matview.sql.statements import CreateView, Query
+from pyspark.sql import SparkSession
+
+FIXTURES = Path(__file__).parents[1] / "fixtures"
+FILES = ("plans", "optimized_plans", "explain_plans")
+
+
+def golden_plans() -> Iterator[tuple[str, physical.Operator, str]]:
+    """``(where, physical plan, expected output)`` for every query case of the golden plan
+    fixtures."""
+    for name in FILES:
+        catalog = Catalog()
+        for case in read_cases((FIXTURES / f"{name}.test").read_text()):
+            if case.directive.startswith("define"):
+                catalog.define(case.input)
+                continue
+            (stmt,) = parse(case.input, catalog)
+            assert isinstance(stmt, (Query, CreateView))
+            yield (f"{name}.test:{case.line}", lower(at_stage(stmt.plan, "physical")),
+                   case.expected)
+
+
+def run_paths(join: JoinOp, ids: list[int]) -> tuple[physical.DeltaPath, ...]:
+    """The delta paths ``join`` compiled (``ids``: its inputs' operator ids), as a plan."""
+    paths = []
+    for i, op in enumerate(ids):
+        join.stages(i)
+        start = join.compiled[(i, None)]
+        stages = [(j, stage) for (path, j), stage in join.compiled.items()
+                  if path == i and j is not None]
+        assert all(s.time is not None for _, s in stages)
+        paths.append(physical.DeltaPath(i, op, start.equalities, start.closure, tuple(
+            physical.Lookup(j, ids[j], s.stream_key, s.key, str(s.time), s.equalities,
+                            s.closure) for j, s in stages)))
+    return tuple(paths)
+
+
+def check_conditions(join: JoinOp, plan: physical.Join) -> None:
+    """Each lookup condition ``join`` compiled compares the looked-up update's time with the
+    change's as the plan says and equates each plain stream-key column with its plain
+    lookup-key column (Spark prints a condition as ``and(<(_t1, _t0), =(j0_c1, j1_c0))``)."""
+    offsets = offsets_of([child.relation.arity for child in plan.inputs])
+    for path in plan.implementation.paths:
+        i = path.input
+        _, *stages = join.stages(i)
+        for lookup, (condition, _) in zip(path.lookups, stages, strict=True):
+            j, text = lookup.input, str(condition)
+            assert f"{lookup.time}(_t{j}, _t{i})" in text, (text, lookup)
+            for stream, key in zip(lookup.stream_key, lookup.key, strict=True):
+                if isinstance(stream, Col) and isinstance(key, Col):
+                    k = input_at(offsets, stream.index)
+                    equal = f"=(j{k}_c{stream.index - offsets[k]}, j{j}_c{key.index})"
+                    assert re.search(rf"(?<![<>!]){re.escape(equal)}", text), (text, lookup)
+
+
+def test_the_runtime_runs_the_delta_paths_the_plan_names(spark: SparkSession) -> None:
+    joins = 0
+    for where, plan, expected in golden_plans():
+        gets = {op.relation.name: op.relation.arity for op in physical.operators(plan)
+                if isinstance(op, physical.Get)}
+        flow = build(plan, spark, lambda name, gets=gets: Trace(spark, gets[name]))
+        for node, op in zip(physical.operators(plan), operators(flow), strict=True):
+            assert op.kind == node.kind, where
+            if not isinstance(node, physical.Join):
+                continue
+            assert isinstance(op, JoinOp)
+            joins += 1
+            paths = node.implementation.paths
+            ran = run_paths(op, [child.id for child in node.inputs])
+            assert ran == paths, where
+            assert set(op.compiled) == {(p.input, j) for p in paths
+                                        for j in (None, *p.order)}, where
+            check_conditions(op, node)
+            if "Explained Query:" in expected and "implementation: delta" in expected:
+                for path in ran:
+                    assert render_path(path) in expected, (where, render_path(path))
+    assert joins >= 19
+

@@ -1,0 +1,113 @@
+"""One workload applied to matview and to an in-memory DuckDB database in lockstep, and the
+oracle's check of every query shape as a view over a seed's workload (``check_views``).
+
+A ``Run`` creates the schema in both, applies the workload's initial loads, creates every
+query shape as a materialized view in matview, and then applies operations one at a time;
+DuckDB evaluates a view's query from scratch as the expected contents.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+import duckdb
+from pyspark.sql import SparkSession
+
+import matview
+from tests.support.oracle.compare import Context, mismatch_report
+from tests.support.oracle.queries import QUERIES, Query
+from tests.support.oracle.workload import TABLES, Op, Row, Sql, Workload, generate
+
+DEFAULT_SEEDS = 1
+
+
+def oracle_seeds() -> list[int]:
+    """The seeds to run: ``MATVIEW_ORACLE_SEEDS`` of them (default ``DEFAULT_SEEDS``),
+    starting at ``MATVIEW_ORACLE_FIRST_SEED`` (default 0)."""
+    count = int(os.environ.get("MATVIEW_ORACLE_SEEDS", DEFAULT_SEEDS))
+    first = int(os.environ.get("MATVIEW_ORACLE_FIRST_SEED", 0))
+    return list(range(first, first + count))
+
+
+class Run:
+    """A matview connection (its views stepping as ``refresh`` says) and a DuckDB database
+    holding the same tables."""
+
+    def __init__(self, spark: SparkSession, workload: Workload, refresh: str = "auto") -> None:
+        self.workload = workload
+        self.con = matview.connect(clock=0, spark=spark, refresh=refresh)
+        self.db = duckdb.connect()
+        self.log: list[str] = []
+        """Every statement and operation applied, in order."""
+        for table in TABLES:
+            self.apply(Sql(table.ddl(), table.name))
+        for op in workload.initial:
+            self.apply(op)
+
+    def context(self, query: Query) -> Context:
+        return Context(self.workload.seed, query.name, query.sql, tuple(self.log))
+
+    def apply(self, op: Op) -> None:
+        """Apply ``op`` to both systems (DuckDB first: its failure is the harness's bug)."""
+        self.log.append(str(op))
+        op.on_duckdb(self.db)
+        try:
+            op.on_matview(self.con)
+        except Exception as error:
+            raise AssertionError(self._failure(f"matview failed to apply: {error!r}")) from error
+
+    def create_views(self, queries: Sequence[Query]) -> dict[str, str]:
+        """Create each query as a materialized view; the reports of those matview rejects."""
+        rejected = {}
+        for query in queries:
+            self.expected(query)  # a query DuckDB rejects is the harness's bug
+            self.log.append(f"CREATE MATERIALIZED VIEW {query.name} AS <its query>")
+            try:
+                self.con.execute(f"CREATE MATERIALIZED VIEW {query.name} AS {query.sql}")
+            except Exception as error:
+                rejected[query.name] = self.context(query).render(
+                    "matview rejected the view", [f"error: {error!r}"])
+        return rejected
+
+    def expected(self, query: Query) -> list[Row]:
+        return self.db.execute(query.sql).fetchall()
+
+    def actual(self, query: Query) -> list[Row]:
+        return self.con.execute(f"SELECT * FROM {query.name}").fetchall()
+
+    def _failure(self, headline: str) -> str:
+        lines = [f"{headline} (seed {self.workload.seed})", "operations so far:"]
+        return "\n".join(lines + [f"    {i:2d}. {entry}" for i, entry in enumerate(self.log)])
+
+
+def check_views(spark: SparkSession, seed: int, refresh: str = "auto") -> None:
+    """Every query of ``QUERIES`` as a view stepping as ``refresh`` says, checked against
+    DuckDB after every operation of seed ``seed``'s workload that writes a table it reads."""
+    workload = generate(seed)
+    run = Run(spark, workload, refresh)
+    failures = run.create_views(QUERIES)
+
+    def check(queries: Sequence[Query]) -> None:
+        for query in queries:
+            if query.name in failures:
+                continue
+            context = run.context(query)
+            try:
+                actual = run.actual(query)
+            except Exception as error:
+                failures[query.name] = context.render(
+                    "reading the view failed", [f"error: {error!r}"])
+                continue
+            report = mismatch_report(actual, run.expected(query), context)
+            if report is not None:
+                failures[query.name] = report
+
+    check(QUERIES)
+    for op in workload.ops:
+        run.apply(op)
+        table = op.table
+        check(QUERIES if table is None else [q for q in QUERIES if q.reads(table)])
+    check(QUERIES)
+    assert not failures, (f"{len(failures)} of {len(QUERIES)} views failed:\n\n"
+                          + "\n\n".join(failures.values()))

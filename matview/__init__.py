@@ -23,7 +23,7 @@ from matview.errors import (
     ProgrammingError,
     Warning,
 )
-from matview.runtime.settings import DEFAULTS, RuntimeSettings
+from matview.runtime.settings import RuntimeSettings, active
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -75,15 +75,16 @@ def connect(path: str | None = None, *, spark: SparkSession | None = None,
 
 
 def _settings(given: RuntimeSettings | Mapping[str, int | float] | None) -> RuntimeSettings:
-    """``connect``'s ``settings``: the defaults, a ``RuntimeSettings``, or the defaults with a
-    mapping's changes (an unknown name or a wrong value is a ``ProgrammingError``)."""
+    """``connect``'s ``settings``: those in force where it is called (the defaults, unless
+    inside ``matview.runtime.settings.using``), a ``RuntimeSettings``, or those in force with
+    a mapping's changes (an unknown name or a wrong value is a ``ProgrammingError``)."""
     if given is None or isinstance(given, RuntimeSettings):
-        return given or DEFAULTS
+        return given or active()
     if not isinstance(given, Mapping):
         raise ProgrammingError("settings must be a RuntimeSettings or a mapping of setting "
                                f"names to values, not {type(given).__name__}")
     try:
-        return DEFAULTS.replaced(given)
+        return active().replaced(given)
     except ValueError as error:
         raise ProgrammingError(str(error)) from None
 

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 
-def _setting(default: int | float, doc: str) -> Any:
-    return field(default=default, metadata={"doc": doc})
+def _setting(default: int | float, doc: str, least: int = 0) -> Any:
+    return field(default=default, metadata={"doc": doc, "least": least})
 
 
 @dataclass(frozen=True)
@@ -59,7 +59,8 @@ class RuntimeSettings:
         "index kept while the batch lives; smaller ones by a hash lookup."))
     large_lookup_rows: int = _setting(2_000_000, (
         "A small step looking up an arrangement of more rows than this broadcasts its own "
-        "side (one more job) instead of reading the arrangement in one partition."))
+        "side (one more job) instead of reading the arrangement in one partition (-1: "
+        "every lookup, of a size known or not)."), least=-1)
     plans_kept: int = _setting(4, (
         "Plans an operator keeps for each of its shapes, to run again without building."))
     loop_plans_kept: int = _setting(64, (
@@ -90,15 +91,16 @@ class RuntimeSettings:
 
     def replaced(self, changes: Mapping[str, object]) -> RuntimeSettings:
         """These settings with ``changes`` (setting name -> value); a name that is no
-        setting or a value that is no number of its type (positive, or a fraction between
-        0 and 1 for a float) is a ``ValueError`` naming it."""
+        setting or a value that is no number of its type (an integer from the setting's
+        least value, 0 unless said, or a fraction between 0 and 1) is a ``ValueError``
+        naming it."""
         known = {f.name: f for f in dataclasses.fields(self)}
         checked: dict[str, int | float] = {}
         for name, value in changes.items():
             if name not in known:
                 raise ValueError(f"unknown runtime setting {name!r}; the settings are: "
                                  + ", ".join(sorted(known)))
-            checked[name] = _checked(name, known[name].type, value)
+            checked[name] = _checked(name, known[name], value)
         return dataclasses.replace(self, **checked)
 
     def described(self) -> list[tuple[str, str, str]]:
@@ -107,15 +109,16 @@ class RuntimeSettings:
                 for f in dataclasses.fields(self)]
 
 
-def _checked(name: str, kind: object, value: object) -> int | float:
-    if kind in ("float", float):
+def _checked(name: str, setting: dataclasses.Field[Any], value: object) -> int | float:
+    if setting.type in ("float", float):
         if (isinstance(value, bool) or not isinstance(value, (int, float))
                 or not 0 <= value <= 1):
             raise ValueError(f"runtime setting {name!r} must be a fraction between 0 and 1,"
                              f" not {value!r}")
         return float(value)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(f"runtime setting {name!r} must be a non-negative integer,"
+    least = setting.metadata["least"]
+    if isinstance(value, bool) or not isinstance(value, int) or value < least:
+        raise ValueError(f"runtime setting {name!r} must be an integer of at least {least},"
                          f" not {value!r}")
     return value
 
@@ -143,7 +146,8 @@ _ACTIVE: ContextVar[RuntimeSettings | None] = ContextVar("matview_runtime_settin
 
 
 def active() -> RuntimeSettings:
-    """The settings of the statement running in this thread (the defaults outside one)."""
+    """The settings of the statement running in this thread; outside one, those a ``using``
+    block set, else the defaults."""
     return _ACTIVE.get() or DEFAULTS
 
 

@@ -5,6 +5,8 @@ other fixtures, is marked ``spark`` (``pytest -m "not spark"`` runs without a JV
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from typing import TYPE_CHECKING
 
 import pytest
@@ -54,12 +56,31 @@ def spark(request: pytest.FixtureRequest, spark_master: str) -> SparkSession:
 
 
 @pytest.fixture()
-def con(spark):  # type: ignore[no-untyped-def]
+def settings() -> dict[str, int | float]:
+    """The runtime settings ``con`` changes (none; a module overrides this fixture to run its
+    tests with others, e.g. ``{"table_copy_rows": 0}``)."""
+    return {}
+
+
+@pytest.fixture()
+def runtime_settings() -> Iterator[Callable[..., None]]:
+    """``runtime_settings(name=value, ...)``: the rest of the test runs with those runtime
+    settings (``matview.runtime.settings.using``), and the connections it opens after the call
+    take them."""
+    from matview.runtime.settings import active, using
+
+    with ExitStack() as stack:
+        yield lambda **changes: stack.enter_context(using(active().replaced(changes)))
+
+
+@pytest.fixture()
+def con(spark, settings):  # type: ignore[no-untyped-def]
     """A connection on a manual clock at 0 with tables ``customers (id, region)``, holding two
-    customers, and ``orders (id, cust, amount, note)``, empty."""
+    customers, and ``orders (id, cust, amount, note)``, empty; ``settings`` its runtime
+    settings."""
     import matview
 
-    connection = matview.connect(clock=0, spark=spark)
+    connection = matview.connect(clock=0, spark=spark, settings=settings)
     connection.execute("CREATE TABLE customers (id INT, region TEXT)")
     connection.execute("CREATE TABLE orders (id INT, cust INT, amount BIGINT, note TEXT)")
     connection.execute("INSERT INTO customers VALUES (1, 'eu'), (2, 'us')")

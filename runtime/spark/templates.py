@@ -139,7 +139,7 @@ def slot_for(slots: list[Slot], spark: SparkSession, table: pa.Table) -> Slot | 
     else:
         slots.remove(slot)
     slots.insert(0, slot)
-    del slots[_sizes(settings):]
+    del slots[slot_sizes(settings):]
     return slot
 
 
@@ -153,7 +153,7 @@ def same(a: object, b: object) -> bool:
     return type(a) is type(b) and a == b
 
 
-def _sizes(settings: RuntimeSettings) -> int:
+def slot_sizes(settings: RuntimeSettings) -> int:
     """The sizes a slot may have: the powers of two from ``slot_min_capacity`` to
     ``slot_max_rows`` (nine with the defaults), one slot kept per size."""
     return max(settings.slot_max_rows.bit_length() - settings.slot_min_capacity.bit_length(),

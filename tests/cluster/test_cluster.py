@@ -23,10 +23,9 @@ executors are JVMs of their own.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 import pytest
-from matview.runtime import dataflow
-from matview.runtime.arrangements import updates
 from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
@@ -69,23 +68,22 @@ def test_the_session_is_the_one_asked_for(spark: SparkSession, remote: bool) -> 
 
 
 def test_oracle_views_held_in_the_executors(spark: SparkSession, remote: bool,
-                                            monkeypatch: pytest.MonkeyPatch) -> None:
+                                            runtime_settings: Callable[..., None]) -> None:
     """The DuckDB oracle's views over the first seed's workload, every step of more than two
     update rows a large one: its changes and the arrangements it updates checkpointed into
     the executors' block managers (by default steps this small keep them in the driver).
     Not through Spark Connect: there it took 20 minutes."""
     if remote:
         pytest.skip("too slow through Spark Connect for CI")
-    monkeypatch.setattr(dataflow, "SMALL_BATCH_ROWS", 2)
-    monkeypatch.setattr(updates, "LOCAL_LEAF_ROWS", 2)
+    runtime_settings(small_step_rows=2, fetched_batch_rows=2)
     check_views(spark, oracle_seeds()[0])
 
 
 def test_topk_views_held_in_the_executors(spark: SparkSession,
-                                          monkeypatch: pytest.MonkeyPatch) -> None:
+                                          runtime_settings: Callable[..., None]) -> None:
     """TopK views over a table changing at random, each step's batches and the TopK's
     prefix and input read from the executors (``test_topk``'s ``held="spark"`` case)."""
-    check_views_after_changes(spark, monkeypatch, 2, "spark", 8)
+    check_views_after_changes(spark, runtime_settings, 2, "spark", 8)
 
 
 @pytest.mark.slow

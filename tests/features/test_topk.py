@@ -16,14 +16,13 @@ import math
 import random
 import re
 from collections import Counter
+from collections.abc import Callable
 from datetime import datetime
 
 import pytest
 from matview.ir.interpret import interpret
 from matview.ir.relation import TopK
 from matview.planner.pipeline import at_stage
-from matview.runtime import dataflow
-from matview.runtime.arrangements import updates
 from matview.runtime.operators.top_k import TopKOp
 from matview.sql.errors import UnsupportedError
 from matview.sql.parse import parse
@@ -115,11 +114,11 @@ def test_binding() -> None:
 @pytest.mark.parametrize(("seed", "held", "changes"),
                          [(seed, "driver", 16) for seed in seeds()] + [(2, "spark", 8)])
 def test_views_equal_duckdb_after_every_change(
-        spark: SparkSession, monkeypatch: pytest.MonkeyPatch, seed: int, held: str,
+        spark: SparkSession, runtime_settings: Callable[..., None], seed: int, held: str,
         changes: int) -> None:
     """The views equal DuckDB after every random write, their inputs held in the driver or
     (``held="spark"``, fewer changes) in Spark."""
-    check_views_after_changes(spark, monkeypatch, seed, held, changes)
+    check_views_after_changes(spark, runtime_settings, seed, held, changes)
 
 
 def test_a_step_of_several_transactions_shows_each_to_a_subscriber(
@@ -182,13 +181,12 @@ def test_a_step_deleting_nothing_in_the_first_rows_reads_no_input(
 
 @pytest.mark.parametrize("held", ["driver", "spark"])
 def test_timestamps_nan_and_nulls_in_the_order(spark: SparkSession,
-                                               monkeypatch: pytest.MonkeyPatch,
+                                               runtime_settings: Callable[..., None],
                                                held: str) -> None:
     """Timestamps and doubles order the same in Arrow and in Spark: NULLs where the key
     says, a NaN above every number; the replacements of deleted first rows come back."""
     if held == "spark":
-        monkeypatch.setattr(dataflow, "SMALL_BATCH_ROWS", 2)
-        monkeypatch.setattr(updates, "LOCAL_LEAF_ROWS", 2)
+        runtime_settings(small_step_rows=2, fetched_batch_rows=2)
     con = matview.connect(clock=0, spark=spark, refresh="incremental")
     con.execute("CREATE TABLE e (id INT, at TIMESTAMP, x DOUBLE)")
     con.execute("CREATE MATERIALIZED VIEW late AS SELECT id, at FROM e "

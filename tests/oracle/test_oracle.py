@@ -14,10 +14,9 @@ Deterministic: specific tricky cases with the expected contents written out.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import pytest
-from matview.runtime.operators import join
 from pyspark.sql import SparkSession
 
 import matview
@@ -34,11 +33,11 @@ def test_views_match_duckdb_after_every_operation(spark: SparkSession, seed: int
 
 @pytest.mark.slow
 def test_views_match_duckdb_with_every_lookup_broadcast(
-        spark: SparkSession, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A small step's lookup into an arrangement of more than ``LARGE_LOOKUP_ROWS`` rows
+        spark: SparkSession, runtime_settings: Callable[..., None]) -> None:
+    """A small step's lookup into an arrangement of more than ``large_lookup_rows`` rows
     broadcasts its own side instead of reading the arrangement in one partition; with the
     threshold below every size, every lookup does, and the views are the same."""
-    monkeypatch.setattr(join, "LARGE_LOOKUP_ROWS", -1)
+    runtime_settings(large_lookup_rows=-1)
     check_views(spark, oracle_seeds()[0])
 
 

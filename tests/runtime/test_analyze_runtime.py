@@ -17,7 +17,6 @@ from matview.ir.scalar import Call, Col, Lit
 from matview.ir.steps import Filter, FlatMap
 from matview.ir.types import BIGINT, INT, TEXT
 from matview.planner.lower import lower
-from matview.runtime import dataflow as dataflow_module
 from matview.runtime.arrangements.trace import Trace
 from matview.runtime.arrangements.updates import Leaf, stored
 from matview.runtime.dataflow import Dataflow
@@ -154,10 +153,10 @@ def test_join_counts_rows_as_produced(spark) -> None:  # type: ignore[no-untyped
     assert stats[2].arrangements == ()
 
 
-def test_large_step_join_counts(spark, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_large_step_join_counts(spark, runtime_settings) -> None:  # type: ignore[no-untyped-def]
     """The same join through the large-step path (no one-partition hash joins, outputs
     checkpointed): the counts are the same."""
-    monkeypatch.setattr(dataflow_module, "SMALL_BATCH_ROWS", 0)
+    runtime_settings(small_step_rows=0)
     a, b = Trace(spark, 2), Trace(spark, 2)
     _write(spark, a, A, 1, [(1, 10, 1), (2, 20, 1)], arrow=False)
     _write(spark, b, B, 1, [(1, "p", 1), (1, "q", 1), (3, "r", 1)], arrow=False)
@@ -172,10 +171,10 @@ def test_large_step_join_counts(spark, monkeypatch) -> None:  # type: ignore[no-
     assert _counts(flow.analyze()) == [("Get", 3, 4, 4), ("Get", 3, 5, 5), ("Join", 3, 9, 8)]
 
 
-def test_output_kept_as_is_is_counted_when_read(spark, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_output_kept_as_is_is_counted_when_read(spark, runtime_settings) -> None:  # type: ignore[no-untyped-def]
     """A large step's filter output is kept lazily by the engine (a plan over stored
     batches): its rows are counted once a reader computes it, after the step committed."""
-    monkeypatch.setattr(dataflow_module, "SMALL_BATCH_ROWS", 0)
+    runtime_settings(small_step_rows=0)
     a = Trace(spark, 2)
     _write(spark, a, A, 1, [(1, 5, 1), (2, -7, 1), (3, 9, 1)], arrow=True)
     flow = Dataflow(lower(Linear(A, (POSITIVE,))), spark, {"a": a}.__getitem__, as_of=1)
@@ -207,9 +206,9 @@ def _reduce_flow(spark, measure: bool) -> tuple[Dataflow, Callable[[], None]]:  
 
 @pytest.mark.parametrize("small", [True, False])
 @pytest.mark.parametrize("make", [_reduce_flow, _join_flow], ids=["filter_reduce", "join"])
-def test_counting_adds_no_spark_jobs(spark, monkeypatch, small: bool, make) -> None:  # type: ignore[no-untyped-def]
+def test_counting_adds_no_spark_jobs(spark, runtime_settings, small: bool, make) -> None:  # type: ignore[no-untyped-def]
     if not small:
-        monkeypatch.setattr(dataflow_module, "SMALL_BATCH_ROWS", 0)
+        runtime_settings(small_step_rows=0)
     jobs: dict[bool, list[int]] = {}
     for measure in (False, True):
         flow, more = make(spark, measure)

@@ -10,7 +10,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 from matview.runtime.arrangements import key_index
-from matview.runtime.arrangements.key_index import INDEXED_ROWS, holding
+from matview.runtime.arrangements.key_index import holding
+from matview.runtime.settings import DEFAULTS
 
 
 def _scanned(table: pa.Table, column: str, values: pa.Array) -> list[int]:
@@ -24,7 +25,7 @@ def test_an_indexed_cut_finds_the_rows_a_scan_finds(seed: int) -> None:
     them or not, none at all; the index is made once for the batch and kept while it
     lives."""
     rng = random.Random(seed)
-    rows = INDEXED_ROWS + rng.randint(0, 1000)
+    rows = DEFAULTS.indexed_rows + rng.randint(0, 1000)
     table = pa.table({
         "k": pa.array([None if rng.random() < 0.02 else rng.randint(-300, 300)
                        for _ in range(rows)], pa.int64()),
@@ -43,10 +44,10 @@ def test_an_indexed_cut_finds_the_rows_a_scan_finds(seed: int) -> None:
 
 
 def test_small_batches_and_other_types_are_scanned() -> None:
-    """A batch under ``INDEXED_ROWS`` rows, or a column of text, takes no index."""
+    """A batch under ``indexed_rows`` rows, or a column of text, takes no index."""
     small = pa.table({"k": pa.array([1, 2, None, 2], pa.int64()), "row": [0, 1, 2, 3]})
-    text = pa.table({"k": pa.array([str(i % 7) for i in range(INDEXED_ROWS)]),
-                     "row": pa.array(range(INDEXED_ROWS))})
+    text = pa.table({"k": pa.array([str(i % 7) for i in range(DEFAULTS.indexed_rows)]),
+                     "row": pa.array(range(DEFAULTS.indexed_rows))})
     before = len(key_index._indexes)
     assert sorted(holding(small, "k", pa.array([2, None]))["row"].to_pylist()) == [1, 2, 3]
     three = pa.array(["3"])

@@ -11,29 +11,26 @@ included), and a view failing to step fails only its own reads."""
 from __future__ import annotations
 
 import pytest
-from matview.runtime import controller
-from matview.runtime.arrangements.trace import TABLE_COPY_ROWS, VIEW_COPY_ROWS
-from matview.runtime.arrangements.updates import LOCAL_LEAF_ROWS
+from matview.runtime.settings import DEFAULTS
 from pyspark.sql import SparkSession
 
 import matview
 from bench.measure import counted
-from matview import engine
 
-ORDERS = LOCAL_LEAF_ROWS + 10_000
+ORDERS = DEFAULTS.driver_batch_rows + 10_000
 """Orders enough that the table's rows are held in Spark, not in the driver."""
 
 
 @pytest.mark.parametrize("copy_rows, commit_jobs, read_jobs",
-                         [(TABLE_COPY_ROWS, 0, 0), (0, 1, 1)])
+                         [(DEFAULTS.table_copy_rows, 0, 0), (0, 1, 1)])
 def test_a_small_step_runs_at_most_one_job_to_commit_and_one_to_refresh(
-        spark: SparkSession, monkeypatch: pytest.MonkeyPatch, copy_rows: int,
+        spark: SparkSession, copy_rows: int,
         commit_jobs: int, read_jobs: int) -> None:
     """With the tables' driver copies, the commit checks its deletes in Arrow and the
     refresh reads the tables' rows from the driver: no job; without, one job for the table
     whose rows are held in Spark, and one to refresh."""
-    monkeypatch.setattr(engine, "TABLE_COPY_ROWS", copy_rows)
-    con = matview.connect(clock=0, spark=spark, refresh="incremental")
+    con = matview.connect(clock=0, spark=spark, refresh="incremental",
+                          settings={"table_copy_rows": copy_rows})
     con.execute("CREATE TABLE customers (id INT, region TEXT)")
     con.execute("CREATE TABLE orders (id INT, cust INT, amount BIGINT)")
     con.insert("customers", [(i, f"r{i % 7}") for i in range(3_000)])
@@ -111,15 +108,15 @@ def test_a_small_reduce_step_with_errors_and_extremes_runs_one_job(
     assert sorted(con.execute("SELECT * FROM v").fetchall()) == rows()
 
 
-@pytest.mark.parametrize("copy_rows, read_jobs", [(VIEW_COPY_ROWS, 0), (0, 1)])
+@pytest.mark.parametrize("copy_rows, read_jobs", [(DEFAULTS.view_copy_rows, 0), (0, 1)])
 def test_a_large_view_is_read_from_its_driver_copy(
-        spark: SparkSession, monkeypatch: pytest.MonkeyPatch, copy_rows: int,
+        spark: SparkSession, copy_rows: int,
         read_jobs: int) -> None:
     """A view's first contents, too many rows to keep in the driver as its batch, are held
     in Spark and copied to the driver: reading the view runs no Spark job then, and after
     a small step only the step's one; without the copy each read runs one more."""
-    monkeypatch.setattr(controller, "VIEW_COPY_ROWS", copy_rows)
-    con = matview.connect(clock=0, spark=spark, refresh="incremental")
+    con = matview.connect(clock=0, spark=spark, refresh="incremental",
+                          settings={"view_copy_rows": copy_rows})
     con.execute("CREATE TABLE t (k INT, v INT)")
     con.insert("t", [(i, i % 10) for i in range(ORDERS)])
     con.execute("CREATE MATERIALIZED VIEW v AS SELECT k, count(*) AS n, sum(v) AS s "

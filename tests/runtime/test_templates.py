@@ -14,10 +14,11 @@ import pyarrow as pa
 import pytest
 from matview.runtime.operators.join import JoinOp
 from matview.runtime.render import operators
+from matview.runtime.settings import DEFAULTS
 from matview.runtime.spark import one_job
 from matview.runtime.spark.arrow_frames import arrow_file
 from matview.runtime.spark.jvm_plans import jvm_helper, to_arrow
-from matview.runtime.spark.templates import MIN_CAPACITY, SHRINK, SLOTS_KEPT, Slot, slot_for
+from matview.runtime.spark.templates import Slot, slot_for, slot_sizes
 from matview.runtime.spark.unsafe_rows import sent_together
 from py4j.java_gateway import JavaMember
 from pyspark.sql import DataFrame, SparkSession
@@ -40,7 +41,7 @@ def test_a_slot_frame_reads_the_rows_bound_last(spark: SparkSession) -> None:
     share their rows with the slot's: ``ArrowCollect.prepare``)."""
     first = _table([(1, "a"), (2, "b"), (3, None)])
     slot = slot_for([], spark, first)
-    assert isinstance(slot, Slot) and slot.capacity == MIN_CAPACITY
+    assert isinstance(slot, Slot) and slot.capacity == DEFAULTS.slot_min_capacity
     slot.bind(first)
     grouped = slot.frame.groupBy("v").count().withColumnRenamed("count", "k")
     plan = slot.frame.where("k > 1")
@@ -179,24 +180,25 @@ def test_a_slot_grows_and_keeps_its_columns(spark: SparkSession) -> None:
     slots: list[Slot] = []
     slot = slot_for(slots, spark, _table([(1, "a")]))
     assert slot is not None and slots == [slot]
-    bigger = _table([(i, "a") for i in range(MIN_CAPACITY + 1)])
+    bigger = _table([(i, "a") for i in range(DEFAULTS.slot_min_capacity + 1)])
     grown = slot_for(slots, spark, bigger)
-    assert grown is not slot and grown is not None and grown.capacity == 2 * MIN_CAPACITY
+    assert grown is not slot and grown is not None
+    assert grown.capacity == 2 * DEFAULTS.slot_min_capacity
     grown.bind(bigger)
-    assert len(_rows(grown.frame)) == MIN_CAPACITY + 1
+    assert len(_rows(grown.frame)) == DEFAULTS.slot_min_capacity + 1
     assert slot_for(slots, spark, _table([(2, "b")])) is slot  # the smallest that fits
     assert slot_for(slots, spark, bigger) is grown
     other = pa.table({"k": pa.array([1], pa.int32()), "v": pa.array(["a"])})
     assert slot_for(slots, spark, other) not in (slot, grown)
-    huge = _table([(i, "a") for i in range(SHRINK * MIN_CAPACITY + 1)])
+    huge = _table([(i, "a") for i in range(DEFAULTS.slot_shrink * DEFAULTS.slot_min_capacity + 1)])
     big = slot_for(slots, spark, huge)
-    assert big is not None and big.capacity == 2 * SHRINK * MIN_CAPACITY
+    assert big is not None and big.capacity == 2 * DEFAULTS.slot_shrink * DEFAULTS.slot_min_capacity
     assert slot_for(slots, spark, _table([(1, "a")])) is slot  # not the big one, 32x its rows
     assert len(slots) == 4
-    for i in range(SLOTS_KEPT + 1):  # more sizes than a role keeps: the oldest go
+    for i in range(slot_sizes(DEFAULTS) + 1):  # more sizes than a role keeps: the oldest go
         slot_for(slots, spark, pa.table({"k": pa.array([1], pa.int32()),
                                          "v": pa.array(["a"]), f"x{i}": [i]}))
-    assert len(slots) == SLOTS_KEPT
+    assert len(slots) == slot_sizes(DEFAULTS)
 
 
 @contextmanager
@@ -290,7 +292,7 @@ def test_a_temporal_filter_reuses_its_plans_when_steps_alternate(
     only move the clock and release the events leaving the window. The filter compares
     times with the step's bounds read from a slot (``Operator.clock``), its due updates come
     from the pending arrangement held in the driver and bound into a slot, and operators
-    keep the plans of their last few shapes (``PLANS_KEPT``): once both shapes have run,
+    keep the plans of their last few shapes (``plans_kept``): once both shapes have run,
     each step's one job computes the same frames as the step two before and no DataFrame
     method runs. The view holds the events in its window after every step."""
     wanted = _wanted_frames(monkeypatch)

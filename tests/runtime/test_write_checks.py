@@ -1,5 +1,5 @@
 """The check that no write makes a multiplicity negative, on tables whose rows are held in
-Spark (past ``LOCAL_LEAF_ROWS``, with a driver copy or without) as well as in the driver:
+Spark (past ``driver_batch_rows``, with a driver copy or without) as well as in the driver:
 ``con.delete`` of rows a table does not hold is a DataError that changes nothing, whatever
 batches hold its copies."""
 
@@ -7,20 +7,18 @@ from __future__ import annotations
 
 import pyarrow as pa
 import pytest
-from matview.runtime.arrangements.updates import LOCAL_LEAF_ROWS
+from matview.runtime.settings import DEFAULTS
 
 import matview
-from matview import engine
 
-ROWS = LOCAL_LEAF_ROWS + 1_000
+ROWS = DEFAULTS.driver_batch_rows + 1_000
 
 
-@pytest.fixture(autouse=True, params=["driver copies", "spark only"])
-def copies(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.fixture(params=["driver copies", "spark only"])
+def settings(request: pytest.FixtureRequest) -> dict[str, int]:
     """Tables created in the test keep a driver copy of the batches they hold in Spark (a
     delete is checked in Arrow), or none (it is checked with a Spark job)."""
-    if request.param == "spark only":
-        monkeypatch.setattr(engine, "TABLE_COPY_ROWS", 0)
+    return {"table_copy_rows": 0} if request.param == "spark only" else {}
 
 
 def _rows(keys: list[int], note: str | None = "n") -> pa.Table:

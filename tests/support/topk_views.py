@@ -6,11 +6,9 @@ and the cluster runs share."""
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 
 import duckdb
-import pytest
-from matview.runtime import dataflow
-from matview.runtime.arrangements import updates
 from pyspark.sql import SparkSession
 
 import matview
@@ -99,15 +97,14 @@ def random_change(rng: random.Random) -> str:
 
 
 def check_views_after_changes(
-        spark: SparkSession, monkeypatch: pytest.MonkeyPatch, seed: int, held: str,
+        spark: SparkSession, runtime_settings: Callable[..., None], seed: int, held: str,
         changes: int) -> None:
     """The ``VIEWS`` equal DuckDB's answers after every one of ``changes`` random writes of
     seed ``seed``. ``held="spark"`` makes every step of more than two update rows a large one
     and keeps batches of more than two rows in Spark, so that the TopK reads its changes, its
     prefix and its input's contents from Spark (slowly: fewer changes)."""
     if held == "spark":
-        monkeypatch.setattr(dataflow, "SMALL_BATCH_ROWS", 2)
-        monkeypatch.setattr(updates, "LOCAL_LEAF_ROWS", 2)
+        runtime_settings(small_step_rows=2, fetched_batch_rows=2)
     rng = random.Random(seed)
     mirror = Mirror(spark)
     mirror.check()

@@ -12,20 +12,21 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from catalogs import Catalog
-from golden import read_cases
 from matview.ir import physical
-from matview.ir.relation import input_at, offsets_of
+from matview.ir.joins import input_at, offsets_of
 from matview.ir.scalar import Col
 from matview.planner.explain.physical_text import render_path
 from matview.planner.lower import lower
 from matview.planner.pipeline import at_stage
 from matview.runtime.arrangements.trace import Trace
-from matview.runtime.dataflow import build, operators
 from matview.runtime.operators.join import JoinOp
+from matview.runtime.render import build, operators
 from matview.sql.parse import parse
 from matview.sql.statements import CreateView, Query
 from pyspark.sql import SparkSession
+
+from tests.support.catalogs import Catalog
+from tests.support.golden import read_cases
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 FILES = ("plans", "optimized_plans", "explain_plans")

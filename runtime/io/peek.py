@@ -13,6 +13,7 @@ import pyarrow as pa
 from matview.ir.functions import EvalError
 from matview.ir.sort_keys import SortKey
 from matview.ir.types import SqlType
+from matview.runtime.arrangements.consolidation import consolidate
 from matview.runtime.arrangements.trace import NegativeRows, Trace
 from matview.runtime.arrangements.updates import DIFF, TIME, union_all
 from matview.runtime.lowering.ordering import arrow_order, spark_order
@@ -94,9 +95,7 @@ def changes(trace: Trace, arity: int, after: int, upper: int,
     df = union_all(parts)
     if df is None:
         return None
-    df = (df.groupBy(TIME, *names).agg(F.sum(DIFF).alias(DIFF))
-          .where(F.col(DIFF) != 0).orderBy(TIME, *names))
-    return to_arrow(df.select(TIME, DIFF, *names))
+    return to_arrow(consolidate(df).orderBy(TIME, *names).select(TIME, DIFF, *names))
 
 
 def _checked_diff() -> Column:

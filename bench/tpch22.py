@@ -2,7 +2,7 @@
 for those, what a refresh costs against Spark recomputing the query.
 
 The query texts are the specification's (clause 2.4, validation parameters), one file per
-query in ``tests/fixtures/tpch/``; ``tests/test_tpch22.py`` checks matview's answers against
+query in ``tests/fixtures/tpch/``; ``tests/oracle/test_tpch22.py`` checks matview's answers against
 DuckDB's. The data is ``tpchgen-cli``'s, every column of the eight tables, cached in
 ``bench/.data/tpch22-sf{sf}/``. The refresh functions follow clause 2.5: RF1 inserts new
 orders with their lineitems (every column drawn as clause 4.2.3 has dbgen draw it; comments

@@ -37,7 +37,7 @@ DEFAULT_CONFIG: dict[str, str] = {
     # the default page (up to 64 MB, from the driver's memory and cores) let a large step's
     # plan of a GROUP BY with array_agg (its sorts, aggregates and joins all in one task)
     # exhaust the task's share before its last join: UNABLE_TO_ACQUIRE_MEMORY in
-    # tests/test_ordered_aggregates.py, which passes with pages of 4 or 8 MB
+    # tests/features/test_ordered_aggregates.py, which passes with pages of 4 or 8 MB
     "spark.buffer.pageSize": "8m",
     # Spark converts, analyzes and optimizes expressions recursively: the default 1 MB
     # thread stack overflows at a sum of about 150 terms whose overflow is checked; the

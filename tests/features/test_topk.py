@@ -82,7 +82,7 @@ def test_plans_denote_what_duckdb_computes(select: str, order: str | None, tail:
 def test_binding() -> None:
     """LIMIT and OFFSET make the view a TopK (its text keeps ORDER BY and LIMIT); a view
     that is not materialized and a LIMIT over an array column (in a view or a subquery)
-    are refused (tests/test_subquery_limits.py has LIMIT in subqueries)."""
+    are refused (tests/features/test_subquery_limits.py has LIMIT in subqueries)."""
     catalog, _, _ = environment()
     [view] = parse("CREATE MATERIALIZED VIEW v AS SELECT id, amount FROM orders "
                    "ORDER BY amount DESC, id LIMIT 3 OFFSET 1", catalog)

@@ -20,7 +20,7 @@ demo: install
 	$(PY) examples/quickstart.py
 
 test: install
-	$(PY) -m pytest
+	$(PY) -m pytest --durations=10
 	$(MAKE) --no-print-directory test-cluster
 
 # the tests that start no Spark (no `spark` marker, which tests/conftest.py adds): under 2 minutes

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from typing import TypeVar
 
 from matview.ir import table_functions
-from matview.ir.linear_logic import TOP, is_temporal, temporal_parts
+from matview.ir.linear_logic import is_temporal, temporal_parts
 from matview.ir.relation import Step, step_types
 from matview.ir.scalar import Call, Scalar, conjoin, type_of
 from matview.ir.steps import Filter, FlatMap, Map, Project, Repeat
@@ -34,6 +34,7 @@ from matview.runtime.lowering.checked import ERR, compile_checked, described, fi
 from matview.runtime.lowering.expressions import compile_scalar
 from matview.runtime.lowering.types import col, column_names, spark_type
 from matview.runtime.spark.jvm_plans import Columns, columns, select
+from matview.runtime.time import MAX_TIME
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -195,7 +196,7 @@ def _bound(df: Batch, temporal: list[tuple[str, Scalar]], current: list[Column],
             floor = ceil = value.cast("bigint")
         else:
             raise TypeError(f"mz_now() cannot be compared with {type_of(expr, types)}")
-        below_top = floor < F.lit(TOP)
+        below_top = floor < F.lit(MAX_TIME)
         if op in ("ge", "eq"):
             lows.append(ceil)
         if op == "gt":

@@ -38,8 +38,7 @@ def build(node: physical.Operator, spark: SparkSession, trace_of: Callable[[str]
     inputs = tuple(build(child, spark, trace_of, limit, max_join_rows) for child in node.inputs)
     op = _operator(node, inputs, trace_of, limit, max_join_rows)
     for arrangement in node.state():
-        assert hasattr(op, arrangement.what), f"{op.kind} cannot own {arrangement.what}"
-        setattr(op, arrangement.what, Trace(
+        op.attach(arrangement.what, Trace(
             spark, op.arrangement_arity(arrangement.what),
             local_rows=op.arrangement_local_rows(arrangement.what)))
     return op

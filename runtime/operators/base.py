@@ -144,6 +144,9 @@ class Operator:
     """A node of a running dataflow. ``kind`` names the IR node it runs."""
 
     kind: ClassVar[str] = ""
+    arranges: ClassVar[tuple[str, ...]] = ()
+    """The arrangements a plan may give this kind of operator (``attach``): ``output``,
+    ``values``, ``prefix`` or ``pending`` (``ir.physical.Arrangement.what``)."""
 
     types: tuple[SqlType, ...]
     _memo: tuple[StepContext, Delta | None] | None = field(default=None, init=False, repr=False)
@@ -322,6 +325,12 @@ class Operator:
         if leaf is not None:
             self.stage(trace, leaf, ctx)
         return leaf
+
+    def attach(self, what: str, trace: Trace) -> None:
+        """Hold the arrangement ``what`` the plan gives this operator in ``trace``."""
+        if what not in self.arranges:
+            raise ValueError(f"{self.kind} cannot own an arrangement of its {what}")
+        setattr(self, what, trace)
 
     def stage(self, trace: Trace, leaf: Leaf | None, ctx: StepContext) -> None:
         """Add ``leaf`` to ``trace``, an arrangement this operator owns, as the batch of the

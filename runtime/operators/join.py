@@ -105,6 +105,7 @@ class JoinOp(ArrangedWhenLookedUp, Operator):
     evaluated in the closure of the stage the plan places it in."""
 
     kind: ClassVar[str] = "Join"
+    arranges: ClassVar[tuple[str, ...]] = ("output",)
 
     inputs: tuple[Operator, ...] = ()
     predicates: tuple[Scalar, ...] = ()

@@ -47,6 +47,7 @@ class LinearOp(PendingUpdates):
     """
 
     kind: ClassVar[str] = "Linear"
+    arranges: ClassVar[tuple[str, ...]] = ("pending",)
 
     input: Operator | None = None
     steps: tuple[Step, ...] = ()

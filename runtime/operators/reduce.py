@@ -69,6 +69,7 @@ class ReduceOp(ReduceAccumulators, ReduceExtremes):
     accumulators; ``values`` arranges (key, min/max arguments) when there are min/max."""
 
     kind: ClassVar[str] = "Reduce"
+    arranges: ClassVar[tuple[str, ...]] = ("output", "values")
 
     input: Operator | None = None
     group_key: tuple[Scalar, ...] = ()

@@ -61,6 +61,7 @@ class TopKOp(ArrangedWhenLookedUp, Operator):
     ``prefix`` the prefix W, ``output`` its output when a consumer looks it up."""
 
     kind: ClassVar[str] = "TopK"
+    arranges: ClassVar[tuple[str, ...]] = ("values", "prefix", "output")
 
     input: Operator | None = None
     order_by: tuple[SortKey, ...] = ()

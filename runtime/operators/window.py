@@ -56,6 +56,7 @@ class WindowOp(ArrangedWhenLookedUp, Operator):
     ``output`` its own output, only when a consumer looks it up."""
 
     kind: ClassVar[str] = "Window"
+    arranges: ClassVar[tuple[str, ...]] = ("values", "output")
 
     input: Operator | None = None
     partition_by: tuple[int, ...] = ()

@@ -2,7 +2,8 @@
 of the golden plan fixtures (``fixtures/plans.test``, ``optimized_plans.test``,
 ``explain_plans.test``), the dataflow built from it compiles, in every delta path of every
 join, exactly the stream keys, lookup keys, time comparisons, equalities and closures the
-plan names (``JoinOp.compiled``), its Spark lookup conditions compare the times and equate
+plan names (``JoinOp.compiled``), every operator holds exactly the arrangements its plan node
+names (``Operator.attach``), its Spark lookup conditions compare the times and equate
 the key columns the plan names, and the paths it compiled print as the golden EXPLAIN
 PHYSICAL text prints them."""
 
@@ -12,6 +13,7 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
 from matview.ir import physical
 from matview.ir.joins import input_at, offsets_of
 from matview.ir.scalar import Col
@@ -88,6 +90,8 @@ def test_the_runtime_runs_the_delta_paths_the_plan_names(spark: SparkSession) ->
         flow = build(plan, spark, lambda name, gets=gets: Trace(spark, gets[name]))
         for node, op in zip(physical.operators(plan), operators(flow), strict=True):
             assert op.kind == node.kind, where
+            held = {what for what in op.arranges if getattr(op, what) is not None}
+            assert held == {a.what for a in node.state()}, where  # the plan's state, no more
             if not isinstance(node, physical.Join):
                 continue
             assert isinstance(op, JoinOp)
@@ -102,4 +106,11 @@ def test_the_runtime_runs_the_delta_paths_the_plan_names(spark: SparkSession) ->
                 for path in ran:
                     assert render_path(path) in expected, (where, render_path(path))
     assert joins >= 19
+
+
+def test_an_operator_holds_only_the_arrangements_its_kind_owns(spark: SparkSession) -> None:
+    [(_, plan, _)] = [case for case in golden_plans() if isinstance(case[1], physical.Linear)][:1]
+    flow = build(plan, spark, lambda name: Trace(spark, 4))
+    with pytest.raises(ValueError, match="Linear cannot own an arrangement of its output"):
+        flow.attach("output", Trace(spark, flow.arity))
 

@@ -9,11 +9,6 @@ DEFAULT_RECURSION_LIMIT = 1000
 """The iterations a recursive query may run without reaching a fixed point before it fails
 (``LetRec.limit`` when the query names none)."""
 
-LOOP_AGGREGATES = frozenset({"count", "sum", "min", "max"})
-"""The aggregates a GROUP BY reading a recursive binding computes (with those derived from
-them: avg, bool_and, bool_or, the variances)."""
-
-
 class RecursionLimit(EvalError):
     """A recursive query did not reach a fixed point within its iteration limit."""
 

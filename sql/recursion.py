@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from matview.ir.linear_logic import is_temporal_steps
-from matview.ir.recursion import DEFAULT_RECURSION_LIMIT, LOOP_AGGREGATES
+from matview.ir.recursion import DEFAULT_RECURSION_LIMIT
 from matview.ir.relation import (
     Join,
     LetRec,
@@ -187,8 +187,7 @@ def _check_linear(plan: Relation, name: str, node: exp.Expr) -> bool:
 
 def _check_loop(plan: Relation, node: exp.Expr) -> bool:
     """Refuse what the runtime does not compute over a recursive binding (a temporal
-    filter, LIMIT, window functions, a global aggregate or one of values in order); returns
-    whether ``plan`` reads a binding."""
+    filter, LIMIT, window functions); returns whether ``plan`` reads a binding."""
     reads = [_check_loop(child, node) for child in inputs_of(plan)]
     if not (isinstance(plan, Recur) or any(reads)):
         return False
@@ -198,11 +197,6 @@ def _check_loop(plan: Relation, node: exp.Expr) -> bool:
             "a window function"
     elif isinstance(plan, Linear) and is_temporal_steps(plan.steps):
         what = "mz_now()"
-    elif isinstance(plan, Reduce) and not plan.group_key:
-        what = "an aggregate without GROUP BY"
-    elif isinstance(plan, Reduce):
-        what = next((f"{a.func}()" for a in plan.aggregates
-                     if a.func not in LOOP_AGGREGATES or a.order_by), None)
     if what is not None:
         raise UnsupportedError.at(f"{what} over a recursive query's rows inside its "
                                   "definition is not supported yet (use it in the query that "

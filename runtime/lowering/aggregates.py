@@ -4,12 +4,17 @@
 (``extreme_value``). An aggregate of the values in order (``AggregateFunction.ordered``:
 ``string_agg``, ``array_agg``, ``jsonb_agg``) takes its value from the array of a group's
 non-NULL values in order and the call's separator (``ordered_value``); over no values it is NULL.
+``extreme_aggregate`` is either over a group's rows: the one lowering the reduce
+(``operators.reduce_extremes``) and a loop's reduce (``recursion.reduce``) share.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
+from matview.ir.aggregate_call import Aggregate
+from matview.ir.aggregates import maintained
+from matview.ir.types import Kind, SqlType
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
@@ -50,3 +55,36 @@ def ordered_value(name: str, values: Column, separator: str | None) -> Column:
     """The aggregate of the values in order ``name`` from the array ``values`` of a group's
     non-NULL values in order, and the call's ``separator``."""
     return ORDERED[name](values, separator)
+
+
+def _compared(a: Column, b: Column, directions: list[tuple[bool, bool]]) -> Column:
+    """-1, 0 or 1 as struct ``a`` sorts before, with or after ``b`` by their fields
+    ``k0, k1, ...``, each (descending, nulls first) as ``directions`` say."""
+    result: Column = F.lit(0)
+    for i, (descending, nulls_first) in reversed(list(enumerate(directions))):
+        x, y = a[f"k{i}"], b[f"k{i}"]
+        result = (F.when(x.isNull() & y.isNull(), result)
+                  .when(x.isNull(), F.lit(-1 if nulls_first else 1))
+                  .when(y.isNull(), F.lit(1 if nulls_first else -1))
+                  .when(x < y, F.lit(1 if descending else -1))
+                  .when(x > y, F.lit(-1 if descending else 1))
+                  .otherwise(result))
+    return result
+
+
+def extreme_aggregate(aggregate: Aggregate, output: SqlType, value: Column,
+                      order: Sequence[Column]) -> Column:
+    """The Spark aggregate of the EXTREME ``aggregate`` (of type ``output``) over a group's
+    rows: ``value`` its argument (NULL on a row that does not count), ``order`` its ORDER BY
+    keys; an aggregate of values in order must see each row once per occurrence."""
+    fn = maintained(aggregate.func)
+    if not fn.ordered:
+        return extreme_value(fn.name, value)
+    tie = value[0] if output.kind is Kind.ARRAY else value
+    keys = [*order, tie]
+    directions = [(d, n) for _, d, n in aggregate.order_by] + [(False, False)]
+    entries = F.collect_list(F.struct(*[k.alias(f"k{i}") for i, k in enumerate(keys)],
+                                      value.alias("v")))
+    present = F.filter(entries, lambda e: e["v"].isNotNull())
+    ordered = F.array_sort(present, lambda a, b: _compared(a, b, directions))
+    return ordered_value(fn.name, F.transform(ordered, lambda e: e["v"]), aggregate.separator)

@@ -8,29 +8,13 @@ arranged ones (at ``NEVER``) and the step's changes up to that time.
 from __future__ import annotations
 
 from matview.ir.aggregates import maintained
-from matview.ir.types import Kind
 from matview.runtime.arrangements.updates import DIFF, TIME, key_match, lookup, union_all
-from matview.runtime.lowering.aggregates import extreme_value, ordered_value
+from matview.runtime.lowering.aggregates import extreme_aggregate
 from matview.runtime.lowering.types import col
 from matview.runtime.operators.base import StepContext
 from matview.runtime.operators.reduce_state import NEVER, ReduceState
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
-
-
-def _compared(a: Column, b: Column, directions: list[tuple[bool, bool]]) -> Column:
-    """-1, 0 or 1 as struct ``a`` sorts before, with or after ``b`` by their fields
-    ``k0, k1, ...``, each (descending, nulls first) as ``directions`` say."""
-    result: Column = F.lit(0)
-    for i, (descending, nulls_first) in reversed(list(enumerate(directions))):
-        x, y = a[f"k{i}"], b[f"k{i}"]
-        result = (F.when(x.isNull() & y.isNull(), result)
-                  .when(x.isNull(), F.lit(-1 if nulls_first else 1))
-                  .when(y.isNull(), F.lit(1 if nulls_first else -1))
-                  .when(x < y, F.lit(1 if descending else -1))
-                  .when(x > y, F.lit(-1 if descending else 1))
-                  .otherwise(result))
-    return result
 
 
 class ReduceExtremes(ReduceState):
@@ -71,17 +55,5 @@ class ReduceExtremes(ReduceState):
         """The Spark aggregate of min/max-like aggregate ``j`` over a group's rows (each
         row once per occurrence for an aggregate of values in order)."""
         aggregate = self.aggregates[j]
-        fn = maintained(aggregate.func)
-        if not fn.ordered:
-            return extreme_value(fn.name, col(f"a{j}"))
-        value = col(f"a{j}")
-        tie = value[0] if self.types[len(self._keys) + j].kind is Kind.ARRAY else value
-        keys = [col(f"o{j}_{i}") for i in range(len(aggregate.order_by))] + [tie]
-        directions = [(d, n) for _, d, n in aggregate.order_by] + [(False, False)]
-        entries = F.collect_list(F.struct(*[k.alias(f"k{i}") for i, k in enumerate(keys)],
-                                          value.alias("v")))
-        present = F.filter(entries, lambda e: e["v"].isNotNull())
-        ordered = F.array_sort(present, lambda a, b: _compared(a, b, directions))
-        return ordered_value(fn.name, F.transform(ordered, lambda e: e["v"]),
-                             aggregate.separator)
-
+        return extreme_aggregate(aggregate, self.types[len(self._keys) + j], col(f"a{j}"),
+                                 [col(f"o{j}_{i}") for i in range(len(aggregate.order_by))])

@@ -17,9 +17,11 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.compute as pc
+from matview.ir.aggregates import maintained
 from matview.ir.relation import Reduce
 from matview.ir.scalar import Col
 from matview.runtime.arrangements.updates import DIFF, TIME, key_match, lookup, union_all
+from matview.runtime.lowering.aggregates import extreme_aggregate
 from matview.runtime.lowering.expressions import compile_scalar
 from matview.runtime.lowering.types import col, column_names, spark_type
 from matview.runtime.recursion.reads import column_values, committed, new_between
@@ -46,22 +48,24 @@ def reduce_round(op: LetRecOp, node: Reduce, r: int) -> DataFrame | None:
     difference of the reduce of its contents (the module docstring)."""
     source = node.input
     new = new_between(op, source, 0, r, rounds=True, base=r)
-    if new is None:
+    born = not node.group_key and op.step.first and r == 0
+    if new is None and not born:
         return None
     column = next((k.index for k in node.group_key if isinstance(k, Col)), None)
     values = None if column is None else column_values(op, source, 0, r, column)
     cuts: list[pa.Table | None] = []
     old = committed(op, source, 0, r, rounds=True, base=r, cuts=cuts,
                     key=None if column is None or values is None else (column, values))
-    if not op.has(source, r) and (old is None or _before_round(cuts)):
+    if not born and not op.has(source, r) and (old is None or _before_round(cuts)):
         return None  # no group has a difference of round r: none changes at it
     if node.group_key and all(a.func in ("count", "sum") for a in node.aggregates):
+        assert new is not None
         return op.planned(("reduce", node, r > 0), (old, new),
                           lambda: _summed(op, node, r > 0, old, new))
     changed = new_between(op, source, 0, r)
     now = op.at(source, r)
-    return op.planned(("reduce", node, r > 0), (changed, old, now, new),
-                      lambda: _reduced(op, node, r > 0, changed, old, now, new))
+    return op.planned(("reduce", node, r > 0, born), (changed, old, now, new),
+                      lambda: _reduced(op, node, r > 0, changed, old, now, new, born))
 
 
 def _summed(op: LetRecOp, node: Reduce, later: bool, old: DataFrame | None,
@@ -124,14 +128,21 @@ def _summed(op: LetRecOp, node: Reduce, later: bool, old: DataFrame | None,
                     col(_AT).alias(TIME), col(_SIGN).alias(DIFF)))
 
 
-def _reduced(op: LetRecOp, node: Reduce, later: bool, changed: DataFrame,
-             old: DataFrame | None, now: DataFrame | None, new: DataFrame | None) -> DataFrame:
-    """The plan of a round of ``node`` with a min or max or no group key (``reduce_round``;
-    counts and sums by a key are ``_summed``): the candidates (group and new time)
-    joined with the contents of each of their corners. ``changed`` is its input's new
-    differences of every round so far, ``now`` those of the round, ``old`` and ``new``
-    its committed and new differences with ``ROUND`` relative to the round (0; the
-    round is ``later`` than the first when some precede it)."""
+def _reduced(op: LetRecOp, node: Reduce, later: bool, changed: DataFrame | None,
+             old: DataFrame | None, now: DataFrame | None, new: DataFrame | None,
+             born: bool) -> DataFrame:
+    """The plan of a round of ``node`` with an aggregate other than count and sum or no
+    group key (``reduce_round``; counts and sums by a key are ``_summed``): the candidates
+    (group and new time) joined with the contents of each of their corners, each corner's
+    aggregates those of the reduce outside a loop (``lowering.aggregates``). ``changed``
+    is its input's new differences of every round so far, ``now`` those of the round,
+    ``old`` and ``new`` its committed and new differences with ``ROUND`` relative to the
+    round (0; the round is ``later`` than the first when some precede it).
+
+    Without a group key the reduce has one row at every time from the first step's on,
+    also over no rows (count 0, other aggregates NULL): a corner's contents are joined
+    outer, a corner before that time has no row, and the row is ``born`` at round 0 of the
+    first step, whatever its input."""
     prepared = _prepared(op, node)
     keys = [f"k{i}" for i in range(len(node.group_key))]
     at_r = [df for df in (now, None if old is None else
@@ -142,32 +153,58 @@ def _reduced(op: LetRecOp, node: Reduce, later: bool, changed: DataFrame,
         """``df`` in one partition in a small step, where grouping it needs no shuffle."""
         return df.coalesce(1) if small else df
 
-    touched = one(prepared(union_all(at_r))).select(*keys).distinct()  # type: ignore[arg-type]
-    candidates = lookup(one(prepared(changed)).select(*keys, TIME).distinct(),
-                        touched.select(*[col(k).alias(f"x_{k}") for k in keys]),
-                        key_match(keys, [f"x_{k}" for k in keys]), "left_semi", small)
-    corners = candidates.select(*keys, col(TIME).alias(_AT), F.inline(F.array(*[
+    times = []
+    if changed is not None and at_r:
+        touched = one(prepared(union_all(at_r))).select(*keys).distinct()  # type: ignore[arg-type]
+        times.append(lookup(one(prepared(changed)).select(*keys, TIME).distinct(),
+                            touched.select(*[col(k).alias(f"x_{k}") for k in keys]),
+                            key_match(keys, [f"x_{k}" for k in keys]), "left_semi", small))
+    if born:
+        times.append(op.step.spark.range(1).select(
+            F.lit(op.step.as_of).cast("bigint").alias(TIME)))
+    candidates = union_all(times)
+    assert candidates is not None
+    corners = candidates.distinct().select(*keys, col(TIME).alias(_AT), F.inline(F.array(*[
         F.struct((col(TIME) - dt).alias(_UPTO), F.lit(-dr).cast("bigint").alias(_ROUNDS),
                  F.lit(sign).alias(_SIGN))
         for dt, dr, sign in _CORNERS if later or dr == 0]))).select(
             *[col(k).alias(f"x_{k}") for k in keys], _AT, _UPTO, _ROUNDS, _SIGN)
     contents = union_all([df for df in (old, new) if df is not None])
-    assert contents is not None
-    rows = prepared(contents)
-    seen = lookup(rows, corners, key_match(keys, [f"x_{k}" for k in keys])
-                  & (col(TIME) <= col(_UPTO)) & (col(ROUND) <= col(_ROUNDS)), "inner",
-                  small, build="right")
-    values = [c for c in rows.columns if c.startswith("v")]
     corner = [*[f"x_{k}" for k in keys], _AT, _UPTO, _ROUNDS, _SIGN]
-    # min and max see each row's copies, consolidated
-    copies = (seen.groupBy(*corner, *values).agg(F.sum(DIFF).alias(_COPIES))
-              .where(col(_COPIES) != 0))
-    groups = copies.groupBy(*corner).agg(F.sum(_COPIES).alias("_n"), *[
-        _aggregate(node, i).alias(f"a{i}") for i in range(len(node.aggregates))])
-    return groups.where(col("_n") > 0).select(
+    if contents is None:  # the born row over no rows: count 0, other aggregates NULL
+        groups = corners.select(*corner, F.lit(0).alias("_n"), *[
+            F.lit(0 if a.func == "count" else None).cast(spark_type(t)).alias(f"a{i}")
+            for i, (a, t) in enumerate(zip(node.aggregates, node.types[len(keys):]))])
+    else:
+        rows = prepared(contents)
+        within = key_match(keys, [f"x_{k}" for k in keys]) & (col(TIME) <= col(_UPTO)) & (
+            col(ROUND) <= col(_ROUNDS))
+        seen = lookup(rows, corners, within, "inner", small, build="right") if keys else \
+            lookup(rows, corners, within, "right", small, build="left")
+        # a row's copies, consolidated (0 counts for nothing; an empty corner: NULL)
+        copies = seen.groupBy(*corner, *_values(node)).agg(F.sum(DIFF).alias(_COPIES))
+        if any(maintained(a.func).ordered for a in node.aggregates):  # a row per occurrence
+            copies = copies.select(*corner, *_values(node), F.explode_outer(F.when(
+                col(_COPIES) > 0, F.sequence(F.lit(1).cast("bigint"), col(_COPIES)))
+            ).alias("_one"))
+            copies = copies.select(*corner, *_values(node), F.when(
+                col("_one").isNotNull(), F.lit(1).cast("bigint")).alias(_COPIES))
+        groups = copies.groupBy(*corner).agg(
+            F.coalesce(F.sum(_COPIES), F.lit(0).cast("bigint")).alias("_n"),
+            *[_aggregate(node, i).alias(f"a{i}") for i in range(len(node.aggregates))])
+    exists = col("_n") > 0 if keys else col(_UPTO) >= op.step.as_of
+    return groups.where(exists).select(
         *[col(f"x_{k}").alias(f"c{i}") for i, k in enumerate(keys)],
         *[col(f"a{i}").alias(f"c{len(keys) + i}") for i in range(len(node.aggregates))],
         col(_AT).alias(TIME), col(_SIGN).cast("bigint").alias(DIFF))
+
+
+def _values(node: Reduce) -> list[str]:
+    """The prepared columns of ``node``'s aggregates: each argument ``v{i}`` and the ORDER
+    BY keys ``o{i}_{j}`` of an aggregate of values in order."""
+    return [*[f"v{i}" for i, a in enumerate(node.aggregates) if a.expr is not None],
+            *[f"o{i}_{j}" for i, a in enumerate(node.aggregates)
+              for j in range(len(a.order_by))]]
 
 
 def _prepared(op: LetRecOp, node: Reduce) -> Callable[[DataFrame], DataFrame]:
@@ -180,7 +217,9 @@ def _prepared(op: LetRecOp, node: Reduce) -> Callable[[DataFrame], DataFrame]:
         return [*[compile_scalar(k, columns, types).alias(f"k{i}")
                   for i, k in enumerate(node.group_key)],
                 *[compile_scalar(a.expr, columns, types).alias(f"v{i}")
-                  for i, a in enumerate(node.aggregates) if a.expr is not None]]
+                  for i, a in enumerate(node.aggregates) if a.expr is not None],
+                *[compile_scalar(e, columns, types).alias(f"o{i}_{j}")
+                  for i, a in enumerate(node.aggregates) for j, (e, _, _) in enumerate(a.order_by)]]
 
     def prepare(df: DataFrame) -> DataFrame:
         rest = [c for c in (TIME, DIFF, ROUND, _NEW) if c in df.columns]
@@ -190,23 +229,22 @@ def _prepared(op: LetRecOp, node: Reduce) -> Callable[[DataFrame], DataFrame]:
 
 
 def _aggregate(node: Reduce, i: int) -> Column:
-    """Aggregate ``i`` of a group's rows, each with its ``_copies``."""
+    """Aggregate ``i`` of a corner's rows, each with its ``_copies`` (NULL on the row of
+    NULLs of a corner with no rows)."""
     agg = node.aggregates[i]
-    out = spark_type(agg.type(node.input.types))
+    out = node.types[len(node.group_key) + i]
+    spark_out = spark_type(out)
     copies = col(_COPIES)
     if agg.expr is None:
-        return F.sum(copies).cast(out)
+        return F.coalesce(F.sum(copies), F.lit(0)).cast(spark_out)
     value = col(f"v{i}")
     if agg.func == "count":
-        return F.sum(F.when(value.isNotNull(), copies).otherwise(0)).cast(out)
+        return F.sum(F.when(value.isNotNull(), copies).otherwise(0)).cast(spark_out)
     if agg.func == "sum":  # NULL when no copy of a value is left
         return F.when(F.sum(F.when(value.isNotNull(), copies)) > 0,
-                      F.sum(value.cast(out) * copies)).cast(out)
-    if agg.func == "min":
-        return F.min(F.when(copies > 0, value)).cast(out)
-    if agg.func == "max":
-        return F.max(F.when(copies > 0, value)).cast(out)
-    raise TypeError(f"{agg.func} is not computed inside a loop")
+                      F.sum(value.cast(spark_out) * copies)).cast(spark_out)
+    return extreme_aggregate(agg, out, F.when(copies > 0, value),
+                             [col(f"o{i}_{j}") for j in range(len(agg.order_by))]).cast(spark_out)
 
 
 def _before_round(cuts: list[pa.Table | None]) -> bool:

@@ -27,6 +27,7 @@ from tests.support.recursive_graphs import (
     GRAPH_VIEWS,
     MUTUAL_VIEWS,
     check_fixed_points_over_min,
+    check_loop_aggregates,
     edge_change,
     random_graph,
 )
@@ -73,8 +74,9 @@ def test_plans_denote_what_duckdb_computes(
      "SELECT * FROM r", SqlError, "must not appear within a subquery"),
     ("WITH MUTUALLY RECURSIVE a (x int) AS (SELECT x FROM a ORDER BY x LIMIT 1) "
      "SELECT * FROM a", UnsupportedError, "LIMIT or OFFSET over a recursive query's rows"),
-    ("WITH MUTUALLY RECURSIVE a (x int) AS (SELECT count(*)::int FROM a) SELECT * FROM a",
-     UnsupportedError, "an aggregate without GROUP BY"),
+    ("WITH MUTUALLY RECURSIVE a (x int) AS (SELECT x FROM a UNION SELECT row_number() OVER "
+     "(ORDER BY x)::int FROM a) SELECT * FROM a", UnsupportedError,
+     "a window function over a recursive query's rows"),
     ("WITH MUTUALLY RECURSIVE a (x int, y int) AS (SELECT 1) SELECT * FROM a", SqlError,
      'binding "a" declares 2 columns but its query has 1'),
     ("WITH MUTUALLY RECURSIVE (RETURN AT RECURSION LIMIT 0) a (x int) AS (SELECT 1) "
@@ -144,6 +146,15 @@ def test_fixed_points_over_min_match_duckdb(spark: SparkSession, seed: int) -> N
     """WITH MUTUALLY RECURSIVE with ``min`` inside the loop against DuckDB on a random graph
     under edge changes (``check_fixed_points_over_min``)."""
     check_fixed_points_over_min(spark, seed)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", seeds())
+def test_aggregates_inside_the_loop_match_duckdb(spark: SparkSession, seed: int) -> None:
+    """A global aggregate (its row there over no rows), string_agg in order and bool_and
+    over a binding inside the loop, against DuckDB on a random graph under edge changes
+    (``check_loop_aggregates``)."""
+    check_loop_aggregates(spark, seed)
 
 
 BATCH = [

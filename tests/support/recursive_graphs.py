@@ -53,6 +53,34 @@ MUTUAL_VIEWS = {
 each with an equivalent DuckDB query (paths bounded by a length no shortest path reaches:
 at most 7 edges of weight at most 5)."""
 
+_REACH = ("reach (node int) AS (SELECT id FROM roots UNION SELECT e.dst FROM reach "
+          "JOIN edges e ON e.src = reach.node)")
+LOOP_AGGREGATE_VIEWS = {
+    "listed": (
+        f"WITH MUTUALLY RECURSIVE {_REACH}, total (n bigint, top int, nodes text) AS ("
+        "SELECT count(*), max(node), string_agg(node::text, ',' ORDER BY node DESC) "
+        "FROM reach WHERE node >= 5) SELECT n, top, nodes FROM total",
+        f"WITH RECURSIVE {_REACH.replace(' (node int)', '(node)')} SELECT count(*), "
+        "max(node), string_agg(node::text, ',' ORDER BY node DESC) FROM reach "
+        "WHERE node >= 5"),
+    "members": (
+        "WITH MUTUALLY RECURSIVE lab (node int, comp int) AS (SELECT node, min(comp) FROM "
+        "(SELECT src AS node, src AS comp FROM edges UNION ALL SELECT dst, dst FROM edges "
+        "UNION ALL SELECT e.dst, l.comp FROM lab l JOIN edges e ON e.src = l.node "
+        "UNION ALL SELECT e.src, l.comp FROM lab l JOIN edges e ON e.dst = l.node) x "
+        "GROUP BY node), members (comp int, nodes text, hubs bool) AS (SELECT comp, "
+        "string_agg(node::text, ' ' ORDER BY node), bool_and(node < 6) FROM lab "
+        "GROUP BY comp) SELECT comp, nodes, hubs FROM members",
+        "WITH RECURSIVE u(a, b) AS (SELECT src, dst FROM edges UNION ALL "
+        "SELECT dst, src FROM edges), r(node, other) AS (SELECT a, a FROM u UNION "
+        "SELECT r.node, u.b FROM r JOIN u ON u.a = r.other) SELECT comp, "
+        "string_agg(node::text, ' ' ORDER BY node), bool_and(node < 6) FROM "
+        "(SELECT node, min(other) AS comp FROM r GROUP BY node) l GROUP BY comp"),
+}
+"""Aggregates the loop computes like the reduce outside it (a global aggregate, whose row
+exists over no rows; aggregates of values in order; derived ones), over bindings, each
+with an equivalent DuckDB query."""
+
 
 def random_graph(spark: SparkSession, seed: int) -> tuple[Mirror, random.Random]:
     rng = random.Random(seed)
@@ -84,6 +112,15 @@ def check_fixed_points_over_min(spark: SparkSession, seed: int) -> None:
     grow back as they are deleted."""
     mirror, rng = random_graph(spark, seed)
     for name, (ours, theirs) in MUTUAL_VIEWS.items():
+        mirror.con.execute(f"CREATE MATERIALIZED VIEW {name} AS {ours}")
+        mirror.views[name] = theirs
+    mirror.steps_grouped([edge_change(rng) for _ in range(12)], rng)
+
+
+def check_loop_aggregates(spark: SparkSession, seed: int) -> None:
+    """``LOOP_AGGREGATE_VIEWS`` against DuckDB on a random graph under edge changes."""
+    mirror, rng = random_graph(spark, seed)
+    for name, (ours, theirs) in LOOP_AGGREGATE_VIEWS.items():
         mirror.con.execute(f"CREATE MATERIALIZED VIEW {name} AS {ours}")
         mirror.views[name] = theirs
     mirror.steps_grouped([edge_change(rng) for _ in range(12)], rng)

@@ -20,6 +20,10 @@ what the logical plan leaves open:
   lookups in order, each with its stream and lookup keys, its Alt/Neu time comparison, the
   other equalities it checks and the predicates applied after it. The runtime
   (``runtime.operators.join``) runs exactly these and derives none of them again.
+- a Reduce's layout (``ReduceLayout``): which aggregates it accumulates, the hidden
+  accumulator columns of its output arrangement, which it recomputes from its ``values``,
+  and whether its output is deferred to its reader's job; a Linear's ``copies`` (the input
+  column each output column copies, when its steps only rearrange columns).
 
 Nodes are frozen dataclasses and compare by value.
 """
@@ -171,6 +175,9 @@ class Linear(Operator):
 
     relation: logical.Linear
     pending: Arrangement | None = None
+    copies: tuple[int, ...] | None = None
+    """The input column each output column copies when its steps only rearrange columns
+    (the runtime then picks them in Arrow from a batch the driver holds); else None."""
 
     def state(self) -> tuple[Arrangement, ...]:
         return () if self.pending is None else (self.pending,)
@@ -201,14 +208,32 @@ class Join(Operator):
 
 
 @dataclass(frozen=True)
+class ReduceLayout:
+    """How a Reduce computes its aggregates (Materialize's ``ReducePlan``): ``accumulable``
+    (the SUMMED aggregates with an argument, by index) are running accumulators kept in the
+    ``hidden`` columns its output arrangement adds after the visible ones (``cnt``, the
+    group's row count; ``n{j}``, aggregate j's count of non-NULL values; ``s{j}``, its sum);
+    ``extremes`` (the EXTREME ones, by index) are recomputed at each interesting time from
+    its ``values`` arrangement of (key, argument and ORDER BY keys); ``deferred``: its
+    changes are computed by the job of the refresh that reads them (the reduce reaches the
+    dataflow's output through Linears that only rearrange columns), not by one of its own."""
+
+    accumulable: tuple[int, ...]
+    extremes: tuple[int, ...]
+    hidden: tuple[str, ...]
+    deferred: bool = False
+
+
+@dataclass(frozen=True)
 class Reduce(Operator):
     """Groups its input's changes by key, touching only the changed groups. Owns ``output``
     (its rows by group key, with their accumulators) and, for min/max, ``values`` (the
-    input's values by group key); a lookup of it reads ``output``."""
+    input's values by group key); a lookup of it reads ``output``. ``layout`` says how."""
 
     relation: logical.Reduce
     output: Arrangement
-    values: Arrangement | None = None
+    values: Arrangement | None
+    layout: ReduceLayout
 
     def state(self) -> tuple[Arrangement, ...]:
         return (self.output,) if self.values is None else (self.output, self.values)

@@ -191,7 +191,7 @@ def _render_header(rel: Relation, humanized: bool) -> str:
     if isinstance(rel, Reduce):
         names = column_names(rel.input) if humanized else ()
         group_key = _render_scalars(rel.group_key, names)
-        aggregates = ", ".join(_render_aggregate(a, names) for a in rel.aggregates)
+        aggregates = ", ".join(render_aggregate(a, names) for a in rel.aggregates)
         return f"Reduce group_key=({group_key}) aggregates=({aggregates})"
     if isinstance(rel, Union):
         return "Union"
@@ -300,7 +300,7 @@ def _render_equivalence(exprs: tuple[Scalar, ...], names: Sequence[str | None]) 
     return " = ".join(render_scalar(e, names) for e in exprs)
 
 
-def _render_aggregate(aggregate: Aggregate, names: Sequence[str | None]) -> str:
+def render_aggregate(aggregate: Aggregate, names: Sequence[str | None] = ()) -> str:
     """``name(ARG[, 'SEPARATOR'][ order by EXPR [desc] [nulls first|last], ...])``."""
     arg = "*" if aggregate.expr is None else render_scalar(aggregate.expr, names)
     if aggregate.separator is not None:

@@ -94,6 +94,20 @@ def input_column(steps: Sequence[Step], types: tuple[SqlType, ...], column: int)
     return column
 
 
+def copied_columns(steps: Sequence[Step], types: tuple[SqlType, ...]
+                   ) -> tuple[int, ...] | None:
+    """The input column (of ``types``) each output column of ``steps`` copies, when the
+    steps only rearrange columns (projections, maps of plain columns); else None."""
+    if not all(isinstance(s, Project) or (isinstance(s, Map) and all(
+            isinstance(e, Col) for e in s.exprs)) for s in steps):
+        return None
+    out = types
+    for step in steps:
+        out = step_types(step, out)
+    sources = [input_column(steps, types, c) for c in range(len(out))]
+    return None if None in sources else tuple(c for c in sources if c is not None)
+
+
 def step_scalars(step: Step) -> tuple[Scalar, ...]:
     """The scalar expressions ``step`` evaluates (a FlatMap's call arguments)."""
     if isinstance(step, Map):

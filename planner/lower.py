@@ -3,6 +3,11 @@ runtime executes and EXPLAIN PHYSICAL prints (``ir.physical``).
 
     lower(R) = the operators of R in post-order, numbered 0..n-1, each with
       - its state: Reduce -> output (+ values for min/max); a temporal Linear -> pending;
+      - a Reduce's layout: SUMMED aggregates with an argument accumulated in hidden columns
+        (cnt, then n_j and, for a sum, s_j), EXTREME ones recomputed from values; deferred
+        iff only Linears that rearrange columns lie between it and the root;
+      - a Linear's copies: the input column each output column copies, when its steps only
+        rearrange columns (``steps.copied_columns``);
         Join -> output iff a consumer looks its output up (through Linear and Union);
         TopK -> values (its input), prefix, and output iff a consumer looks its output up;
         Window -> values (its input) and output iff a consumer looks its output up;
@@ -40,25 +45,31 @@ from matview.ir.relation import (
     loop_invariants,
 )
 from matview.ir.scalar import Scalar, columns_used, remap
+from matview.ir.steps import copied_columns
 
 
 def lower(plan: Relation) -> physical.Operator:
     """The physical plan of ``plan`` (see the module docstring)."""
-    return _Lowering().lower(plan, looked_up=False)
+    return _Lowering().lower(plan, looked_up=False, reaches_output=True)
 
 
 class _Lowering:
     def __init__(self) -> None:
         self.next_id = 0
 
-    def lower(self, rel: Relation, looked_up: bool) -> physical.Operator:
-        """``rel`` lowered; ``looked_up``: a consumer looks its output up (reads its history)."""
+    def lower(self, rel: Relation, looked_up: bool,
+              reaches_output: bool = False) -> physical.Operator:
+        """``rel`` lowered; ``looked_up``: a consumer looks its output up (reads its
+        history); ``reaches_output``: its output is the plan's, but for Linears that only
+        rearrange columns."""
         if isinstance(rel, LetRec):
             inputs = tuple(self.lower(part, False) for part in loop_invariants(rel))
             op, self.next_id = self.next_id, self.next_id + 1
             return physical.LetRec(op, rel, inputs)
         below = looked_up and isinstance(rel, (Linear, Union)) or isinstance(rel, Join)
-        inputs = tuple(self.lower(child, below) for child in inputs_of(rel))
+        copies = copied_columns(rel.steps, rel.input.types) if isinstance(rel, Linear) else None
+        inputs = tuple(self.lower(child, below, reaches_output and copies is not None)
+                       for child in inputs_of(rel))
         op, self.next_id = self.next_id, self.next_id + 1
         if isinstance(rel, Get):
             return physical.Get(op, rel, inputs)
@@ -68,7 +79,7 @@ class _Lowering:
             pending = physical.Arrangement(
                 op, "pending", "updates dated after the frontier, until they are due"
             ) if is_temporal_steps(rel.steps) else None
-            return physical.Linear(op, rel, inputs, pending)
+            return physical.Linear(op, rel, inputs, pending, copies)
         if isinstance(rel, Union):
             return physical.Union(op, rel, inputs)
         if isinstance(rel, Join):
@@ -83,7 +94,8 @@ class _Lowering:
                      for a in rel.aggregates) else None
             output = physical.Arrangement(
                 op, "output", "the output rows by group key, with their accumulators")
-            return physical.Reduce(op, rel, inputs, output, values)
+            return physical.Reduce(op, rel, inputs, output, values,
+                                   _layout(rel, reaches_output))
         if isinstance(rel, TopK):
             output = physical.Arrangement(
                 op, "output", "the output rows, for the lookups of a consumer", reused=False
@@ -102,6 +114,19 @@ class _Lowering:
             ) if looked_up else None
             return physical.Window(op, rel, inputs, values, output)
         raise TypeError(f"cannot lower {type(rel).__name__}")
+
+
+def _layout(reduce: Reduce, deferred: bool) -> physical.ReduceLayout:
+    """How ``reduce`` computes its aggregates (``physical.ReduceLayout``)."""
+    accumulable, extremes, hidden = [], [], ["cnt"]
+    for j, aggregate in enumerate(reduce.aggregates):
+        fn = maintained(aggregate.func)
+        if fn.maintenance is Maintenance.EXTREME:
+            extremes.append(j)
+        elif aggregate.expr is not None:
+            accumulable.append(j)
+            hidden += [f"n{j}", f"s{j}"] if fn.sums_values else [f"n{j}"]
+    return physical.ReduceLayout(tuple(accumulable), tuple(extremes), tuple(hidden), deferred)
 
 
 def _delta_join(join: Join, inputs: tuple[physical.Operator, ...]) -> physical.DeltaJoin:

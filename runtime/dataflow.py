@@ -11,7 +11,7 @@ dataflow's life (``OperatorStats``) and the size of the arrangements it reads or
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 from matview.ir import physical
 from matview.ir.table_functions import DEFAULT_ROW_LIMIT
@@ -19,12 +19,11 @@ from matview.runtime.arrangements.trace import Trace
 from matview.runtime.arrangements.updates import DIFF, TIME, union_all
 from matview.runtime.lowering.checked import ERR
 from matview.runtime.lowering.types import col
-from matview.runtime.operators.base import Delta, Operator, StepContext
+from matview.runtime.operators.base import Delta, StepContext
 from matview.runtime.operators.get import GetOp
 from matview.runtime.operators.join import DEFAULT_JOIN_ROWS
 from matview.runtime.operators.linear import LinearOp
 from matview.runtime.operators.metering import ArrangementStats, OperatorStats, drain_listeners
-from matview.runtime.operators.reduce import ReduceOp
 from matview.runtime.refresh import RefreshPolicy
 from matview.runtime.render import build, operators
 from matview.runtime.settings import active
@@ -33,15 +32,6 @@ from matview.runtime.step import PendingStep
 from pyspark.sql import Column, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
-
-
-def _read_toward_output(root: Operator) -> Iterator[Operator]:
-    """``root`` and the operators whose output reaches ``root``'s through Linears that
-    only rearrange columns (which pick them in Arrow from the batch the driver holds)."""
-    yield root
-    if isinstance(root, LinearOp) and root.rearranges:
-        assert root.input is not None
-        yield from _read_toward_output(root.input)
 
 
 def _union(deltas: list[Delta]) -> Delta | None:
@@ -76,9 +66,6 @@ class Dataflow:
         self.reads = physical.reads(plan)
         self.root = build(plan, spark, trace_of, limit, max_join_rows)
         self._merged: dict[T.StructType, tuple[list[Column], list[Column]]] = {}
-        for op in _read_toward_output(self.root):
-            if isinstance(op, ReduceOp):
-                op.deferred = True
         self._owned = [(arrangement, getattr(op, arrangement.what))
                        for node, op in zip(physical.operators(plan), operators(self.root))
                        for arrangement in node.state()]

@@ -52,7 +52,8 @@ def _operator(node: physical.Operator, inputs: tuple[Operator, ...],
     if isinstance(node, physical.Constant):
         return ConstantOp(rel.types, rows=node.relation.rows)
     if isinstance(node, physical.Linear):
-        return LinearOp(rel.types, input=inputs[0], steps=node.relation.steps, limit=limit)
+        return LinearOp(rel.types, input=inputs[0], steps=node.relation.steps, limit=limit,
+                        copies=node.copies)
     if isinstance(node, physical.Union):
         return UnionOp(rel.types, inputs=inputs)
     if isinstance(node, physical.Join):
@@ -62,7 +63,7 @@ def _operator(node: physical.Operator, inputs: tuple[Operator, ...],
                       label=f"Join %{node.id}")
     if isinstance(node, physical.Reduce):
         return ReduceOp(rel.types, input=inputs[0], group_key=node.relation.group_key,
-                        aggregates=node.relation.aggregates)
+                        aggregates=node.relation.aggregates, layout=node.layout)
     if isinstance(node, physical.TopK):
         return TopKOp(rel.types, input=inputs[0], order_by=node.relation.order_by,
                       limit=node.relation.limit, offset=node.relation.offset)

@@ -62,10 +62,12 @@ its SCALARs) also has ``"subqueries"``: ``[PLAN, ...]``, the plan of ``@N`` at i
 ``ID`` is an operator's number ``k`` (printed ``%k`` in text), inputs before consumers.
 
 - OPERATOR: ``{"id": ID, "operator": KIND, "text": LINE, "inputs": [ID, ...],
-  "arrangements": [NAME, ...], "paths": [PATH, ...], "statistics": STATISTICS}``:
-  ``LINE`` is the operator's own line of the IR text form (``ir.render.render_line``);
-  ``arrangements`` those it maintains; ``paths`` only on a Join, one per input;
-  ``statistics`` only in ANALYZE.
+  "arrangements": [NAME, ...], "paths": [PATH, ...], "layout": LAYOUT, "statistics":
+  STATISTICS}``: ``LINE`` is the operator's own line of the IR text form
+  (``ir.render.render_line``); ``arrangements`` those it maintains; ``paths`` only on a
+  Join, one per input; ``layout`` only on a Reduce: ``{"hidden": [NAME, ...],
+  "accumulable": [J, ...], "extremes": [J, ...], "deferred": BOOL}`` (``physical.ReduceLayout``,
+  aggregates by index); ``statistics`` only in ANALYZE.
 - PATH: ``{"input": I, "operator": ID, "equalities": [[SCALAR, SCALAR], ...], "closure":
   [SCALAR, ...], "lookups": [LOOKUP, ...]}``: path ``I`` starts from the changes of input
   ``I`` (operator ``ID``), keeps those on which ``equalities`` (pairs of equal expressions)
@@ -112,6 +114,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import networkx as nx
+from matview.ir import physical
 from matview.ir.physical import DeltaPath, Equality
 from matview.ir.relation import (
     Constant,
@@ -294,6 +297,10 @@ def _operator_json(graph: nx.DiGraph, op: int, stats: OperatorStats | None) -> J
     }
     if "paths" in node:
         out["paths"] = [_path_json(graph, path) for path in node["paths"]]
+    if isinstance(node["operator"], physical.Reduce):
+        layout = node["operator"].layout
+        out["layout"] = {"hidden": list(layout.hidden), "accumulable": list(layout.accumulable),
+                         "extremes": list(layout.extremes), "deferred": layout.deferred}
     if stats is not None:
         out["statistics"] = _statistics_json(stats)
     return out

@@ -18,6 +18,11 @@ two spaces deeper. Lines between an operator and its inputs describe it:
   arrangements exist anyway (a stored collection's, a Reduce's output); ``created`` ones
   exist only for these lookups (a join's output).
 - ``arrangements: creates NAME (what it holds)``: state the operator maintains.
+- ``layout: hidden=(cnt, n1, s1) accumulable=(AGG, ...) extremes=(AGG, ...) deferred``
+  for a Reduce (``physical.ReduceLayout``): the hidden accumulator columns of its output
+  arrangement, the aggregates it accumulates there and those it recomputes from its
+  values (each part only when it has some), ``deferred`` when the job of the refresh
+  reading its changes computes them.
 - for a LetRec, its loop: ``loop over (time, round): round i reads every binding at round
   i - 1``, then each binding's body (``binding NAME =``, its value as ``ir.render`` prints
   it, the parts computed outside the loop printed as the operator ``%k`` computing them),
@@ -45,7 +50,7 @@ import networkx as nx
 from matview.ir import physical
 from matview.ir.physical import DeltaPath, Equality
 from matview.ir.relation import Get, Join, Linear, Reduce, Relation, inputs_of
-from matview.ir.render import PLAIN, RenderOptions, render_line
+from matview.ir.render import PLAIN, RenderOptions, render_aggregate, render_line
 from matview.ir.render_scalars import render_scalar
 from matview.ir.scalar import Scalar
 from matview.planner.dataflow_graph import (
@@ -120,6 +125,8 @@ def _render_operator(graph: nx.DiGraph, op: int, depth: int, options: RenderOpti
         lines.append(f"{detail}lookups: " + ", ".join(_lookups(graph, op)))
     for name in arrangements(graph, op):
         lines.append(f"{detail}arrangements: creates {name} ({graph.nodes[name]['purpose']})")
+    if isinstance(node["operator"], physical.Reduce):
+        lines.append(f"{detail}{render_layout(node['operator'])}")
     if isinstance(node["operator"], physical.LetRec):
         lines += _loop(node["operator"], detail, options)
     if stats is not None:
@@ -152,6 +159,16 @@ def _loop(op: physical.LetRec, pad: str, options: RenderOptions) -> list[str]:
         lines.append(f"{pad}binding {name} = (state: its differences by (time, round))")
         body(value, 1)
     return lines
+
+
+def render_layout(op: physical.Reduce) -> str:
+    """Reduce ``op``'s layout on one line (see the module docstring)."""
+    layout, aggregates = op.layout, op.relation.aggregates
+    parts = [f"hidden=({', '.join(layout.hidden)})"]
+    for name, chosen in (("accumulable", layout.accumulable), ("extremes", layout.extremes)):
+        if chosen:
+            parts.append(f"{name}=({', '.join(render_aggregate(aggregates[j]) for j in chosen)})")
+    return "layout: " + " ".join(parts + (["deferred"] if layout.deferred else []))
 
 
 def render_path(path: DeltaPath) -> str:

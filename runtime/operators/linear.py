@@ -14,7 +14,7 @@ from typing import ClassVar
 import pyarrow as pa
 from matview.ir import table_functions
 from matview.ir.linear_logic import is_temporal_steps
-from matview.ir.scalar import Col, may_fail
+from matview.ir.scalar import may_fail
 from matview.ir.steps import (
     FlatMap,
     Map,
@@ -53,6 +53,9 @@ class LinearOp(PendingUpdates):
     steps: tuple[Step, ...] = ()
     limit: int = table_functions.DEFAULT_ROW_LIMIT
     pending: Trace | None = None
+    copies: tuple[int, ...] | None = None
+    """The input column each output column copies when the steps only rearrange columns
+    (the plan's ``physical.Linear.copies``): picked in Arrow from a batch the driver holds."""
     _staged: tuple[Leaf | None, int, int, int] | None = field(default=None, init=False)
 
     @property
@@ -83,9 +86,9 @@ class LinearOp(PendingUpdates):
         if delta is None:
             return None
         held = None if delta.leaf is None else delta.leaf.in_driver
-        if held is not None and self._copied_columns is not None:
+        if held is not None and self.copies is not None:
             return self._rearranged(ctx, delta, held)
-        if delta.later is not None and self._copied_columns is not None:
+        if delta.later is not None and self.copies is not None:
             later = delta.later
 
             def picked() -> Leaf | None:
@@ -105,22 +108,6 @@ class LinearOp(PendingUpdates):
         # a step that may raise must run within this step, so that it fails the step
         return Delta(out, rows, count=delta.count if self._keeps_rows else None)
 
-    @property
-    def rearranges(self) -> bool:
-        """Whether its steps only rearrange columns (``_copied_columns``)."""
-        return self._copied_columns is not None
-
-    @functools.cached_property
-    def _copied_columns(self) -> tuple[int, ...] | None:
-        """The input column each output column copies when the steps only rearrange
-        columns (projections, maps of plain columns); else None."""
-        assert self.input is not None
-        if not all(isinstance(s, Project) or (isinstance(s, Map) and all(
-                isinstance(e, Col) for e in s.exprs)) for s in self.steps):
-            return None
-        sources = [input_column(self.steps, self.input.types, c) for c in range(self.arity)]
-        return None if None in sources else tuple(c for c in sources if c is not None)
-
     def _rearranged(self, ctx: StepContext, delta: Delta, held: pa.Table) -> Delta:
         """The output of steps that only rearrange columns, over a batch the driver holds
         (``held``: the batch, or its copy): its columns picked in Arrow, so the output
@@ -137,9 +124,9 @@ class LinearOp(PendingUpdates):
     def _picked(self, held: pa.Table) -> pa.Table:
         """The output columns of steps that only rearrange columns, picked in Arrow from
         input rows the driver holds."""
-        assert self._copied_columns is not None
+        assert self.copies is not None
         names = held.column_names
-        picked = held.select([names.index(f"c{c}") for c in self._copied_columns]
+        picked = held.select([names.index(f"c{c}") for c in self.copies]
                              + [names.index(TIME), names.index(DIFF)])
         return picked.rename_columns([*column_names(self.arity), TIME, DIFF])
 

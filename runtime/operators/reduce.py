@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 import pyarrow as pa
-from matview.ir.aggregates import Maintenance, maintained
+from matview.ir.physical import ReduceLayout
 from matview.ir.relation import Aggregate
 from matview.ir.scalar import Scalar, may_fail
 from matview.runtime.arrangements.consolidation import consolidate
@@ -76,10 +76,11 @@ class ReduceOp(ReduceAccumulators, ReduceExtremes):
     aggregates: tuple[Aggregate, ...] = ()
     output: Trace | None = None
     values: Trace | None = None
-    deferred: bool = False
-    """Whether its output reaches the dataflow's only through Linears that rearrange
-    columns, which pick them from the batch the refresh's one job returns (``later``): any
-    other reader would compute the plan of its output again."""
+    layout: ReduceLayout = ReduceLayout((), (), ("cnt",))
+    """The plan's layout (``physical.ReduceLayout``). ``deferred``: its output reaches the
+    dataflow's only through Linears that rearrange columns, which pick them from the batch
+    the refresh's one job returns (``later``): any other reader would compute the plan of
+    its output again."""
 
     @property
     def checks(self) -> bool:
@@ -191,10 +192,10 @@ class ReduceOp(ReduceAccumulators, ReduceExtremes):
         run. The output delta is the updates' visible columns: a plan its readers compute
         in that same job (the input, narrow over batches already computed or materialized
         above, is read again by each), or, ``later``, the batch the job returned. Unless
-        ``deferred``, they are computed by a job of their own, now, and the output delta is
+        ``layout.deferred``, they are computed by a job of their own, now, and the output delta is
         that batch."""
         assert ctx.job is not None and (self.values is not None or not pairs)
-        job = ctx.job if self.deferred else OneJob()
+        job = ctx.job if self.layout.deferred else OneJob()
         old = None if ctx.first else self.read_bound(ctx, "state", self.output,
                                                      upto=ctx.lower)[0]
 
@@ -308,10 +309,9 @@ class ReduceOp(ReduceAccumulators, ReduceExtremes):
 
         row: dict[str, Column] = {k: col(k) for k in self._keys}
         for j, agg in enumerate(self.aggregates):
-            fn = maintained(agg.func)
-            if fn.maintenance is Maintenance.EXTREME:
+            if j in self.layout.extremes:
                 value = col(f"{prefix}e{j}")
-            elif fn.sums_values:
+            elif f"s{j}" in self.layout.hidden:
                 value = F.when(acc(f"n{j}") > 0, acc(f"s{j}"))
             else:
                 value = acc("cnt") if agg.expr is None else acc(f"n{j}")

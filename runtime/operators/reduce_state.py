@@ -8,7 +8,7 @@ for the keys the step touched.
 
 from __future__ import annotations
 
-from matview.ir.aggregates import Maintenance, maintained
+from matview.ir.physical import ReduceLayout
 from matview.ir.relation import Aggregate
 from matview.ir.scalar import Scalar
 from matview.ir.types import SqlType
@@ -34,6 +34,7 @@ class ReduceState(Operator):
     aggregates: tuple[Aggregate, ...]
     output: Trace | None
     values: Trace | None
+    layout: ReduceLayout
 
     # Layout of an output row: keys k0.., visible aggregates v0.., then hidden ``cnt`` and the
     # accumulators ``n{j}`` (non-null count) and ``s{j}`` (sum) of count/sum aggregates.
@@ -42,12 +43,10 @@ class ReduceState(Operator):
         return [f"k{i}" for i in range(len(self.group_key))]
 
     def _accumulated(self) -> list[int]:
-        return [j for j, a in enumerate(self.aggregates)
-                if maintained(a.func).maintenance is Maintenance.SUMMED and a.expr is not None]
+        return list(self.layout.accumulable)
 
     def _extremes(self) -> list[int]:
-        return [j for j, a in enumerate(self.aggregates)
-                if maintained(a.func).maintenance is Maintenance.EXTREME]
+        return list(self.layout.extremes)
 
     def _value_columns(self) -> list[str]:
         """The arranged values of the min/max-like aggregates: each one's argument ``a{j}``
@@ -56,12 +55,7 @@ class ReduceState(Operator):
             f"a{j}", *[f"o{j}_{i}" for i in range(len(self.aggregates[j].order_by))])]
 
     def hidden_names(self) -> list[str]:
-        names = ["cnt"]
-        for j in self._accumulated():
-            names.append(f"n{j}")
-            if maintained(self.aggregates[j].func).sums_values:
-                names.append(f"s{j}")
-        return names
+        return list(self.layout.hidden)
 
     def full_names(self) -> list[str]:
         visible = [f"v{j}" for j in range(len(self.aggregates))]

@@ -65,3 +65,30 @@ def test_a_dataflow_owns_a_trace_per_declared_arrangement(spark: SparkSession) -
     assert len(flow.state()) == len(declared) == 4
     assert len({id(t) for t in flow.state()}) == 4
     assert not {id(t) for t in traces.values()} & {id(t) for t in flow.state()}
+
+
+def test_a_reduce_layout_and_its_deferral_are_planned() -> None:
+    """Counts and sums accumulate in hidden columns, min/max and ordered aggregates are
+    recomputed from the values; a reduce is deferred to its reader's job only when nothing
+    but Linears that rearrange columns lie between it and the output."""
+    reduce = """Reduce group_key=(#0) aggregates=(count(*), sum(#1), min(#1), count(#1), \
+string_agg(cast(#0 as text), ',' order by #1))
+  Get a (x int, y int)"""
+    ops = list(physical.operators(lower(parse_plan(reduce))))
+    assert isinstance(ops[-1], physical.Reduce)
+    assert ops[-1].layout == physical.ReduceLayout(
+        accumulable=(1, 3), extremes=(2, 4), hidden=("cnt", "n1", "s1", "n3"), deferred=True)
+    picked = lower(parse_plan("Linear [project (#1, #0)]\n" + _indented(reduce)))
+    assert isinstance(picked, physical.Linear) and picked.copies == (1, 0)
+    assert isinstance(picked.inputs[0], physical.Reduce) and picked.inputs[0].layout.deferred
+    filtered = lower(parse_plan("Linear [filter (#1 > 0)]\n" + _indented(reduce)))
+    assert isinstance(filtered, physical.Linear) and filtered.copies is None
+    assert isinstance(filtered.inputs[0], physical.Reduce)
+    assert not filtered.inputs[0].layout.deferred
+    nested = list(physical.operators(lower(parse_plan(NESTED))))[-1]
+    assert isinstance(nested, physical.Reduce)
+    assert nested.layout == physical.ReduceLayout((), (1,), ("cnt",), deferred=True)
+
+
+def _indented(text: str) -> str:
+    return "\n".join("  " + line for line in text.splitlines())

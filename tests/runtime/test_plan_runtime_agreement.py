@@ -1,11 +1,12 @@
-"""The runtime runs the joins EXPLAIN PHYSICAL prints: for the physical plan of every query
+"""The runtime runs the plan EXPLAIN PHYSICAL prints: for the physical plan of every query
 of the golden plan fixtures (``fixtures/plans.test``, ``optimized_plans.test``,
 ``explain_plans.test``), the dataflow built from it compiles, in every delta path of every
 join, exactly the stream keys, lookup keys, time comparisons, equalities and closures the
-plan names (``JoinOp.compiled``), every operator holds exactly the arrangements its plan node
-names (``Operator.attach``), its Spark lookup conditions compare the times and equate
+plan names (``JoinOp.compiled``), its Spark lookup conditions compare the times and equate
 the key columns the plan names, and the paths it compiled print as the golden EXPLAIN
-PHYSICAL text prints them."""
+PHYSICAL text prints them; every operator holds exactly the arrangements its plan node
+names (``Operator.attach``), every Reduce the layout (deferral included) and every Linear
+the copies it names."""
 
 from __future__ import annotations
 
@@ -22,6 +23,8 @@ from matview.planner.lower import lower
 from matview.planner.pipeline import at_stage
 from matview.runtime.arrangements.trace import Trace
 from matview.runtime.operators.join import JoinOp
+from matview.runtime.operators.linear import LinearOp
+from matview.runtime.operators.reduce import ReduceOp
 from matview.runtime.render import build, operators
 from matview.sql.parse import parse
 from matview.sql.statements import CreateView, Query
@@ -92,6 +95,11 @@ def test_the_runtime_runs_the_delta_paths_the_plan_names(spark: SparkSession) ->
             assert op.kind == node.kind, where
             held = {what for what in op.arranges if getattr(op, what) is not None}
             assert held == {a.what for a in node.state()}, where  # the plan's state, no more
+            if isinstance(node, physical.Reduce):  # the plan's layout, deferral included
+                assert isinstance(op, ReduceOp) and op.layout is node.layout, where
+                assert op.arrangement_arity("output") == op.arity + len(node.layout.hidden)
+            if isinstance(node, physical.Linear):
+                assert isinstance(op, LinearOp) and op.copies == node.copies, where
             if not isinstance(node, physical.Join):
                 continue
             assert isinstance(op, JoinOp)

@@ -187,14 +187,13 @@ def _check_linear(plan: Relation, name: str, node: exp.Expr) -> bool:
 
 def _check_loop(plan: Relation, node: exp.Expr) -> bool:
     """Refuse what the runtime does not compute over a recursive binding (a temporal
-    filter, LIMIT, window functions); returns whether ``plan`` reads a binding."""
+    filter, window functions); returns whether ``plan`` reads a binding."""
     reads = [_check_loop(child, node) for child in inputs_of(plan)]
     if not (isinstance(plan, Recur) or any(reads)):
         return False
     what = None
-    if isinstance(plan, (TopK, Window)):
-        what = "ORDER BY with LIMIT or OFFSET" if isinstance(plan, TopK) else \
-            "a window function"
+    if isinstance(plan, Window):
+        what = "a window function"
     elif isinstance(plan, Linear) and is_temporal_steps(plan.steps):
         what = "mz_now()"
     if what is not None:

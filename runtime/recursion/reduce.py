@@ -3,10 +3,10 @@
 A reduce's output for group k can change only at joins of its input's times: at round r,
 the groups with a difference at round r whose input changed at a new time t at some round
 <= r, at those times t. With G(t, r) the reduce of the group's contents at (t, r), its
-difference at (t, r) is ``G(t, r) - G(t-1, r) - G(t, r-1) + G(t-1, r-1)`` (``_CORNERS``).
+difference at (t, r) is ``G(t, r) - G(t-1, r) - G(t, r-1) + G(t-1, r-1)`` (``corners.CORNERS``).
 The contents are read by group key: the committed differences of the groups the new ones
 touch, cut from the driver's batches (``reads.committed``). Counts and sums by a key are
-window sums over each group's rows ordered by time (``_summed``); a min or max, or a
+window sums over each group's rows ordered by time (``_summed``); other aggregates, or a
 reduce with no group key, joins each candidate's corners with the contents (``_reduced``).
 In a small step the rows are grouped in one partition, so the round's job has no shuffle."""
 
@@ -16,7 +16,6 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
-import pyarrow.compute as pc
 from matview.ir.aggregates import maintained
 from matview.ir.relation import Reduce
 from matview.ir.scalar import Col
@@ -24,6 +23,17 @@ from matview.runtime.arrangements.updates import DIFF, TIME, key_match, lookup, 
 from matview.runtime.lowering.aggregates import extreme_aggregate
 from matview.runtime.lowering.expressions import compile_scalar
 from matview.runtime.lowering.types import col, column_names, spark_type
+from matview.runtime.recursion.corners import (
+    AT,
+    COPIES,
+    CORNERS,
+    ROUNDS,
+    SIGN,
+    UPTO,
+    before_round,
+    corners_of,
+    within_corner,
+)
 from matview.runtime.recursion.reads import column_values, committed, new_between
 from matview.runtime.recursion.state import ROUND
 from pyspark.sql import Column, DataFrame, Window
@@ -33,14 +43,8 @@ if TYPE_CHECKING:
     from matview.runtime.recursion.let_rec import LetRecOp
 
 
-_AT, _UPTO, _ROUNDS, _SIGN, _COPIES = "_at", "_upto", "_rounds", "_sign", "_copies"
-"""A reduce's candidate time, the time and round bounding a corner's contents, the
-corner's sign in the two-dimensional difference, a row's copies in the contents."""
 _NEW = "_new"
 """Whether a row of a reduce's contents is a difference at a new time."""
-_CORNERS = ((0, 0, 1), (1, 0, -1), (0, 1, -1), (1, 1, 1))
-"""The corners ``(dt, dr, sign)`` of the two-dimensional difference at ``(t, r)``: the
-contents at ``(t - dt, r - dr)``, counted with ``sign``."""
 
 
 def reduce_round(op: LetRecOp, node: Reduce, r: int) -> DataFrame | None:
@@ -56,7 +60,7 @@ def reduce_round(op: LetRecOp, node: Reduce, r: int) -> DataFrame | None:
     cuts: list[pa.Table | None] = []
     old = committed(op, source, 0, r, rounds=True, base=r, cuts=cuts,
                     key=None if column is None or values is None else (column, values))
-    if not born and not op.has(source, r) and (old is None or _before_round(cuts)):
+    if not born and not op.has(source, r) and (old is None or before_round(cuts)):
         return None  # no group has a difference of round r: none changes at it
     if node.group_key and all(a.func in ("count", "sum") for a in node.aggregates):
         assert new is not None
@@ -112,20 +116,20 @@ def _summed(op: LetRecOp, node: Reduce, later: bool, old: DataFrame | None,
                     summed(dt, dr, value.cast(out[i]) * col(DIFF))).cast(out[i]))
         return F.struct(summed(dt, dr, col(DIFF)).alias("_n"),
                         *[a.alias(f"a{i}") for i, a in enumerate(aggregates)],
-                        F.lit(sign).cast("bigint").alias(_SIGN))
+                        F.lit(sign).cast("bigint").alias(SIGN))
 
-    corners = [corner(dt, dr, sign) for dt, dr, sign in _CORNERS if later or dr == 0]
+    corners = [corner(dt, dr, sign) for dt, dr, sign in CORNERS if later or dr == 0]
     touched = F.max((col(ROUND) == 0).cast("int")).over(whole)
-    candidates = (rows.select(*keys, col(TIME).alias(_AT), col(_NEW), touched.alias("_k"),
+    candidates = (rows.select(*keys, col(TIME).alias(AT), col(_NEW), touched.alias("_k"),
                               *[c.alias(f"_c{j}") for j, c in enumerate(corners)])
                   .where(col(_NEW) & (col("_k") > 0)).drop(_NEW, "_k").distinct())
-    return (candidates.select(*keys, _AT, F.inline(F.array(*[
+    return (candidates.select(*keys, AT, F.inline(F.array(*[
                 col(f"_c{j}") for j in range(len(corners))])))
             .where(col("_n") > 0)
             .select(*[col(k).alias(f"c{i}") for i, k in enumerate(keys)],
                     *[col(f"a{i}").alias(f"c{len(keys) + i}")
                       for i in range(len(node.aggregates))],
-                    col(_AT).alias(TIME), col(_SIGN).alias(DIFF)))
+                    col(AT).alias(TIME), col(SIGN).alias(DIFF)))
 
 
 def _reduced(op: LetRecOp, node: Reduce, later: bool, changed: DataFrame | None,
@@ -164,39 +168,34 @@ def _reduced(op: LetRecOp, node: Reduce, later: bool, changed: DataFrame | None,
             F.lit(op.step.as_of).cast("bigint").alias(TIME)))
     candidates = union_all(times)
     assert candidates is not None
-    corners = candidates.distinct().select(*keys, col(TIME).alias(_AT), F.inline(F.array(*[
-        F.struct((col(TIME) - dt).alias(_UPTO), F.lit(-dr).cast("bigint").alias(_ROUNDS),
-                 F.lit(sign).alias(_SIGN))
-        for dt, dr, sign in _CORNERS if later or dr == 0]))).select(
-            *[col(k).alias(f"x_{k}") for k in keys], _AT, _UPTO, _ROUNDS, _SIGN)
+    corners = corners_of(candidates, keys, later)
     contents = union_all([df for df in (old, new) if df is not None])
-    corner = [*[f"x_{k}" for k in keys], _AT, _UPTO, _ROUNDS, _SIGN]
+    corner = [*[f"x_{k}" for k in keys], AT, UPTO, ROUNDS, SIGN]
     if contents is None:  # the born row over no rows: count 0, other aggregates NULL
         groups = corners.select(*corner, F.lit(0).alias("_n"), *[
             F.lit(0 if a.func == "count" else None).cast(spark_type(t)).alias(f"a{i}")
             for i, (a, t) in enumerate(zip(node.aggregates, node.types[len(keys):]))])
     else:
         rows = prepared(contents)
-        within = key_match(keys, [f"x_{k}" for k in keys]) & (col(TIME) <= col(_UPTO)) & (
-            col(ROUND) <= col(_ROUNDS))
+        within = key_match(keys, [f"x_{k}" for k in keys]) & within_corner()
         seen = lookup(rows, corners, within, "inner", small, build="right") if keys else \
             lookup(rows, corners, within, "right", small, build="left")
         # a row's copies, consolidated (0 counts for nothing; an empty corner: NULL)
-        copies = seen.groupBy(*corner, *_values(node)).agg(F.sum(DIFF).alias(_COPIES))
+        copies = seen.groupBy(*corner, *_values(node)).agg(F.sum(DIFF).alias(COPIES))
         if any(maintained(a.func).ordered for a in node.aggregates):  # a row per occurrence
             copies = copies.select(*corner, *_values(node), F.explode_outer(F.when(
-                col(_COPIES) > 0, F.sequence(F.lit(1).cast("bigint"), col(_COPIES)))
+                col(COPIES) > 0, F.sequence(F.lit(1).cast("bigint"), col(COPIES)))
             ).alias("_one"))
             copies = copies.select(*corner, *_values(node), F.when(
-                col("_one").isNotNull(), F.lit(1).cast("bigint")).alias(_COPIES))
+                col("_one").isNotNull(), F.lit(1).cast("bigint")).alias(COPIES))
         groups = copies.groupBy(*corner).agg(
-            F.coalesce(F.sum(_COPIES), F.lit(0).cast("bigint")).alias("_n"),
+            F.coalesce(F.sum(COPIES), F.lit(0).cast("bigint")).alias("_n"),
             *[_aggregate(node, i).alias(f"a{i}") for i in range(len(node.aggregates))])
-    exists = col("_n") > 0 if keys else col(_UPTO) >= op.step.as_of
+    exists = col("_n") > 0 if keys else col(UPTO) >= op.step.as_of
     return groups.where(exists).select(
         *[col(f"x_{k}").alias(f"c{i}") for i, k in enumerate(keys)],
         *[col(f"a{i}").alias(f"c{len(keys) + i}") for i in range(len(node.aggregates))],
-        col(_AT).alias(TIME), col(_SIGN).cast("bigint").alias(DIFF))
+        col(AT).alias(TIME), col(SIGN).cast("bigint").alias(DIFF))
 
 
 def _values(node: Reduce) -> list[str]:
@@ -234,7 +233,7 @@ def _aggregate(node: Reduce, i: int) -> Column:
     agg = node.aggregates[i]
     out = node.types[len(node.group_key) + i]
     spark_out = spark_type(out)
-    copies = col(_COPIES)
+    copies = col(COPIES)
     if agg.expr is None:
         return F.coalesce(F.sum(copies), F.lit(0)).cast(spark_out)
     value = col(f"v{i}")
@@ -245,10 +244,3 @@ def _aggregate(node: Reduce, i: int) -> Column:
                       F.sum(value.cast(spark_out) * copies)).cast(spark_out)
     return extreme_aggregate(agg, out, F.when(copies > 0, value),
                              [col(f"o{i}_{j}") for j in range(len(agg.order_by))]).cast(spark_out)
-
-
-def _before_round(cuts: list[pa.Table | None]) -> bool:
-    """Whether the committed differences read (``cuts``, their ``ROUND`` relative to the
-    round being computed) all precede that round; False when some were not read in the
-    driver."""
-    return all(cut is not None and pc.max(cut[ROUND]).as_py() < 0 for cut in cuts)

@@ -27,7 +27,7 @@ from tests.support.recursive_graphs import (
     GRAPH_VIEWS,
     MUTUAL_VIEWS,
     check_fixed_points_over_min,
-    check_loop_aggregates,
+    check_loop_operators,
     edge_change,
     random_graph,
 )
@@ -72,8 +72,6 @@ def test_plans_denote_what_duckdb_computes(
      "type text overall"),
     ("WITH RECURSIVE r(n) AS (SELECT 1 UNION SELECT n FROM r WHERE EXISTS (SELECT 1 FROM r)) "
      "SELECT * FROM r", SqlError, "must not appear within a subquery"),
-    ("WITH MUTUALLY RECURSIVE a (x int) AS (SELECT x FROM a ORDER BY x LIMIT 1) "
-     "SELECT * FROM a", UnsupportedError, "LIMIT or OFFSET over a recursive query's rows"),
     ("WITH MUTUALLY RECURSIVE a (x int) AS (SELECT x FROM a UNION SELECT row_number() OVER "
      "(ORDER BY x)::int FROM a) SELECT * FROM a", UnsupportedError,
      "a window function over a recursive query's rows"),
@@ -150,11 +148,12 @@ def test_fixed_points_over_min_match_duckdb(spark: SparkSession, seed: int) -> N
 
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", seeds())
-def test_aggregates_inside_the_loop_match_duckdb(spark: SparkSession, seed: int) -> None:
-    """A global aggregate (its row there over no rows), string_agg in order and bool_and
-    over a binding inside the loop, against DuckDB on a random graph under edge changes
-    (``check_loop_aggregates``)."""
-    check_loop_aggregates(spark, seed)
+def test_aggregates_and_limits_inside_the_loop_match_duckdb(spark: SparkSession,
+                                                            seed: int) -> None:
+    """A global aggregate (its row there over no rows), string_agg in order, bool_and and
+    ORDER BY with LIMIT and OFFSET over a binding inside the loop, against DuckDB on a
+    random graph under edge changes (``check_loop_operators``)."""
+    check_loop_operators(spark, seed)
 
 
 BATCH = [

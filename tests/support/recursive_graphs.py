@@ -55,7 +55,7 @@ at most 7 edges of weight at most 5)."""
 
 _REACH = ("reach (node int) AS (SELECT id FROM roots UNION SELECT e.dst FROM reach "
           "JOIN edges e ON e.src = reach.node)")
-LOOP_AGGREGATE_VIEWS = {
+LOOP_VIEWS = {
     "listed": (
         f"WITH MUTUALLY RECURSIVE {_REACH}, total (n bigint, top int, nodes text) AS ("
         "SELECT count(*), max(node), string_agg(node::text, ',' ORDER BY node DESC) "
@@ -76,10 +76,20 @@ LOOP_AGGREGATE_VIEWS = {
         "SELECT r.node, u.b FROM r JOIN u ON u.a = r.other) SELECT comp, "
         "string_agg(node::text, ' ' ORDER BY node), bool_and(node < 6) FROM "
         "(SELECT node, min(other) AS comp FROM r GROUP BY node) l GROUP BY comp"),
+    "highest": (
+        f"WITH MUTUALLY RECURSIVE {_REACH}, highest (node int) AS (SELECT node FROM reach "
+        "ORDER BY node DESC LIMIT 2 OFFSET 1) SELECT node FROM highest",
+        f"WITH RECURSIVE {_REACH.replace(' (node int)', '(node)')} SELECT node FROM reach "
+        "ORDER BY node DESC LIMIT 2 OFFSET 1"),
+    "hops": (  # rows of multiplicity > 1 (edges into the same node) take several positions
+        f"WITH MUTUALLY RECURSIVE {_REACH}, hops (node int) AS (SELECT e.dst FROM reach r "
+        "JOIN edges e ON e.src = r.node ORDER BY e.dst LIMIT 4) SELECT node FROM hops",
+        f"WITH RECURSIVE {_REACH.replace(' (node int)', '(node)')} SELECT e.dst FROM reach r "
+        "JOIN edges e ON e.src = r.node ORDER BY e.dst LIMIT 4"),
 }
-"""Aggregates the loop computes like the reduce outside it (a global aggregate, whose row
-exists over no rows; aggregates of values in order; derived ones), over bindings, each
-with an equivalent DuckDB query."""
+"""Aggregates and LIMITs the loop computes like the operators outside it (a global
+aggregate, whose row exists over no rows; aggregates of values in order; derived ones;
+ORDER BY with LIMIT and OFFSET), over bindings, each with an equivalent DuckDB query."""
 
 
 def random_graph(spark: SparkSession, seed: int) -> tuple[Mirror, random.Random]:
@@ -117,10 +127,10 @@ def check_fixed_points_over_min(spark: SparkSession, seed: int) -> None:
     mirror.steps_grouped([edge_change(rng) for _ in range(12)], rng)
 
 
-def check_loop_aggregates(spark: SparkSession, seed: int) -> None:
-    """``LOOP_AGGREGATE_VIEWS`` against DuckDB on a random graph under edge changes."""
+def check_loop_operators(spark: SparkSession, seed: int) -> None:
+    """``LOOP_VIEWS`` against DuckDB on a random graph under edge changes."""
     mirror, rng = random_graph(spark, seed)
-    for name, (ours, theirs) in LOOP_AGGREGATE_VIEWS.items():
+    for name, (ours, theirs) in LOOP_VIEWS.items():
         mirror.con.execute(f"CREATE MATERIALIZED VIEW {name} AS {ours}")
         mirror.views[name] = theirs
     mirror.steps_grouped([edge_change(rng) for _ in range(12)], rng)

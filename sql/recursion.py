@@ -187,17 +187,12 @@ def _check_linear(plan: Relation, name: str, node: exp.Expr) -> bool:
 
 def _check_loop(plan: Relation, node: exp.Expr) -> bool:
     """Refuse what the runtime does not compute over a recursive binding (a temporal
-    filter, window functions); returns whether ``plan`` reads a binding."""
+    filter); returns whether ``plan`` reads a binding."""
     reads = [_check_loop(child, node) for child in inputs_of(plan)]
     if not (isinstance(plan, Recur) or any(reads)):
         return False
-    what = None
-    if isinstance(plan, Window):
-        what = "a window function"
-    elif isinstance(plan, Linear) and is_temporal_steps(plan.steps):
-        what = "mz_now()"
-    if what is not None:
-        raise UnsupportedError.at(f"{what} over a recursive query's rows inside its "
+    if isinstance(plan, Linear) and is_temporal_steps(plan.steps):
+        raise UnsupportedError.at("mz_now() over a recursive query's rows inside its "
                                   "definition is not supported yet (use it in the query that "
                                   "reads the recursive query)", node)
     return True

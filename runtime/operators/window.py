@@ -13,9 +13,7 @@ spanning many times gives exactly the per-time output of stepping one time at a 
 
 The order of each call is its ORDER BY then every other column (``total_order``), so the
 values are deterministic: a partition's output computed again from the same rows is the
-same rows, and its retraction cancels exactly what was inserted. ``range`` frames and the
-ranking functions that read peers order by the ORDER BY alone; a value function over a
-``range`` frame takes its row from a ``rows`` frame of the same rows (``_value``).
+same rows, and its retraction cancels exactly what was inserted (``lowering.window_values``).
 """
 
 from __future__ import annotations
@@ -23,9 +21,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from matview.ir import windows
-from matview.ir.scalar import Col
-from matview.ir.sort_keys import total_order
 from matview.ir.window_call import WindowCall
 from matview.runtime.arrangements.consolidation import consolidate
 from matview.runtime.arrangements.trace import Trace
@@ -37,14 +32,13 @@ from matview.runtime.arrangements.updates import (
     materialize,
     union_all,
 )
-from matview.runtime.lowering.ordering import spark_order
 from matview.runtime.lowering.types import col, column_names, spark_type
+from matview.runtime.lowering.window_values import window_value
 from matview.runtime.operators.base import ArrangedWhenLookedUp, Delta, Operator, StepContext
 from matview.runtime.operators.reduce_state import NEVER
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import DataFrame
 from pyspark.sql import Window as SparkWindow
 from pyspark.sql import functions as F
-from pyspark.sql.window import WindowSpec
 
 _AT, _NEXT, _COPIES = "_at", "_next", "_copies"
 """A snapshot's time, the partition's next interesting time, a row's copies in it."""
@@ -121,8 +115,10 @@ class WindowOp(ArrangedWhenLookedUp, Operator):
             F.sequence(F.lit(1).cast("bigint"), col(_COPIES))).alias(_COPIES))
         partition = [*[col(k) for k in keys], col(_AT)]
         arity = len(names)
-        computed = [self._value(call, partition).cast(spark_type(self.types[arity + i]))
-                    .alias(f"c{arity + i}") for i, call in enumerate(self.calls)]
+        assert self.input is not None
+        computed = [window_value(call, self.input.types, partition)
+                    .cast(spark_type(self.types[arity + i])).alias(f"c{arity + i}")
+                    for i, call in enumerate(self.calls)]
         valued = rows.select(*names, *computed, _AT, _NEXT)
         change = F.explode(F.array(
             F.struct(col(_AT).alias(TIME), F.lit(1).cast("bigint").alias(DIFF)),
@@ -132,81 +128,6 @@ class WindowOp(ArrangedWhenLookedUp, Operator):
                 .select(*shown, col("_change")[TIME].alias(TIME),
                         col("_change")[DIFF].alias(DIFF))
                 .where(col(TIME).isNotNull() & (col(TIME) != F.lit(NEVER))))
-
-    def _value(self, call: WindowCall, partition: list[Column]) -> Column:
-        """``call``'s value at each row of its partition (``partition``: its columns)."""
-        names = self._names
-        fn = windows.lookup(call.func)
-        ordered = SparkWindow.partitionBy(*partition).orderBy(
-            *spark_order(names, total_order(call.order_by, len(names))))
-        peers = spark_order(names, call.order_by) or [F.lit(0)]
-        by_peers = SparkWindow.partitionBy(*partition).orderBy(*peers)
-        arg = col(names[call.args[0].index]) if call.args and isinstance(
-            call.args[0], Col) else None
-        if fn.kind is windows.Kind.RANKING:
-            if call.func == "row_number":
-                return F.row_number().over(ordered)
-            if call.func == "ntile":
-                buckets = windows.constant(call.args[0])
-                return F.lit(None) if buckets is None else F.ntile(buckets).over(ordered)
-            ranking = {"rank": F.rank, "dense_rank": F.dense_rank,
-                       "percent_rank": F.percent_rank, "cume_dist": F.cume_dist}
-            return ranking[call.func]().over(by_peers)
-        if fn.kind is windows.Kind.OFFSET:
-            offset = windows.constant(call.args[1]) if len(call.args) > 1 else 1
-            default = windows.constant(call.args[2]) if len(call.args) > 2 else None
-            shift = F.lag if call.func == "lag" else F.lead
-            return shift(arg, offset, default).over(ordered)
-        frame = call.frame
-        if fn.kind is windows.Kind.AGGREGATE:
-            spec = self._framed(ordered, by_peers, call)
-            if arg is None:
-                return F.count(F.lit(1)).over(spec)
-            if call.func == "sum":
-                arg = arg.cast(spark_type(call.type(self.input.types)))  # type: ignore[union-attr]
-            return F.call_function(call.func, arg).over(spec)
-        assert arg is not None
-        if frame.units == "rows":
-            spec = self._framed(ordered, by_peers, call)
-            if call.func == "nth_value":
-                return F.nth_value(arg, windows.constant(call.args[1])).over(spec)
-            return (F.first if call.func == "first_value" else F.last)(arg, False).over(spec)
-        return self._value_over_range(call, arg, partition, by_peers)
-
-    def _value_over_range(self, call: WindowCall, arg: Column, partition: list[Column],
-                          by_peers: WindowSpec) -> Column:
-        """A value function over a ``range`` frame: the frame is the partition's rows from
-        its first row or the current row's first peer, to its last row or the current
-        row's last peer; its rows in the total order are the partition's (or the peers')
-        rows in that order."""
-        names, frame = self._names, call.frame
-        order = spark_order(names, total_order(call.order_by, len(names)))
-        whole = SparkWindow.partitionBy(*partition).orderBy(*order).rowsBetween(
-            SparkWindow.unboundedPreceding, SparkWindow.unboundedFollowing)
-        peer_keys = [col(names[c]) for c, _, _ in call.order_by]
-        among_peers = SparkWindow.partitionBy(*partition, *peer_keys).orderBy(
-            *order).rowsBetween(SparkWindow.unboundedPreceding, SparkWindow.unboundedFollowing)
-        if call.func == "first_value":
-            return F.first(arg, False).over(whole if frame.start is None else among_peers)
-        if call.func == "last_value":
-            return F.last(arg, False).over(whole if frame.end is None else among_peers)
-        assert frame.start is None, "nth_value over a range frame starts at the partition's"
-        position = windows.constant(call.args[1])
-        value = F.nth_value(arg, position).over(whole)
-        if frame.end is None:
-            return value
-        upto = by_peers.rangeBetween(SparkWindow.unboundedPreceding, SparkWindow.currentRow)
-        return F.when(F.count(F.lit(1)).over(upto) >= position, value)
-
-    @staticmethod
-    def _framed(ordered: WindowSpec, by_peers: WindowSpec, call: WindowCall) -> WindowSpec:
-        """The window of ``call``'s frame: positions in the total order, or peers."""
-        frame = call.frame
-        start = SparkWindow.unboundedPreceding if frame.start is None else frame.start
-        end = SparkWindow.unboundedFollowing if frame.end is None else frame.end
-        if frame.units == "rows":
-            return ordered.rowsBetween(start, end)
-        return by_peers.rangeBetween(start, end)
 
     def children(self) -> tuple[Operator, ...]:
         assert self.input is not None

@@ -24,23 +24,24 @@ at older times, with their rounds) and what this step computed at earlier rounds
   ``G(t, r) - G(t-1, r) - G(t, r-1) + G(t-1, r-1)`` (the two-dimensional difference over
   the product order), so every time a step carries is handled in one batch. In a round
   where no group has a difference of round r, no group's output changes: nothing is
-  computed. A TopK is such an operator of one group (``corners``).
+  computed. A TopK is such an operator of one group, a window one whose groups are its
+  partitions (``corners``).
 
 The rounds of a step end when a round changes no binding and no stored collection holds
 differences of later rounds from earlier steps. A step carrying N transactions runs the
 rounds once for all of them, and gives exactly the output per time that N single steps give.
 State: the differences of every binding, of every join input (and each prefix of an n-ary
-join) and of every reduce's and TopK's input, each with its round, held in the driver as Arrow batches
-(the newest merged when there are more than ``MAX_BATCHES``: ``merged_tail``). A step reads
-them by key: a join looks up the other side's stored differences by the equi-join key
-values of the new ones, a reduce the contents of the groups its new differences touch
-(``pyarrow`` cuts, a local relation to Spark), so a small step's rounds are small Spark
-plans over the rows its changes reach, not over the stored state (computed in the driver:
-``ArrowCollect``); a join without an equality between columns reads the whole state. A
-small step computes each round's stored differences in one Spark plan (``OneJob``),
-consolidated in the driver: the values a round reads by are known before its plan runs,
-from what its plans read (``reads.column_values``: the batches of earlier rounds, the rows
-cut from the stored state, through projections, unions, joins and group keys). Its rounds have
+join) and of every reduce's, TopK's and window's input, each with its round, held in the driver as
+Arrow batches (the newest merged when there are more than ``MAX_BATCHES``: ``merged_tail``).
+A step reads them by key: a join looks up the other side's stored differences by the
+equi-join key values of the new ones, a reduce the contents of the groups its new
+differences touch (``pyarrow`` cuts, a local relation to Spark), so a small step's rounds
+are small Spark plans over the rows its changes reach, not over the stored state (computed
+in the driver: ``ArrowCollect``); a join without an equality between columns reads the whole
+state. A small step computes each round's stored differences in one Spark plan (``OneJob``),
+consolidated in the driver: the values a round reads by are known before its plan runs, from
+what its plans read (``reads.column_values``: the batches of earlier rounds, the rows cut
+from the stored state, through projections, unions, joins and group keys). Its rounds have
 the same plans: each binds the batches it reads into the slots of the same reads of the
 rounds before (``runtime.templates``; rounds named relative to the round being computed, a
 reduce's ``ROUND`` too) and builds every plan through ``Operator.planned``, so a round of
@@ -49,7 +50,7 @@ partition, so the round's job has no shuffle.
 
 This module steps the rounds (``LetRecOp``); what the loop stores is ``state``, its reads
 of stored and new differences ``reads``, a join's and a reduce's rounds ``join`` and
-``reduce``, a TopK's ``top_k`` (modules of ``runtime.recursion``)."""
+``reduce``, a TopK's ``top_k``, a window's ``window`` (modules of ``runtime.recursion``)."""
 
 from __future__ import annotations
 
@@ -60,7 +61,7 @@ from typing import ClassVar
 
 import pyarrow as pa
 from matview.ir.recursion import RecursionLimit, recursion_limit_message
-from matview.ir.relation import Join, LetRec, Linear, Recur, Reduce, Relation, TopK, Union
+from matview.ir.relation import Join, LetRec, Linear, Recur, Reduce, Relation, TopK, Union, Window
 from matview.ir.table_functions import DEFAULT_ROW_LIMIT
 from matview.ir.types import Kind
 from matview.runtime.arrangements.consolidation import consolidate, consolidated_arrow
@@ -85,6 +86,7 @@ from matview.runtime.recursion.state import (
     with_rounds,
 )
 from matview.runtime.recursion.top_k import top_k_round
+from matview.runtime.recursion.window import window_round
 from matview.runtime.settings import active
 from matview.runtime.spark.jvm_plans import jvm_helper
 from matview.runtime.spark.one_job import OneJob
@@ -320,6 +322,8 @@ class LetRecOp(Operator):
             return reduce_round(self, node, r)
         if isinstance(node, TopK):
             return top_k_round(self, node, r)
+        if isinstance(node, Window):
+            return window_round(self, node, r)
         raise TypeError(f"a loop cannot compute {type(node).__name__}")
 
     @property

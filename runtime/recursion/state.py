@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from matview.ir.relation import Join, LetRec, Recur, Reduce, Relation, TopK, inputs_of
+from matview.ir.relation import Join, LetRec, Recur, Reduce, Relation, TopK, Window, inputs_of
 from matview.ir.types import SqlType
 from matview.runtime.arrangements.consolidation import consolidated_arrow
 from matview.runtime.arrangements.spine import merged_tail
@@ -45,7 +45,7 @@ some rounds, a cut of its committed ones, or None for a read of all of them."""
 
 def stored_nodes(loop: LetRec, invariants: frozenset[Relation]) -> list[Node]:
     """The collections whose differences the loop keeps: its bindings' values, the inputs
-    of its joins (and prefixes of n-ary joins) and of its reduces and TopKs, in a stable
+    of its joins (and prefixes of n-ary joins) and of its reduces, TopKs and windows, in a stable
     order."""
     out: dict[Node, None] = {}
 
@@ -57,7 +57,7 @@ def stored_nodes(loop: LetRec, invariants: frozenset[Relation]) -> list[Node]:
                 out.setdefault(Prefix(rel, k))
             for child in rel.inputs:
                 out.setdefault(child)
-        if isinstance(rel, (Reduce, TopK)):
+        if isinstance(rel, (Reduce, TopK, Window)):
             out.setdefault(rel.input)
         for child in inputs_of(rel):
             visit(child)

@@ -86,10 +86,24 @@ LOOP_VIEWS = {
         "JOIN edges e ON e.src = r.node ORDER BY e.dst LIMIT 4) SELECT node FROM hops",
         f"WITH RECURSIVE {_REACH.replace(' (node int)', '(node)')} SELECT e.dst FROM reach r "
         "JOIN edges e ON e.src = r.node ORDER BY e.dst LIMIT 4"),
+    "ranked": (
+        f"WITH MUTUALLY RECURSIVE {_REACH}, ranked (node int, pos bigint, below int) AS ("
+        "SELECT node, row_number() OVER (ORDER BY node DESC), lag(node) OVER (ORDER BY node) "
+        "FROM reach) SELECT node, pos, below FROM ranked",
+        f"WITH RECURSIVE {_REACH.replace(' (node int)', '(node)')} SELECT node, "
+        "row_number() OVER (ORDER BY node DESC), lag(node) OVER (ORDER BY node) FROM reach"),
+    "weights": (  # partitions by source; peers (equal dst) share a running sum
+        f"WITH MUTUALLY RECURSIVE {_REACH}, weights (src int, dst int, total bigint) AS ("
+        "SELECT e.src, e.dst, sum(e.w) OVER (PARTITION BY e.src ORDER BY e.dst) FROM reach r "
+        "JOIN edges e ON e.src = r.node) SELECT src, dst, total FROM weights",
+        f"WITH RECURSIVE {_REACH.replace(' (node int)', '(node)')} SELECT e.src, e.dst, "
+        "sum(e.w) OVER (PARTITION BY e.src ORDER BY e.dst) FROM reach r "
+        "JOIN edges e ON e.src = r.node"),
 }
-"""Aggregates and LIMITs the loop computes like the operators outside it (a global
-aggregate, whose row exists over no rows; aggregates of values in order; derived ones;
-ORDER BY with LIMIT and OFFSET), over bindings, each with an equivalent DuckDB query."""
+"""Aggregates, LIMITs and window functions the loop computes like the operators outside
+it (a global aggregate, whose row exists over no rows; aggregates of values in order;
+derived ones; ORDER BY with LIMIT and OFFSET; ranking, offset and aggregate window
+functions, partitioned or not), over bindings, each with an equivalent DuckDB query."""
 
 
 def random_graph(spark: SparkSession, seed: int) -> tuple[Mirror, random.Random]:

@@ -27,7 +27,8 @@ two spaces deeper. Lines between an operator and its inputs describe it:
   i - 1``, then each binding's body (``binding NAME =``, its value as ``ir.render`` prints
   it, the parts computed outside the loop printed as the operator ``%k`` computing them),
   with the state each keeps: ``state: ...`` below a Join (its inputs' differences by time
-  and round) and a Reduce (its input's, its output computed at their interesting times).
+  and round) and a Reduce, TopK or Window (its input's, its output computed at their
+  interesting times).
 - with statistics (ANALYZE): ``steps=S rows_in=I rows_out=O time=T.TTTs`` and
   ``arrangement NAME: rows=R bytes=B``.
 
@@ -49,7 +50,7 @@ from typing import Protocol
 import networkx as nx
 from matview.ir import physical
 from matview.ir.physical import DeltaPath, Equality
-from matview.ir.relation import Get, Join, Linear, Reduce, Relation, inputs_of
+from matview.ir.relation import Get, Join, Linear, Reduce, Relation, TopK, Window, inputs_of
 from matview.ir.render import PLAIN, RenderOptions, render_aggregate, render_line
 from matview.ir.render_scalars import render_scalar
 from matview.ir.scalar import Scalar
@@ -149,7 +150,7 @@ def _loop(op: physical.LetRec, pad: str, options: RenderOptions) -> list[str]:
         lines.append(f"{at}{render_line(rel, options)}")
         if isinstance(rel, Join):
             lines.append(f"{at}  state: each input's differences by (time, round)")
-        if isinstance(rel, Reduce):
+        if isinstance(rel, (Reduce, TopK, Window)):
             lines.append(f"{at}  state: its input's differences by (time, round); output "
                          "at their interesting times (joins of the times)")
         for child in inputs_of(rel):

@@ -14,14 +14,19 @@ computed) counted with ``SIGN``, for the difference at time ``AT``."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.compute as pc
 from matview.runtime.arrangements.updates import TIME
 from matview.runtime.lowering.types import col
-from matview.runtime.recursion.state import ROUND
+from matview.runtime.recursion.reads import column_values, committed, new_between
+from matview.runtime.recursion.state import ROUND, Node
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
+
+if TYPE_CHECKING:
+    from matview.runtime.recursion.let_rec import LetRecOp
 
 AT, UPTO, ROUNDS, SIGN, COPIES = "_at", "_upto", "_rounds", "_sign", "_copies"
 """A candidate time, the time and round bounding a corner's contents, the corner's sign
@@ -52,3 +57,29 @@ def before_round(cuts: list[pa.Table | None]) -> bool:
     round being computed) all precede that round; False when some were not read in the
     driver."""
     return all(cut is not None and pc.max(cut[ROUND]).as_py() < 0 for cut in cuts)
+
+
+RoundInputs = tuple[DataFrame, DataFrame | None, DataFrame | None, DataFrame]
+"""A group-wise operator's input in a round: its new differences of every round so far,
+its committed differences, its new differences of the round, and its new differences of
+every round so far (the last two with ``ROUND`` relative to the round)."""
+
+
+def round_inputs(op: LetRecOp, source: Node, r: int, column: int | None
+                 ) -> RoundInputs | None:
+    """What round ``r`` of a group-wise operator over ``source`` reads: ``(changed, old,
+    now, new)`` (``RoundInputs``; ``old`` cut by the groups' key ``column`` when the driver
+    knows its values); None when no group has a difference of round ``r``, so none
+    changes at it."""
+    new = new_between(op, source, 0, r, rounds=True, base=r)
+    if new is None:
+        return None
+    values = None if column is None else column_values(op, source, 0, r, column)
+    cuts: list[pa.Table | None] = []
+    old = committed(op, source, 0, r, rounds=True, base=r, cuts=cuts,
+                    key=None if column is None or values is None else (column, values))
+    if not op.has(source, r) and (old is None or before_round(cuts)):
+        return None
+    changed = new_between(op, source, 0, r)
+    assert changed is not None
+    return changed, old, op.at(source, r), new

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import pyarrow as pa
 from matview.ir.relation import TopK
 from matview.ir.sort_keys import total_order
 from matview.runtime.arrangements.updates import DIFF, TIME, lookup, union_all
@@ -27,11 +26,10 @@ from matview.runtime.recursion.corners import (
     ROUNDS,
     SIGN,
     UPTO,
-    before_round,
     corners_of,
+    round_inputs,
     within_corner,
 )
-from matview.runtime.recursion.reads import committed, new_between
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
@@ -45,16 +43,10 @@ _POSITION = "_position"
 def top_k_round(op: LetRecOp, node: TopK, r: int) -> DataFrame | None:
     """Round ``r`` of ``node``: at every candidate time, the two-dimensional difference of
     its output rows (the module docstring)."""
-    source = node.input
-    new = new_between(op, source, 0, r, rounds=True, base=r)
-    if new is None:
-        return None
-    cuts: list[pa.Table | None] = []
-    old = committed(op, source, 0, r, rounds=True, base=r, cuts=cuts)
-    if not op.has(source, r) and (old is None or before_round(cuts)):
+    read = round_inputs(op, node.input, r, None)
+    if read is None:
         return None  # no difference of round r: the output does not change at it
-    changed = new_between(op, source, 0, r)
-    assert changed is not None
+    changed, old, _, new = read
     return op.planned(("top_k", node, r > 0), (changed, old, new),
                       lambda: _ranked(op, node, r > 0, changed, old, new))
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import pyarrow as pa
 from matview.ir.relation import Window
 from matview.runtime.arrangements.updates import DIFF, TIME, key_match, lookup, union_all
 from matview.runtime.lowering.types import col, column_names, spark_type
@@ -24,11 +23,10 @@ from matview.runtime.recursion.corners import (
     ROUNDS,
     SIGN,
     UPTO,
-    before_round,
     corners_of,
+    round_inputs,
     within_corner,
 )
-from matview.runtime.recursion.reads import column_values, committed, new_between
 from matview.runtime.recursion.state import ROUND
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
@@ -40,20 +38,11 @@ if TYPE_CHECKING:
 def window_round(op: LetRecOp, node: Window, r: int) -> DataFrame | None:
     """Round ``r`` of ``node``: every candidate partition and new time, the
     two-dimensional difference of its valued rows (the module docstring)."""
-    source = node.input
-    new = new_between(op, source, 0, r, rounds=True, base=r)
-    if new is None:
+    key = node.partition_by[0] if node.partition_by else None
+    read = round_inputs(op, node.input, r, key)
+    if read is None:
         return None
-    column = node.partition_by[0] if node.partition_by else None
-    values = None if column is None else column_values(op, source, 0, r, column)
-    cuts: list[pa.Table | None] = []
-    old = committed(op, source, 0, r, rounds=True, base=r, cuts=cuts,
-                    key=None if column is None or values is None else (column, values))
-    if not op.has(source, r) and (old is None or before_round(cuts)):
-        return None  # no partition has a difference of round r: none changes at it
-    changed = new_between(op, source, 0, r)
-    now = op.at(source, r)
-    assert changed is not None
+    changed, old, now, new = read
     return op.planned(("window", node, r > 0), (changed, old, now, new),
                       lambda: _windowed(op, node, r > 0, changed, old, now, new))
 

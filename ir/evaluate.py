@@ -136,34 +136,9 @@ def _call(expr: Call, row: Sequence[object], types: Sequence[SqlType]) -> object
         return None
     with localcontext(DECIMAL_CONTEXT):
         result = fn.python(*args)
-    result_type = _result_type(expr, types)
+    result_type = type_of(expr, types)
     _check_range(result, result_type)
     return _conform(result, result_type)
-
-
-_RESULT_TYPES: dict[int, tuple[Call, tuple[SqlType, ...], SqlType]] = {}
-"""``type_of`` of the calls evaluated lately, by node (the node held, so its id names it
-while the entry lives), for the input types it was computed for."""
-
-RESULT_TYPES_KEPT = 1 << 16
-"""The most calls ``_RESULT_TYPES`` holds (emptied when full)."""
-
-
-def _result_type(expr: Call, types: Sequence[SqlType]) -> SqlType:
-    """``type_of(expr, types)``, computed once per call node and input types, from its
-    arguments' (calls' remembered): ``type_of`` walks the call's whole subtree, so
-    evaluating a tree of n calls computed O(n log n) types per row (an ``IN`` list of
-    10,000 items, a balanced tree of ORs, took 9 s to interpret over a few rows)."""
-    types = types if isinstance(types, tuple) else tuple(types)  # held: not to change
-    known = _RESULT_TYPES.get(id(expr))
-    if known is not None and known[0] is expr and known[1] == types:
-        return known[2]
-    if len(_RESULT_TYPES) >= RESULT_TYPES_KEPT:
-        _RESULT_TYPES.clear()
-    result = lookup(expr.func).returns([_result_type(a, types) if isinstance(a, Call)
-                                        else type_of(a, types) for a in expr.args])
-    _RESULT_TYPES[id(expr)] = (expr, types, result)
-    return result
 
 
 def promote(values: Sequence[object]) -> list[object]:

@@ -169,7 +169,11 @@ class Controller:
         trace.append(leaf, stepping.lower + 1, stepping.now)
         trace.errors.append(failed, stepping.lower + 1, stepping.now)
         seconds = stepping.seconds + shared + time.perf_counter() - started
-        flow.policy.record(stepping.choice, Measured(stepping.changed, stepping.held, seconds))
+        warming = stepping.choice.strategy == "incremental" and stepping.changed > 0 \
+            and not flow.warm
+        flow.warm = flow.warm or warming
+        flow.policy.record(stepping.choice, Measured(stepping.changed, stepping.held, seconds,
+                                                     warming))
         return flow
 
     def refresh(self, names: set[str], views: Views, now: int,

@@ -63,6 +63,8 @@ class Dataflow:
         self.spark = spark
         self.as_of = as_of
         self.frontier = as_of - 1
+        self.warm = False
+        """Whether an incremental step has run (``refresh.Measured.warming``)."""
         self.reads = physical.reads(plan)
         self.root = build(plan, spark, trace_of, limit, max_join_rows)
         self._merged: dict[T.StructType, tuple[list[Column], list[Column]]] = {}

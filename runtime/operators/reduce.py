@@ -53,7 +53,7 @@ from matview.runtime.lowering.checked import (
     split_errors,
 )
 from matview.runtime.lowering.types import col, column_names, spark_type
-from matview.runtime.operators.base import Delta, Operator, StepContext
+from matview.runtime.operators.base import Delta, Operator, StepContext, templated
 from matview.runtime.operators.reduce_accumulators import ReduceAccumulators
 from matview.runtime.operators.reduce_extremes import ReduceExtremes
 from matview.runtime.operators.reduce_state import NEVER
@@ -127,22 +127,28 @@ class ReduceOp(ReduceAccumulators, ReduceExtremes):
             # input a second time, in the job that keeps them)
             leaf = materialize(ctx.spark, prepared, ctx.small)
             if leaf is not None and self.checks:
-                ok, failed = split_errors(leaf.df)
-                table = leaf.table
-                if table is None:
+                if leaf.table is None:
+                    ok, failed = split_errors(leaf.df)
                     self.errors = Delta(failed, leaf.rows)
+                    leaf = Leaf(ok, leaf.rows, exact=False)
                 else:  # split in Arrow: the errors stay a batch in the driver
-                    table, errors = split_arrow_errors(table)
+                    table, errors = split_arrow_errors(leaf.table)
                     if errors.num_rows:
                         self.errors = Delta(None, errors.num_rows, stored(ctx.spark, errors),
                                             count=errors.num_rows)
-                leaf = Leaf(ok, leaf.rows, table, exact=False)
-            prepared = None if leaf is None else leaf.df
+                    leaf = Leaf(None, leaf.rows, table, ctx.spark, exact=False)
+            if leaf is None:
+                prepared = None
+            elif leaf.table is not None and templated(ctx):  # the plans below are kept
+                prepared = self.bound(ctx, "prepared", leaf.table)
+            else:
+                prepared = leaf.df
             if leaf is not None and self._extremes():
                 assert self.values is not None
                 args = [*self._keys, *self._value_columns(), TIME, DIFF]
-                pairs = Leaf(self.selected(leaf.df, "pairs", lambda: args), leaf.rows,
-                             None if leaf.table is None else leaf.table.select(args))
+                pairs = Leaf(self.selected(leaf.df, "pairs", lambda: args), leaf.rows) \
+                    if leaf.table is None else Leaf(None, leaf.rows, leaf.table.select(args),
+                                                    ctx.spark)
                 self.stage(self.values, pairs, ctx)
             narrow = False
         elif prepared is not None and self.checks:
@@ -153,14 +159,17 @@ class ReduceOp(ReduceAccumulators, ReduceExtremes):
         if ctx.small and ctx.job is not None:
             return self._in_one_job(ctx, prepared, narrow and bool(self._extremes()))
         old = None if ctx.first else self.output.read(upto=ctx.lower)
-        leaf = materialize(ctx.spark, consolidate(self._full(ctx, prepared, old)), ctx.small)
+        pairs = None if ctx.first or self.values is None else self.values.read(upto=ctx.lower)
+        leaf = materialize(ctx.spark, consolidate(self._full(ctx, prepared, old, pairs)),
+                           ctx.small)
         return self._output(ctx, leaf)
 
-    def _full(self, ctx: StepContext, prepared: DataFrame | None, old: DataFrame | None
-              ) -> DataFrame:
+    def _full(self, ctx: StepContext, prepared: DataFrame | None, old: DataFrame | None,
+              pairs: DataFrame | None) -> DataFrame:
         """The step's output updates with their hidden accumulators, as ``c*`` (``old``:
-        the stored state the step reads, None on the first step)."""
-        return self.selected(self._updates(ctx, prepared, old), "full", lambda: [
+        the stored state the step reads, ``pairs`` the arranged (key, argument) pairs of
+        its min/max; None on the first step)."""
+        return self.selected(self._updates(ctx, prepared, old, pairs), "full", lambda: [
             *[col(n).alias(f"c{i}") for i, n in enumerate(self.full_names())], TIME, DIFF])
 
     def _output(self, ctx: StepContext, leaf: Leaf | None) -> Delta | None:
@@ -198,15 +207,16 @@ class ReduceOp(ReduceAccumulators, ReduceExtremes):
         job = ctx.job if self.layout.deferred else OneJob()
         old = None if ctx.first else self.read_bound(ctx, "state", self.output,
                                                      upto=ctx.lower)[0]
+        arranged = None if ctx.first or self.values is None else self.read_bound(
+            ctx, "values", self.values, upto=ctx.lower)[0]
 
         def plans() -> tuple[DataFrame, DataFrame]:
-            full = self._full(ctx, prepared, old)
+            full = self._full(ctx, prepared, old, arranged)
             return consolidate(full), self.selected(full, "shown", lambda: self._shown)
 
-        # min/max also read their (key, argument) arrangement: those plans are made anew
-        kept, visible = plans() if self._extremes() else self.planned("one job", (
-            prepared, old, ctx.first, ctx.small, ctx.single_time, self._restricted(ctx)),
-            plans)
+        kept, visible = self.planned("one job", (
+            prepared, old, arranged, ctx.first, ctx.small, ctx.single_time,
+            self._restricted(ctx)), plans)
         shown: list[Leaf | None] = [None]
         out: list[Delta | None] = [None]
 
@@ -226,8 +236,8 @@ class ReduceOp(ReduceAccumulators, ReduceExtremes):
             return out[0]
         return Delta(visible, None, later=lambda: shown[0])
 
-    def _updates(self, ctx: StepContext, prepared: DataFrame | None, old: DataFrame | None
-                 ) -> DataFrame:
+    def _updates(self, ctx: StepContext, prepared: DataFrame | None, old: DataFrame | None,
+                 pairs: DataFrame | None) -> DataFrame:
         """Retractions of the previous rows and insertions of the new rows at every
         interesting time of every touched key."""
         parts = self._contributions(ctx, prepared, old)
@@ -241,8 +251,8 @@ class ReduceOp(ReduceAccumulators, ReduceExtremes):
         else:
             per_time = parts.groupBy(*self._keys, TIME).agg(
                 *[F.sum(n).alias(n) for n in hidden])
-            extremes = self._extreme_values(ctx, prepared, per_time) if self._extremes() \
-                else None
+            extremes = self._extreme_values(ctx, prepared, per_time, pairs) \
+                if self._extremes() else None
             if extremes is not None:
                 per_time = lookup(
                     per_time, extremes, key_match(self._keys, [f"x_{k}" for k in self._keys])

@@ -21,13 +21,11 @@ class ReduceExtremes(ReduceState):
     """The min/max-like aggregates of a reduce, from its (key, argument) arrangement."""
 
     def _extreme_values(self, ctx: StepContext, prepared: DataFrame | None,
-                        times: DataFrame) -> DataFrame | None:
+                        times: DataFrame, old: DataFrame | None) -> DataFrame | None:
         """min/max at each (key, time) of ``times``, from the arranged (key, argument) pairs
-        and the step's changes."""
-        assert self.values is not None
+        read (``old``, None on the first step) and the step's changes."""
         args = self._value_columns()
         parts = [] if prepared is None else [prepared.select(*self._keys, *args, TIME, DIFF)]
-        old = None if ctx.first else self.values.read(upto=ctx.lower)
         if old is not None:
             old = old.select(*self._keys, *args, DIFF)
             if self.group_key:

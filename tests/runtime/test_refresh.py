@@ -120,6 +120,43 @@ def test_estimates_pick_the_cheaper_strategy() -> None:
         "incremental", "estimated 1.000s incremental <= 12.000s recompute")
 
 
+def test_a_dataflows_first_incremental_step_is_no_estimate() -> None:
+    """The first incremental step of a dataflow builds the plans the steps after it reuse:
+    over a few rows it took 1.6 s where the next took 0.05 s. Estimated from it, the next
+    step recomputed, which starts a fresh dataflow that pays the plans again."""
+    policy = RefreshPolicy()
+    policy.record(Choice("recompute", "first"), Measured(6, 6, 0.9))
+    policy.record(Choice("incremental", "small"), Measured(1, 7, 1.6, warming=True))
+    assert policy.estimate_incremental(1) is None
+    assert policy.choose(1, 8, False, False) == Choice(
+        "incremental", "1 changed rows, 7 held before: less than half")
+    policy.record(Choice("incremental", "small"), Measured(1, 8, 0.05))
+    assert policy.estimate_incremental(1) == pytest.approx(0.05)
+
+
+def test_each_dataflows_first_incremental_step_is_warming(spark: SparkSession) -> None:
+    """The controller marks the first incremental step of each dataflow a view steps with:
+    after its first step, and after a recompute, which starts a fresh dataflow."""
+    con = matview.connect(clock=0, spark=spark)
+    con.execute("CREATE TABLE t (k INT, v INT)")
+    con.insert("t", [(i % 3, i) for i in range(20)])
+    con.execute("CREATE MATERIALIZED VIEW s AS SELECT k, sum(v) AS total FROM t GROUP BY k")
+    for change in ([(1, 100)], [(i % 3, i) for i in range(15)], [(0, 300)], [(2, 200)]):
+        if len(change) > 1:  # most rows, and no estimate of an incremental step: recomputed
+            con.delete("t", change)
+        else:
+            con.insert("t", change)
+        con.execute("SELECT * FROM s").fetchall()  # a step each
+    assert sorted(con.execute("SELECT * FROM s").fetchall()) == [
+        (0, 15 + 18 + 300), (1, 16 + 19 + 100), (2, 17 + 200)]
+    entry = con._engine_for_use().catalog.entries["s"]
+    assert entry.dataflow is not None
+    policy = entry.dataflow.policy
+    assert [(m.changed, m.warming) for m in policy.measured["incremental"]] == [
+        (1, True), (1, True), (1, False)]
+    assert [m.changed for m in policy.measured["recompute"]] == [20, 15]
+
+
 def test_refresh_setting_is_checked(spark: SparkSession) -> None:
     with pytest.raises(matview.ProgrammingError, match="refresh must be one of"):
         matview.connect(spark=spark, refresh="sometimes")

@@ -15,7 +15,7 @@ import pytest
 from matview.runtime.operators.join import JoinOp
 from matview.runtime.render import operators
 from matview.runtime.settings import DEFAULTS
-from matview.runtime.spark import one_job
+from matview.runtime.spark import jvm_plans, one_job
 from matview.runtime.spark.arrow_frames import arrow_file
 from matview.runtime.spark.jvm_plans import jvm_helper, to_arrow
 from matview.runtime.spark.templates import Slot, slot_for, slot_sizes
@@ -237,12 +237,15 @@ def _wanted_frames(monkeypatch: pytest.MonkeyPatch) -> list[list[DataFrame]]:
     return wanted
 
 
+@pytest.mark.parametrize("aggregate", ["sum", "max"])
 def test_a_step_of_the_same_shape_reuses_its_plans(
-        spark: SparkSession, monkeypatch: pytest.MonkeyPatch) -> None:
+        spark: SparkSession, monkeypatch: pytest.MonkeyPatch, aggregate: str) -> None:
     """A GROUP BY over a join: from the third small step on (the second binds its slots and
     builds the plans over them), each step's one job computes the same frame objects as the
-    step before and no DataFrame method runs, while the view equals its expected rows and
-    the join's row count in EXPLAIN ANALYZE's figures is exact."""
+    step before, in the driver (a kept plan without a shuffle: ``ArrowCollect``), and no
+    DataFrame method runs, while the view equals its expected rows and the join's row count
+    in EXPLAIN ANALYZE's figures is exact. With ``max`` the reduce also reads its arranged
+    (key, argument) pairs by the keys the step touches (a semi-join)."""
     wanted = _wanted_frames(monkeypatch)
     con = matview.connect(clock=0, spark=spark, refresh="incremental")
     con.execute("CREATE TABLE customers (id INT, region TEXT)")
@@ -250,7 +253,7 @@ def test_a_step_of_the_same_shape_reuses_its_plans(
     con.insert("customers", [(i, f"r{i % 5}") for i in range(100)])
     con.insert("orders", [(i, i % 100, i) for i in range(1_000)])
     con.execute("CREATE MATERIALIZED VIEW v AS SELECT c.region, count(*) AS n, "
-                "sum(o.amount) AS total FROM orders o JOIN customers c ON o.cust = c.id "
+                f"{aggregate}(o.amount) AS total FROM orders o JOIN customers c ON o.cust = c.id "
                 "GROUP BY c.region")
     live = {i: (i % 100, i) for i in range(1_000)}
     joined, previous = 0, []
@@ -269,13 +272,15 @@ def test_a_step_of_the_same_shape_reuses_its_plans(
         for cust, amount in live.values():
             group = expected.setdefault(f"r{cust % 5}", [0, 0])
             group[0] += 1
-            group[1] += amount
+            group[1] = group[1] + amount if aggregate == "sum" else max(group[1], amount)
         assert sorted(rows) == sorted((k, n, t) for k, (n, t) in expected.items())
         frames = [frame for job in wanted for frame in job]
         if step >= 2:
             assert called == [], (step, called)
             assert len(frames) == len(previous) and all(
                 a is b for a, b in zip(frames, previous)), step
+            kept = [jvm_plans._prepared.get(frame) for frame in frames]
+            assert all(k and k[2] is not None for k in kept), step  # run in the driver
         previous = frames
     flow = con._engine_for_use().catalog.entries["v"].dataflow
     assert flow is not None

@@ -11,6 +11,8 @@ input's snapshot: it is a recompute, and its time the first estimate of one.
                         one, which builds the plans the others reuse, left out)
                         * max(1, changed rows / their median changed rows)
   recompute estimate    most seconds per input row of recent recomputes * input rows
+                        + median seconds of recent first incremental steps (a recompute
+                        starts a fresh dataflow, whose first one builds its plans again)
 
 A step no input change reaches (time passing a temporal filter), or changing less than a
 tenth of the rows its inputs held before it, runs incrementally. Without incremental steps
@@ -114,11 +116,14 @@ class RefreshPolicy:
     def estimate_recompute(self, held: int) -> float | None:
         """Seconds a recompute of inputs holding ``held`` rows should take (None: no
         recompute to go by): at the slowest rate per row measured lately, since a wrong
-        recompute costs the whole view."""
+        recompute costs the whole view, plus the typical ``warming`` step, which the fresh
+        dataflow it starts pays at its first incremental step."""
         steps = [m for m in self.measured["recompute"] if m.held]
         if not steps:
             return None
-        return max(m.seconds / m.held for m in steps) * held
+        warming = [m.seconds for m in self.measured["incremental"] if m.warming]
+        return max(m.seconds / m.held for m in steps) * held + (
+            statistics.median(warming) if warming else 0.0)
 
     def record(self, choice: Choice, measured: Measured) -> None:
         """Remember a step that ran as ``choice`` said."""

@@ -119,24 +119,6 @@ class Matched:
     values: Callable[[int], pa.Array | None]
 
 
-class ArrangedWhenLookedUp:
-    """An operator (a Join, a Window) that arranges its output in ``output`` only when a
-    consumer looks it up; its history is read from there."""
-
-    kind: ClassVar[str]
-    output: Trace | None
-
-    def history(self, ctx: StepContext) -> DataFrame | None:
-        assert self.output is not None, \
-            f"{self.kind} history read but the plan does not arrange it"
-        return None if ctx.first else self.output.read(upto=ctx.lower)
-
-    def history_rows(self, ctx: StepContext) -> int | None:
-        if ctx.first:
-            return 0
-        return None if self.output is None else self.output.rows_between(None, ctx.lower)
-
-
 T = TypeVar("T")
 
 @dataclass
@@ -321,7 +303,8 @@ class Operator:
         delta = source.delta(ctx)
         if delta is None:
             return None
-        leaf = delta.leaf or materialize(ctx.spark, consolidate(delta.df), ctx.small)
+        leaf = delta.leaf or materialize(  # a small step's in one partition: no shuffle
+            ctx.spark, consolidate(delta.df.coalesce(1) if ctx.small else delta.df), ctx.small)
         if leaf is not None:
             self.stage(trace, leaf, ctx)
         return leaf
@@ -349,3 +332,22 @@ class Operator:
 
     def children(self) -> tuple[Operator, ...]:
         return ()
+
+
+class ArrangedWhenLookedUp(Operator):
+    """An operator (a Join, a Window) that arranges its output in ``output`` only when a
+    consumer looks it up; its history is read from there (through a slot in a templated
+    step: ``read_bound``)."""
+
+    output: Trace | None
+
+    def history(self, ctx: StepContext) -> DataFrame | None:
+        assert self.output is not None, \
+            f"{self.kind} history read but the plan does not arrange it"
+        return None if ctx.first else self.read_bound(ctx, "history", self.output,
+                                                      upto=ctx.lower)[0]
+
+    def history_rows(self, ctx: StepContext) -> int | None:
+        if ctx.first:
+            return 0
+        return None if self.output is None else self.output.rows_between(None, ctx.lower)

@@ -227,9 +227,10 @@ class ReduceOp(ReduceAccumulators, ReduceExtremes):
         if pairs:
             assert prepared is not None
             keyed = [*self._keys, *self._value_columns(), TIME, DIFF]
-            job.want(consolidate(self.selected(prepared, "pairs", lambda: keyed)),
-                     lambda table: self.stage(self.values, stored_or_none(ctx.spark, table),
-                                              ctx))
+            arranged = self.planned("pairs consolidated", (prepared,), lambda: consolidate(
+                self.selected(prepared, "pairs", lambda: keyed).coalesce(1)))  # no shuffle
+            job.want(arranged, lambda table: self.stage(
+                self.values, stored_or_none(ctx.spark, table), ctx))
         job.want(kept, then)
         if job is not ctx.job:  # its readers want the batch now
             job.run()
@@ -334,9 +335,8 @@ class ReduceOp(ReduceAccumulators, ReduceExtremes):
         assert self.output is not None
         if ctx.first:
             return None
-        df = self.output.read(upto=ctx.lower)
-        return None if df is None else df.select(*[f"c{i}" for i in range(self.arity)],
-                                                 TIME, DIFF)
+        df = self.read_bound(ctx, "history", self.output, upto=ctx.lower)[0]
+        return None if df is None else self.selected(df, "history", lambda: self._shown)
 
     def history_rows(self, ctx: StepContext) -> int | None:
         assert self.output is not None

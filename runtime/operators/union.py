@@ -22,7 +22,8 @@ class UnionOp(Operator):
         parts = [d for d in (op.delta(ctx) for op in self.inputs) if d is not None]
         if not parts:
             return None
-        df = union_all([p.df for p in parts])
+        frames = tuple(p.df for p in parts)
+        df = self.planned("delta", frames, lambda: union_all(frames))
         assert df is not None
         sizes = [p.rows for p in parts]
         counts = [p.count for p in parts]
@@ -30,7 +31,8 @@ class UnionOp(Operator):
                      count=None if None in counts else sum(c for c in counts if c is not None))
 
     def history(self, ctx: StepContext) -> DataFrame | None:
-        return union_all([f for f in (op.history(ctx) for op in self.inputs) if f is not None])
+        frames = tuple(f for f in (op.history(ctx) for op in self.inputs) if f is not None)
+        return self.planned("history", frames, lambda: union_all(frames))
 
     def history_rows(self, ctx: StepContext) -> int | None:
         sizes = [op.history_rows(ctx) for op in self.inputs]

@@ -34,7 +34,13 @@ from matview.runtime.arrangements.updates import (
 )
 from matview.runtime.lowering.types import col, column_names, spark_type
 from matview.runtime.lowering.window_values import window_value
-from matview.runtime.operators.base import ArrangedWhenLookedUp, Delta, Operator, StepContext
+from matview.runtime.operators.base import (
+    ArrangedWhenLookedUp,
+    Delta,
+    Operator,
+    StepContext,
+    templated,
+)
 from matview.runtime.operators.reduce_state import NEVER
 from pyspark.sql import DataFrame
 from pyspark.sql import Window as SparkWindow
@@ -78,11 +84,27 @@ class WindowOp(ArrangedWhenLookedUp, Operator):
         leaf = self.arranged_changes(ctx, self.input, self.values)
         if leaf is None:
             return None
+        new = self.bound(ctx, "changes", leaf.table) \
+            if templated(ctx) and leaf.table is not None else leaf.df
+        old = None if ctx.first else self.read_bound(ctx, "values", self.values,
+                                                     upto=ctx.lower)[0]
+        out = self.planned("output", (new, old, ctx.small),
+                           lambda: self._updates(ctx, new, old))
+        result = materialize(ctx.spark, out, ctx.small)
+        if self.output is not None:
+            self.stage(self.output, result, ctx)
+        return None if result is None else Delta(None, result.rows, result, count=result.rows)
+
+    def _updates(self, ctx: StepContext, new: DataFrame, old: DataFrame | None) -> DataFrame:
+        """The plan of the step's consolidated output updates from the input's changes
+        ``new`` and its arranged rows ``old`` (None on the first step): made once per shape
+        of step (``planned``), over slots in a templated step."""
         names, keys = self._names, self._keys
-        changes = leaf.df.select(*names, TIME, DIFF)
+        changes = new.select(*names, TIME, DIFF)
+        if ctx.small:  # read in one partition: the distinct times need no shuffle
+            changes = changes.coalesce(1)
         touched = changes.select(*keys, TIME).distinct()
         parts = [changes]
-        old = None if ctx.first else self.values.read(upto=ctx.lower)
         if old is not None:
             if keys:
                 partitions = touched.select(*[col(k).alias(f"t_{k}") for k in keys])
@@ -92,11 +114,9 @@ class WindowOp(ArrangedWhenLookedUp, Operator):
                          .select(*names, F.lit(NEVER).alias(TIME), DIFF))
             touched = touched.unionByName(
                 touched.select(*keys, F.lit(NEVER).alias(TIME)).distinct())
-        out = consolidate(self._output(ctx, union_all(parts), touched))
-        result = materialize(ctx.spark, out, ctx.small)
-        if self.output is not None:
-            self.stage(self.output, result, ctx)
-        return None if result is None else Delta(None, result.rows, result, count=result.rows)
+        if ctx.small:  # the times' window below in one partition: no shuffle
+            touched = touched.coalesce(1)
+        return consolidate(self._output(ctx, union_all(parts), touched))
 
     def _output(self, ctx: StepContext, candidates: DataFrame | None,
                 touched: DataFrame) -> DataFrame:

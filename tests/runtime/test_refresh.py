@@ -123,7 +123,8 @@ def test_estimates_pick_the_cheaper_strategy() -> None:
 def test_a_dataflows_first_incremental_step_is_no_estimate() -> None:
     """The first incremental step of a dataflow builds the plans the steps after it reuse:
     over a few rows it took 1.6 s where the next took 0.05 s. Estimated from it, the next
-    step recomputed, which starts a fresh dataflow that pays the plans again."""
+    step recomputed, which starts a fresh dataflow that pays the plans again; so it is no
+    estimate of an incremental step, and a part of a recompute's."""
     policy = RefreshPolicy()
     policy.record(Choice("recompute", "first"), Measured(6, 6, 0.9))
     policy.record(Choice("incremental", "small"), Measured(1, 7, 1.6, warming=True))
@@ -132,6 +133,10 @@ def test_a_dataflows_first_incremental_step_is_no_estimate() -> None:
         "incremental", "1 changed rows, 7 held before: less than half")
     policy.record(Choice("incremental", "small"), Measured(1, 8, 0.05))
     assert policy.estimate_incremental(1) == pytest.approx(0.05)
+    # a recompute starts a fresh dataflow: its first incremental step warms it again
+    assert policy.estimate_recompute(12) == pytest.approx(0.9 / 6 * 12 + 1.6)
+    assert policy.choose(30, 42, False, False) == Choice(
+        "incremental", "estimated 1.500s incremental <= 7.900s recompute")
 
 
 def test_each_dataflows_first_incremental_step_is_warming(spark: SparkSession) -> None:

@@ -95,11 +95,10 @@ class PendingStep:
                       make: Callable[[], DataFrame]) -> DataFrame:
         """``consolidate(make())``, made once for the same ``inputs`` (kept by the root
         operator, ``Operator.planned``): a step of the same shape as a recent one wants the
-        same frame. The step is small: its rows are consolidated in one partition, so the
-        plan has no shuffle (one of the rows of a union of several partitions had), and its
-        job runs in the driver (``jvm_plans.to_arrow``)."""
+        same frame. The step is small: its rows are consolidated in one partition
+        (``consolidate(small=True)``; a union's output is several partitions)."""
         return self.dataflow.root.planned(("consolidated", what), inputs,
-                                          lambda: consolidate(make().coalesce(1)))
+                                          lambda: consolidate(make(), small=True))
 
     def _merged(self) -> DataFrame:
         """The output updates and the errors as one batch of rows with ``_err``."""

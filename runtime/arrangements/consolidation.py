@@ -18,12 +18,14 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 
-def consolidate(df: DataFrame) -> DataFrame:
-    """Sum the diffs of equal (row, time) pairs and drop those that cancel."""
+def consolidate(df: DataFrame, small: bool = False) -> DataFrame:
+    """Sum the diffs of equal (row, time) pairs and drop those that cancel. ``small``: the
+    rows of a small step, grouped in one partition, so that the plan has no shuffle (and a
+    kept plan runs again in the driver: ``jvm_plans.to_arrow``)."""
     spark, names = df.sparkSession, tuple(data_columns(df))
     keys, total, none, kept = made_once(spark, ("consolidate", names), lambda: (
         columns(spark, *names, TIME), F.sum(DIFF).alias(DIFF), columns(spark), col(DIFF) != 0))
-    return aggregate(df, keys, total, none).where(kept)
+    return aggregate(df.coalesce(1) if small else df, keys, total, none).where(kept)
 
 
 def consolidated_arrow(table: pa.Table) -> pa.Table:

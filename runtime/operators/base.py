@@ -204,6 +204,14 @@ class Operator:
                 frame.select("lower").scalar(), frame.select("upper").scalar())))
         return self._clock_in[1]
 
+    def leaf_frame(self, ctx: StepContext, key: object, leaf: Leaf) -> DataFrame:
+        """``leaf`` as a frame of the step: in a ``templated`` step, when the driver holds
+        its rows, bound into this operator's slot ``key`` (so the plans over it are kept);
+        else its own frame."""
+        if templated(ctx) and leaf.table is not None:
+            return self.bound(ctx, key, leaf.table)
+        return leaf.df
+
     def read_bound(self, ctx: StepContext, key: object, trace: Trace,
                    after: int | None = None, upto: int | None = None,
                    most: int | None = None) -> tuple[DataFrame | None, int | None]:
@@ -303,8 +311,7 @@ class Operator:
         delta = source.delta(ctx)
         if delta is None:
             return None
-        leaf = delta.leaf or materialize(  # a small step's in one partition: no shuffle
-            ctx.spark, consolidate(delta.df.coalesce(1) if ctx.small else delta.df), ctx.small)
+        leaf = delta.leaf or materialize(ctx.spark, consolidate(delta.df, ctx.small), ctx.small)
         if leaf is not None:
             self.stage(trace, leaf, ctx)
         return leaf

@@ -53,7 +53,7 @@ from matview.runtime.lowering.checked import (
     split_errors,
 )
 from matview.runtime.lowering.types import col, column_names, spark_type
-from matview.runtime.operators.base import Delta, Operator, StepContext, templated
+from matview.runtime.operators.base import Delta, Operator, StepContext
 from matview.runtime.operators.reduce_accumulators import ReduceAccumulators
 from matview.runtime.operators.reduce_extremes import ReduceExtremes
 from matview.runtime.operators.reduce_state import NEVER
@@ -137,12 +137,7 @@ class ReduceOp(ReduceAccumulators, ReduceExtremes):
                         self.errors = Delta(None, errors.num_rows, stored(ctx.spark, errors),
                                             count=errors.num_rows)
                     leaf = Leaf(None, leaf.rows, table, ctx.spark, exact=False)
-            if leaf is None:
-                prepared = None
-            elif leaf.table is not None and templated(ctx):  # the plans below are kept
-                prepared = self.bound(ctx, "prepared", leaf.table)
-            else:
-                prepared = leaf.df
+            prepared = None if leaf is None else self.leaf_frame(ctx, "prepared", leaf)
             if leaf is not None and self._extremes():
                 assert self.values is not None
                 args = [*self._keys, *self._value_columns(), TIME, DIFF]
@@ -228,7 +223,7 @@ class ReduceOp(ReduceAccumulators, ReduceExtremes):
             assert prepared is not None
             keyed = [*self._keys, *self._value_columns(), TIME, DIFF]
             arranged = self.planned("pairs consolidated", (prepared,), lambda: consolidate(
-                self.selected(prepared, "pairs", lambda: keyed).coalesce(1)))  # no shuffle
+                self.selected(prepared, "pairs", lambda: keyed), small=True))
             job.want(arranged, lambda table: self.stage(
                 self.values, stored_or_none(ctx.spark, table), ctx))
         job.want(kept, then)

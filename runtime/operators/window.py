@@ -34,13 +34,7 @@ from matview.runtime.arrangements.updates import (
 )
 from matview.runtime.lowering.types import col, column_names, spark_type
 from matview.runtime.lowering.window_values import window_value
-from matview.runtime.operators.base import (
-    ArrangedWhenLookedUp,
-    Delta,
-    Operator,
-    StepContext,
-    templated,
-)
+from matview.runtime.operators.base import ArrangedWhenLookedUp, Delta, Operator, StepContext
 from matview.runtime.operators.reduce_state import NEVER
 from pyspark.sql import DataFrame
 from pyspark.sql import Window as SparkWindow
@@ -84,8 +78,7 @@ class WindowOp(ArrangedWhenLookedUp, Operator):
         leaf = self.arranged_changes(ctx, self.input, self.values)
         if leaf is None:
             return None
-        new = self.bound(ctx, "changes", leaf.table) \
-            if templated(ctx) and leaf.table is not None else leaf.df
+        new = self.leaf_frame(ctx, "changes", leaf)
         old = None if ctx.first else self.read_bound(ctx, "values", self.values,
                                                      upto=ctx.lower)[0]
         out = self.planned("output", (new, old, ctx.small),

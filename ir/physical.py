@@ -291,10 +291,18 @@ class LetRec(Operator):
 
 
 def operators(root: Operator) -> Iterator[Operator]:
-    """Every operator under ``root``, in id order (inputs before consumers)."""
-    for child in root.inputs:
-        yield from operators(child)
-    yield root
+    """Every operator under ``root`` once, in id order (inputs before consumers; an
+    operator of several consumers is one node of the plan, ``planner.lower``)."""
+    seen: set[int] = set()
+
+    def visit(op: Operator) -> Iterator[Operator]:
+        if op.id not in seen:
+            seen.add(op.id)
+            for child in op.inputs:
+                yield from visit(child)
+            yield op
+
+    yield from visit(root)
 
 
 def reads(root: Operator) -> set[str]:

@@ -1,7 +1,11 @@
 """Lowering: a planned logical plan (``pipeline.physical``) becomes the physical plan the
 runtime executes and EXPLAIN PHYSICAL prints (``ir.physical``).
 
-    lower(R) = the operators of R in post-order, numbered 0..n-1, each with
+    lower(R) = the distinct subplans of R in post-order, numbered 0..n-1: equal subtrees
+      (a decorrelated subquery's copies of its outer query, TPC-H Q20's eight of
+      partsupp ⋈ part) are one operator with several consumers, computed once per step,
+      its arrangements shared by their lookups; it is looked up when any consumer looks it
+      up and reaches the output only when every consumer passes it there. Each has
       - its state: Reduce -> output (+ values for min/max); a temporal Linear -> pending;
       - a Reduce's layout: SUMMED aggregates with an argument accumulated in hidden columns
         (cnt, then n_j and, for a sum, s_j), EXTREME ones recomputed from values; deferred
@@ -50,27 +54,67 @@ from matview.ir.steps import copied_columns
 
 def lower(plan: Relation) -> physical.Operator:
     """The physical plan of ``plan`` (see the module docstring)."""
-    return _Lowering().lower(plan, looked_up=False, reaches_output=True)
+    return _Lowering(_uses(plan)).lower(plan)
+
+
+def _children(rel: Relation) -> tuple[Relation, ...]:
+    """The inputs of ``rel``'s operator: a LetRec's are its loop invariants."""
+    return loop_invariants(rel) if isinstance(rel, LetRec) else inputs_of(rel)
+
+
+def _copies(rel: Relation) -> tuple[int, ...] | None:
+    return copied_columns(rel.steps, rel.input.types) if isinstance(rel, Linear) else None
+
+
+def _uses(plan: Relation) -> dict[Relation, tuple[bool, bool]]:
+    """Per distinct subplan of ``plan``, whether a consumer looks its output up (reads its
+    history) and whether its output is the plan's but for Linears that only rearrange
+    columns, over all its consumers (each consumer's flags are final before its inputs'
+    are computed: consumers first, in reverse post-order)."""
+    order: list[Relation] = []
+    seen: set[Relation] = set()
+
+    def visit(rel: Relation) -> None:
+        if rel not in seen:
+            seen.add(rel)
+            for child in _children(rel):
+                visit(child)
+            order.append(rel)
+
+    visit(plan)
+    uses = {plan: (False, True)}
+    for rel in reversed(order):
+        looked_up, reaches_output = uses[rel]
+        below = looked_up and isinstance(rel, (Linear, Union)) or isinstance(rel, Join)
+        passes = reaches_output and _copies(rel) is not None
+        for child in _children(rel):
+            before = uses.get(child, (False, True))
+            uses[child] = (before[0] or below, before[1] and passes)
+    return uses
 
 
 class _Lowering:
-    def __init__(self) -> None:
+    def __init__(self, uses: dict[Relation, tuple[bool, bool]]) -> None:
+        self.uses = uses
         self.next_id = 0
+        self.lowered: dict[Relation, physical.Operator] = {}
 
-    def lower(self, rel: Relation, looked_up: bool,
-              reaches_output: bool = False) -> physical.Operator:
+    def lower(self, rel: Relation) -> physical.Operator:
+        """``rel`` lowered, once per distinct subplan."""
+        if rel not in self.lowered:
+            self.lowered[rel] = self._lower(rel, *self.uses[rel])
+        return self.lowered[rel]
+
+    def _lower(self, rel: Relation, looked_up: bool,
+               reaches_output: bool) -> physical.Operator:
         """``rel`` lowered; ``looked_up``: a consumer looks its output up (reads its
         history); ``reaches_output``: its output is the plan's, but for Linears that only
         rearrange columns."""
-        if isinstance(rel, LetRec):
-            inputs = tuple(self.lower(part, False) for part in loop_invariants(rel))
-            op, self.next_id = self.next_id, self.next_id + 1
-            return physical.LetRec(op, rel, inputs)
-        below = looked_up and isinstance(rel, (Linear, Union)) or isinstance(rel, Join)
-        copies = copied_columns(rel.steps, rel.input.types) if isinstance(rel, Linear) else None
-        inputs = tuple(self.lower(child, below, reaches_output and copies is not None)
-                       for child in inputs_of(rel))
+        inputs = tuple(self.lower(child) for child in _children(rel))
         op, self.next_id = self.next_id, self.next_id + 1
+        if isinstance(rel, LetRec):
+            return physical.LetRec(op, rel, inputs)
+        copies = _copies(rel)
         if isinstance(rel, Get):
             return physical.Get(op, rel, inputs)
         if isinstance(rel, Constant):

@@ -31,17 +31,25 @@ class PlanError(ValueError):
 
 def build(node: physical.Operator, spark: SparkSession, trace_of: Callable[[str], Trace],
           limit: int = DEFAULT_ROW_LIMIT, max_join_rows: int = DEFAULT_JOIN_ROWS) -> Operator:
-    """The operator tree running physical plan ``node``, each operator given a trace for
+    """The operators running physical plan ``node`` (one per plan node: an operator of
+    several consumers is shared by them), each operator given a trace for
     every arrangement the plan says it owns; ``trace_of`` finds the trace of a stored name,
     ``limit`` is the most rows a table function may produce for one input row,
     ``max_join_rows`` the most rows a join may produce in one step."""
-    inputs = tuple(build(child, spark, trace_of, limit, max_join_rows) for child in node.inputs)
-    op = _operator(node, inputs, trace_of, limit, max_join_rows)
-    for arrangement in node.state():
-        op.attach(arrangement.what, Trace(
-            spark, op.arrangement_arity(arrangement.what),
-            local_rows=op.arrangement_local_rows(arrangement.what)))
-    return op
+    built: dict[int, Operator] = {}
+
+    def render(node: physical.Operator) -> Operator:
+        if node.id not in built:
+            inputs = tuple(render(child) for child in node.inputs)
+            op = _operator(node, inputs, trace_of, limit, max_join_rows)
+            for arrangement in node.state():
+                op.attach(arrangement.what, Trace(
+                    spark, op.arrangement_arity(arrangement.what),
+                    local_rows=op.arrangement_local_rows(arrangement.what)))
+            built[node.id] = op
+        return built[node.id]
+
+    return render(node)
 
 
 def _operator(node: physical.Operator, inputs: tuple[Operator, ...],
@@ -77,7 +85,15 @@ def _operator(node: physical.Operator, inputs: tuple[Operator, ...],
 
 
 def operators(root: Operator) -> Iterator[Operator]:
-    """Every operator under ``root`` (inputs before consumers)."""
-    for child in root.children():
-        yield from operators(child)
-    yield root
+    """Every operator under ``root`` once (inputs before consumers; in the order of
+    ``physical.operators``)."""
+    seen: set[int] = set()
+
+    def visit(op: Operator) -> Iterator[Operator]:
+        if id(op) not in seen:
+            seen.add(id(op))
+            for child in op.children():
+                yield from visit(child)
+            yield op
+
+    yield from visit(root)

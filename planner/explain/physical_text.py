@@ -3,7 +3,10 @@
 
 The dataflow prints as an indented tree under ``Explained Query:``, one operator per line,
 ``%k`` (its id, see ``dataflow_graph``) then the operator as ``ir.render`` prints it, inputs
-two spaces deeper. Lines between an operator and its inputs describe it:
+two spaces deeper. An operator of several consumers (equal subplans are one operator,
+``planner.lower``) prints whole once, where the walk first meets it, and as ``%k (shared,
+printed above)`` below its other consumers. Lines between an operator and its inputs
+describe it:
 
 - ``implementation: delta`` for a join, then one line per delta path, every stage of it as
   the runtime runs it: ``path i from %a: %b[KEY] <= stream=(SKEY), %c[KEY] < stream=(SKEY)``:
@@ -108,16 +111,21 @@ def render_dataflow(graph: nx.DiGraph, options: RenderOptions = PLAIN,
                      f"steps, {refresh.recompute} recomputes")
         if refresh.last is not None:
             lines.append(f"  last step: {refresh.last.strategy} ({refresh.last.reason})")
-    _render_operator(graph, root(graph), 1, options, stats, lines)
+    _render_operator(graph, root(graph), 1, options, stats, lines, set())
     lines += _used_indexes(graph)
     lines += _sources(graph, options)
     return "\n".join(lines)
 
 
 def _render_operator(graph: nx.DiGraph, op: int, depth: int, options: RenderOptions,
-                     stats: Sequence[OperatorStats] | None, lines: list[str]) -> None:
+                     stats: Sequence[OperatorStats] | None, lines: list[str],
+                     printed: set[int]) -> None:
     node = graph.nodes[op]
     pad = "  " * depth
+    if op in printed:
+        lines.append(f"{pad}%{op} (shared, printed above)")
+        return
+    printed.add(op)
     lines.append(f"{pad}%{op} {render_line(node['relation'], options)}")
     detail = pad + "  "
     if "implementation" in node:
@@ -133,7 +141,7 @@ def _render_operator(graph: nx.DiGraph, op: int, depth: int, options: RenderOpti
     if stats is not None:
         lines += _statistics(stats[op], detail)
     for child in node["inputs"]:
-        _render_operator(graph, child, depth + 1, options, stats, lines)
+        _render_operator(graph, child, depth + 1, options, stats, lines, printed)
 
 
 def _loop(op: physical.LetRec, pad: str, options: RenderOptions) -> list[str]:

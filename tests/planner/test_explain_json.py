@@ -173,35 +173,37 @@ def test_from_json_notices_a_difference() -> None:
 
 
 def test_dataflow_json_of_a_self_join() -> None:
+    """The two reads of ``a`` are one Get (equal subplans are one operator): the temporal
+    filter reads it and the join's third input is it."""
     doc = dataflow_json(dataflow_graph(lower(parse_plan(SELF_JOIN))))
     assert_json_ready(doc)
-    assert doc["root"] == 6
+    assert doc["root"] == 5
     ops = doc["operators"]
     assert [(o["id"], o["operator"], o["inputs"]) for o in ops] == [
         (0, "Get", []), (1, "Linear", [0]), (2, "Get", []), (3, "Linear", [2]),
-        (4, "Get", []), (5, "Join", [1, 3, 4]), (6, "Reduce", [5])]
+        (4, "Join", [1, 3, 0]), (5, "Reduce", [4])]
     assert ops[1]["text"] == "Linear [filter (mz_now() < #1)]"
-    assert ops[6]["arrangements"] == ["%6.output", "%6.values"]
+    assert ops[5]["arrangements"] == ["%5.output", "%5.values"]
     assert all("paths" not in o for o in ops if o["operator"] != "Join")
-    assert ops[5]["paths"][0] == {
+    assert ops[4]["paths"][0] == {
         "input": 0, "operator": 1, "equalities": [], "closure": [], "lookups": [
             {"input": 1, "operator": 3, "key": ["#0"], "stream_key": ["#0"], "time": "<",
              "equalities": [], "closure": [], "arrangements": ["b"]},
-            {"input": 2, "operator": 4, "key": ["#0"], "stream_key": ["#0"], "time": "<",
+            {"input": 2, "operator": 0, "key": ["#0"], "stream_key": ["#0"], "time": "<",
              "equalities": [], "closure": [], "arrangements": ["a"]}]}
-    assert [[(lk["input"], lk["time"]) for lk in p["lookups"]] for p in ops[5]["paths"]] == [
+    assert [[(lk["input"], lk["time"]) for lk in p["lookups"]] for p in ops[4]["paths"]] == [
         [(1, "<"), (2, "<")], [(0, "<="), (2, "<")], [(0, "<="), (1, "<=")]]
     arrangements = {a["name"]: a for a in doc["arrangements"]}
     assert [a["name"] for a in doc["arrangements"]] == [
-        "a", "%1.pending", "b", "%6.output", "%6.values"]
+        "a", "%1.pending", "b", "%5.output", "%5.values"]
     assert arrangements["a"] == {
         "name": "a", "role": "shared", "purpose": "the updates of a", "reused": True,
         "maintained_by": None,
-        "read_by": [0, 4], "looked_up_by": [{"operator": 5, "paths": [0, 1, 2]}]}
-    assert arrangements["b"]["looked_up_by"] == [{"operator": 5, "paths": [0, 2]}]
+        "read_by": [0], "looked_up_by": [{"operator": 4, "paths": [0, 1, 2]}]}
+    assert arrangements["b"]["looked_up_by"] == [{"operator": 4, "paths": [0, 2]}]
     assert arrangements["%1.pending"]["maintained_by"] == 1
     assert arrangements["%1.pending"]["role"] == "owned"
-    assert arrangements["%6.values"]["read_by"] == []
+    assert arrangements["%5.values"]["read_by"] == []
 
 
 def test_dataflow_json_of_a_join_looking_up_a_join_and_a_reduce() -> None:

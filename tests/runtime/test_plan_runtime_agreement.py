@@ -6,22 +6,26 @@ plan names (``JoinOp.compiled``), its Spark lookup conditions compare the times 
 the key columns the plan names, and the paths it compiled print as the golden EXPLAIN
 PHYSICAL text prints them; every operator holds exactly the arrangements its plan node
 names (``Operator.attach``), every Reduce the layout (deferral included) and every Linear
-the copies it names."""
+the copies it names; an operator of several consumers in the plan (equal subplans) is one
+operator feeding them all."""
 
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from matview.ir import physical
 from matview.ir.joins import input_at, offsets_of
+from matview.ir.relation import Relation, inputs_of
 from matview.ir.scalar import Col
 from matview.planner.explain.physical_text import render_path
 from matview.planner.lower import lower
 from matview.planner.pipeline import at_stage
 from matview.runtime.arrangements.trace import Trace
+from matview.runtime.operators.base import Operator
 from matview.runtime.operators.join import JoinOp
 from matview.runtime.operators.linear import LinearOp
 from matview.runtime.operators.reduce import ReduceOp
@@ -30,6 +34,7 @@ from matview.sql.parse import parse
 from matview.sql.statements import CreateView, Query
 from pyspark.sql import SparkSession
 
+import matview
 from tests.support.catalogs import Catalog
 from tests.support.golden import read_cases
 
@@ -91,8 +96,11 @@ def test_the_runtime_runs_the_delta_paths_the_plan_names(spark: SparkSession) ->
         gets = {op.relation.name: op.relation.arity for op in physical.operators(plan)
                 if isinstance(op, physical.Get)}
         flow = build(plan, spark, lambda name, gets=gets: Trace(spark, gets[name]))
+        ran: dict[int, Operator] = {}
         for node, op in zip(physical.operators(plan), operators(flow), strict=True):
             assert op.kind == node.kind, where
+            ran[node.id] = op  # one operator per plan node, fed by its inputs' operators
+            assert [id(c) for c in op.children()] == [id(ran[c.id]) for c in node.inputs]
             held = {what for what in op.arranges if getattr(op, what) is not None}
             assert held == {a.what for a in node.state()}, where  # the plan's state, no more
             if isinstance(node, physical.Reduce):  # the plan's layout, deferral included
@@ -105,13 +113,13 @@ def test_the_runtime_runs_the_delta_paths_the_plan_names(spark: SparkSession) ->
             assert isinstance(op, JoinOp)
             joins += 1
             paths = node.implementation.paths
-            ran = run_paths(op, [child.id for child in node.inputs])
-            assert ran == paths, where
+            compiled = run_paths(op, [child.id for child in node.inputs])
+            assert compiled == paths, where
             assert set(op.compiled) == {(p.input, j) for p in paths
                                         for j in (None, *p.order)}, where
             check_conditions(op, node)
             if "Explained Query:" in expected and "implementation: delta" in expected:
-                for path in ran:
+                for path in compiled:
                     assert render_path(path) in expected, (where, render_path(path))
     assert joins >= 19
 
@@ -122,3 +130,39 @@ def test_an_operator_holds_only_the_arrangements_its_kind_owns(spark: SparkSessi
     with pytest.raises(ValueError, match="Linear cannot own an arrangement of its output"):
         flow.attach("output", Trace(spark, flow.arity))
 
+
+
+def test_equal_subplans_run_as_one_operator(spark: SparkSession) -> None:
+    """``NOT IN`` decorrelates into copies of its outer query and of its subquery (for the
+    NULL cases): the plan has each once, the dataflow one operator per plan node, and the
+    view is right as the NULL that empties it comes and goes."""
+    catalog = Catalog()
+    catalog.define("table o (id int, cust int)\ntable c (id int, region text)")
+    sql = "SELECT id FROM o WHERE cust NOT IN (SELECT id FROM c WHERE region <> 'z')"
+    (stmt,) = parse(sql, catalog)
+    assert isinstance(stmt, Query)
+    tree = at_stage(stmt.plan, "physical")
+    plan = lower(tree)
+    nodes = list(physical.operators(plan))
+    assert len(nodes) < _size(tree)  # copies in the tree, one node each in the plan
+    consumers = Counter(child.id for node in nodes for child in node.inputs)
+    assert max(consumers.values()) > 1
+    flow = build(plan, spark, lambda name: Trace(spark, 2))
+    assert len({id(op) for op in operators(flow)}) == len(nodes)
+
+    con = matview.connect(spark=spark, clock=0)
+    con.execute("CREATE TABLE o (id int, cust int)")
+    con.execute("CREATE TABLE c (id int, region text)")
+    con.execute("INSERT INTO o VALUES (1, 1), (2, NULL), (3, 3)")
+    con.execute("INSERT INTO c VALUES (1, 'a'), (NULL, 'b')")
+    con.execute(f"CREATE MATERIALIZED VIEW v AS {sql}")
+    assert con.execute("SELECT * FROM v").fetchall() == []  # a NULL in the subquery
+    con.execute("DELETE FROM c WHERE id IS NULL")
+    assert con.execute("SELECT * FROM v").fetchall() == [(3,)]
+    con.execute("INSERT INTO c VALUES (NULL, 'c')")
+    assert con.execute("SELECT * FROM v").fetchall() == []
+
+
+def _size(rel: Relation) -> int:
+    """The nodes of the tree ``rel`` (a subtree used twice counted twice)."""
+    return 1 + sum(_size(child) for child in inputs_of(rel))

@@ -55,14 +55,22 @@ loop 276 s against 233 s. The cluster runs keep Spark's code generation, as a us
 session has it, so both kinds of evaluation run every workload they share."""
 
 
+CLUSTER_CONFIG = {"spark.executor.extraJavaOptions": "-Xss32m -XX:TieredStopAtLevel=1"}
+"""The Spark settings of a cluster run beyond matview's own: executor JVMs compiling with the
+JIT's first tier only (C1; the generated code Spark compiles still runs). Their tasks read a
+few rows each, yet on 2 cores each executor's C2 compiler took some 60 s of CPU, competing
+with the driver that plans every step: the classic run took 397 s with it and 335 s
+without. The driver keeps C2 (with C1 only, 366 s: Catalyst's planning is hot code)."""
+
+
 @pytest.fixture(scope="session")
 def spark(request: pytest.FixtureRequest, spark_master: str) -> SparkSession:
     """The one SparkSession of the test run (``getOrCreate`` hands every caller the same):
     on ``--spark-master``, through a Spark Connect server of its own with
-    ``--spark-connect``; in local mode with ``LOCAL_CONFIG``."""
+    ``--spark-connect``; in local mode with ``LOCAL_CONFIG``, else ``CLUSTER_CONFIG``."""
     from matview.runtime.spark.session import start_session
 
-    config = LOCAL_CONFIG if spark_master.startswith("local[") else None
+    config = LOCAL_CONFIG if spark_master.startswith("local[") else CLUSTER_CONFIG
     return start_session(spark_master, config,
                          connect=request.config.getoption("--spark-connect"))
 

@@ -39,16 +39,9 @@ def test_views_match_duckdb_stepping_incrementally_with_every_lookup_broadcast(
     step's lookup into an arrangement of more than ``large_lookup_rows`` rows broadcasting
     its own side instead of reading the arrangement in one partition: with the threshold
     below every size, every lookup does, and the views are the same (half the queries,
-    interleaved; the other half is stepped by recomputing)."""
+    interleaved; the other half is stepped by recomputing in ``test_subscribe``)."""
     runtime_settings(large_lookup_rows=-1)
     check_views(spark, oracle_seeds()[0] + 1, "incremental", sampled(QUERIES, 0, 2))
-
-
-@pytest.mark.slow
-def test_views_match_duckdb_stepping_by_recomputing(spark: SparkSession) -> None:
-    """Every step recomputed from the inputs' snapshots and diffed with the view's contents:
-    the views are the same (the other half of the queries)."""
-    check_views(spark, oracle_seeds()[0] + 1, "recompute", sampled(QUERIES, 1, 2))
 
 
 # --- deterministic cases ------------------------------------------------------------------

@@ -29,9 +29,9 @@ from matview.server import Server, serve
 from matview.server.pgtypes import float_text
 from matview.server.statements import positional, split
 
-CONCURRENT_SECONDS = 60
-"""How long the 20 concurrent clients write and read (the issue asks for a minute; 20 s keeps
-the default suite short)."""
+CONCURRENT_SECONDS = float(os.environ.get("MATVIEW_SOAK_SECONDS", 20))
+"""How long the 20 concurrent clients write and read: ``MATVIEW_SOAK_SECONDS``, 20 s by default;
+``MATVIEW_SOAK_SECONDS=60`` runs issue 17's full minute."""
 PSQL = shutil.which("psql")
 
 

@@ -28,10 +28,9 @@ test-fast: install
 	$(PY) -m pytest -m "not spark and not cluster"
 
 # the oracle tests of tests/cluster/test_cluster.py on a cluster of two executor JVMs, classic and
-# through Spark Connect: each run a process of its own (one SparkContext per process)
+# through Spark Connect, in a process of its own (one SparkContext per process)
 test-cluster: install
-	$(PY) -m pytest -m cluster --spark-master '$(CLUSTER)'
-	$(PY) -m pytest -m cluster --spark-master '$(CLUSTER)' --spark-connect
+	$(PY) -m pytest -m cluster --spark-master '$(CLUSTER)' --spark-api both
 
 bench: install
 	$(PY) -m bench quick

@@ -5,6 +5,7 @@ other fixtures, is marked ``spark`` (``pytest -m "not spark"`` runs without a JV
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from typing import TYPE_CHECKING
@@ -23,15 +24,32 @@ def pytest_addoption(parser: pytest.Parser) -> None:
              "'local-cluster[2,1,1024]' (two executors, each a JVM of its own), "
              "spark://host:7077 or sc://host:15002 (a Spark Connect server)")
     parser.addoption(
-        "--spark-connect", action="store_true",
-        help="reach the master through a Spark Connect server the run starts in front of it")
+        "--spark-api", choices=("classic", "connect", "both"), default="classic",
+        help="how the tests reach the master: classic PySpark (the default), through a Spark "
+             "Connect server the run starts in front of it, or both: every test asking for "
+             "the session runs classic and then again through a Spark Connect server in "
+             "front of the same SparkContext, in one process")
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """With ``--spark-api both``, every test asking for the session runs once per API."""
+    if metafunc.config.getoption("--spark-api") == "both" and "spark" in metafunc.fixturenames:
+        metafunc.parametrize("spark_api", ["classic", "connect"], scope="session")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark ``spark`` every test whose fixtures (their closure) include the session."""
+    """Mark ``spark`` every test whose fixtures (their closure) include the session; run the
+    tests through Spark Connect after every classic one (a Spark Connect client switches
+    PySpark's functions to Spark Connect's for the whole process: ``is_remote``)."""
     for item in items:
         if "spark" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.spark)
+    items.sort(key=lambda item: _api(item) == "connect")
+
+
+def _api(item: pytest.Item) -> str | None:
+    callspec = getattr(item, "callspec", None)
+    return None if callspec is None else callspec.params.get("spark_api")
 
 
 @pytest.fixture(scope="session")
@@ -64,15 +82,52 @@ without. The driver keeps C2 (with C1 only, 366 s: Catalyst's planning is hot co
 
 
 @pytest.fixture(scope="session")
-def spark(request: pytest.FixtureRequest, spark_master: str) -> SparkSession:
-    """The one SparkSession of the test run (``getOrCreate`` hands every caller the same):
-    on ``--spark-master``, through a Spark Connect server of its own with
-    ``--spark-connect``; in local mode with ``LOCAL_CONFIG``, else ``CLUSTER_CONFIG``."""
+def spark_api(request: pytest.FixtureRequest) -> str:
+    """``classic`` or ``connect``: the API the test's session is reached through
+    (``--spark-api``; with ``both``, a parameter of the test)."""
+    return str(request.config.getoption("--spark-api"))
+
+
+@pytest.fixture(scope="session")
+def serving_spark(request: pytest.FixtureRequest, spark_master: str) -> SparkSession:
+    """With ``--spark-api both``, the classic session on ``--spark-master`` whose
+    SparkContext also serves Spark Connect (``SparkConnectPlugin``) on a free port of
+    127.0.0.1, kept in ``spark.connect.grpc.binding.port``."""
     from matview.runtime.spark.session import start_session
 
-    config = LOCAL_CONFIG if spark_master.startswith("local[") else CLUSTER_CONFIG
-    return start_session(spark_master, config,
-                         connect=request.config.getoption("--spark-connect"))
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    return start_session(spark_master, {
+        **_config(spark_master), "spark.plugins": CONNECT_PLUGIN,
+        "spark.connect.grpc.binding.address": "127.0.0.1",
+        "spark.connect.grpc.binding.port": str(port)})
+
+
+@pytest.fixture(scope="session")
+def spark(request: pytest.FixtureRequest, spark_master: str, spark_api: str) -> SparkSession:
+    """The SparkSession of the test (``getOrCreate`` hands every caller the same): on
+    ``--spark-master``, classic or through Spark Connect as ``spark_api`` says; in local
+    mode with ``LOCAL_CONFIG``, else ``CLUSTER_CONFIG``. With ``--spark-api both`` both are
+    in front of one SparkContext (``serving_spark``): the classic tests run first."""
+    from matview.runtime.spark.session import start_session
+
+    if request.config.getoption("--spark-api") != "both":
+        return start_session(spark_master, _config(spark_master),
+                             connect=spark_api == "connect")
+    context: SparkSession = request.getfixturevalue("serving_spark")
+    if spark_api == "classic":
+        return context
+    port = context.conf.get("spark.connect.grpc.binding.port")
+    return start_session(f"sc://127.0.0.1:{port}", _config(spark_master))
+
+
+CONNECT_PLUGIN = "org.apache.spark.sql.connect.SparkConnectPlugin"
+"""The Spark plugin that serves Spark Connect from a SparkContext."""
+
+
+def _config(master: str) -> dict[str, str]:
+    return LOCAL_CONFIG if master.startswith("local[") else CLUSTER_CONFIG
 
 
 @pytest.fixture()

@@ -90,7 +90,13 @@ def start_session(master: str | None = None, config: Mapping[str, str] | None = 
     defaults. ``connect`` starts a local master behind a Spark Connect server of its own."""
     settings = {**DEFAULT_CONFIG, **(config or {})}
     if master and master.startswith("sc://"):
-        builder = SparkSession.builder.remote(master)
+        # Spark Connect's own builder, as SparkSession.builder.remote would, but also beside a
+        # classic session of this process (which that one refuses), e.g. one whose
+        # SparkContext serves the server (``SparkConnectPlugin``)
+        from pyspark.sql.connect.session import SparkSession as ConnectSession
+
+        os.environ["SPARK_CONNECT_MODE_ENABLED"] = "1"
+        builder = ConnectSession.builder.remote(master)
         settings = {k: v for k, v in settings.items() if k in SESSION_CONFIG}
     elif connect:
         _check_java()

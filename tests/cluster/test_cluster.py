@@ -2,14 +2,13 @@
 
 Marked ``cluster``, so the main run deselects them (``addopts`` in ``pyproject.toml``):
 Spark runs one SparkContext per process and the main run's is local mode, where the driver
-is the only executor. ``make test`` runs them twice more, each run a pytest process of its
-own on ``local-cluster[2,1,1024]`` (a standalone master and two workers inside the driver's
-JVM, each worker launching an executor JVM of its own with one core and 1024 MB)::
+is the only executor. ``make test`` runs them in a pytest process of its own on
+``local-cluster[2,1,1024]`` (a standalone master and two workers inside the driver's JVM,
+each worker launching an executor JVM of its own with one core and 1024 MB), each test
+twice, classic and then through a Spark Connect server in front of that cluster, served by
+the same SparkContext::
 
-    pytest -m cluster --spark-master 'local-cluster[2,1,1024]'
-    pytest -m cluster --spark-master 'local-cluster[2,1,1024]' --spark-connect
-
-the second through a Spark Connect server of its own in front of that cluster.
+    pytest -m cluster --spark-master 'local-cluster[2,1,1024]' --spark-api both
 
 The workloads are the main suite's, reused from ``tests/support`` (those of
 ``test_oracle``, ``test_topk``, ``test_oracle_linear``, ``test_tpch22``, ``test_recursion``):
@@ -56,11 +55,10 @@ def test_executors_are_jvms_of_their_own(spark: SparkSession, spark_master: str)
     assert len(pids) == int(workers.group(1)) and driver not in pids
 
 
-@pytest.fixture(scope="module")
-def remote(spark_master: str, request: pytest.FixtureRequest) -> bool:
-    """Whether the run goes through Spark Connect (``--spark-connect`` or an ``sc://``
-    master)."""
-    return bool(request.config.getoption("--spark-connect")) or spark_master.startswith("sc://")
+@pytest.fixture()
+def remote(spark_master: str, spark_api: str) -> bool:
+    """Whether the test goes through Spark Connect (``spark_api``, or an ``sc://`` master)."""
+    return spark_api == "connect" or spark_master.startswith("sc://")
 
 
 def test_the_session_is_the_one_asked_for(spark: SparkSession, remote: bool) -> None:

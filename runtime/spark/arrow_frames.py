@@ -69,6 +69,7 @@ def scratch_file(spark: SparkSession) -> Iterator[str]:
 
 def _jvm_methods(spark: SparkSession) -> tuple[Any, Any]:
     if spark not in _methods:
-        utils = spark._jvm.org.apache.spark.sql.api.python.PythonSQLUtils  # type: ignore
+        # by its whole name: one class lookup (``jvm_plans.java_class``)
+        utils = getattr(spark._jvm, "org.apache.spark.sql.api.python.PythonSQLUtils")  # type: ignore
         _methods[spark] = (utils.readArrowStreamFromFile, utils.toDataFrame)
     return _methods[spark]

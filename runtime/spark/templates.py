@@ -26,7 +26,7 @@ import pyarrow as pa
 from matview.runtime.lowering.types import col
 from matview.runtime.settings import RuntimeSettings, active
 from matview.runtime.spark.arrow_frames import arrow_file, arrow_frame
-from matview.runtime.spark.jvm_plans import columns, jvm_helper, of_rows, select
+from matview.runtime.spark.jvm_plans import columns, java_class, jvm_helper, of_rows, select
 from matview.runtime.spark.unsafe_rows import fixed_width, point, unsafe_rows
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql.utils import is_remote
@@ -60,18 +60,18 @@ class Slot:
         bytes in Python (``unsafe_rows``: its columns are of fixed width)."""
         self.held: pa.Table | None = None
         """The rows bound last."""
-        jvm = spark._jvm  # type: ignore[attr-defined]
         first = arrow_frame(spark, self._padded(schema.empty_table()))
         self.rows = spark.sparkContext._gateway.new_array(  # type: ignore[union-attr]
-            jvm.java.lang.Object, capacity)
+            java_class(spark, "java.lang.Object"), capacity)
         relation = first._jdf.queryExecution().analyzed()
         relation.data().copyToArray(self.rows)
         self._schema = first._jdf.schema()
-        self._projection = jvm.org.apache.spark.sql.catalyst.expressions.UnsafeProjection \
-            .create(self._schema)
-        relation = jvm.org.apache.spark.sql.catalyst.plans.logical.LocalRelation(
-            relation.output(), jvm.scala.collection.immutable.ArraySeq.unsafeWrapArray(
-                self.rows), False, relation.stream())
+        self._projection = java_class(
+            spark, "org.apache.spark.sql.catalyst.expressions.UnsafeProjection").create(
+                self._schema)
+        relation = java_class(spark, "org.apache.spark.sql.catalyst.plans.logical.LocalRelation")(
+            relation.output(), java_class(spark, "scala.collection.immutable.ArraySeq")
+            .unsafeWrapArray(self.rows), False, relation.stream())
         if fixed_width(schema):
             self.number = jvm_helper(spark, "SlotRows").register(self.rows)
         whole = DataFrame(of_rows(spark)(spark._jsparkSession, relation), spark)

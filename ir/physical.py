@@ -37,6 +37,7 @@ from typing import ClassVar
 from matview.ir import relation as logical
 from matview.ir.scalar import Scalar
 from matview.ir.types import SqlType
+from matview.ir.walk import post_order
 
 
 @dataclass(frozen=True)
@@ -293,16 +294,7 @@ class LetRec(Operator):
 def operators(root: Operator) -> Iterator[Operator]:
     """Every operator under ``root`` once, in id order (inputs before consumers; an
     operator of several consumers is one node of the plan, ``planner.lower``)."""
-    seen: set[int] = set()
-
-    def visit(op: Operator) -> Iterator[Operator]:
-        if op.id not in seen:
-            seen.add(op.id)
-            for child in op.inputs:
-                yield from visit(child)
-            yield op
-
-    yield from visit(root)
+    return iter(post_order(root, lambda op: op.inputs, key=lambda op: op.id))
 
 
 def reads(root: Operator) -> set[str]:

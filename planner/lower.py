@@ -50,6 +50,7 @@ from matview.ir.relation import (
 )
 from matview.ir.scalar import Scalar, columns_used, remap
 from matview.ir.steps import copied_columns
+from matview.ir.walk import post_order
 
 
 def lower(plan: Relation) -> physical.Operator:
@@ -71,19 +72,8 @@ def _uses(plan: Relation) -> dict[Relation, tuple[bool, bool]]:
     history) and whether its output is the plan's but for Linears that only rearrange
     columns, over all its consumers (each consumer's flags are final before its inputs'
     are computed: consumers first, in reverse post-order)."""
-    order: list[Relation] = []
-    seen: set[Relation] = set()
-
-    def visit(rel: Relation) -> None:
-        if rel not in seen:
-            seen.add(rel)
-            for child in _children(rel):
-                visit(child)
-            order.append(rel)
-
-    visit(plan)
     uses = {plan: (False, True)}
-    for rel in reversed(order):
+    for rel in reversed(post_order(plan, _children, key=lambda rel: rel)):
         looked_up, reaches_output = uses[rel]
         below = looked_up and isinstance(rel, (Linear, Union)) or isinstance(rel, Join)
         passes = reaches_output and _copies(rel) is not None

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator
 
 from matview.ir import physical
 from matview.ir.table_functions import DEFAULT_ROW_LIMIT
+from matview.ir.walk import post_order
 from matview.runtime.arrangements.trace import Trace
 from matview.runtime.operators.base import Operator
 from matview.runtime.operators.constant import ConstantOp
@@ -37,19 +38,15 @@ def build(node: physical.Operator, spark: SparkSession, trace_of: Callable[[str]
     ``limit`` is the most rows a table function may produce for one input row,
     ``max_join_rows`` the most rows a join may produce in one step."""
     built: dict[int, Operator] = {}
-
-    def render(node: physical.Operator) -> Operator:
-        if node.id not in built:
-            inputs = tuple(render(child) for child in node.inputs)
-            op = _operator(node, inputs, trace_of, limit, max_join_rows)
-            for arrangement in node.state():
-                op.attach(arrangement.what, Trace(
-                    spark, op.arrangement_arity(arrangement.what),
-                    local_rows=op.arrangement_local_rows(arrangement.what)))
-            built[node.id] = op
-        return built[node.id]
-
-    return render(node)
+    for each in physical.operators(node):
+        op = _operator(each, tuple(built[child.id] for child in each.inputs), trace_of, limit,
+                       max_join_rows)
+        for arrangement in each.state():
+            op.attach(arrangement.what, Trace(
+                spark, op.arrangement_arity(arrangement.what),
+                local_rows=op.arrangement_local_rows(arrangement.what)))
+        built[each.id] = op
+    return built[node.id]
 
 
 def _operator(node: physical.Operator, inputs: tuple[Operator, ...],
@@ -87,13 +84,4 @@ def _operator(node: physical.Operator, inputs: tuple[Operator, ...],
 def operators(root: Operator) -> Iterator[Operator]:
     """Every operator under ``root`` once (inputs before consumers; in the order of
     ``physical.operators``)."""
-    seen: set[int] = set()
-
-    def visit(op: Operator) -> Iterator[Operator]:
-        if id(op) not in seen:
-            seen.add(id(op))
-            for child in op.children():
-                yield from visit(child)
-            yield op
-
-    yield from visit(root)
+    return iter(post_order(root, lambda op: op.children()))

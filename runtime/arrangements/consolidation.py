@@ -13,7 +13,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from matview.runtime.arrangements.updates import DIFF, TIME, data_columns
 from matview.runtime.lowering.types import col
-from matview.runtime.spark.jvm_plans import aggregate, columns, made_once
+from matview.runtime.spark.jvm_objects import made_once
+from matview.runtime.spark.jvm_plans import aggregate, columns
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 

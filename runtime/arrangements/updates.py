@@ -15,12 +15,12 @@ import pyarrow as pa
 from matview.runtime.lowering.types import col, column_names
 from matview.runtime.settings import active
 from matview.runtime.spark.arrow_frames import arrow_frame
+from matview.runtime.spark.jvm_objects import made_once
 from matview.runtime.spark.jvm_plans import (
     aggregate,
     checkpointed,
     columns,
     hint,
-    made_once,
     select,
     to_arrow,
 )

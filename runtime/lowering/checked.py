@@ -27,7 +27,8 @@ from matview.ir.types import INT_RANGE, INTEGER_KINDS, Kind, SqlType
 from matview.runtime.arrangements.updates import DIFF, TIME
 from matview.runtime.lowering.expressions import compile_call, compile_cast, compile_scalar
 from matview.runtime.lowering.types import col, spark_type
-from matview.runtime.spark.jvm_plans import columns, made_once, select
+from matview.runtime.spark.jvm_objects import made_once
+from matview.runtime.spark.jvm_plans import columns, select
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T

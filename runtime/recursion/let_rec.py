@@ -88,7 +88,7 @@ from matview.runtime.recursion.state import (
 from matview.runtime.recursion.top_k import top_k_round
 from matview.runtime.recursion.window import window_round
 from matview.runtime.settings import active
-from matview.runtime.spark.jvm_plans import jvm_helper
+from matview.runtime.spark.jvm_objects import jvm_helper
 from matview.runtime.spark.one_job import OneJob
 from matview.runtime.spark.unsafe_rows import sent_together
 from pyspark.sql import DataFrame

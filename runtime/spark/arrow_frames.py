@@ -5,7 +5,7 @@ settings, looks its JVM classes and methods up by reflection and reads the schem
 item by item. A step turns several driver-held batches into plans (the new writes, small
 state batches), so ``arrow_frame`` does the same with two calls: the Arrow stream written
 to a file (as PySpark does), read by the JVM and made a DataFrame with the JVM methods
-looked up once per session. matview's sessions keep their time zone at UTC
+looked up once per Spark context. matview's sessions keep their time zone at UTC
 (``runtime.session``), so a timestamp without a zone is one in UTC, which is what PySpark
 makes of it there too. Spark Connect sessions send the table as it is.
 """
@@ -14,22 +14,18 @@ from __future__ import annotations
 
 import os
 import tempfile
-import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 import pyarrow as pa
 from matview.runtime.settings import active
+from matview.runtime.spark.jvm_objects import java_class, made_once
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.pandas.serializers import ArrowStreamSerializer
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from pyspark.sql.types import StructType
 from pyspark.sql.utils import is_remote
-
-_methods: weakref.WeakKeyDictionary[SparkSession, tuple[Any, Any]] = (
-    weakref.WeakKeyDictionary())
-"""Per session, the JVM methods reading an Arrow stream file and making it a DataFrame."""
 
 
 def arrow_frame(spark: SparkSession, table: pa.Table) -> DataFrame:
@@ -68,8 +64,9 @@ def scratch_file(spark: SparkSession) -> Iterator[str]:
 
 
 def _jvm_methods(spark: SparkSession) -> tuple[Any, Any]:
-    if spark not in _methods:
-        # by its whole name: one class lookup (``jvm_plans.java_class``)
-        utils = getattr(spark._jvm, "org.apache.spark.sql.api.python.PythonSQLUtils")  # type: ignore
-        _methods[spark] = (utils.readArrowStreamFromFile, utils.toDataFrame)
-    return _methods[spark]
+    """The JVM methods reading an Arrow stream file and making it a DataFrame."""
+    def made() -> tuple[Any, Any]:
+        utils = java_class(spark, "org.apache.spark.sql.api.python.PythonSQLUtils")
+        return utils.readArrowStreamFromFile, utils.toDataFrame
+
+    return made_once(spark, "arrow frame methods", made)

@@ -7,29 +7,21 @@ A dataflow's operators select, group and aggregate the same columns every step, 
 ``Columns`` holds its list made once together with its JVM ``Seq``, and ``select`` and
 ``aggregate`` over it cost one or two calls whatever the number of columns. Spark Connect
 sessions build plans without JVM calls; there the plain DataFrame methods run.
-
-Some steps take several JVM calls whatever their plans: a Java helper does them in one
-(``jvm_helper``: the ``*.java`` files beside this module, compiled in the driver's JVM when a
-session first needs them by Janino, the compiler Spark's generated code goes through).
 """
 
 from __future__ import annotations
 
 import weakref
-from collections.abc import Callable, Hashable
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pyarrow as pa
 from matview.runtime.lowering.types import col
 from matview.runtime.spark.arrow_frames import scratch_file
+from matview.runtime.spark.jvm_objects import java_class, jvm_helper, made_once
 from matview.runtime.spark.unsafe_rows import send
-from pyspark import SparkContext
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql.utils import is_remote
-
-T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -210,41 +202,3 @@ def hint(df: DataFrame, name: str) -> DataFrame:
     spark = df.sparkSession
     none = made_once(spark, "no columns", lambda: columns(spark))
     return DataFrame(df._jdf.hint(name, none.seq), spark)
-
-
-_made: weakref.WeakKeyDictionary[SparkContext, dict[Hashable, Any]] = (
-    weakref.WeakKeyDictionary())
-_made_remote: dict[Hashable, Any] = {}
-
-
-def made_once(spark: SparkSession, key: Hashable, make: Callable[[], T]) -> T:
-    """What ``make`` returns, made once per Spark context (JVM objects live in one) and
-    ``key``; in Spark Connect sessions once per ``key``."""
-    made = _made_remote if is_remote() else _made.setdefault(spark.sparkContext, {})
-    if key not in made:
-        made[key] = make()
-    return made[key]  # type: ignore[no-any-return]
-
-
-def java_class(spark: SparkSession, name: str) -> Any:
-    """The JVM class of fully qualified ``name``, looked up once per Spark context and by its
-    whole name: py4j resolves ``jvm.org.apache...`` a name at a time, each prefix a class
-    lookup that fails after searching every jar on the class path (``jvm.java.lang.Object``
-    1-2 ms, ``getattr(jvm, "java.lang.Object")`` 0.03-0.1 ms)."""
-    return made_once(spark, ("class", name), lambda: getattr(spark._jvm, name))  # type: ignore
-
-
-def jvm_helper(spark: SparkSession, name: str) -> Any:
-    """An instance of the Java class ``name`` (``runtime/<name>.java``), compiled and made
-    once per Spark context (not in Spark Connect sessions, which have no JVM here)."""
-    def made() -> Any:
-        gateway = spark.sparkContext._gateway  # type: ignore[union-attr]
-        compiler = java_class(spark, "org.codehaus.janino.SimpleCompiler")()
-        compiler.setParentClassLoader(spark._jsparkSession.getClass().getClassLoader())
-        compiler.cook(f"{name}.java", (Path(__file__).parent / f"{name}.java").read_text())
-        cls = compiler.getClassLoader().loadClass(name)
-        return cls.getDeclaredConstructor(
-            gateway.new_array(java_class(spark, "java.lang.Class"), 0)).newInstance(
-                gateway.new_array(java_class(spark, "java.lang.Object"), 0))
-
-    return made_once(spark, ("jvm helper", name), made)

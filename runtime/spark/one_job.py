@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from matview.runtime.spark.jvm_plans import Columns, columns, made_once, select, to_arrow
+from matview.runtime.spark.jvm_objects import made_once
+from matview.runtime.spark.jvm_plans import Columns, columns, select, to_arrow
 from matview.runtime.spark.templates import same
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F

@@ -26,7 +26,8 @@ import pyarrow as pa
 from matview.runtime.lowering.types import col
 from matview.runtime.settings import RuntimeSettings, active
 from matview.runtime.spark.arrow_frames import arrow_file, arrow_frame
-from matview.runtime.spark.jvm_plans import columns, java_class, jvm_helper, of_rows, select
+from matview.runtime.spark.jvm_objects import java_class, jvm_helper
+from matview.runtime.spark.jvm_plans import columns, of_rows, select
 from matview.runtime.spark.unsafe_rows import fixed_width, point, unsafe_rows
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql.utils import is_remote

@@ -17,7 +17,8 @@ from matview.runtime.render import operators
 from matview.runtime.settings import DEFAULTS
 from matview.runtime.spark import jvm_plans, one_job
 from matview.runtime.spark.arrow_frames import arrow_file
-from matview.runtime.spark.jvm_plans import jvm_helper, to_arrow
+from matview.runtime.spark.jvm_objects import jvm_helper
+from matview.runtime.spark.jvm_plans import to_arrow
 from matview.runtime.spark.templates import Slot, slot_for, slot_sizes
 from matview.runtime.spark.unsafe_rows import sent_together
 from py4j.java_gateway import JavaMember

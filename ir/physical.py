@@ -282,13 +282,33 @@ class Window(Operator):
 
 
 @dataclass(frozen=True)
+class LoopJoin:
+    """A join of a LetRec's body, run by the ordinary join operator over times (transaction,
+    round): ``implementation``'s paths as outside a loop, except that a path sees its
+    looked-up inputs' differences of every earlier round and of earlier steps at every
+    round (their output time the least upper bound of the pair's), and of the round being
+    computed only for the inputs before its own (Alt/Neu by input order, the ``<=``/``<``
+    of its lookups). An input computed outside the loop is named by its operator; one of
+    the body's by ``operator`` -1."""
+
+    relation: logical.Join
+    implementation: DeltaJoin
+
+
+@dataclass(frozen=True)
 class LetRec(Operator):
     """Iterates its bindings to a fixed point over (transaction, round) times
-    (``runtime.let_rec``). Its inputs compute the parts of the bindings that read no binding
-    (``relation.loop_invariants``); it owns the differences, with their rounds, of every
-    binding, join input and reduce input of its body (kept by the loop itself)."""
+    (``runtime.recursion``). Its inputs compute the parts of the bindings that read no
+    binding (``relation.loop_invariants``); ``joins`` say how its body's joins run; it owns
+    the differences, with their rounds, of every binding, join input and reduce input of its
+    body (kept by the loop itself)."""
 
     relation: logical.LetRec
+    joins: tuple[LoopJoin, ...] = ()
+
+    def loop_join(self, join: logical.Join) -> LoopJoin:
+        """How the body's join ``join`` runs."""
+        return next(each for each in self.joins if each.relation == join)
 
 
 def operators(root: Operator) -> Iterator[Operator]:

@@ -16,7 +16,8 @@ runtime executes and EXPLAIN PHYSICAL prints (``ir.physical``).
         TopK -> values (its input), prefix, and output iff a consumer looks its output up;
         Window -> values (its input) and output iff a consumer looks its output up;
         LetRec -> its inputs are the parts of its bindings that read no binding
-        (``loop_invariants``), its body runs inside it (``runtime.let_rec``);
+        (``loop_invariants``), its body runs inside it (``runtime.recursion``), each join
+        of the body with the delta paths below (its inputs computed by the loop: -1);
       - for a Join, its implementation: the delta paths of its JoinPlan. A path first filters
         its input's changes by the equalities and predicates reading that input alone; each
         lookup then checks the equalities it makes checkable (per equivalence class, each
@@ -103,7 +104,11 @@ class _Lowering:
         inputs = tuple(self.lower(child) for child in _children(rel))
         op, self.next_id = self.next_id, self.next_id + 1
         if isinstance(rel, LetRec):
-            return physical.LetRec(op, rel, inputs)
+            ids = {child.relation: child.id for child in inputs}
+            return physical.LetRec(op, rel, inputs, tuple(
+                physical.LoopJoin(join, _delta_join(join, [
+                    ids.get(child, -1) for child in join.inputs]))
+                for join in _loop_joins(rel)))
         copies = _copies(rel)
         if isinstance(rel, Get):
             return physical.Get(op, rel, inputs)
@@ -120,7 +125,8 @@ class _Lowering:
             output = physical.Arrangement(
                 op, "output", "the joined rows, for the lookups of a consumer", reused=False
             ) if looked_up else None
-            return physical.Join(op, rel, inputs, _delta_join(rel, inputs), output)
+            return physical.Join(op, rel, inputs, _delta_join(rel, [i.id for i in inputs]),
+                                  output)
         if isinstance(rel, Reduce):
             values = physical.Arrangement(
                 op, "values", "the input values of min/max by group key"
@@ -163,9 +169,21 @@ def _layout(reduce: Reduce, deferred: bool) -> physical.ReduceLayout:
     return physical.ReduceLayout(tuple(accumulable), tuple(extremes), tuple(hidden), deferred)
 
 
-def _delta_join(join: Join, inputs: tuple[physical.Operator, ...]) -> physical.DeltaJoin:
-    """The delta paths of ``join``'s plan (every other input in input order when it has none)."""
-    ids = [op.id for op in inputs]
+def _loop_joins(loop: LetRec) -> list[Join]:
+    """The joins of ``loop``'s body (outside its loop invariants), each once."""
+    invariants = set(loop_invariants(loop))
+    found: dict[Join, None] = {}
+    for value in loop.values:
+        for rel in post_order(value, lambda rel: () if rel in invariants else inputs_of(rel),
+                              key=lambda rel: rel):
+            if isinstance(rel, Join) and rel not in invariants:
+                found.setdefault(rel)
+    return list(found)
+
+
+def _delta_join(join: Join, ids: list[int]) -> physical.DeltaJoin:
+    """The delta paths of ``join``'s plan (every other input in input order when it has
+    none); ``ids`` are its inputs' operators."""
     plan = join.plan or JoinPlan("delta", tuple(
         tuple(j for j in range(len(ids)) if j != i) for i in range(len(ids))))
     offsets = offsets_of([rel.arity for rel in join.inputs])

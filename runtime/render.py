@@ -76,8 +76,9 @@ def _operator(node: physical.Operator, inputs: tuple[Operator, ...],
         return WindowOp(rel.types, input=inputs[0], partition_by=node.relation.partition_by,
                         calls=node.relation.calls)
     if isinstance(node, physical.LetRec):
-        return LetRecOp(rel.types, inputs=inputs, loop=node.relation,
-                        invariants=tuple(child.relation for child in node.inputs), limit=limit)
+        return LetRecOp(rel.types, inputs=inputs, loop=node.relation, plan=node,
+                        invariants=tuple(child.relation for child in node.inputs), limit=limit,
+                        max_join_rows=max_join_rows)
     raise PlanError(f"the runtime cannot execute {node.kind}")
 
 

@@ -31,7 +31,8 @@ describe it:
   it, the parts computed outside the loop printed as the operator ``%k`` computing them),
   with the state each keeps: ``state: ...`` below a Join (its inputs' differences by time
   and round) and a Reduce, TopK or Window (its input's, its output computed at their
-  interesting times).
+  interesting times); a Join's delta paths (``implementation: delta over (time, round)``,
+  ``physical.LoopJoin``) as above, an input the loop computes named ``input i``.
 - with statistics (ANALYZE): ``steps=S rows_in=I rows_out=O time=T.TTTs`` and
   ``arrangement NAME: rows=R bytes=B``.
 
@@ -157,6 +158,9 @@ def _loop(op: physical.LetRec, pad: str, options: RenderOptions) -> list[str]:
             return
         lines.append(f"{at}{render_line(rel, options)}")
         if isinstance(rel, Join):
+            lines.append(f"{at}  implementation: delta over (time, round)")
+            lines.extend(f"{at}    {render_path(path)}"
+                         for path in op.loop_join(rel).implementation.paths)
             lines.append(f"{at}  state: each input's differences by (time, round)")
         if isinstance(rel, (Reduce, TopK, Window)):
             lines.append(f"{at}  state: its input's differences by (time, round); output "
@@ -182,10 +186,17 @@ def render_layout(op: physical.Reduce) -> str:
 
 def render_path(path: DeltaPath) -> str:
     """Delta path ``path`` on one line (see the module docstring)."""
-    steps = [f"%{lk.operator}[{_scalars(lk.key)}] {lk.time} stream=({_scalars(lk.stream_key)})"
-             f"{_filters(lk.equalities, lk.closure)}" for lk in path.lookups]
-    return (f"path {path.input} from %{path.operator}"
+    steps = [f"{_input(lk.input, lk.operator)}[{_scalars(lk.key)}] {lk.time} "
+             f"stream=({_scalars(lk.stream_key)}){_filters(lk.equalities, lk.closure)}"
+             for lk in path.lookups]
+    return (f"path {path.input} from {_input(path.input, path.operator)}"
             f"{_filters(path.equalities, path.closure)}: " + ", ".join(steps))
+
+
+def _input(index: int, operator: int) -> str:
+    """A join's input ``index``: ``%k``, the operator computing it, or ``input i`` for one
+    a loop computes (``physical.LoopJoin``)."""
+    return f"%{operator}" if operator >= 0 else f"input {index}"
 
 
 def _scalars(exprs: Sequence[Scalar]) -> str:

@@ -31,6 +31,9 @@ from pyspark.sql.utils import is_remote
 
 TIME = "_time"
 DIFF = "_diff"
+ROUND = "_round"
+"""Inside a recursive query's loop, the round of an update's time (transaction, round)
+(``runtime.recursion``); outside a loop, updates have no round."""
 
 
 

@@ -148,6 +148,8 @@ class Operator:
     _clock_in: tuple[StepContext, tuple[Column, Column]] | None = field(
         default=None, init=False, repr=False, compare=False)
     """The step whose times ``clock`` bound, and its columns."""
+    in_loop: bool = field(default=False, init=False, repr=False, compare=False)
+    """Whether it runs in the rounds of a recursive query's loop (``run_in_loop``)."""
     _appends: list[tuple[Trace, Leaf | None, int, int]] = field(
         default_factory=list, init=False, repr=False, compare=False)
     """The batches the current step adds to the arrangements this operator owns."""
@@ -301,8 +303,15 @@ class Operator:
         return active().driver_batch_rows
 
     def plans_kept(self) -> int:
-        """The plans ``planned`` keeps for each key (``RuntimeSettings.plans_kept``)."""
-        return active().plans_kept
+        """The plans ``planned`` keeps for each key (``RuntimeSettings.plans_kept``; in a
+        loop ``loop_plans_kept``)."""
+        return active().loop_plans_kept if self.in_loop else active().plans_kept
+
+    def run_in_loop(self) -> None:
+        """Run in the rounds of a recursive query's loop (``runtime.recursion.scope``): a
+        round sees a few shapes of its inputs, so keep ``loop_plans_kept`` plans; a round is
+        no step (nothing commits it), so meter nothing (the loop's own meter counts)."""
+        self.in_loop, self.meter.enabled = True, False
 
     def arranged_changes(self, ctx: StepContext, source: Operator,
                          trace: Trace) -> Leaf | None:

@@ -10,6 +10,17 @@ its other equalities hold; then the stage's closure filters the joined rows. Key
 equalities and predicates all come from the plan (``planner.lower``): this module derives
 none of them. The output update of a path has the changing update's time and the product of
 the diffs. No intermediate state is kept.
+
+Inside a recursive query's loop (``rounds``) the same paths run over times (transaction,
+round), product-ordered (``runtime.recursion``): in round r an input's changes are its
+differences of round r, its history its differences of earlier steps at every round and of
+this step at earlier rounds (newer times than ``lower`` among them). Path i sees the
+changes of round r of the inputs before it and not of those after it (Alt/Neu by input
+order, so a pair of round r counts once; no time comparison, which the history's new
+times would fail), and its output update has the least upper bound of its updates' times:
+the latest time and the latest round (``ROUND``), a round after r when a looked-up
+difference of an earlier step is of a later round. So each pair of differences with a
+difference of this step is joined once, in the round of the later of them.
 """
 
 from __future__ import annotations
@@ -21,15 +32,14 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 import pyarrow as pa
-import pyarrow.compute as pc
 from matview.ir import physical
 from matview.ir.functions import EvalError
-from matview.ir.joins import input_at, offsets_of
-from matview.ir.scalar import Col, Scalar, may_fail
+from matview.ir.scalar import Scalar, may_fail
 from matview.runtime.arrangements.consolidation import consolidate
 from matview.runtime.arrangements.trace import Trace
 from matview.runtime.arrangements.updates import (
     DIFF,
+    ROUND,
     TIME,
     lookup,
     materialize,
@@ -44,14 +54,9 @@ from matview.runtime.lowering.checked import (
     split_errors,
 )
 from matview.runtime.lowering.expressions import compile_scalar
-from matview.runtime.lowering.types import col
-from matview.runtime.operators.base import (
-    ArrangedWhenLookedUp,
-    Delta,
-    Matched,
-    Operator,
-    StepContext,
-)
+from matview.runtime.lowering.types import arrow_type, col
+from matview.runtime.operators.base import ArrangedWhenLookedUp, Delta, Operator, StepContext
+from matview.runtime.operators.join_reads import Values, keyed_histories, output_values
 from matview.runtime.settings import active
 from matview.runtime.spark.jvm_plans import Columns, columns, select
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -115,18 +120,25 @@ class JoinOp(ArrangedWhenLookedUp, Operator):
     """What each stage of each path was compiled from, by (path, input looked up; None:
     the path's start)."""
     keep_history: bool = False
+    rounds: bool = False
+    """Whether it runs inside a recursive query's loop, over times (transaction, round) (the
+    module docstring): its inputs' updates and its output's have a ``ROUND``."""
     output: Trace | None = None
     max_rows: int = DEFAULT_JOIN_ROWS
     label: str = "Join"
     """How errors name it (the dataflow numbers it as EXPLAIN PHYSICAL does: ``Join %3``)."""
+    _known: tuple[StepContext, list[dict[int, Values]]] | None = field(
+        default=None, init=False, repr=False)
+    """The step whose paths ran, and per path the values known of its inputs' columns."""
 
     def _prefixed(self, df: DataFrame, index: int) -> DataFrame:
         """Input ``index``'s batch with columns ``j{index}_c{k}``, ``_t{index}``,
-        ``_d{index}``."""
+        ``_d{index}`` (and ``_r{index}`` inside a loop)."""
         return select(df, self.built(("rename", index), lambda: columns(
             df.sparkSession,
             *[col(f"c{k}").alias(f"j{index}_c{k}") for k in range(self.inputs[index].arity)],
-            col(TIME).alias(f"_t{index}"), col(DIFF).alias(f"_d{index}"))))
+            col(TIME).alias(f"_t{index}"), col(DIFF).alias(f"_d{index}"),
+            *([col(ROUND).alias(f"_r{index}")] if self.rounds else []))))
 
     def _column_refs(self) -> list[Column]:
         return [col(f"j{i}_c{k}") for i, op in enumerate(self.inputs) for k in range(op.arity)]
@@ -147,7 +159,7 @@ class JoinOp(ArrangedWhenLookedUp, Operator):
         None: its start), compiled from ``stage`` and recorded in ``compiled``: the stream
         key over the path's columns equals the lookup key over input ``j``'s, the other
         equalities hold and the looked-up update's time compares with the change's as
-        ``stage.time`` says."""
+        ``stage.time`` says (inside a loop by input order alone: the module docstring)."""
         self.compiled[(i, j)] = stage
         refs = self._column_refs()
         equal = [self._compile(a, refs) == self._compile(b, refs) for a, b in stage.equalities]
@@ -157,8 +169,11 @@ class JoinOp(ArrangedWhenLookedUp, Operator):
                      == compile_scalar(k, own, self.inputs[j].types)
                      for s, k in zip(stage.stream_key, stage.key, strict=True)] + equal
         checks = [compile_checked(p, refs, self.types) for p in stage.closure]
-        if stage.time is None:
-            return (functools.reduce(Column.__and__, equal) if equal else None), checks
+        if stage.time is None or (self.rounds and not equal):
+            return (functools.reduce(Column.__and__, equal) if equal else
+                    None if stage.time is None else F.lit(True)), checks
+        if self.rounds:
+            return functools.reduce(Column.__and__, equal), checks
         assert j is not None
         seen = _TIMES[stage.time](col(f"_t{j}"), col(f"_t{i}"))
         return functools.reduce(Column.__and__, equal, seen), checks
@@ -217,7 +232,7 @@ class JoinOp(ArrangedWhenLookedUp, Operator):
         def make() -> Columns:
             kept = [name for k in sorted(bound) for name in (
                 *[f"j{k}_c{c}" for c in range(self.inputs[k].arity)], f"_t{k}",
-                *([] if k == i else [f"_d{k}"]))]
+                *([f"_r{k}"] if self.rounds else []), *([] if k == i else [f"_d{k}"]))]
             return columns(spark, *kept, *([ERR] if self.checks else []),
                            (col(f"_d{i}") * col(f"_d{j}")).alias(f"_d{i}"))
         return self.built(("times_diffs", bound, i, j), make)
@@ -226,8 +241,13 @@ class JoinOp(ArrangedWhenLookedUp, Operator):
         names = [f"j{k}_c{c}" for k, op in enumerate(self.inputs) for c in range(op.arity)]
         failed = [described(col(ERR), [col(n) for n in names]).alias(ERR)] if self.checks \
             else []
+        if not self.rounds:
+            return [*[col(n).alias(f"c{x}") for x, n in enumerate(names)], *failed,
+                    col(f"_t{i}").alias(TIME), col(f"_d{i}").alias(DIFF)]
+        ins = range(len(self.inputs))
         return [*[col(n).alias(f"c{x}") for x, n in enumerate(names)], *failed,
-                col(f"_t{i}").alias(TIME), col(f"_d{i}").alias(DIFF)]
+                _latest([col(f"_r{k}") for k in ins]).alias(ROUND),
+                _latest([col(f"_t{k}") for k in ins]).alias(TIME), col(f"_d{i}").alias(DIFF)]
 
     def _estimate(self, ctx: StepContext, i: int, deltas: list[Delta | None]) -> int | None:
         """A bound on the rows of path ``i`` up to its first lookup by key (the lookups
@@ -245,49 +265,18 @@ class JoinOp(ArrangedWhenLookedUp, Operator):
             rows *= old + new
         return rows
 
-    def _keyed_histories(self, ctx: StepContext, i: int, deltas: list[Delta | None]
-                         ) -> dict[int, Matched]:
-        """The histories path ``i`` reads by key: an input it looks up whose lookup key
-        holds a plain column paired, in the stage's stream key, with a plain column of an
-        input whose values the driver knows (input ``i``'s changes, or an input read by key
-        earlier on the path, with its changes when the path sees them) keeps only its rows
-        holding one of those values (``history_matching``, a superset of the rows the
-        lookup can match). The other inputs are read whole."""
-        if ctx.first:
-            return {}
-        start = self.inputs[i]
-        offsets = offsets_of([op.arity for op in self.inputs])
-        known: dict[int, Callable[[int], pa.Array | None]] = {
-            i: lambda c: start.step_values(ctx, c)}
-        read: dict[int, Matched] = {}
-        for stage in self.paths[i].lookups:
-            j = stage.input
-            for stream, key in zip(stage.stream_key, stage.key, strict=True):
-                if not (isinstance(stream, Col) and isinstance(key, Col)):
-                    continue
-                k = input_at(offsets, stream.index)
-                values = known[k](stream.index - offsets[k]) if k in known else None
-                matched = None if values is None else self.inputs[j].history_matching(
-                    ctx, key.index, values)
-                if matched is not None:
-                    read[j] = matched
-                    sees = deltas[j] is not None and not (ctx.single_time and j > i)
-                    known[j] = self._values_seen(ctx, j, matched, sees)
-                    break
-        return read
+    def step_values(self, ctx: StepContext, column: int) -> pa.Array | None:
+        """The values column ``column`` of this step's output may hold, when the driver
+        knows them (``join_reads.output_values``); else None."""
+        if self._known is None or self._known[0] is not ctx:
+            return None
+        return output_values(self.inputs, self._known[1], column,
+                             arrow_type(self.types[column]))
 
-    def _values_seen(self, ctx: StepContext, j: int, matched: Matched, sees: bool
-                     ) -> Callable[[int], pa.Array | None]:
-        """The values a column of input ``j`` may hold on a path that read its history by
-        key (``matched``) and, when it ``sees`` them, its changes of the step."""
-        def values(column: int) -> pa.Array | None:
-            old = matched.values(column)
-            if old is None or not sees:
-                return old
-            new = self.inputs[j].step_values(ctx, column)
-            return None if new is None else pc.unique(
-                pa.chunked_array([old, new.cast(old.type)]))
-        return values
+    def _alt_neu(self, ctx: StepContext) -> bool:
+        """Whether a path sees the changes of the inputs before its own only (all changes
+        of the step share one time, or, inside a loop, one round)."""
+        return ctx.single_time or self.rounds
 
     def _too_many(self, how: str) -> str:
         return (f"{self.label} {how} {self.max_rows} rows in one step (raise the limit with "
@@ -312,11 +301,15 @@ class JoinOp(ArrangedWhenLookedUp, Operator):
         histories: dict[int, DataFrame | None] = {}
         known = [op.history_rows(ctx) for op in self.inputs]  # None: unknown without a job
         paths: list[_PathInputs] = []
+        self._known = (ctx, [])
         for i, start in enumerate(deltas):
             if start is None:
                 continue
             sizes, olds = list(known), {}
-            for j, matched in self._keyed_histories(ctx, i, deltas).items():
+            read, values = keyed_histories(self.inputs, self.paths[i], ctx, deltas,
+                                           self._alt_neu(ctx))
+            self._known[1].append(values)
+            for j, matched in read.items():
                 olds[j], sizes[j] = matched.frame, matched.rows
             for j in self.paths[i].order:
                 if j not in olds:
@@ -324,10 +317,10 @@ class JoinOp(ArrangedWhenLookedUp, Operator):
                         histories[j] = self.inputs[j].history(ctx)
                     olds[j] = histories[j]
             # what path i sees of an input j it looks up: its history, plus its changes of
-            # this step unless all changes share one time and j comes later (Alt/Neu: those
-            # are at `< t`)
+            # this step unless all changes share one time (or are of one round) and j comes
+            # later (Alt/Neu: those are at `< t`)
             seen = tuple(None if delta is None or j not in olds or (
-                ctx.single_time and j > i) else delta.df for j, delta in enumerate(deltas))
+                self._alt_neu(ctx) and j > i) else delta.df for j, delta in enumerate(deltas))
             large = tuple((size or 0) > active().large_lookup_rows for size in sizes)
             paths.append((i, start.df, tuple(olds.get(j) for j in range(len(deltas))), seen,
                           large))
@@ -364,3 +357,8 @@ class JoinOp(ArrangedWhenLookedUp, Operator):
 
     def children(self) -> tuple[Operator, ...]:
         return self.inputs
+
+
+def _latest(times: list[Column]) -> Column:
+    """The latest of ``times`` (one coordinate of a least upper bound)."""
+    return times[0] if len(times) == 1 else F.greatest(*times)

@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from matview.runtime.arrangements.updates import TIME
+from matview.ir.relation import Relation
+from matview.runtime.arrangements.updates import ROUND, TIME
 from matview.runtime.lowering.types import col
 from matview.runtime.recursion.reads import column_values, committed, new_between
-from matview.runtime.recursion.state import ROUND, Node
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
@@ -65,7 +65,7 @@ its committed differences, its new differences of the round, and its new differe
 every round so far (the last two with ``ROUND`` relative to the round)."""
 
 
-def round_inputs(op: LetRecOp, source: Node, r: int, column: int | None
+def round_inputs(op: LetRecOp, source: Relation, r: int, column: int | None
                  ) -> RoundInputs | None:
     """What round ``r`` of a group-wise operator over ``source`` reads: ``(changed, old,
     now, new)`` (``RoundInputs``; ``old`` cut by the groups' key ``column`` when the driver

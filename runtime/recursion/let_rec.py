@@ -12,11 +12,12 @@ A step computes, round by round, the differences at the step's new times ``t`` o
 collection of the loop's bindings, from what it stored of earlier steps (their differences
 at older times, with their rounds) and what this step computed at earlier rounds:
 
-- ``Linear`` and ``Union`` map their inputs' differences of the round;
-- a join's output changes at the least upper bound of its inputs' times: round r of a
-  binary join is every pair of differences with at least one new time and
-  ``max(r_left, r_right) = r``, at time ``max(t_left, t_right)`` (an n-ary join is a chain
-  of binary ones, each prefix stored);
+- ``Linear`` and ``Union`` are the ordinary operators over the round's differences
+  (``scope``);
+- a join's output changes at the least upper bound of its inputs' times: it is the
+  ordinary join operator over times (transaction, round), joining in round r each input's
+  differences of round r with the others' of earlier rounds and steps, its rows of later
+  rounds filed for them (``join``);
 - a reduce's output for group k can change only at joins of its input's times (its
   interesting times): at round r, the groups with a difference at round r whose input
   changed at a new time t at some round <= r, at those times t. With G(t, r) the reduce
@@ -30,8 +31,8 @@ at older times, with their rounds) and what this step computed at earlier rounds
 The rounds of a step end when a round changes no binding and no stored collection holds
 differences of later rounds from earlier steps. A step carrying N transactions runs the
 rounds once for all of them, and gives exactly the output per time that N single steps give.
-State: the differences of every binding, of every join input (and each prefix of an n-ary
-join) and of every reduce's, TopK's and window's input, each with its round, held in the driver as
+State: the differences of every binding, of every join input and of every reduce's,
+TopK's and window's input, each with its round, held in the driver as
 Arrow batches (the newest merged when there are more than ``MAX_BATCHES``: ``merged_tail``).
 A step reads them by key: a join looks up the other side's stored differences by the
 equi-join key values of the new ones, a reduce the contents of the groups its new
@@ -49,17 +50,19 @@ the same shape as one before makes no DataFrame call; its reduce reads its input
 partition, so the round's job has no shuffle.
 
 This module steps the rounds (``LetRecOp``); what the loop stores is ``state``, its reads
-of stored and new differences ``reads``, a join's and a reduce's rounds ``join`` and
-``reduce``, a TopK's ``top_k``, a window's ``window`` (modules of ``runtime.recursion``)."""
+of stored and new differences ``reads``, the ordinary operators running the body's joins,
+linear operators and unions ``scope``, a join's rounds ``join``, a reduce's ``reduce``, a
+TopK's ``top_k``, a window's ``window`` (modules of ``runtime.recursion``)."""
 
 from __future__ import annotations
 
 from collections import defaultdict
 from contextlib import nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import ClassVar
 
 import pyarrow as pa
+from matview.ir import physical
 from matview.ir.recursion import RecursionLimit, recursion_limit_message
 from matview.ir.relation import Join, LetRec, Linear, Recur, Reduce, Relation, TopK, Union, Window
 from matview.ir.table_functions import DEFAULT_ROW_LIMIT
@@ -73,22 +76,17 @@ from matview.runtime.arrangements.updates import (
     stored_or_none,
     union_all,
 )
-from matview.runtime.lowering.linear_steps import Pipeline, apply_steps
 from matview.runtime.operators.base import Delta, Operator, StepContext, templated
-from matview.runtime.recursion.join import join_round
+from matview.runtime.operators.join import DEFAULT_JOIN_ROWS
+from matview.runtime.recursion.join import file_later, join_round
 from matview.runtime.recursion.reduce import reduce_round
-from matview.runtime.recursion.state import (
-    Node,
-    Prefix,
-    Source,
-    commit_staged,
-    stored_nodes,
-    with_rounds,
-)
+from matview.runtime.recursion.scope import body_operator
+from matview.runtime.recursion.state import commit_staged, stored_nodes, with_rounds
 from matview.runtime.recursion.top_k import top_k_round
 from matview.runtime.recursion.window import window_round
 from matview.runtime.settings import active
 from matview.runtime.spark.jvm_objects import jvm_helper
+from matview.runtime.spark.jvm_plans import to_arrow
 from matview.runtime.spark.one_job import OneJob
 from matview.runtime.spark.unsafe_rows import sent_together
 from pyspark.sql import DataFrame
@@ -102,34 +100,44 @@ class LetRecOp(Operator):
     kind: ClassVar[str] = "LetRec"
     inputs: tuple[Operator, ...] = ()
     loop: LetRec | None = None
+    plan: physical.LetRec | None = None
+    """The physical plan: how the body's joins run (``physical.LoopJoin``)."""
+    max_join_rows: int = DEFAULT_JOIN_ROWS
     invariants: tuple[Relation, ...] = ()
     limit: int = DEFAULT_ROW_LIMIT
     """The most rows a table function may produce for one input row."""
-    batches: dict[Node, list[pa.Table]] = field(default_factory=dict)
+    batches: dict[Relation, list[pa.Table]] = field(default_factory=dict)
     """Per stored collection, its differences of committed steps: data columns, ``ROUND``,
     time, diff."""
-    rounds: dict[Node, int] = field(default_factory=dict)
+    rounds: dict[Relation, int] = field(default_factory=dict)
     """Per stored collection, the rounds holding its differences of committed steps."""
     _ctx: StepContext | None = None
-    _new: dict[Node, dict[int, DataFrame | None]] = field(default_factory=dict)
-    held: dict[Node, dict[int, Leaf]] = field(default_factory=dict)
+    _new: dict[Relation, dict[int, DataFrame | None]] = field(default_factory=dict)
+    held: dict[Relation, dict[int, Leaf]] = field(default_factory=dict)
     """Per collection, the step's differences of each round computed as a batch."""
-    whole: dict[Node, DataFrame | None] = field(default_factory=dict)
+    whole: dict[Relation, DataFrame | None] = field(default_factory=dict)
     """Per stored collection, its committed differences as one frame
     (``reads.committed``)."""
-    unions: dict[tuple[Node, int, int, bool, int, int], DataFrame | None] = field(
+    unions: dict[tuple[Relation, int, int, bool, int, int], DataFrame | None] = field(
         default_factory=dict)
     """The round's reads of this step's differences (``reads.new_between``)."""
-    _staged: dict[Node, pa.Table] = field(default_factory=dict)
-    sides: dict[tuple[Prefix, int], tuple[list[Source], list[Source]]] = field(
-        default_factory=dict)
-    """Per join link and round, the sources of each side's rows (``join.join_round``)."""
-    _pending: dict[Node, DataFrame] = field(default_factory=dict)
+    _staged: dict[Relation, pa.Table] = field(default_factory=dict)
+    filed: dict[Join, dict[int, pa.Table]] = field(default_factory=dict)
+    """Per join, the step's rows of rounds not computed yet, by round (``join``)."""
+    later: dict[Join, DataFrame] = field(default_factory=dict)
+    """Per join, its rows of later rounds computed in the round, to be filed by the round's
+    job."""
+    errors_found: list[DataFrame] = field(default_factory=list)
+    """The round's rows on which an expression of a join or linear operator failed, to be
+    kept by the round's job."""
+    _errors: list[pa.Table] = field(default_factory=list)
+    _round_context: StepContext | None = None
+    _pending: dict[Relation, DataFrame] = field(default_factory=dict)
     """The stored collections' differences of the round being computed, to be computed by
     the round's one job."""
     round: int = 0
     """The round being computed."""
-    _frames: dict[tuple[Node, int], DataFrame] = field(default_factory=dict)
+    _frames: dict[tuple[Relation, int], DataFrame] = field(default_factory=dict)
     """The round's frames of earlier rounds' batches (``_held_frame``)."""
 
 
@@ -143,7 +151,7 @@ class LetRecOp(Operator):
         return self.inputs
 
     @property
-    def _stored(self) -> frozenset[Node]:
+    def _stored(self) -> frozenset[Relation]:
         assert self.loop is not None
         return self.built("stored", lambda: frozenset(
             stored_nodes(self.loop, frozenset(self.invariants))))
@@ -153,7 +161,7 @@ class LetRecOp(Operator):
         assert loop is not None
         self._ctx = ctx
         self._new, self.held, self.whole = defaultdict(dict), defaultdict(dict), {}
-        self.unions, self.sides, self._pending = {}, {}, {}
+        self.unions, self._pending, self.filed, self._errors = {}, {}, {}, []
         spark = ctx.spark  # a round's slots get their rows in one JVM call
         with sent_together(spark, jvm_helper(spark, "SlotRows")) \
                 if templated(ctx) and not is_remote() else nullcontext():
@@ -161,6 +169,10 @@ class LetRecOp(Operator):
         self._stage()
         if not templated(ctx):  # plans over this step's own leaves: never read again
             self._planned.clear()
+        if self._errors:
+            table = pa.concat_tables(self._errors)
+            self.errors = Delta(None, table.num_rows, stored(ctx.spark, table),
+                                count=table.num_rows)
         held = self.held[loop.values[loop.result]]
         if not held:
             return None
@@ -186,7 +198,8 @@ class LetRecOp(Operator):
             changed = [self._new[value][r] is not None for value in loop.values]
             if r == loop.limit and any(changed):
                 raise RecursionLimit(recursion_limit_message(loop.names, loop.limit))
-            if not any(changed) and r + 1 >= later:
+            filed = max((at for rounds in self.filed.values() for at in rounds), default=-1)
+            if not any(changed) and r + 1 >= later and filed <= r:
                 return
             r += 1
 
@@ -195,6 +208,29 @@ class LetRecOp(Operator):
         earlier rounds bound (``Operator.bound``), so a round of the same shape as one
         before reuses its plans (``Operator.planned``) and makes no DataFrame call."""
         self.round, self._frames, self.unions, self._bound_in = r, {}, {}, None
+        self._round_context = replace(self.step, single_time=False)
+        self.later, self.errors_found = {}, []
+
+    def round_delta(self, node: Join | Linear | Union) -> DataFrame | None:
+        """The round's output of ``node``'s operator (``scope.body_operator``); the rows on
+        which its expressions failed are kept by the round's job (``errors_found``)."""
+        op = body_operator(self, node)
+        delta = op.delta(self.round_context)
+        if op.errors is not None:
+            self.errors_found.append(op.errors.df)
+        return None if delta is None else delta.df
+
+    def join_values(self, node: Join, column: int) -> pa.Array | None:
+        """The values column ``column`` of join ``node``'s rows computed in the round may
+        hold, when the driver knows them (``JoinOp.step_values``)."""
+        return body_operator(self, node).step_values(self.round_context, column)
+
+    @property
+    def round_context(self) -> StepContext:
+        """The step's context in the round being computed, in which the ordinary operators
+        of the loop's body compute their changes (of this round: ``scope``)."""
+        assert self._round_context is not None
+        return self._round_context
 
     def _stage(self) -> None:
         """Stage every stored collection's new differences, with their rounds."""
@@ -214,7 +250,7 @@ class LetRecOp(Operator):
 
     # ---- the differences of one round ---------------------------------------------------
 
-    def at(self, node: Node, r: int) -> DataFrame | None:
+    def at(self, node: Relation, r: int) -> DataFrame | None:
         """``node``'s differences at the step's new times and round ``r`` (data columns,
         time, diff); a stored collection's are computed once, as a batch, which later
         rounds read as a frame of the round (``_held_frame``)."""
@@ -224,7 +260,7 @@ class LetRecOp(Operator):
         table = None if leaf is None or r == self.round else leaf.in_driver
         return self._new[node][r] if table is None else self._held_frame(node, r, table)
 
-    def _held_frame(self, node: Node, r: int, table: pa.Table) -> DataFrame:
+    def _held_frame(self, node: Relation, r: int, table: pa.Table) -> DataFrame:
         """The batch ``table`` of ``node``'s round ``r`` as a frame of the round being
         computed, bound into the slot of the same batch of the rounds before (made once
         per round)."""
@@ -233,14 +269,14 @@ class LetRecOp(Operator):
                                                  table)
         return self._frames[(node, r)]
 
-    def has(self, node: Node, r: int) -> bool:
+    def has(self, node: Relation, r: int) -> bool:
         """Whether ``node`` has differences at round ``r`` (computing them when not yet)."""
         seen = self._new[node]
         if r not in seen:
             seen[r] = self._computed(node, r)
         return seen[r] is not None
 
-    def _computed(self, node: Node, r: int) -> DataFrame | None:
+    def _computed(self, node: Relation, r: int) -> DataFrame | None:
         """``node``'s differences of round ``r``, computed: a stored collection's in the
         round's job (``_run_round``; the plan computing them is returned meanwhile) or as a
         leaf of its own."""
@@ -282,14 +318,24 @@ class LetRecOp(Operator):
 
     def _run_round(self, r: int) -> None:
         """Compute the round's stored differences in one Spark job, each consolidated in
-        the driver (no shuffle for it) and kept as a batch."""
+        the driver (no shuffle for it) and kept as a batch; with them its joins' rows of
+        later rounds (filed: ``join.file_later``) and the rows on which a join predicate
+        failed."""
         pending, self._pending = self._pending, {}
-        if not pending:
-            return
         job = OneJob()
+        for node, df in self.later.items():
+            job.want(df, lambda table, node=node: file_later(self, node, r, table))
+        for df in self.errors_found:
+            job.want(df, self._errors.append)
+        if not self.step.small or self.step.first:  # its leaves outlive the round
+            for df, then in job.wanted:
+                then(to_arrow(df))
+            job.wanted = []
+        if not pending and not job.wanted:
+            return
         spark = self.step.spark
         for node, df in pending.items():
-            def keep(table: pa.Table, node: Node = node) -> None:
+            def keep(table: pa.Table, node: Relation = node) -> None:
                 leaf = stored_or_none(spark, consolidated_arrow(normalized(table)))
                 if leaf is None:
                     self._new[node][r] = None
@@ -299,25 +345,17 @@ class LetRecOp(Operator):
             job.want(df, keep)
         job.run()
 
-    def _compute(self, node: Node, r: int) -> DataFrame | None:
+    def _compute(self, node: Relation, r: int) -> DataFrame | None:
         assert self.loop is not None
         if node in self.invariants:
             delta = self._input(node)
             return None if r > 0 or delta is None else delta.df
         if isinstance(node, Recur):
             return None if r == 0 else self.at(self.loop.values[node.index], r - 1)
-        if isinstance(node, Linear):
-            child = self.at(node.input, r)
-            return None if child is None else self.planned(
-                ("linear", node), (child,), lambda: self.built(("linear", node), lambda: (
-                    apply_steps(Pipeline(), node.steps, node.input.types, self.limit)))(child))
-        if isinstance(node, Union):
-            frames = tuple(df for df in (self.at(c, r) for c in node.inputs) if df is not None)
-            return self.planned(("union", node), frames, lambda: union_all(list(frames)))
-        if isinstance(node, Prefix):
-            return join_round(self, node, r)
+        if isinstance(node, (Linear, Union)):
+            return self.round_delta(node)
         if isinstance(node, Join):
-            return join_round(self, Prefix(node, len(node.inputs)), r)
+            return join_round(self, node, r)
         if isinstance(node, Reduce):
             return reduce_round(self, node, r)
         if isinstance(node, TopK):

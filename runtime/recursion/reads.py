@@ -11,13 +11,13 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from matview.ir.relation import Join, Linear, Recur, Reduce, Union
+from matview.ir.relation import Join, Linear, Recur, Reduce, Relation, Union
 from matview.ir.scalar import Col
 from matview.ir.steps import input_column
 from matview.runtime.arrangements.key_index import holding
-from matview.runtime.arrangements.updates import DIFF, TIME, stored, union_all
+from matview.runtime.arrangements.updates import DIFF, ROUND, TIME, stored, union_all
 from matview.runtime.lowering.types import col, column_names
-from matview.runtime.recursion.state import ROUND, Node, Prefix, rounded
+from matview.runtime.recursion.state import rounded
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
@@ -25,29 +25,31 @@ if TYPE_CHECKING:
     from matview.runtime.recursion.let_rec import LetRecOp
 
 
-def committed(op: LetRecOp, node: Node, lo: int, hi: int, rounds: bool = False,
+def committed(op: LetRecOp, node: Relation, lo: int, hi: int | None, rounds: bool = False,
               key: tuple[int, pa.Array] | None = None,
               cuts: list[pa.Table | None] | None = None, base: int = 0) -> DataFrame | None:
-    """Committed differences of rounds ``lo..hi`` (with ``ROUND`` less ``base`` when
-    ``rounds``); with ``key`` (a column and values) only those whose column holds one of
-    the values, cut from the driver's batches (a frame of the round, bound into the slot
-    of the same read of the rounds before). ``cuts`` receives the rows read when some
-    are: the cut, or None for a read of all of them (its values are not known in the
-    driver)."""
+    """Committed differences of rounds ``lo..hi`` (``hi`` None: of every round from ``lo``
+    on) (with ``ROUND`` less ``base`` when ``rounds``); with ``key`` (a column and values)
+    only those whose column holds one of the values, cut from the driver's batches (a
+    frame of the round, bound into the slot of the same read of the rounds before).
+    ``cuts`` receives the rows read when some are: the cut, or None for a read of all of
+    them (its values are not known in the driver)."""
     assert op.loop is not None
     role = ("old", node, *_relative(op, lo, hi), rounds, key is not None and key[0],
             base == op.round)
     shift = 0
     while isinstance(node, Recur):  # a binding's differences, a round later
-        node, shift, lo, hi = op.loop.values[node.index], shift + 1, lo - 1, hi - 1
-    if hi < max(lo, 0) or lo >= op.rounds.get(node, 0) or op.step.first:
+        node, shift, lo = op.loop.values[node.index], shift + 1, lo - 1
+        hi = None if hi is None else hi - 1
+    last = op.rounds.get(node, 0) if hi is None else hi + 1
+    if last <= max(lo, 0) or lo >= op.rounds.get(node, 0) or op.step.first:
         return None
     names = column_names(len(node.types))
     if key is None:
         df = _whole_frame(op, node)
         if df is None:
             return None
-        df = df.where((col(ROUND) >= lo) & (col(ROUND) <= hi))
+        df = df.where((col(ROUND) >= lo) & (col(ROUND) < last))
         if cuts is not None:
             cuts.append(None)
     else:
@@ -56,7 +58,7 @@ def committed(op: LetRecOp, node: Node, lo: int, hi: int, rounds: bool = False,
         for batch in op.batches.get(node, []):
             found = holding(batch, f"c{column}", values)
             tables.append(found.filter(pc.and_(pc.greater_equal(found[ROUND], lo),
-                                               pc.less_equal(found[ROUND], hi))))
+                                               pc.less(found[ROUND], last))))
         table = pa.concat_tables(tables) if tables else None
         if table is None or not table.num_rows:
             return None
@@ -72,13 +74,14 @@ def committed(op: LetRecOp, node: Node, lo: int, hi: int, rounds: bool = False,
     return df.select(*names, *([ROUND] if rounds else []), TIME, DIFF)
 
 
-def _relative(op: LetRecOp, lo: int, hi: int) -> tuple[int | None, int]:
+def _relative(op: LetRecOp, lo: int, hi: int | None) -> tuple[int | None, int | None]:
     """Rounds ``lo..hi`` as the rounds before read them in their turn: relative to the
-    round being computed, a range from round 0 on from round 0 (None)."""
-    return (None if lo <= 0 else lo - op.round), hi - op.round
+    round being computed, a range from round 0 on from round 0 (None), one to every round
+    to every round (None)."""
+    return (None if lo <= 0 else lo - op.round), (None if hi is None else hi - op.round)
 
 
-def _whole_frame(op: LetRecOp, node: Node) -> DataFrame | None:
+def _whole_frame(op: LetRecOp, node: Relation) -> DataFrame | None:
     """All of ``node``'s committed differences as one frame (made once per step)."""
     if node not in op.whole:
         batches = op.batches.get(node, [])
@@ -87,7 +90,7 @@ def _whole_frame(op: LetRecOp, node: Node) -> DataFrame | None:
     return op.whole[node]
 
 
-def column_values(op: LetRecOp, node: Node, lo: int, hi: int, column: int) -> pa.Array | None:
+def column_values(op: LetRecOp, node: Relation, lo: int, hi: int, column: int) -> pa.Array | None:
     """The values column ``column`` of ``node``'s new differences of rounds ``lo..hi``
     may hold (a superset), when the driver knows them (else None): a batch's own; for
     the round being computed, what its plan reads (``_round_values``)."""
@@ -110,7 +113,7 @@ def column_values(op: LetRecOp, node: Node, lo: int, hi: int, column: int) -> pa
     return pc.unique(_concatenated(arrays))
 
 
-def _round_values(op: LetRecOp, node: Node, r: int, column: int) -> pa.Array | None:
+def _round_values(op: LetRecOp, node: Relation, r: int, column: int) -> pa.Array | None:
     """A superset of the values of column ``column`` in ``node``'s differences of
     round ``r``, not computed yet, from what its plan reads (None: not known)."""
     if node in op.invariants:  # the input's delta, when the driver holds it
@@ -123,32 +126,19 @@ def _round_values(op: LetRecOp, node: Node, r: int, column: int) -> pa.Array | N
         arrays = [column_values(op, child, r, r, column) for child in node.inputs]
         present = [a for a in arrays if a is not None]
         return _concatenated(present) if len(present) == len(arrays) else None
-    if isinstance(node, Join):
-        return _round_values(op, Prefix(node, len(node.inputs)), r, column)
-    if isinstance(node, Prefix):
-        width = len(node.types) - node.join.inputs[node.inputs - 1].arity
-        side, at = (0, column) if column < width else (1, column - width)
-        if node.inputs == 1:
-            return column_values(op, node.join.inputs[0], r, r, column)
-        arrays = []
-        for source in op.sides[(node, r)][side]:
-            if isinstance(source, tuple):
-                found = column_values(op, *source, at)
-            elif source is None:
-                return None
-            else:
-                found = source[f"c{at}"].combine_chunks()
-            if found is None:
-                return None
-            arrays.append(found)
-        return _concatenated(arrays)
+    if isinstance(node, Join):  # what the join's operator knows, with the rows filed for r
+        found = op.join_values(node, column) if r == op.round else None
+        filed = op.filed.get(node, {}).get(r)
+        if found is None or filed is None:
+            return found
+        return _concatenated([found, filed[f"c{column}"].combine_chunks()])
     if isinstance(node, Reduce) and column < len(node.group_key):
         key = node.group_key[column]
         return column_values(op, node.input, 0, r, key.index) if isinstance(key, Col) else None
     return None
 
 
-def new_between(op: LetRecOp, node: Node, lo: int, hi: int, rounds: bool = False,
+def new_between(op: LetRecOp, node: Relation, lo: int, hi: int, rounds: bool = False,
                 base: int = 0) -> DataFrame | None:
     """This step's differences of rounds ``lo..hi``, with ``ROUND`` less ``base`` when
     ``rounds``: the round's own (a plan) and one frame of the batches of earlier rounds,
@@ -186,7 +176,7 @@ def new_between(op: LetRecOp, node: Node, lo: int, hi: int, rounds: bool = False
     return op.unions[key]
 
 
-def between(op: LetRecOp, node: Node, lo: int, hi: int, rounds: bool = False,
+def between(op: LetRecOp, node: Relation, lo: int, hi: int, rounds: bool = False,
             key: tuple[int, pa.Array] | None = None,
             cuts: list[pa.Table | None] | None = None) -> DataFrame | None:
     """All of ``node``'s differences of rounds ``lo..hi`` (committed and new), the

@@ -19,7 +19,7 @@ import pyarrow as pa
 from matview.ir.aggregates import maintained
 from matview.ir.relation import Reduce
 from matview.ir.scalar import Col
-from matview.runtime.arrangements.updates import DIFF, TIME, key_match, lookup, union_all
+from matview.runtime.arrangements.updates import DIFF, ROUND, TIME, key_match, lookup, union_all
 from matview.runtime.lowering.aggregates import extreme_aggregate
 from matview.runtime.lowering.expressions import compile_scalar
 from matview.runtime.lowering.types import col, column_names, spark_type
@@ -35,7 +35,6 @@ from matview.runtime.recursion.corners import (
     within_corner,
 )
 from matview.runtime.recursion.reads import column_values, committed, new_between
-from matview.runtime.recursion.state import ROUND
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 

@@ -1,60 +1,32 @@
 """What a recursive query's loop (``runtime.recursion.let_rec``) keeps between steps.
 
 The loop stores the differences of some of its collections (``stored_nodes``): its
-bindings' values, the inputs of its joins (and each ``Prefix`` of an n-ary join, a link of
-its binary chain) and of its reduces. A step's differences of a collection, one batch per
-round, are staged as one Arrow table with their ``ROUND`` (``with_rounds``) and committed
-as a batch of the collection, the newest batches merged when there are more than
-``MAX_BATCHES`` (``commit_staged``, ``merged_tail``)."""
+bindings' values, the inputs of its joins and of its reduces, TopKs and windows. A step's
+differences of a collection, one batch per round, are staged as one Arrow table with their
+``ROUND`` (``with_rounds``) and committed as a batch of the collection, the newest batches
+merged when there are more than ``MAX_BATCHES`` (``commit_staged``, ``merged_tail``)."""
 
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.compute as pc
 from matview.ir.relation import Join, LetRec, Recur, Reduce, Relation, TopK, Window, inputs_of
-from matview.ir.types import SqlType
 from matview.runtime.arrangements.consolidation import consolidated_arrow
 from matview.runtime.arrangements.spine import merged_tail
-from matview.runtime.arrangements.updates import DIFF, TIME, Leaf, normalized
+from matview.runtime.arrangements.updates import DIFF, ROUND, TIME, Leaf, normalized
 from matview.runtime.lowering.types import column_names
 from matview.runtime.spark.jvm_plans import to_arrow
 
-ROUND = "_round"
 
-
-@dataclass(frozen=True)
-class Prefix:
-    """The join of the first ``inputs`` inputs of ``join`` (a link of its binary chain),
-    its columns those inputs' concatenated."""
-
-    join: Join
-    inputs: int
-
-    @property
-    def types(self) -> tuple[SqlType, ...]:
-        return tuple(t for rel in self.join.inputs[:self.inputs] for t in rel.types)
-
-
-Node = Relation | Prefix
-Source = tuple[Node, int, int] | pa.Table | None
-"""Where rows of one side of a join's round came from: a collection's new differences of
-some rounds, a cut of its committed ones, or None for a read of all of them."""
-
-
-def stored_nodes(loop: LetRec, invariants: frozenset[Relation]) -> list[Node]:
+def stored_nodes(loop: LetRec, invariants: frozenset[Relation]) -> list[Relation]:
     """The collections whose differences the loop keeps: its bindings' values, the inputs
-    of its joins (and prefixes of n-ary joins) and of its reduces, TopKs and windows, in a stable
-    order."""
-    out: dict[Node, None] = {}
+    of its joins and of its reduces, TopKs and windows, in a stable order."""
+    out: dict[Relation, None] = {}
 
     def visit(rel: Relation) -> None:
         if rel in invariants or isinstance(rel, Recur):
             return
         if isinstance(rel, Join):
-            for k in range(2, len(rel.inputs)):
-                out.setdefault(Prefix(rel, k))
             for child in rel.inputs:
                 out.setdefault(child)
         if isinstance(rel, (Reduce, TopK, Window)):
@@ -68,8 +40,8 @@ def stored_nodes(loop: LetRec, invariants: frozenset[Relation]) -> list[Node]:
     return [node for node in out if not isinstance(node, Recur)]
 
 
-def commit_staged(batches: dict[Node, list[pa.Table]], rounds: dict[Node, int],
-                  staged: dict[Node, pa.Table]) -> None:
+def commit_staged(batches: dict[Relation, list[pa.Table]], rounds: dict[Relation, int],
+                  staged: dict[Relation, pa.Table]) -> None:
     """Add each collection's ``staged`` differences to its ``batches`` (the newest merged
     when there are too many) and the rounds holding them to its ``rounds``."""
     for node, table in staged.items():

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from matview.ir.relation import Window
-from matview.runtime.arrangements.updates import DIFF, TIME, key_match, lookup, union_all
+from matview.runtime.arrangements.updates import DIFF, ROUND, TIME, key_match, lookup, union_all
 from matview.runtime.lowering.types import col, column_names, spark_type
 from matview.runtime.lowering.window_values import window_value
 from matview.runtime.recursion.corners import (
@@ -27,7 +27,6 @@ from matview.runtime.recursion.corners import (
     round_inputs,
     within_corner,
 )
-from matview.runtime.recursion.state import ROUND
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 

@@ -4,10 +4,11 @@ of the golden plan fixtures (``fixtures/plans.test``, ``optimized_plans.test``,
 join, exactly the stream keys, lookup keys, time comparisons, equalities and closures the
 plan names (``JoinOp.compiled``), its Spark lookup conditions compare the times and equate
 the key columns the plan names, and the paths it compiled print as the golden EXPLAIN
-PHYSICAL text prints them; every operator holds exactly the arrangements its plan node
-names (``Operator.attach``), every Reduce the layout (deferral included) and every Linear
-the copies it names; an operator of several consumers in the plan (equal subplans) is one
-operator feeding them all."""
+PHYSICAL text prints them, and so does each join of a recursive query's body, run by the
+same join operator over (transaction, round) times (``physical.LoopJoin``); every operator
+holds exactly the arrangements its plan node names (``Operator.attach``), every Reduce the
+layout (deferral included) and every Linear the copies it names; an operator of several
+consumers in the plan (equal subplans) is one operator feeding them all."""
 
 from __future__ import annotations
 
@@ -29,6 +30,8 @@ from matview.runtime.operators.base import Operator
 from matview.runtime.operators.join import JoinOp
 from matview.runtime.operators.linear import LinearOp
 from matview.runtime.operators.reduce import ReduceOp
+from matview.runtime.recursion.let_rec import LetRecOp
+from matview.runtime.recursion.scope import body_operator
 from matview.runtime.render import build, operators
 from matview.sql.parse import parse
 from matview.sql.statements import CreateView, Query
@@ -72,17 +75,22 @@ def run_paths(join: JoinOp, ids: list[int]) -> tuple[physical.DeltaPath, ...]:
     return tuple(paths)
 
 
-def check_conditions(join: JoinOp, plan: physical.Join) -> None:
+def check_conditions(join: JoinOp, plan: physical.Join | physical.LoopJoin) -> None:
     """Each lookup condition ``join`` compiled compares the looked-up update's time with the
     change's as the plan says and equates each plain stream-key column with its plain
-    lookup-key column (Spark prints a condition as ``and(<(_t1, _t0), =(j0_c1, j1_c0))``)."""
-    offsets = offsets_of([child.relation.arity for child in plan.inputs])
+    lookup-key column (Spark prints a condition as ``and(<(_t1, _t0), =(j0_c1, j1_c0))``).
+    Inside a loop no condition compares times (the plan's ``<``/``<=`` is the input order,
+    which decides which changes of the round a path sees)."""
+    offsets = offsets_of([child.arity for child in plan.relation.inputs])
     for path in plan.implementation.paths:
         i = path.input
         _, *stages = join.stages(i)
         for lookup, (condition, _) in zip(path.lookups, stages, strict=True):
             j, text = lookup.input, str(condition)
-            assert f"{lookup.time}(_t{j}, _t{i})" in text, (text, lookup)
+            if join.rounds:
+                assert "_t" not in text and (lookup.time == "<") == (j > i), (text, lookup)
+            else:
+                assert f"{lookup.time}(_t{j}, _t{i})" in text, (text, lookup)
             for stream, key in zip(lookup.stream_key, lookup.key, strict=True):
                 if isinstance(stream, Col) and isinstance(key, Col):
                     k = input_at(offsets, stream.index)
@@ -91,7 +99,7 @@ def check_conditions(join: JoinOp, plan: physical.Join) -> None:
 
 
 def test_the_runtime_runs_the_delta_paths_the_plan_names(spark: SparkSession) -> None:
-    joins = 0
+    joins = loop_joins = 0
     for where, plan, expected in golden_plans():
         gets = {op.relation.name: op.relation.arity for op in physical.operators(plan)
                 if isinstance(op, physical.Get)}
@@ -108,20 +116,34 @@ def test_the_runtime_runs_the_delta_paths_the_plan_names(spark: SparkSession) ->
                 assert op.arrangement_arity("output") == op.arity + len(node.layout.hidden)
             if isinstance(node, physical.Linear):
                 assert isinstance(op, LinearOp) and op.copies == node.copies, where
+            if isinstance(node, physical.LetRec):  # the body's joins: the ordinary operator
+                assert isinstance(op, LetRecOp)
+                for loop_join in node.joins:
+                    join = body_operator(op, loop_join.relation)
+                    assert isinstance(join, JoinOp) and join.rounds
+                    assert join is body_operator(op, loop_join.relation)
+                    check_paths(join, loop_join, where, expected)
+                    loop_joins += 1
             if not isinstance(node, physical.Join):
                 continue
-            assert isinstance(op, JoinOp)
+            assert isinstance(op, JoinOp) and not op.rounds
             joins += 1
-            paths = node.implementation.paths
-            compiled = run_paths(op, [child.id for child in node.inputs])
-            assert compiled == paths, where
-            assert set(op.compiled) == {(p.input, j) for p in paths
-                                        for j in (None, *p.order)}, where
-            check_conditions(op, node)
-            if "Explained Query:" in expected and "implementation: delta" in expected:
-                for path in compiled:
-                    assert render_path(path) in expected, (where, render_path(path))
-    assert joins >= 19
+            check_paths(op, node, where, expected)
+    assert joins >= 19 and loop_joins >= 3
+
+
+def check_paths(op: JoinOp, node: physical.Join | physical.LoopJoin, where: str,
+                expected: str) -> None:
+    """``op`` compiled exactly the delta paths of ``node``'s implementation, with the
+    conditions they name, and EXPLAIN PHYSICAL prints them."""
+    paths = node.implementation.paths
+    compiled = run_paths(op, [p.operator for p in sorted(paths, key=lambda p: p.input)])
+    assert compiled == paths, where
+    assert set(op.compiled) == {(p.input, j) for p in paths for j in (None, *p.order)}, where
+    check_conditions(op, node)
+    if "Explained Query:" in expected and "implementation: delta" in expected:
+        for path in compiled:
+            assert render_path(path) in expected, (where, render_path(path))
 
 
 def test_an_operator_holds_only_the_arrangements_its_kind_owns(spark: SparkSession) -> None:

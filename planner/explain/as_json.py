@@ -67,7 +67,10 @@ its SCALARs) also has ``"subqueries"``: ``[PLAN, ...]``, the plan of ``@N`` at i
   (``ir.render.render_line``); ``arrangements`` those it maintains; ``paths`` only on a
   Join, one per input; ``layout`` only on a Reduce: ``{"hidden": [NAME, ...],
   "accumulable": [J, ...], "extremes": [J, ...], "deferred": BOOL}`` (``physical.ReduceLayout``,
-  aggregates by index); ``statistics`` only in ANALYZE.
+  aggregates by index); ``loop_joins`` only on a LetRec: ``[{"text": LINE, "paths": [PATH,
+  ...]}, ...]``, each join of its body with the delta paths it runs over (time, round)
+  (``physical.LoopJoin``; an input the loop computes has operator -1 and no arrangements);
+  ``statistics`` only in ANALYZE.
 - PATH: ``{"input": I, "operator": ID, "equalities": [[SCALAR, SCALAR], ...], "closure":
   [SCALAR, ...], "lookups": [LOOKUP, ...]}``: path ``I`` starts from the changes of input
   ``I`` (operator ``ID``), keeps those on which ``equalities`` (pairs of equal expressions)
@@ -297,6 +300,11 @@ def _operator_json(graph: nx.DiGraph, op: int, stats: OperatorStats | None) -> J
     }
     if "paths" in node:
         out["paths"] = [_path_json(graph, path) for path in node["paths"]]
+    if isinstance(node["operator"], physical.LetRec):
+        out["loop_joins"] = [
+            {"text": render_line(join.relation),
+             "paths": [_path_json(graph, path) for path in join.implementation.paths]}
+            for join in node["operator"].joins]
     if isinstance(node["operator"], physical.Reduce):
         layout = node["operator"].layout
         out["layout"] = {"hidden": list(layout.hidden), "accumulable": list(layout.accumulable),
@@ -326,7 +334,8 @@ def _path_json(graph: nx.DiGraph, path: DeltaPath) -> Json:
              "stream_key": _scalars(lookup.stream_key), "time": lookup.time,
              "equalities": _equalities(lookup.equalities),
              "closure": _scalars(lookup.closure),
-             "arrangements": history_arrangements(graph, lookup.operator)}
+             "arrangements": history_arrangements(graph, lookup.operator)
+             if lookup.operator >= 0 else []}
             for lookup in path.lookups],
     }
 

@@ -169,14 +169,12 @@ class JoinOp(ArrangedWhenLookedUp, Operator):
                      == compile_scalar(k, own, self.inputs[j].types)
                      for s, k in zip(stage.stream_key, stage.key, strict=True)] + equal
         checks = [compile_checked(p, refs, self.types) for p in stage.closure]
-        if stage.time is None or (self.rounds and not equal):
-            return (functools.reduce(Column.__and__, equal) if equal else
-                    None if stage.time is None else F.lit(True)), checks
-        if self.rounds:
+        if stage.time is not None and not self.rounds:
+            assert j is not None
+            equal = [_TIMES[stage.time](col(f"_t{j}"), col(f"_t{i}")), *equal]
+        if equal:
             return functools.reduce(Column.__and__, equal), checks
-        assert j is not None
-        seen = _TIMES[stage.time](col(f"_t{j}"), col(f"_t{i}"))
-        return functools.reduce(Column.__and__, equal, seen), checks
+        return (None if stage.time is None else F.lit(True)), checks  # a lookup: all pairs
 
     def _filter(self, path: DataFrame, checks: list[Checked]) -> DataFrame:
         """``path`` keeping the rows that pass ``checks`` and, when the join's predicates
@@ -241,13 +239,12 @@ class JoinOp(ArrangedWhenLookedUp, Operator):
         names = [f"j{k}_c{c}" for k, op in enumerate(self.inputs) for c in range(op.arity)]
         failed = [described(col(ERR), [col(n) for n in names]).alias(ERR)] if self.checks \
             else []
-        if not self.rounds:
-            return [*[col(n).alias(f"c{x}") for x, n in enumerate(names)], *failed,
-                    col(f"_t{i}").alias(TIME), col(f"_d{i}").alias(DIFF)]
         ins = range(len(self.inputs))
-        return [*[col(n).alias(f"c{x}") for x, n in enumerate(names)], *failed,
-                _latest([col(f"_r{k}") for k in ins]).alias(ROUND),
-                _latest([col(f"_t{k}") for k in ins]).alias(TIME), col(f"_d{i}").alias(DIFF)]
+        times = [_latest([col(f"_r{k}") for k in ins]).alias(ROUND),
+                 _latest([col(f"_t{k}") for k in ins]).alias(TIME)] if self.rounds else [
+                 col(f"_t{i}").alias(TIME)]
+        return [*[col(n).alias(f"c{x}") for x, n in enumerate(names)], *failed, *times,
+                col(f"_d{i}").alias(DIFF)]
 
     def _estimate(self, ctx: StepContext, i: int, deltas: list[Delta | None]) -> int | None:
         """A bound on the rows of path ``i`` up to its first lookup by key (the lookups

@@ -17,10 +17,11 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from matview.ir.relation import Join, Recur, Relation
+from matview.ir.relation import Join
 from matview.runtime.arrangements.consolidation import consolidated_arrow
 from matview.runtime.arrangements.updates import ROUND, normalized, union_all
 from matview.runtime.lowering.types import col
+from matview.runtime.recursion.reads import unwound
 from pyspark.sql import DataFrame
 
 if TYPE_CHECKING:
@@ -49,15 +50,10 @@ def _later_possible(op: LetRecOp, node: Join, r: int) -> bool:
     """Whether a path of ``node`` starting from differences of round ``r`` looks up an
     input holding differences of an earlier step at a round after ``r`` (only then can
     its output change at a later round)."""
-    def last(child: Relation) -> int:
-        shift = 0
-        while isinstance(child, Recur):
-            assert op.loop is not None
-            child, shift = op.loop.values[child.index], shift + 1
-        return op.rounds.get(child, 0) - 1 + shift
     if op.step.first:
         return False
-    later = [last(child) > r for child in node.inputs]
+    later = [op.rounds.get(source, 0) - 1 + shift > r
+             for source, shift in (unwound(op, child) for child in node.inputs)]
     return any(op.has(child, r) and any(later[:i] + later[i + 1:])
                for i, child in enumerate(node.inputs))
 

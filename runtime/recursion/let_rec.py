@@ -86,7 +86,6 @@ from matview.runtime.recursion.top_k import top_k_round
 from matview.runtime.recursion.window import window_round
 from matview.runtime.settings import active
 from matview.runtime.spark.jvm_objects import jvm_helper
-from matview.runtime.spark.jvm_plans import to_arrow
 from matview.runtime.spark.one_job import OneJob
 from matview.runtime.spark.unsafe_rows import sent_together
 from pyspark.sql import DataFrame
@@ -319,20 +318,14 @@ class LetRecOp(Operator):
     def _run_round(self, r: int) -> None:
         """Compute the round's stored differences in one Spark job, each consolidated in
         the driver (no shuffle for it) and kept as a batch; with them its joins' rows of
-        later rounds (filed: ``join.file_later``) and the rows on which a join predicate
-        failed."""
+        later rounds (filed: ``join.file_later``) and the rows on which an expression of its
+        operators failed (``errors_found``)."""
         pending, self._pending = self._pending, {}
         job = OneJob()
         for node, df in self.later.items():
             job.want(df, lambda table, node=node: file_later(self, node, r, table))
         for df in self.errors_found:
             job.want(df, self._errors.append)
-        if not self.step.small or self.step.first:  # its leaves outlive the round
-            for df, then in job.wanted:
-                then(to_arrow(df))
-            job.wanted = []
-        if not pending and not job.wanted:
-            return
         spark = self.step.spark
         for node, df in pending.items():
             def keep(table: pa.Table, node: Relation = node) -> None:

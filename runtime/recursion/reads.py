@@ -25,6 +25,16 @@ if TYPE_CHECKING:
     from matview.runtime.recursion.let_rec import LetRecOp
 
 
+def unwound(op: LetRecOp, node: Relation) -> tuple[Relation, int]:
+    """The collection ``node`` reads and how many rounds later: a ``Recur`` reads its
+    binding's value a round later (through chains of them), any other node itself."""
+    assert op.loop is not None
+    shift = 0
+    while isinstance(node, Recur):
+        node, shift = op.loop.values[node.index], shift + 1
+    return node, shift
+
+
 def committed(op: LetRecOp, node: Relation, lo: int, hi: int | None, rounds: bool = False,
               key: tuple[int, pa.Array] | None = None,
               cuts: list[pa.Table | None] | None = None, base: int = 0) -> DataFrame | None:
@@ -34,13 +44,10 @@ def committed(op: LetRecOp, node: Relation, lo: int, hi: int | None, rounds: boo
     frame of the round, bound into the slot of the same read of the rounds before).
     ``cuts`` receives the rows read when some are: the cut, or None for a read of all of
     them (its values are not known in the driver)."""
-    assert op.loop is not None
     role = ("old", node, *_relative(op, lo, hi), rounds, key is not None and key[0],
             base == op.round)
-    shift = 0
-    while isinstance(node, Recur):  # a binding's differences, a round later
-        node, shift, lo = op.loop.values[node.index], shift + 1, lo - 1
-        hi = None if hi is None else hi - 1
+    node, shift = unwound(op, node)
+    lo, hi = lo - shift, None if hi is None else hi - shift
     last = op.rounds.get(node, 0) if hi is None else hi + 1
     if last <= max(lo, 0) or lo >= op.rounds.get(node, 0) or op.step.first:
         return None
@@ -94,9 +101,8 @@ def column_values(op: LetRecOp, node: Relation, lo: int, hi: int, column: int) -
     """The values column ``column`` of ``node``'s new differences of rounds ``lo..hi``
     may hold (a superset), when the driver knows them (else None): a batch's own; for
     the round being computed, what its plan reads (``_round_values``)."""
-    assert op.loop is not None
-    while isinstance(node, Recur):
-        node, lo, hi = op.loop.values[node.index], lo - 1, hi - 1
+    node, shift = unwound(op, node)
+    lo, hi = lo - shift, hi - shift
     arrays = []
     for r in range(max(lo, 0), hi + 1):
         if not op.has(node, r):
@@ -143,10 +149,8 @@ def new_between(op: LetRecOp, node: Relation, lo: int, hi: int, rounds: bool = F
     """This step's differences of rounds ``lo..hi``, with ``ROUND`` less ``base`` when
     ``rounds``: the round's own (a plan) and one frame of the batches of earlier rounds,
     bound into the slot of the same read of the rounds before (made once per round)."""
-    assert op.loop is not None
-    shift = 0
-    while isinstance(node, Recur):
-        node, shift, lo, hi = op.loop.values[node.index], shift + 1, lo - 1, hi - 1
+    node, shift = unwound(op, node)
+    lo, hi = lo - shift, hi - shift
     key = (node, max(lo, 0), hi, rounds, shift, base)
     if key in op.unions:
         return op.unions[key]
@@ -174,18 +178,6 @@ def new_between(op: LetRecOp, node: Relation, lo: int, hi: int, rounds: bool = F
     inputs = (*(df for df, _ in plans), *(at for _, at in plans if rounds), *held)
     op.unions[key] = op.planned(role, inputs, union)
     return op.unions[key]
-
-
-def between(op: LetRecOp, node: Relation, lo: int, hi: int, rounds: bool = False,
-            key: tuple[int, pa.Array] | None = None,
-            cuts: list[pa.Table | None] | None = None) -> DataFrame | None:
-    """All of ``node``'s differences of rounds ``lo..hi`` (committed and new), the
-    committed ones cut by ``key``."""
-    frames = tuple(df for df in (committed(op, node, lo, hi, rounds, key, cuts),
-                                 new_between(op, node, lo, hi, rounds))
-                   if df is not None)
-    return op.planned(("between", node, *_relative(op, lo, hi), rounds), frames,
-                      lambda: union_all(list(frames)))
 
 
 def _concatenated(arrays: list[pa.Array]) -> pa.Array:

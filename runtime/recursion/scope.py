@@ -73,8 +73,7 @@ class LoopInput(Operator):
     def history_matching(self, ctx: StepContext, column: int, values: pa.Array
                          ) -> Matched | None:
         """The earlier steps' differences whose ``column`` holds one of ``values``, cut
-        from the driver's batches, and this step's of the rounds before (None when the
-        former are not held in the driver)."""
+        from the driver's batches, and this step's of the rounds before."""
         loop, r = self._loop, self._loop.round
         cuts: list[pa.Table | None] = []
         old = committed(loop, self.node, 0, None, rounds=True, base=r, cuts=cuts,

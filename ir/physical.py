@@ -296,19 +296,36 @@ class LoopJoin:
 
 
 @dataclass(frozen=True)
+class LoopReduce:
+    """A reduce of a LetRec's body, run by the ordinary reduce operator without
+    arrangements: in round r, over the contents of its input at rounds <= r of the groups
+    changing at round r, less its output of the rounds before (``runtime.recursion``);
+    ``layout`` as outside a loop (never deferred)."""
+
+    relation: logical.Reduce
+    layout: ReduceLayout
+
+
+@dataclass(frozen=True)
 class LetRec(Operator):
     """Iterates its bindings to a fixed point over (transaction, round) times
     (``runtime.recursion``). Its inputs compute the parts of the bindings that read no
-    binding (``relation.loop_invariants``); ``joins`` say how its body's joins run; it owns
+    binding (``relation.loop_invariants``); ``joins`` and ``reduces`` say how its body's joins
+    and reduces run; it owns
     the differences, with their rounds, of every binding, join input and reduce input of its
     body (kept by the loop itself)."""
 
     relation: logical.LetRec
     joins: tuple[LoopJoin, ...] = ()
+    reduces: tuple[LoopReduce, ...] = ()
 
     def loop_join(self, join: logical.Join) -> LoopJoin:
         """How the body's join ``join`` runs."""
         return next(each for each in self.joins if each.relation == join)
+
+    def loop_reduce(self, reduce: logical.Reduce) -> LoopReduce:
+        """How the body's reduce ``reduce`` runs."""
+        return next(each for each in self.reduces if each.relation == reduce)
 
 
 def operators(root: Operator) -> Iterator[Operator]:

@@ -105,10 +105,13 @@ class _Lowering:
         op, self.next_id = self.next_id, self.next_id + 1
         if isinstance(rel, LetRec):
             ids = {child.relation: child.id for child in inputs}
+            body = _body(rel)
             return physical.LetRec(op, rel, inputs, tuple(
                 physical.LoopJoin(join, _delta_join(join, [
                     ids.get(child, -1) for child in join.inputs]))
-                for join in _loop_joins(rel)))
+                for join in body if isinstance(join, Join)), tuple(
+                physical.LoopReduce(reduce, _layout(reduce, False))
+                for reduce in body if isinstance(reduce, Reduce)))
         copies = _copies(rel)
         if isinstance(rel, Get):
             return physical.Get(op, rel, inputs)
@@ -169,14 +172,14 @@ def _layout(reduce: Reduce, deferred: bool) -> physical.ReduceLayout:
     return physical.ReduceLayout(tuple(accumulable), tuple(extremes), tuple(hidden), deferred)
 
 
-def _loop_joins(loop: LetRec) -> list[Join]:
-    """The joins of ``loop``'s body (outside its loop invariants), each once."""
+def _body(loop: LetRec) -> list[Relation]:
+    """The nodes of ``loop``'s body (outside its loop invariants), each once."""
     invariants = set(loop_invariants(loop))
-    found: dict[Join, None] = {}
+    found: dict[Relation, None] = {}
     for value in loop.values:
         for rel in post_order(value, lambda rel: () if rel in invariants else inputs_of(rel),
                               key=lambda rel: rel):
-            if isinstance(rel, Join) and rel not in invariants:
+            if rel not in invariants:
                 found.setdefault(rel)
     return list(found)
 

@@ -69,8 +69,9 @@ its SCALARs) also has ``"subqueries"``: ``[PLAN, ...]``, the plan of ``@N`` at i
   "accumulable": [J, ...], "extremes": [J, ...], "deferred": BOOL}`` (``physical.ReduceLayout``,
   aggregates by index); ``loop_joins`` only on a LetRec: ``[{"text": LINE, "paths": [PATH,
   ...]}, ...]``, each join of its body with the delta paths it runs over (time, round)
-  (``physical.LoopJoin``; an input the loop computes has operator -1 and no arrangements);
-  ``statistics`` only in ANALYZE.
+  (``physical.LoopJoin``; an input the loop computes has operator -1 and no arrangements),
+  and ``loop_reduces``: ``[{"text": LINE, "layout": LAYOUT}, ...]``, each reduce of its body
+  with its layout (``physical.LoopReduce``); ``statistics`` only in ANALYZE.
 - PATH: ``{"input": I, "operator": ID, "equalities": [[SCALAR, SCALAR], ...], "closure":
   [SCALAR, ...], "lookups": [LOOKUP, ...]}``: path ``I`` starts from the changes of input
   ``I`` (operator ``ID``), keeps those on which ``equalities`` (pairs of equal expressions)
@@ -305,13 +306,19 @@ def _operator_json(graph: nx.DiGraph, op: int, stats: OperatorStats | None) -> J
             {"text": render_line(join.relation),
              "paths": [_path_json(graph, path) for path in join.implementation.paths]}
             for join in node["operator"].joins]
+        out["loop_reduces"] = [
+            {"text": render_line(reduce.relation), "layout": _layout_json(reduce.layout)}
+            for reduce in node["operator"].reduces]
     if isinstance(node["operator"], physical.Reduce):
-        layout = node["operator"].layout
-        out["layout"] = {"hidden": list(layout.hidden), "accumulable": list(layout.accumulable),
-                         "extremes": list(layout.extremes), "deferred": layout.deferred}
+        out["layout"] = _layout_json(node["operator"].layout)
     if stats is not None:
         out["statistics"] = _statistics_json(stats)
     return out
+
+
+def _layout_json(layout: physical.ReduceLayout) -> Json:
+    return {"hidden": list(layout.hidden), "accumulable": list(layout.accumulable),
+            "extremes": list(layout.extremes), "deferred": layout.deferred}
 
 
 def _statistics_json(stats: OperatorStats) -> Json:

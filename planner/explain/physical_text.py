@@ -30,9 +30,11 @@ describe it:
   i - 1``, then each binding's body (``binding NAME =``, its value as ``ir.render`` prints
   it, the parts computed outside the loop printed as the operator ``%k`` computing them),
   with the state each keeps: ``state: ...`` below a Join (its inputs' differences by time
-  and round) and a Reduce, TopK or Window (its input's, its output computed at their
-  interesting times); a Join's delta paths (``implementation: delta over (time, round)``,
-  ``physical.LoopJoin``) as above, an input the loop computes named ``input i``.
+  and round) and a Reduce, TopK or Window (its input's; in round r the ordinary operator
+  over the contents of rounds <= r, less its output of the rounds before); a Join's delta
+  paths (``implementation: delta over (time, round)``, ``physical.LoopJoin``) as above, an
+  input the loop computes named ``input i``; a Reduce's ``layout`` as above
+  (``physical.LoopReduce``).
 - with statistics (ANALYZE): ``steps=S rows_in=I rows_out=O time=T.TTTs`` and
   ``arrangement NAME: rows=R bytes=B``.
 
@@ -53,7 +55,7 @@ from typing import Protocol
 
 import networkx as nx
 from matview.ir import physical
-from matview.ir.physical import DeltaPath, Equality
+from matview.ir.physical import DeltaPath, Equality, ReduceLayout
 from matview.ir.relation import Get, Join, Linear, Reduce, Relation, TopK, Window, inputs_of
 from matview.ir.render import PLAIN, RenderOptions, render_aggregate, render_line
 from matview.ir.render_scalars import render_scalar
@@ -136,7 +138,7 @@ def _render_operator(graph: nx.DiGraph, op: int, depth: int, options: RenderOpti
     for name in arrangements(graph, op):
         lines.append(f"{detail}arrangements: creates {name} ({graph.nodes[name]['purpose']})")
     if isinstance(node["operator"], physical.Reduce):
-        lines.append(f"{detail}{render_layout(node['operator'])}")
+        lines.append(f"{detail}{render_layout(node['operator'].layout, node['relation'])}")
     if isinstance(node["operator"], physical.LetRec):
         lines += _loop(node["operator"], detail, options)
     if stats is not None:
@@ -162,9 +164,11 @@ def _loop(op: physical.LetRec, pad: str, options: RenderOptions) -> list[str]:
             lines.extend(f"{at}    {render_path(path)}"
                          for path in op.loop_join(rel).implementation.paths)
             lines.append(f"{at}  state: each input's differences by (time, round)")
+        if isinstance(rel, Reduce):
+            lines.append(f"{at}  {render_layout(op.loop_reduce(rel).layout, rel)}")
         if isinstance(rel, (Reduce, TopK, Window)):
-            lines.append(f"{at}  state: its input's differences by (time, round); output "
-                         "at their interesting times (joins of the times)")
+            lines.append(f"{at}  state: its input's differences by (time, round); round r: "
+                         "over rounds <= r, less the rounds before")
         for child in inputs_of(rel):
             body(child, depth + 1)
 
@@ -174,9 +178,9 @@ def _loop(op: physical.LetRec, pad: str, options: RenderOptions) -> list[str]:
     return lines
 
 
-def render_layout(op: physical.Reduce) -> str:
-    """Reduce ``op``'s layout on one line (see the module docstring)."""
-    layout, aggregates = op.layout, op.relation.aggregates
+def render_layout(layout: ReduceLayout, reduce: Reduce) -> str:
+    """The layout of ``reduce`` on one line (see the module docstring)."""
+    aggregates = reduce.aggregates
     parts = [f"hidden=({', '.join(layout.hidden)})"]
     for name, chosen in (("accumulable", layout.accumulable), ("extremes", layout.extremes)):
         if chosen:

@@ -4,8 +4,8 @@
 (``extreme_value``). An aggregate of the values in order (``AggregateFunction.ordered``:
 ``string_agg``, ``array_agg``, ``jsonb_agg``) takes its value from the array of a group's
 non-NULL values in order and the call's separator (``ordered_value``); over no values it is NULL.
-``extreme_aggregate`` is either over a group's rows: the one lowering the reduce
-(``operators.reduce_extremes``) and a loop's reduce (``recursion.reduce``) share.
+``extreme_aggregate`` is either over a group's rows, as the reduce computes it
+(``operators.reduce_extremes``).
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ ordered by the call's ORDER BY then every other column (``sort_keys.total_order`
 values are deterministic. ``range`` frames and the ranking functions that read peers order
 by the ORDER BY alone; a value function over a ``range`` frame takes its row from a
 ``rows`` frame of the same rows (``_value_over_range``). The window operator
-(``operators.window``) and a loop's window (``recursion.window``) share it.
+(``operators.window``) computes them, also inside a loop.
 """
 
 from __future__ import annotations

@@ -18,6 +18,11 @@ with a single time the window is not needed. The state is restricted to the touc
 (a semi-join on the materialized delta) unless it is small enough to be read whole, and a
 small step runs in one partition, so it needs no shuffle.
 
+Without its arrangements (a reduce inside a recursive query's loop, which holds its input's
+differences with their rounds: ``runtime.recursion.group_wise``) its state is its input's
+history, each row contributing at ``NEVER``; its changes are then a plan the loop's round
+computes.
+
 The state and the layout of its rows are ``reduce_state``'s, the accumulators' contributions
 ``reduce_accumulators``', the min/max-like aggregates ``reduce_extremes``'.
 """
@@ -43,6 +48,7 @@ from matview.runtime.arrangements.updates import (
     materialize,
     stored,
     stored_or_none,
+    union_all,
 )
 from matview.runtime.lowering.checked import (
     ERR,
@@ -113,11 +119,13 @@ class ReduceOp(ReduceAccumulators, ReduceExtremes):
                 col(TIME), col(DIFF)]
 
     def compute(self, ctx: StepContext) -> Delta | None:
-        assert self.input is not None and self.output is not None
+        assert self.input is not None
         source = self.input.delta(ctx)
         first_global = not self.group_key and ctx.first
         if source is None and not first_global:
             return None
+        if self.output is None:
+            return self._over_history(ctx, source)
         prepared = None if source is None else self._prepared(source.df)
         narrow = source is not None and source.leafy
         if prepared is not None and not (ctx.small and narrow) and (
@@ -158,6 +166,28 @@ class ReduceOp(ReduceAccumulators, ReduceExtremes):
         leaf = materialize(ctx.spark, consolidate(self._full(ctx, prepared, old, pairs)),
                            ctx.small)
         return self._output(ctx, leaf)
+
+    def _over_history(self, ctx: StepContext, source: Delta | None) -> Delta:
+        """The step's output changes (not consolidated) of a reduce without arrangements,
+        as a plan: its input's history (``Operator.history``) is the state, each row
+        contributing at ``NEVER``, as the stored output's accumulators do (and the
+        min/max values its ``values`` would arrange)."""
+        assert self.input is not None
+        history = None if ctx.first else self.input.history(ctx)
+        changes = None if source is None else source.df
+
+        def plan() -> DataFrame:
+            parts = [] if changes is None else [self._prepared(changes)]
+            if history is not None:
+                prepared = self._prepared(history)
+                parts.append(self.selected(prepared, "at never", lambda: [
+                    F.lit(NEVER).cast("bigint").alias(TIME) if name == TIME else col(name)
+                    for name in prepared.columns]))
+            full = self._full(ctx, union_all(parts), None, None)
+            return self.selected(full, "shown", lambda: self._shown)
+
+        return Delta(self.planned("over history", (
+            changes, history, ctx.first, ctx.small, ctx.single_time), plan), None)
 
     def _full(self, ctx: StepContext, prepared: DataFrame | None, old: DataFrame | None,
               pairs: DataFrame | None) -> DataFrame:

@@ -26,18 +26,20 @@ class ReduceAccumulators(ReduceState):
                        old: DataFrame | None) -> DataFrame:
         """The input delta's and the stored state's contributions to the accumulators:
         keys, time, then one column per hidden accumulator (see the module docstring)."""
-        assert self.output is not None
         parts = []
         if prepared is not None:
             parts.append(self.selected(prepared, "delta contributions", lambda: [
                 *self._keys, TIME, *self._delta_contributions]))
-        if not self.group_key and ctx.first:
-            # the first step of a global aggregate: its row exists even over no input rows
+        if not self.group_key and (ctx.first or self.output is None):
+            # a global aggregate's row exists even over no input rows: from the first step
+            # on, and before every later step (a reduce without arrangements has no
+            # stored row: it contributes nothing at ``NEVER``)
             zero = [F.lit(0).cast("bigint").alias(n) if n[0] in "cn"
                     else F.lit(None).cast(self._sum_spark(int(n[1:]))).alias(n)
                     for n in self.hidden_names()]
-            parts.append(ctx.spark.range(1).select(F.lit(ctx.as_of).cast("bigint").alias(TIME),
-                                                       *zero))
+            at = ctx.as_of if ctx.first else NEVER
+            parts.append(ctx.spark.range(1).select(F.lit(at).cast("bigint").alias(TIME),
+                                                   *zero))
         if old is not None:
             names = self.full_names()
             old = self.selected(old, "state", lambda: [

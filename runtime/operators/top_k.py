@@ -23,6 +23,10 @@ its positions beyond k, reads neither the input's arrangement nor Spark: it runs
 job that computes its input changes, if they are not held in the driver already (none
 when its input is a Reduce). A step whose changes are not held in the driver (too large)
 reads W again from Spark at each of its times (one job each, and one listing the times).
+
+Without its arrangements (a TopK inside a recursive query's loop, which holds its input's
+differences with their rounds: ``runtime.recursion.group_wise``) the input's contents before
+the step are its input's history, and W as of the lower frontier is read from them.
 """
 
 from __future__ import annotations
@@ -85,8 +89,13 @@ class TopKOp(ArrangedWhenLookedUp, Operator):
         return total_order(self.order_by, self.arity)
 
     def compute(self, ctx: StepContext) -> Delta | None:
-        assert self.input is not None and self.values is not None
-        leaf = self.arranged_changes(ctx, self.input, self.values)
+        assert self.input is not None
+        if self.values is None:
+            delta = self.input.delta(ctx)
+            leaf = None if delta is None else delta.leaf or materialize(
+                ctx.spark, consolidate(delta.df, ctx.small), ctx.small)
+        else:
+            leaf = self.arranged_changes(ctx, self.input, self.values)
         if leaf is None:
             return None
         changes = leaf.in_driver
@@ -115,8 +124,8 @@ class TopKOp(ArrangedWhenLookedUp, Operator):
                 output_parts.append(_at(_less(self._window(new, self.offset, stop),
                                               self._window(prefix, self.offset, stop)), at))
             prefix = new
-        assert self.prefix is not None
-        self.stage(self.prefix, _stored(ctx, prefix_parts), ctx)
+        if self.prefix is not None:
+            self.stage(self.prefix, _stored(ctx, prefix_parts), ctx)
         output = _stored(ctx, output_parts)
         if self.limit is None:  # the input's changes pass, less those of the first rows
             if changes is not None:
@@ -136,8 +145,10 @@ class TopKOp(ArrangedWhenLookedUp, Operator):
         return Delta(None, output.rows, output, count=output.rows)
 
     def _prefix(self, ctx: StepContext) -> pa.Table:
-        """W as of the step's lower frontier, sorted (columns ``c*`` and ``_diff``)."""
-        assert self.prefix is not None
+        """W as of the step's lower frontier, sorted (columns ``c*`` and ``_diff``); read
+        from the input's contents then without the ``prefix`` arrangement."""
+        if self.prefix is None:
+            return self._read(ctx, None, ctx.lower)
         names = self._names
         if ctx.first or not self.prefix.batches:
             return self._empty()
@@ -184,32 +195,47 @@ class TopKOp(ArrangedWhenLookedUp, Operator):
         starts = pc.subtract(ends, rows[DIFF])
         return rows.filter(pc.less(starts, 2 * self._depth))
 
-    def _read(self, ctx: StepContext, leaf: Leaf, at: int) -> pa.Table:
+    def _read(self, ctx: StepContext, leaf: Leaf | None, at: int) -> pa.Table:
         """W read again: the first distinct rows of the input's contents at time ``at``
-        (``values`` as of the lower frontier and the step's changes ``leaf`` up to ``at``)
-        up to position 2k, in Arrow when both are held in the driver, else in one Spark
-        job."""
-        assert self.values is not None
+        (as of the lower frontier, ``_history``, and the step's changes ``leaf`` up to
+        ``at``) up to position 2k, in Arrow when both are held in the driver, else in one
+        Spark job."""
         names, depth = self._names, 2 * self._depth
         if depth == 0:
             return self._empty()
-        changes = leaf.in_driver
-        held = None if ctx.first else self.values.held_contents(ctx.lower)
-        if changes is not None and (held is not None or ctx.first or not self.values.batches):
-            upto = changes.filter(pc.less_equal(changes[TIME], at)).drop_columns([TIME])
-            contents = consolidated_arrow(pa.concat_tables(
-                [upto, *([] if held is None else [held.select([*names, DIFF])])],
-                promote_options="permissive"))
+        changes = None if leaf is None else leaf.in_driver
+        held, history = self._history(ctx)
+        if history is None and (leaf is None or changes is not None):
+            parts = [self._empty()]
+            if changes is not None:
+                parts.append(changes.filter(pc.less_equal(changes[TIME], at))
+                             .drop_columns([TIME]))
+            if held is not None:
+                parts.append(held.select([*names, DIFF]))
+            contents = consolidated_arrow(pa.concat_tables(parts, promote_options="permissive"))
             return self._cut(self._sorted(contents.filter(pc.greater(contents[DIFF], 0))))
-        history = None if ctx.first else self.values.read(upto=ctx.lower)
-        parts: list[DataFrame] = [leaf.df.where(col(TIME) <= at).select(*names, DIFF)]
+        frames = [] if leaf is None else [leaf.df.where(col(TIME) <= at).select(*names, DIFF)]
         if history is not None:
-            parts.append(history.select(*names, DIFF))
-        contents = union_all(parts)
+            frames.append(history.select(*names, DIFF))
+        contents = union_all(frames)
         assert contents is not None
         first = (contents.groupBy(*names).agg(F.sum(DIFF).alias(DIFF)).where(col(DIFF) > 0)
                  .orderBy(*spark_order(names, self._order)).limit(depth))
         return self._cut(self._sorted(normalized(to_arrow(first))))
+
+    def _history(self, ctx: StepContext) -> tuple[pa.Table | None, DataFrame | None]:
+        """The input's contents as of the step's lower frontier: held in the driver (a
+        table of data columns and ``_diff``), or a frame of updates; (None, None) when
+        there are none. Without the ``values`` arrangement, its input's history."""
+        assert self.input is not None
+        if ctx.first:
+            return None, None
+        if self.values is None:
+            return None, self.input.history(ctx)
+        if not self.values.batches:
+            return None, None
+        held = self.values.held_contents(ctx.lower)
+        return (held, None) if held is not None else (None, self.values.read(upto=ctx.lower))
 
     def _window(self, rows: pa.Table, start: int, stop: int) -> pa.Table:
         """The rows of sorted ``rows`` at positions ``start`` .. ``stop - 1`` (from 0), each

@@ -14,6 +14,10 @@ spanning many times gives exactly the per-time output of stepping one time at a 
 The order of each call is its ORDER BY then every other column (``total_order``), so the
 values are deterministic: a partition's output computed again from the same rows is the
 same rows, and its retraction cancels exactly what was inserted (``lowering.window_values``).
+
+Without its ``values`` arrangement (a window inside a recursive query's loop, which holds its
+input's differences with their rounds: ``runtime.recursion.group_wise``) the arranged rows
+are its input's history, and its changes a plan the loop's round computes.
 """
 
 from __future__ import annotations
@@ -74,7 +78,14 @@ class WindowOp(ArrangedWhenLookedUp, Operator):
         return self.input.arity if what == "values" else self.arity
 
     def compute(self, ctx: StepContext) -> Delta | None:
-        assert self.input is not None and self.values is not None
+        assert self.input is not None
+        if self.values is None:  # its input's history is the arranged rows
+            changes = self.input.delta(ctx)
+            if changes is None:
+                return None
+            history = None if ctx.first else self.input.history(ctx)
+            return Delta(self.planned("output", (changes.df, history, ctx.small),
+                                      lambda: self._updates(ctx, changes.df, history)), None)
         leaf = self.arranged_changes(ctx, self.input, self.values)
         if leaf is None:
             return None
@@ -82,14 +93,14 @@ class WindowOp(ArrangedWhenLookedUp, Operator):
         old = None if ctx.first else self.read_bound(ctx, "values", self.values,
                                                      upto=ctx.lower)[0]
         out = self.planned("output", (new, old, ctx.small),
-                           lambda: self._updates(ctx, new, old))
+                           lambda: consolidate(self._updates(ctx, new, old)))
         result = materialize(ctx.spark, out, ctx.small)
         if self.output is not None:
             self.stage(self.output, result, ctx)
         return None if result is None else Delta(None, result.rows, result, count=result.rows)
 
     def _updates(self, ctx: StepContext, new: DataFrame, old: DataFrame | None) -> DataFrame:
-        """The plan of the step's consolidated output updates from the input's changes
+        """The plan of the step's output updates from the input's changes
         ``new`` and its arranged rows ``old`` (None on the first step): made once per shape
         of step (``planned``), over slots in a templated step."""
         names, keys = self._names, self._keys
@@ -109,7 +120,7 @@ class WindowOp(ArrangedWhenLookedUp, Operator):
                 touched.select(*keys, F.lit(NEVER).alias(TIME)).distinct())
         if ctx.small:  # the times' window below in one partition: no shuffle
             touched = touched.coalesce(1)
-        return consolidate(self._output(ctx, union_all(parts), touched))
+        return self._output(ctx, union_all(parts), touched)
 
     def _output(self, ctx: StepContext, candidates: DataFrame | None,
                 touched: DataFrame) -> DataFrame:

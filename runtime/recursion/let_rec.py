@@ -18,22 +18,23 @@ at older times, with their rounds) and what this step computed at earlier rounds
   ordinary join operator over times (transaction, round), joining in round r each input's
   differences of round r with the others' of earlier rounds and steps, its rows of later
   rounds filed for them (``join``);
-- a reduce's output for group k can change only at joins of its input's times (its
-  interesting times): at round r, the groups with a difference at round r whose input
-  changed at a new time t at some round <= r, at those times t. With G(t, r) the reduce
-  of the group's contents at (t, r), its difference at (t, r) is
-  ``G(t, r) - G(t-1, r) - G(t, r-1) + G(t-1, r-1)`` (the two-dimensional difference over
-  the product order), so every time a step carries is handled in one batch. In a round
-  where no group has a difference of round r, no group's output changes: nothing is
-  computed. A TopK is such an operator of one group, a window one whose groups are its
-  partitions (``corners``).
+- a reduce, a TopK and a window are the ordinary operators too: with G(t, r) the
+  operator's output over its input's contents at (t, r), its difference at (t, r) is
+  ``G(t, r) - G(t-1, r) - G(t, r-1) + G(t-1, r-1) = D_r(t) - D_{r-1}(t)``, D_r the
+  operator's changes over the contents at rounds <= r, and D_{r-1} the sum of its output
+  of the rounds before: round r runs the operator without arrangements over the contents
+  of rounds <= r of the groups with a difference at round r, less its output of the rounds
+  before, so every time a step carries is handled in one batch. In a round where no group
+  has a difference of round r, no group's output changes: nothing is computed
+  (``group_wise``).
 
 The rounds of a step end when a round changes no binding and no stored collection holds
 differences of later rounds from earlier steps. A step carrying N transactions runs the
 rounds once for all of them, and gives exactly the output per time that N single steps give.
 State: the differences of every binding, of every join input and of every reduce's,
-TopK's and window's input, each with its round, held in the driver as
-Arrow batches (the newest merged when there are more than ``MAX_BATCHES``: ``merged_tail``).
+TopK's and window's input, each with its round, held in the driver as Arrow batches (the
+newest merged when there are more than ``MAX_BATCHES``: ``merged_tail``); within a step, the
+output of each round of a reduce, TopK and window too (the rounds after subtract it).
 A step reads them by key: a join looks up the other side's stored differences by the
 equi-join key values of the new ones, a reduce the contents of the groups its new
 differences touch (``pyarrow`` cuts, a local relation to Spark), so a small step's rounds
@@ -44,15 +45,15 @@ consolidated in the driver: the values a round reads by are known before its pla
 what its plans read (``reads.column_values``: the batches of earlier rounds, the rows cut
 from the stored state, through projections, unions, joins and group keys). Its rounds have
 the same plans: each binds the batches it reads into the slots of the same reads of the
-rounds before (``runtime.templates``; rounds named relative to the round being computed, a
-reduce's ``ROUND`` too) and builds every plan through ``Operator.planned``, so a round of
-the same shape as one before makes no DataFrame call; its reduce reads its inputs in one
-partition, so the round's job has no shuffle.
+rounds before (``runtime.templates``; rounds named relative to the round being computed)
+and builds every plan through ``Operator.planned``, so a round of the same shape as one
+before makes no DataFrame call; its reduce reads its inputs in one partition, so the
+round's job has no shuffle.
 
 This module steps the rounds (``LetRecOp``); what the loop stores is ``state``, its reads
-of stored and new differences ``reads``, the ordinary operators running the body's joins,
-linear operators and unions ``scope``, a join's rounds ``join``, a reduce's ``reduce``, a
-TopK's ``top_k``, a window's ``window`` (modules of ``runtime.recursion``)."""
+of stored and new differences ``reads``, the ordinary operators running the body and their
+inputs ``scope``, a join's rounds ``join``, a reduce's, TopK's or window's ``group_wise``
+(modules of ``runtime.recursion``)."""
 
 from __future__ import annotations
 
@@ -78,12 +79,10 @@ from matview.runtime.arrangements.updates import (
 )
 from matview.runtime.operators.base import Delta, Operator, StepContext, templated
 from matview.runtime.operators.join import DEFAULT_JOIN_ROWS
+from matview.runtime.recursion.group_wise import group_round
 from matview.runtime.recursion.join import file_later, join_round
-from matview.runtime.recursion.reduce import reduce_round
 from matview.runtime.recursion.scope import body_operator
 from matview.runtime.recursion.state import commit_staged, stored_nodes, with_rounds
-from matview.runtime.recursion.top_k import top_k_round
-from matview.runtime.recursion.window import window_round
 from matview.runtime.settings import active
 from matview.runtime.spark.jvm_objects import jvm_helper
 from matview.runtime.spark.one_job import OneJob
@@ -207,7 +206,7 @@ class LetRecOp(Operator):
         earlier rounds bound (``Operator.bound``), so a round of the same shape as one
         before reuses its plans (``Operator.planned``) and makes no DataFrame call."""
         self.round, self._frames, self.unions, self._bound_in = r, {}, {}, None
-        self._round_context = replace(self.step, single_time=False)
+        self._round_context = replace(self.step)  # a context of its own: a round's deltas
         self.later, self.errors_found = {}, []
 
     def round_delta(self, node: Join | Linear | Union) -> DataFrame | None:
@@ -235,7 +234,7 @@ class LetRecOp(Operator):
         """Stage every stored collection's new differences, with their rounds."""
         self._staged = {}
         for node, leaves in self.held.items():
-            if leaves:
+            if leaves and node in self._stored:
                 self._staged[node] = with_rounds(leaves, len(node.types))
 
     def commit(self) -> None:
@@ -280,7 +279,7 @@ class LetRecOp(Operator):
         round's job (``_run_round``; the plan computing them is returned meanwhile) or as a
         leaf of its own."""
         df = self._compute(node, r)
-        if node in self._stored and df is not None:
+        if df is not None and (node in self._stored or _group_wise(node)):
             ctx = self.step
             small = ctx.small and not ctx.first
             if small and node not in self.invariants and \
@@ -349,12 +348,8 @@ class LetRecOp(Operator):
             return self.round_delta(node)
         if isinstance(node, Join):
             return join_round(self, node, r)
-        if isinstance(node, Reduce):
-            return reduce_round(self, node, r)
-        if isinstance(node, TopK):
-            return top_k_round(self, node, r)
-        if isinstance(node, Window):
-            return window_round(self, node, r)
+        if isinstance(node, (Reduce, TopK, Window)):
+            return group_round(self, node, r)
         raise TypeError(f"a loop cannot compute {type(node).__name__}")
 
     @property
@@ -363,3 +358,8 @@ class LetRecOp(Operator):
         assert self._ctx is not None
         return self._ctx
 
+
+def _group_wise(node: Relation) -> bool:
+    """Whether ``node`` is a group-wise operator, whose differences of a round are kept as a
+    batch for the rounds after it (``group_wise``), stored in the loop or not."""
+    return isinstance(node, (Reduce, TopK, Window))

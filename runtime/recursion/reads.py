@@ -144,16 +144,38 @@ def _round_values(op: LetRecOp, node: Relation, r: int, column: int) -> pa.Array
     return None
 
 
+def held_in_driver(op: LetRecOp, node: Relation, lo: int, hi: int) -> bool:
+    """Whether this step's differences of rounds ``lo..hi`` before the round being computed
+    are batches the driver holds (which ``new_between`` can cut by key)."""
+    node, shift = unwound(op, node)
+    for r in range(max(lo - shift, 0), hi - shift + 1):
+        if r != op.round and op.has(node, r):
+            leaf = op.held[node].get(r)
+            if leaf is None or leaf.in_driver is None:
+                return False
+    return True
+
+
 def new_between(op: LetRecOp, node: Relation, lo: int, hi: int, rounds: bool = False,
-                base: int = 0) -> DataFrame | None:
+                base: int = 0, key: tuple[int, pa.Array] | None = None) -> DataFrame | None:
     """This step's differences of rounds ``lo..hi``, with ``ROUND`` less ``base`` when
     ``rounds``: the round's own (a plan) and one frame of the batches of earlier rounds,
-    bound into the slot of the same read of the rounds before (made once per round)."""
+    bound into the slot of the same read of the rounds before (made once per round); with
+    ``key`` (a column and values), the batches' rows whose column holds one of the values
+    (the round's own plan whole: ``held_in_driver`` says whether the others are batches)."""
     node, shift = unwound(op, node)
     lo, hi = lo - shift, hi - shift
-    key = (node, max(lo, 0), hi, rounds, shift, base)
-    if key in op.unions:
-        return op.unions[key]
+    if key is not None:  # a read of its own, not kept for other readers of the rounds
+        return _new_between(op, node, lo, hi, rounds, shift, base, key)
+    cached = (node, max(lo, 0), hi, rounds, shift, base)
+    if cached not in op.unions:
+        op.unions[cached] = _new_between(op, node, lo, hi, rounds, shift, base, None)
+    return op.unions[cached]
+
+
+def _new_between(op: LetRecOp, node: Relation, lo: int, hi: int, rounds: bool, shift: int,
+                 base: int, key: tuple[int, pa.Array] | None) -> DataFrame | None:
+    """``new_between`` of ``node`` itself (not a ``Recur``), its rounds already shifted."""
     plans: list[tuple[DataFrame, int]] = []
     tables = []
     for r in range(max(lo, 0), hi + 1):
@@ -162,13 +184,16 @@ def new_between(op: LetRecOp, node: Relation, lo: int, hi: int, rounds: bool = F
         leaf = op.held[node].get(r)
         table = None if leaf is None or r == op.round else leaf.in_driver
         if table is not None:
+            if key is not None:
+                table = holding(table, f"c{key[0]}", key[1])
             tables.append(rounded(table, r + shift - base, len(node.types)) if rounds
                           else table)
             continue
         df = op.at(node, r)
         assert df is not None
         plans.append((df, r + shift - base))
-    role = ("new", node, *_relative(op, lo, hi), rounds, shift, base == op.round)
+    role = ("new", node, *_relative(op, lo, hi), rounds, shift, base == op.round,
+            key is not None and key[0])
     held = [op.bound(op.step, role, pa.concat_tables(tables))] if tables else []
 
     def union() -> DataFrame | None:
@@ -176,8 +201,7 @@ def new_between(op: LetRecOp, node: Relation, lo: int, hi: int, rounds: bool = F
                           for df, at in plans] + held)
 
     inputs = (*(df for df, _ in plans), *(at for _, at in plans if rounds), *held)
-    op.unions[key] = op.planned(role, inputs, union)
-    return op.unions[key]
+    return op.planned(role, inputs, union)
 
 
 def _concatenated(arrays: list[pa.Array]) -> pa.Array:

@@ -99,7 +99,7 @@ def check_conditions(join: JoinOp, plan: physical.Join | physical.LoopJoin) -> N
 
 
 def test_the_runtime_runs_the_delta_paths_the_plan_names(spark: SparkSession) -> None:
-    joins = loop_joins = 0
+    joins = loop_joins = loop_reduces = 0
     for where, plan, expected in golden_plans():
         gets = {op.relation.name: op.relation.arity for op in physical.operators(plan)
                 if isinstance(op, physical.Get)}
@@ -124,12 +124,17 @@ def test_the_runtime_runs_the_delta_paths_the_plan_names(spark: SparkSession) ->
                     assert join is body_operator(op, loop_join.relation)
                     check_paths(join, loop_join, where, expected)
                     loop_joins += 1
+                for loop_reduce in node.reduces:  # the ordinary reduce, with the plan's layout
+                    reduce = body_operator(op, loop_reduce.relation)
+                    assert isinstance(reduce, ReduceOp), where
+                    assert reduce.layout is loop_reduce.layout and reduce.output is None
+                    loop_reduces += 1
             if not isinstance(node, physical.Join):
                 continue
             assert isinstance(op, JoinOp) and not op.rounds
             joins += 1
             check_paths(op, node, where, expected)
-    assert joins >= 19 and loop_joins >= 3
+    assert joins >= 19 and loop_joins >= 3 and loop_reduces >= 3
 
 
 def check_paths(op: JoinOp, node: physical.Join | physical.LoopJoin, where: str,

@@ -186,6 +186,8 @@ def _new_between(op: LetRecOp, node: Relation, lo: int, hi: int, rounds: bool, s
         if table is not None:
             if key is not None:
                 table = holding(table, f"c{key[0]}", key[1])
+                if not table.num_rows:
+                    continue
             tables.append(rounded(table, r + shift - base, len(node.types)) if rounds
                           else table)
             continue

@@ -4,6 +4,7 @@ a wrong answer fails the run."""
 
 from __future__ import annotations
 
+import numpy as np
 import pyarrow as pa
 import pytest
 
@@ -11,6 +12,7 @@ from bench import w1, w2, w3
 from bench.measure import Mismatch, check_equal
 from bench.report import table
 from bench.run import run_workload
+from bench.state_store import MECHANISMS, measure
 
 
 @pytest.mark.parametrize("workload", [
@@ -77,3 +79,13 @@ def test_counted_counts_this_threads_jobs_and_py4j_calls(spark) -> None:  # type
         spark.range(10).collect()
         spark.range(5).collect()
     assert busy["jobs"] == 2 and (busy["py4j"] or 0) > 2
+
+
+def test_every_way_of_holding_a_batch_finds_the_same_rows(spark) -> None:  # type: ignore[no-untyped-def]
+    """``bench.state_store`` at a toy size: each mechanism answers the lookups with the rows
+    holding the keys looked up (4,000 rows over 1,000 keys, each key in 4 rows)."""
+    rng = np.random.default_rng(0)  # the keys of the last lookup: the 4th draw
+    wanted = [rng.integers(0, 1_000, 20) for _ in range(4)][-1]
+    for mechanism in MECHANISMS:
+        figures = measure(spark, mechanism, rows=4_000, keys=20, repeats=1, partitions=2)
+        assert figures["found"] == 4 * len(set(wanted.tolist())), mechanism

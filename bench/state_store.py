@@ -22,7 +22,10 @@ median, and the bytes it added (block manager memory and disk, files):
 - ``parquet_cached``: those files read through ``cache()`` (columnar blocks in memory,
   recomputed from the files when an executor is lost);
 - ``keyed_cache``: ``repartition(partitions, c0).sortWithinPartitions(c0)`` cached, its
-  source recomputed when lost (its lineage is the source's plan, not cut).
+  source recomputed when lost (its lineage is the source's plan, not cut);
+- ``parquet_buckets``: Parquet files in ``BUCKETS`` directories by ``c0 % BUCKETS``, each
+  sorted by key: a lookup reads only the directories of its keys' buckets (partition
+  pruning, the buckets computed in the driver).
 """
 
 from __future__ import annotations
@@ -42,7 +45,10 @@ from matview.runtime.spark.session import start_session
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-MECHANISMS = ("local_checkpoint", "checkpoint", "parquet", "parquet_cached", "keyed_cache")
+MECHANISMS = ("local_checkpoint", "checkpoint", "parquet", "parquet_cached", "keyed_cache",
+              "parquet_buckets")
+BUCKETS = 64
+"""The directories ``parquet_buckets`` spreads a batch over (by ``c0 % BUCKETS``)."""
 
 
 def _batch(spark: SparkSession, rows: int) -> DataFrame:
@@ -67,6 +73,11 @@ def _stored(spark: SparkSession, mechanism: str, batch: DataFrame, partitions: i
         keyed.count()
         return keyed
     path = str(folder / "batch.parquet")
+    if mechanism == "parquet_buckets":
+        bucketed = batch.withColumn("_bucket", F.pmod(F.col("c0"), F.lit(BUCKETS)))
+        (bucketed.repartition(partitions, "_bucket").sortWithinPartitions("_bucket", "c0")
+         .write.partitionBy("_bucket").parquet(path))
+        return spark.read.parquet(path)
     batch.repartition(partitions, "c0").sortWithinPartitions("c0").write.parquet(path)
     read = spark.read.schema(batch.schema).parquet(path)
     if mechanism == "parquet_cached":
@@ -80,6 +91,8 @@ def _lookup(spark: SparkSession, stored: DataFrame, keys: np.ndarray, pushed: bo
     collected through Arrow; with ``pushed`` the keys also filter the scan (``IN``)."""
     delta = spark.createDataFrame(pa.table({"k": pa.array(keys, pa.int64())}).to_pandas())
     source = stored.where(F.col("c0").isin([int(k) for k in keys])) if pushed else stored
+    if "_bucket" in stored.columns:  # only the directories of the keys' buckets
+        source = source.where(F.col("_bucket").isin(sorted({int(k) % BUCKETS for k in keys})))
     joined = source.join(F.broadcast(delta), F.col("c0") == F.col("k"), "left_semi")
     return joined.toArrow().num_rows
 

@@ -66,3 +66,12 @@ def holding(table: pa.Table, column: str, values: pa.Array) -> pa.Table:
         _indexes[key] = KeyIndex.of(table, column)
         weakref.finalize(table, _indexes.pop, key, None)
     return _indexes[key].rows(table, values)
+
+
+def distinct_values(arrays: list[pa.Array], empty: pa.DataType | None = None) -> pa.Array:
+    """The distinct values of one column read from several batches, as one array of the
+    first one's type (of type ``empty``, BIGINT by default, when there are none): the keys
+    a cut by key (``holding``) is made with."""
+    if not arrays:
+        return pa.array([], empty or pa.int64())
+    return pc.unique(pa.chunked_array([a.cast(arrays[0].type) for a in arrays]))

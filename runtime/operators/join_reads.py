@@ -18,6 +18,7 @@ import pyarrow.compute as pc
 from matview.ir import physical
 from matview.ir.joins import input_at, offsets_of
 from matview.ir.scalar import Col
+from matview.runtime.arrangements.key_index import distinct_values
 from matview.runtime.operators.base import Delta, Matched, Operator, StepContext
 
 Values = Callable[[int], pa.Array | None]
@@ -81,6 +82,4 @@ def output_values(inputs: tuple[Operator, ...], paths: list[dict[int, Values]], 
         if found is None:
             return None
         arrays.append(found)
-    if not arrays:
-        return pa.array([], empty)
-    return pc.unique(pa.chunked_array([a.cast(arrays[0].type) for a in arrays]))
+    return distinct_values(arrays, empty)

@@ -14,7 +14,7 @@ import pyarrow.compute as pc
 from matview.ir.relation import Join, Linear, Recur, Reduce, Relation, Union
 from matview.ir.scalar import Col
 from matview.ir.steps import input_column
-from matview.runtime.arrangements.key_index import holding
+from matview.runtime.arrangements.key_index import distinct_values, holding
 from matview.runtime.arrangements.updates import DIFF, ROUND, TIME, stored, union_all
 from matview.runtime.lowering.types import col, column_names
 from matview.runtime.recursion.state import rounded
@@ -116,7 +116,7 @@ def column_values(op: LetRecOp, node: Relation, lo: int, hi: int, column: int) -
         if found is None:
             return None
         arrays.append(found)
-    return pc.unique(_concatenated(arrays))
+    return distinct_values(arrays)
 
 
 def _round_values(op: LetRecOp, node: Relation, r: int, column: int) -> pa.Array | None:
@@ -131,13 +131,13 @@ def _round_values(op: LetRecOp, node: Relation, r: int, column: int) -> pa.Array
     if isinstance(node, Union):
         arrays = [column_values(op, child, r, r, column) for child in node.inputs]
         present = [a for a in arrays if a is not None]
-        return _concatenated(present) if len(present) == len(arrays) else None
+        return distinct_values(present) if len(present) == len(arrays) else None
     if isinstance(node, Join):  # what the join's operator knows, with the rows filed for r
         found = op.join_values(node, column) if r == op.round else None
         filed = op.filed.get(node, {}).get(r)
         if found is None or filed is None:
             return found
-        return _concatenated([found, filed[f"c{column}"].combine_chunks()])
+        return distinct_values([found, filed[f"c{column}"].combine_chunks()])
     if isinstance(node, Reduce) and column < len(node.group_key):
         key = node.group_key[column]
         return column_values(op, node.input, 0, r, key.index) if isinstance(key, Col) else None
@@ -204,10 +204,3 @@ def _new_between(op: LetRecOp, node: Relation, lo: int, hi: int, rounds: bool, s
 
     inputs = (*(df for df, _ in plans), *(at for _, at in plans if rounds), *held)
     return op.planned(role, inputs, union)
-
-
-def _concatenated(arrays: list[pa.Array]) -> pa.Array:
-    """Values of one column from several batches as one array (of the first one's type)."""
-    if not arrays:
-        return pa.array([], pa.int64())
-    return pa.concat_arrays([a.cast(arrays[0].type) for a in arrays])

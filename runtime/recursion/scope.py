@@ -28,9 +28,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 from matview.ir.relation import Join, Linear, Reduce, Relation, TopK, Union, Window
 from matview.ir.scalar import Col
+from matview.runtime.arrangements.key_index import distinct_values
 from matview.runtime.arrangements.updates import ROUND, lookup, union_all
 from matview.runtime.lowering.types import col
 from matview.runtime.operators.base import Delta, Matched, Operator, StepContext
@@ -109,9 +109,7 @@ class LoopInput(Operator):
                 if found is None:
                     return None
                 arrays.append(found)
-            if not arrays:
-                return pa.array([], pa.int64())
-            return pc.unique(pa.chunked_array([a.cast(arrays[0].type) for a in arrays]))
+            return distinct_values(arrays)
 
         return Matched(frame, rows, held)
 
@@ -202,9 +200,7 @@ class LoopContents(Operator):
                 return None
             arrays = [a for a in (known, None if cut is None else cut[c].combine_chunks())
                       if a is not None]
-            if not arrays:
-                return pa.array([], pa.int64())
-            return pc.unique(pa.concat_arrays([a.cast(arrays[0].type) for a in arrays]))
+            return distinct_values(arrays)
 
         return self._once("values", read)
 

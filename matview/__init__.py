@@ -43,7 +43,8 @@ def connect(path: str | None = None, *, spark: SparkSession | None = None,
             max_table_function_rows: int | None = None,
             max_join_rows: int | None = None, refresh: str = "auto",
             files: Sequence[str | PathLike[str]] = (), progress: bool = True,
-            settings: RuntimeSettings | Mapping[str, int | float] | None = None) -> Connection:
+            settings: RuntimeSettings | Mapping[str, int | float] | None = None,
+            state_dir: str | PathLike[str] | None = None) -> Connection:
     """Open a matview database (PEP 249 connection).
 
     ``clock=None`` reads the wall clock in milliseconds; an integer starts a manual clock
@@ -61,7 +62,10 @@ def connect(path: str | None = None, *, spark: SparkSession | None = None,
     for a statement still running after two seconds (``matview.progress``). ``path``
     (durable storage) is not supported yet and raises ``NotSupportedError``. ``settings``
     overrides the runtime's thresholds (``matview.runtime.settings.RuntimeSettings``, or a
-    mapping of setting names to values); ``SHOW SETTINGS`` lists them.
+    mapping of setting names to values); ``SHOW SETTINGS`` lists them. ``state_dir`` is
+    where batches too large for the driver are written, as Parquet files Spark reads back
+    (``matview.runtime.arrangements.batch_files``): on a cluster a directory (or URI) every
+    executor reaches; by default a temporary directory of this process.
     """
     from matview.connection import Connection
     from matview.ir.table_functions import DEFAULT_ROW_LIMIT
@@ -71,7 +75,8 @@ def connect(path: str | None = None, *, spark: SparkSession | None = None,
     joins = DEFAULT_JOIN_ROWS if max_join_rows is None else max_join_rows
     return Connection(path, spark=spark, master=master, clock=clock, config=config,
                       max_table_function_rows=limit, max_join_rows=joins, refresh=refresh,
-                      files=files, progress=progress, settings=_settings(settings))
+                      files=files, progress=progress, settings=_settings(settings),
+                      state_dir=state_dir)
 
 
 def _settings(given: RuntimeSettings | Mapping[str, int | float] | None) -> RuntimeSettings:

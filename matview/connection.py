@@ -5,6 +5,7 @@ transaction holds it until it ends)."""
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from os import PathLike
@@ -25,6 +26,7 @@ from matview.errors import (
 )
 from matview.ir.table_functions import DEFAULT_ROW_LIMIT
 from matview.rows import update_rows
+from matview.runtime.arrangements.batch_files import place
 from matview.runtime.controller import Limits
 from matview.runtime.operators.join import DEFAULT_JOIN_ROWS
 from matview.runtime.refresh import STRATEGIES
@@ -42,7 +44,8 @@ class Connection:
                  max_table_function_rows: int = DEFAULT_ROW_LIMIT,
                  max_join_rows: int = DEFAULT_JOIN_ROWS, refresh: str = "auto",
                  files: Sequence[str | PathLike[str]] = (), progress: bool = True,
-                 settings: RuntimeSettings = DEFAULTS) -> None:
+                 settings: RuntimeSettings = DEFAULTS,
+                 state_dir: str | PathLike[str] | None = None) -> None:
         if path is not None:
             raise NotSupportedError(
                 "durable storage (connect(path=...)) is not supported yet: every table and "
@@ -68,6 +71,7 @@ class Connection:
         self._limits = Limits(max_table_function_rows, max_join_rows)
         self._refresh = refresh
         self._settings = settings
+        self._state_dir = None if state_dir is None else os.fspath(state_dir)
         self._spark = spark
         self._master = master
         self._config = dict(config or {})
@@ -109,6 +113,7 @@ class Connection:
                         spark = start_session(self._master, self._config)
                     else:
                         spark = isolated(self._spark)
+                place(spark, self._state_dir)
                 self._engine = Engine(spark, self._oracle, self._limits, self._refresh,
                                       self._files, self._progress)
             return self._engine

@@ -119,7 +119,9 @@ class Engine:
     def _create_table(self, stmt: CreateTable) -> Result:
         if not self._exists(stmt.name, stmt.if_not_exists):
             item = CatalogItem(stmt.name, "table", stmt.fields)
-            trace = Trace(self.spark, len(stmt.fields), copy_rows=active().table_copy_rows)
+            # arranged by its first column, which its writes are checked by
+            trace = Trace(self.spark, len(stmt.fields), copy_rows=active().table_copy_rows,
+                          key="c0")
             self.catalog.add(Entry(item, trace=trace), set())
         return Result()
 

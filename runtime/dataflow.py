@@ -174,9 +174,8 @@ class Dataflow:
             arrangements: list[ArrangementStats] = []
             if isinstance(op, GetOp):
                 assert op.trace is not None
-                arrangements.append(ArrangementStats(op.name, "shared", op.trace.rows,
-                                                     op.trace.bytes))
-            arrangements += [ArrangementStats(a.name, "owned", trace.rows, trace.bytes)
+                arrangements.append(_stats(op.name, "shared", op.trace))
+            arrangements += [_stats(a.name, "owned", trace)
                              for a, trace in self._owned if a.owner == i]
             rows_in = op.meter.rows if isinstance(op, GetOp) else sum(
                 child.meter.rows for child in op.children())
@@ -187,3 +186,9 @@ class Dataflow:
     def compact(self, since: int) -> None:
         for trace in self.state():
             trace.compact(since)
+
+
+def _stats(name: str, role: str, trace: Trace) -> ArrangementStats:
+    """The size of ``trace``, an arrangement ``name`` an operator reads or owns (``role``)."""
+    return ArrangementStats(name, role, trace.rows, trace.bytes, len(trace.batches),
+                            trace.held, tuple(trace.keys))

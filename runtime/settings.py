@@ -51,6 +51,16 @@ class RuntimeSettings:
     view_copy_rows: int = _setting(2_000_000, (
         "Update rows a materialized view keeps in the driver beside its Spark batches, so "
         "that reads, error checks and merges of it run in Arrow."))
+    bucket_rows: int = _setting(1 << 16, (
+        "Rows of each bucket of a batch held in the executors arranged by key: a lookup of "
+        "some keys reads their buckets' files only."), least=1)
+    max_buckets: int = _setting(256, (
+        "The most buckets a batch held in the executors is arranged in (a power of two)."),
+        least=1)
+    keyed_read_rows: int = _setting(1 << 16, (
+        "A batch held in the executors of more rows than this is read by key from its "
+        "copies arranged by key; a smaller one is read whole (its plan the same every "
+        "step)."))
     probe_values: int = _setting(10_000, (
         "Most rows a DELETE's check finds by a filter on their values; more are found by a "
         "semi-join with them broadcast."))
@@ -140,6 +150,14 @@ def parsed(text: str) -> tuple[str, int | float]:
 
 
 DEFAULTS = RuntimeSettings()
+
+IN_EXECUTORS: dict[str, int | float] = {
+    "driver_batch_rows": 0, "fetched_batch_rows": 0, "table_copy_rows": 0,
+    "view_copy_rows": 0, "pending_held_rows": 0, "keyed_read_rows": 0}
+"""The settings holding every collection in the executors, whatever its size: each batch in
+files arranged by key (``arrangements.batch_files``), read by key, with no driver copy (the
+path large collections take; ``connect(settings=IN_EXECUTORS)``, ``matview serve
+--setting``)."""
 
 _ACTIVE: ContextVar[RuntimeSettings | None] = ContextVar("matview_runtime_settings",
                                                          default=None)

@@ -99,9 +99,11 @@ its SCALARs) also has ``"subqueries"``: ``[PLAN, ...]``, the plan of ``@N`` at i
   "incremental" | "recompute", "reason": TEXT} | null}``: how many of the view's steps ran
   each way (``runtime.refresh``) and how the last one ran, and why.
 - STATISTICS (ANALYZE): ``{"steps": INT, "rows_in": INT, "rows_out": INT, "seconds": FLOAT,
-  "arrangements": [{"name": NAME, "rows": INT, "bytes": INT}, ...]}``: what the operator
-  did over the dataflow's committed steps, and the size of the arrangements it holds or
-  reads.
+  "arrangements": [{"name": NAME, "rows": INT, "bytes": INT, "batches": INT, "held":
+  "driver" | "executors" | "both" | "none", "keys": [COLUMN, ...]}, ...]}``: what the
+  operator did over the dataflow's committed steps, and the size of the arrangements it
+  holds or reads, where their batches are and the columns those in the executors are
+  arranged by.
 
 **TRACE** (``trace_json``), for EXPLAIN OPTIMIZER TRACE::
 
@@ -325,7 +327,8 @@ def _statistics_json(stats: OperatorStats) -> Json:
     return {
         "steps": stats.steps, "rows_in": stats.rows_in, "rows_out": stats.rows_out,
         "seconds": stats.seconds,
-        "arrangements": [{"name": a.name, "rows": a.rows, "bytes": a.bytes}
+        "arrangements": [{"name": a.name, "rows": a.rows, "bytes": a.bytes,
+                          "batches": a.batches, "held": a.held, "keys": list(a.keys)}
                          for a in stats.arrangements],
     }
 

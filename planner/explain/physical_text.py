@@ -36,7 +36,8 @@ describe it:
   input the loop computes named ``input i``; a Reduce's ``layout`` as above
   (``physical.LoopReduce``).
 - with statistics (ANALYZE): ``steps=S rows_in=I rows_out=O time=T.TTTs`` and
-  ``arrangement NAME: rows=R bytes=B``.
+  ``arrangement NAME: rows=R bytes=B batches=N held=driver|executors|both [keys=K,...]``
+  (where its batches are; the columns those in the executors are arranged by).
 
 ANALYZE starts with how the view's steps ran, under its title: ``refresh=SETTING: I
 incremental steps, R recomputes`` and ``last step: STRATEGY (REASON)``
@@ -74,6 +75,9 @@ class ArrangementSize(Protocol):
     name: str
     rows: int
     bytes: int
+    batches: int
+    held: str
+    keys: tuple[str, ...]
 
 
 class OperatorStats(Protocol):
@@ -226,7 +230,9 @@ def _lookups(graph: nx.DiGraph, op: int) -> list[str]:
 def _statistics(stats: OperatorStats, pad: str) -> list[str]:
     lines = [f"{pad}steps={stats.steps} rows_in={stats.rows_in} rows_out={stats.rows_out} "
              f"time={stats.seconds:.3f}s"]
-    lines += [f"{pad}arrangement {a.name}: rows={a.rows} bytes={a.bytes}"
+    lines += [f"{pad}arrangement {a.name}: rows={a.rows} bytes={a.bytes} "
+              f"batches={a.batches} held={a.held}"
+              + (f" keys={','.join(a.keys)}" if a.keys else "")
               for a in stats.arrangements]
     return lines
 

@@ -1,7 +1,8 @@
-"""Finding the held copies of the rows a write retracts.
+"""A write's check that it leaves no row with negative multiplicity, and finding the held
+copies of the rows it retracts.
 
-A write's check that no multiplicity goes negative (``Trace.negative_row``) sums the rows
-it retracts with their copies the trace holds. Copies held in the driver are found in Arrow
+The check (``negative_row``) sums the rows a write retracts with their copies the trace
+holds. Copies held in the driver are found in Arrow
 by the values of one column (``probe_column``); copies held only in Spark are fetched with
 one job that scans them (``found_in_spark``), filtered on that column's values by SQL text
 when they are few (``RuntimeSettings.probe_values``), else by a broadcast semi-join.
@@ -10,13 +11,88 @@ when they are few (``RuntimeSettings.probe_values``), else by a broadcast semi-j
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from matview.runtime.lowering.types import col
+from matview.runtime.arrangements.key_index import holding
+from matview.runtime.arrangements.trace import Trace, keyed
+from matview.runtime.arrangements.updates import DIFF, Leaf, union_all
+from matview.runtime.lowering.types import col, column_names
+from matview.runtime.settings import active
 from matview.runtime.spark.arrow_frames import arrow_frame
+from matview.runtime.spark.jvm_plans import to_arrow
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
+
+_RETRACTED = "_retracted"
+"""A column marking the rows an update retracts, while ``negative_row`` sums them."""
+
+
+def negative_row(trace: Trace, updates: DataFrame | pa.Table,
+                 pending: Sequence[Leaf] = ()) -> tuple[object, ...] | None:
+    """A row whose multiplicity would be negative if ``updates`` (data columns and
+    ``_diff``) were added to the updates ``trace`` holds and to the batches ``pending``, or
+    None.
+
+    Updates in the driver (Arrow) are summed in Arrow with the held copies of the rows
+    they retract: those of the batches held in the driver (or copied there,
+    ``Leaf.copy``), and those of batches held only in Spark, fetched with one Spark job
+    (``found_in_spark``) that reads, of batches held in files, only the retracted rows'
+    keys in their copies arranged by one of the trace's ``keys``, else scans them. Other
+    updates are summed with every held row in one Spark job."""
+    leaves = [b.leaf for b in trace.batches] + list(pending)
+    names = column_names(trace.arity)
+    if isinstance(updates, pa.Table) and not any(
+            pa.types.is_nested(f.type) for f in updates.schema):
+        mine = updates.select([*names, DIFF])
+        retracted = mine.filter(pc.less(mine[DIFF], 0)).select(names)
+        probe = probe_column(retracted) if retracted.num_rows <= active().probe_values else None
+        local = [leaf.in_driver for leaf in leaves]
+        parts = [t for t in local if t is not None]
+        if probe is not None:  # the batches' own tables: their indexes kept
+            values = pc.unique(retracted[probe])
+            parts = [holding(part, probe, values) for part in parts]
+        parts = [part.select([*names, DIFF]) for part in parts]
+        spilled = [leaf for leaf, t in zip(leaves, local) if t is None]
+        if spilled and retracted.num_rows:
+            parts.append(to_arrow(found_in_spark(
+                trace.spark, _held(trace, spilled, retracted, names),
+                retracted, probe)).cast(mine.schema))
+        # rows not retracted now may sum below zero (their other copies are not
+        # fetched), so a row counts only where it is retracted now
+        marked = [t.append_column(_RETRACTED, pa.array(np.zeros(t.num_rows, bool)))
+                  for t in parts] + [mine.append_column(_RETRACTED, pc.less(mine[DIFF], 0))]
+        summed = pa.concat_tables(marked, promote_options="permissive").group_by(
+            names, use_threads=False).aggregate([(DIFF, "sum"), (_RETRACTED, "any")])
+        below = summed.filter(pc.and_(pc.less(summed[f"{DIFF}_sum"], 0),
+                                      summed[f"{_RETRACTED}_any"]))
+        return tuple(below.slice(0, 1).to_pylist()[0][n] for n in names) \
+            if below.num_rows else None
+    frame = updates if isinstance(updates, DataFrame) else arrow_frame(trace.spark, updates)
+    frames = [leaf.df.select(*names, DIFF) for leaf in leaves]
+    both = union_all([*frames, frame.select(*names, DIFF)])
+    assert both is not None
+    found = (both.groupBy(*names).agg(F.sum(DIFF).alias(DIFF)).where(col(DIFF) < 0)
+             .select(*names).limit(1).collect())
+    return tuple(found[0]) if found else None
+
+
+def _held(trace: Trace, spilled: list[Leaf], retracted: pa.Table,
+          names: list[str]) -> DataFrame:
+    """The updates of ``spilled`` (batches held only in Spark) that may copy ``retracted``
+    rows: of batches read by key (``trace.keyed``), only the retracted rows' keys of one of
+    the trace's keys all of them are arranged by; the others whole."""
+    by_key = [leaf for leaf in spilled if keyed(leaf)]
+    key = next((k for k in trace.keys if all(Trace.arranged(leaf, k) for leaf in by_key)),
+               None)
+    held = [leaf.files.matching(key, retracted[key].combine_chunks())
+            if key is not None and leaf.files is not None and keyed(leaf) else leaf.df
+            for leaf in spilled]
+    found = union_all([h.select(*names, DIFF) for h in held])
+    assert found is not None
+    return found
 
 
 def found_in_spark(spark: SparkSession, held: DataFrame, retracted: pa.Table,

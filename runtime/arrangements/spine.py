@@ -82,10 +82,10 @@ def merged_tail(sizes: list[int]) -> int | None:
 
 
 def merged(spark: SparkSession, merging: Sequence[Batch], since: int,
-           local_rows: int) -> Leaf | None:
+           local_rows: int, key: str | None = None) -> Leaf | None:
     """``merging`` as one consolidated batch, its times before ``since`` advanced to
     ``since``: in Arrow when the driver holds them all (kept there up to ``local_rows``
-    rows), else in Spark."""
+    rows), else in Spark; held in the executors, it is arranged by ``key``."""
     tail = sum(b.leaf.rows for b in merging)
     tables = in_driver(merging)
     if tables is not None:
@@ -93,8 +93,9 @@ def merged(spark: SparkSession, merging: Sequence[Batch], since: int,
         times = pc.max_element_wise(table[TIME], pa.scalar(since, pa.int64()))
         table = table.set_column(table.column_names.index(TIME), TIME, times)
         table = consolidated_arrow(table)
-        return stored_or_none(spark, table, local_rows)
+        return stored_or_none(spark, table, local_rows, key)
     frames = union_all([b.leaf.df for b in merging])
     assert frames is not None
     frames = consolidate(advance_times(frames, since))
-    return materialize(spark, frames, small=tail <= active().small_step_rows)
+    return materialize(spark, frames, small=tail <= active().small_step_rows, key=key,
+                       most=tail)

@@ -7,7 +7,10 @@ before ``since`` and merges batches (the spine and its merge policy: ``arrangeme
 so the number of batches stays logarithmic in the updates held and each read plans over a
 bounded union of leaves.
 
-Small batches are held in the driver as Arrow, larger ones in Spark. A table's trace also
+Small batches are held in the driver as Arrow, larger ones in the executors as Parquet files
+arranged by the trace's ``keys`` (``arrangements.batch_files``): a table's first column, and
+every column its readers look it up by, so that a keyed read of a large batch reads only the
+buckets of its keys (``matching``). A table's trace also
 keeps a driver copy of its Spark batches, up to ``table_copy_rows`` update rows: a write's
 check that no multiplicity goes negative, a read of the whole table and a merge of its
 batches then run in Arrow, with no Spark job (the rows a write retracts are found among the
@@ -18,14 +21,14 @@ Spark batches a large step appends (``view_copy_rows``), so that it is read in A
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from typing import NamedTuple
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+from matview.runtime.arrangements.batch_files import keyable
 from matview.runtime.arrangements.consolidation import consolidated_arrow
 from matview.runtime.arrangements.key_index import holding
-from matview.runtime.arrangements.retractions import found_in_spark, probe_column
 from matview.runtime.arrangements.spine import Batch, in_driver, merged, to_merge
 from matview.runtime.arrangements.updates import (
     DIFF,
@@ -36,18 +39,31 @@ from matview.runtime.arrangements.updates import (
     normalized,
     union_all,
 )
-from matview.runtime.lowering.types import col, column_names
+from matview.runtime.lowering.types import col
 from matview.runtime.settings import active
 from matview.runtime.spark.arrow_frames import arrow_frame
 from matview.runtime.spark.jvm_plans import to_arrow
 from matview.runtime.time import MAX_TIME, MIN_TIME
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
-
-_RETRACTED = "_retracted"
-"""A column marking the rows an update retracts, while ``Trace.negative_row`` sums them."""
 
 
+class KeyedRead(NamedTuple):
+    """What a keyed read of a trace finds (``Trace.matching``)."""
+
+    table: pa.Table | None
+    """The rows of the batches the driver holds (None: no such batch)."""
+    frames: list[DataFrame]
+    """Plans reading those of the batches held in files."""
+    rows: int
+    """A bound on the number of rows of both."""
+    whole: bool
+    """Whether some of ``frames`` read a batch whole (its other keys too)."""
+
+
+def keyed(leaf: Leaf) -> bool:
+    """Whether a batch held in files is read by key (more than ``keyed_read_rows`` rows: a
+    smaller one is read whole, its plan the same every step)."""
+    return leaf.rows > active().keyed_read_rows
 
 
 class NegativeRows(ValueError):
@@ -59,9 +75,13 @@ class Trace:
     """The arranged updates of one collection, shared by every reader of the collection."""
 
     def __init__(self, spark: SparkSession, arity: int, copy_rows: int = 0,
-                 local_rows: int | None = None) -> None:
+                 local_rows: int | None = None, key: str | None = None) -> None:
         self.spark = spark
         self.arity = arity
+        self.keys: list[str] = [] if key is None else [key]
+        """The columns its batches held in the executors are arranged by (the first as they
+        are written; ``batch_files``): a table's first column (what its writes are checked
+        by), and every column a reader looked the trace up by (``matching``)."""
         self.local_rows = active().driver_batch_rows if local_rows is None else local_rows
         """Batches merged in the driver stay there up to this many rows (``stored``)."""
         self.copy_rows = copy_rows
@@ -91,6 +111,16 @@ class Trace:
         their schema (``updates.default_size``). Runs no Spark job."""
         return sum(b.leaf.size() for b in self.batches)
 
+    @property
+    def held(self) -> str:
+        """Where its batches are: ``driver`` (every one as Arrow), ``executors`` (in files
+        or checkpoints, none copied to the driver), ``both``, or ``none`` (no batch)."""
+        places = {"driver" if b.leaf.table is not None else
+                  "both" if b.leaf.copy is not None else "executors" for b in self.batches}
+        if not places:
+            return "none"
+        return places.pop() if len(places) == 1 else "both"
+
     def rows_between(self, after: int | None, upto: int) -> int:
         """Update rows of the batches a ``read(after, upto)`` reads (an upper bound on the
         rows it returns)."""
@@ -104,12 +134,32 @@ class Trace:
 
     def append(self, leaf: Leaf | None, lower: int, upper: int) -> None:
         """Add a batch of updates with times in ``[lower, upper]`` (its driver copy only
-        while the trace's copies stay within ``copy_rows``)."""
+        while the trace's copies stay within ``copy_rows``; held in files, arranged by each
+        of the trace's ``keys``: one Spark job per copy it lacks)."""
         if leaf is not None:
             if leaf.copy is not None and self._copied() + leaf.rows > self.copy_rows:
                 leaf = dataclasses.replace(leaf, copy=None)
             self.batches.append(Batch(leaf, lower, upper))
             self._reads = {}
+            if leaf.in_driver is None:
+                for key in self.keys:
+                    self._arrange_batch(leaf, key)
+
+    def arrange(self, column: str) -> None:
+        """Arrange the batches held in files by ``column`` too (one Spark job for each
+        lacking that copy), and every later one (``keys``): a reader will look the trace up
+        by it (``matching``)."""
+        if column not in self.keys:
+            self.keys.append(column)
+        for batch in self.batches:
+            if batch.leaf.in_driver is None:
+                self._arrange_batch(batch.leaf, column)
+
+    @classmethod
+    def _arrange_batch(cls, leaf: Leaf, column: str) -> None:
+        if keyed(leaf) and cls.arranged(leaf, column):
+            assert leaf.files is not None
+            leaf.files.arranged(column)
 
     def with_copy(self, leaf: Leaf | None) -> Leaf | None:
         """``leaf``, a batch about to be appended, with a driver copy of its rows fetched
@@ -192,22 +242,45 @@ class Trace:
             return None
         return pc.unique(pa.chunked_array([t[column] for t in tables]))
 
-    def matching(self, upto: int, column: str, values: pa.Array) -> pa.Table | None:
-        """The updates with time ``<= upto`` whose ``column`` holds one of ``values``,
-        found in Arrow (``key_index.holding``) in the batches held in the driver (or their
-        copies): a keyed read of the arrangement, with no Spark job, whose plan holds only
-        those rows. None when some batch is held only in Spark."""
+    def matching(self, upto: int, column: str, values: pa.Array) -> KeyedRead | None:
+        """The updates with time ``<= upto`` whose ``column`` holds one of ``values`` (and
+        maybe others): a keyed read of the arrangement, whose plans hold only those rows. Of
+        the batches held in the driver (or their copies) they are found in Arrow
+        (``key_index.holding``); of those held in files, read from their copies arranged by
+        ``column`` (``BatchFiles.matching``; the trace is arranged by ``column`` now, one
+        Spark job for each batch lacking the copy), save batches of at most
+        ``keyed_read_rows`` rows (a setting), read whole. None when some batch is held
+        otherwise (a checkpoint, a filtered plan) or ``column`` is not of integers."""
         batches = [b for b in self.batches if b.lower <= upto]
-        tables = in_driver(batches)
-        if tables is None:
+        spilled = [b.leaf for b in batches if b.leaf.in_driver is None]
+        if any(not self.arranged(leaf, column) for leaf in spilled):
             return None
-        found = []
-        for batch, table in zip(batches, tables):
+        if any(keyed(leaf) for leaf in spilled):
+            self.arrange(column)
+        found, frames, rows, whole = [], [], 0, False
+        for batch in batches:
+            late = batch.upper > upto
+            table = batch.leaf.in_driver
+            if table is None:
+                assert batch.leaf.files is not None
+                frame = batch.leaf.files.matching(column, values) if keyed(batch.leaf) \
+                    else batch.leaf.df
+                whole = whole or not keyed(batch.leaf)
+                frames.append(frame.where(col(TIME) <= upto) if late else frame)
+                rows += batch.leaf.rows
+                continue
             table = holding(table, column, values)  # the batch's own table: its index kept
-            if batch.upper > upto:
+            if late:
                 table = table.filter(pc.less_equal(table[TIME], upto))
             found.append(table)
-        return pa.concat_tables(found, promote_options="permissive") if found else None
+            rows += table.num_rows
+        local = pa.concat_tables(found, promote_options="permissive") if found else None
+        return KeyedRead(local, frames, rows, whole)
+
+    @staticmethod
+    def arranged(leaf: Leaf, column: str) -> bool:
+        """Whether ``leaf``, held in files, can be read by ``column`` (``matching``)."""
+        return leaf.files is not None and leaf.exact and keyable(leaf.files.schema, column)
 
     def held_contents(self, upto: int) -> pa.Table | None:
         """The collection's contents at ``upto``: each row once, with its multiplicity as
@@ -233,52 +306,6 @@ class Trace:
             raise NegativeRows(int(counts.min()))
         keep = np.repeat(np.arange(len(counts)), np.maximum(counts, 0))
         return summed.drop_columns([DIFF]).take(pa.array(keep, pa.int64()))
-
-    def negative_row(self, updates: DataFrame | pa.Table,
-                     pending: Sequence[Leaf] = ()) -> tuple[object, ...] | None:
-        """A row whose multiplicity would be negative if ``updates`` (data columns and
-        ``_diff``) were added to the updates held and to the batches ``pending``, or None.
-
-        Updates in the driver (Arrow) are summed in Arrow with the held copies of the rows
-        they retract: those of the batches held in the driver (or copied there,
-        ``Leaf.copy``), and those of batches held only in Spark, fetched with one Spark job
-        that scans them (``retractions.found_in_spark``). Other updates are summed with
-        every held row in one Spark job."""
-        leaves = [b.leaf for b in self.batches] + list(pending)
-        names = column_names(self.arity)
-        if isinstance(updates, pa.Table) and not any(
-                pa.types.is_nested(f.type) for f in updates.schema):
-            mine = updates.select([*names, DIFF])
-            retracted = mine.filter(pc.less(mine[DIFF], 0)).select(names)
-            probe = probe_column(retracted) if retracted.num_rows <= active().probe_values else None
-            local = [leaf.in_driver for leaf in leaves]
-            parts = [t for t in local if t is not None]
-            if probe is not None:  # the batches' own tables: their indexes kept
-                values = pc.unique(retracted[probe])
-                parts = [holding(part, probe, values) for part in parts]
-            parts = [part.select([*names, DIFF]) for part in parts]
-            held = [leaf.df.select(*names, DIFF) for leaf, t in zip(leaves, local) if t is None]
-            if held and retracted.num_rows:
-                copies = found_in_spark(self.spark, union_all(held), retracted, probe)  # type: ignore[arg-type]
-                parts.append(to_arrow(copies).cast(mine.schema))
-            # rows not retracted now may sum below zero (their other copies are not
-            # fetched), so a row counts only where it is retracted now
-            marked = [t.append_column(_RETRACTED, pa.array(np.zeros(t.num_rows, bool)))
-                      for t in parts] + [mine.append_column(_RETRACTED,
-                                                            pc.less(mine[DIFF], 0))]
-            summed = pa.concat_tables(marked, promote_options="permissive").group_by(
-                names, use_threads=False).aggregate([(DIFF, "sum"), (_RETRACTED, "any")])
-            below = summed.filter(pc.and_(pc.less(summed[f"{DIFF}_sum"], 0),
-                                          summed[f"{_RETRACTED}_any"]))
-            return tuple(below.slice(0, 1).to_pylist()[0][n] for n in names) \
-                if below.num_rows else None
-        frame = updates if isinstance(updates, DataFrame) else arrow_frame(self.spark, updates)
-        frames = [leaf.df.select(*names, DIFF) for leaf in leaves]
-        both = union_all([*frames, frame.select(*names, DIFF)])
-        assert both is not None
-        found = (both.groupBy(*names).agg(F.sum(DIFF).alias(DIFF)).where(col(DIFF) < 0)
-                 .select(*names).limit(1).collect())
-        return tuple(found[0]) if found else None
 
     def any_row(self, upto: int) -> tuple[object, ...] | None:
         """A row the collection holds at ``upto``, or None: in Arrow when every batch is
@@ -325,7 +352,8 @@ class Trace:
             return
         start, end = merging_range
         merging = self.batches[start:end]
-        leaf = merged(self.spark, merging, self.since, self.local_rows)
+        leaf = merged(self.spark, merging, self.since, self.local_rows,
+                      self.keys[0] if self.keys else None)
         lower = max(min(b.lower for b in merging), self.since)
         kept = self.batches[end:]
         self.batches = self.batches[:start]

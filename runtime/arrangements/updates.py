@@ -7,11 +7,13 @@ which is where lineage is cut, and uniting, joining and sizing them.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pyarrow as pa
+from matview.runtime.arrangements.batch_files import BatchFiles, parquet_holds, written
 from matview.runtime.lowering.types import col, column_names
 from matview.runtime.settings import active
 from matview.runtime.spark.arrow_frames import arrow_frame
@@ -141,6 +143,10 @@ class Leaf:
     """The rows of a batch held in Spark, kept in the driver too, as Arrow, where a table's
     trace checks writes against them and a view's trace is read without a Spark job
     (``Trace.copy_rows``)."""
+    files: BatchFiles | None = None
+    """The Parquet files holding a batch held in Spark (``frame`` reads them), whose copies
+    arranged by key are read by key (``arrangements.batch_files``); None for rows held in
+    the driver or in a checkpoint."""
 
     @property
     def df(self) -> DataFrame:
@@ -180,42 +186,61 @@ def normalized(table: pa.Table) -> pa.Table:
     return table.cast(pa.schema(fields))
 
 
-def stored(spark: SparkSession, table: pa.Table, local_rows: int | None = None) -> Leaf:
+def stored(spark: SparkSession, table: pa.Table, local_rows: int | None = None,
+           key: str | None = None) -> Leaf:
     """Update rows held in the driver as a leaf: a local relation when at most
-    ``local_rows`` (and free of arrays), else checkpointed into the executors, the Arrow rows
-    kept as the leaf's ``copy`` (a trace keeping no copies drops it). The rows are kept in
-    one chunk: a read by key takes rows across chunks some twenty times slower."""
+    ``local_rows`` (and free of arrays), else ``held`` in the executors (arranged by
+    ``key``), the Arrow rows kept as the leaf's ``copy`` (a trace keeping no copies drops
+    it). The rows are kept in one chunk: a read by key takes rows across chunks some twenty
+    times slower."""
     nested = any(pa.types.is_nested(f.type) for f in table.schema)
     if table.num_rows > (active().driver_batch_rows if local_rows is None else local_rows) \
             or nested:
         # Arrow cannot group by nested values (arrays), so their consolidation runs in Spark
-        return Leaf(checkpointed(arrow_frame(spark, table)), table.num_rows,
-                    copy=None if nested else normalized(table).combine_chunks())
+        leaf = held(arrow_frame(spark, table), key, table.num_rows)
+        assert leaf is not None
+        return dataclasses.replace(
+            leaf, copy=None if nested else normalized(table).combine_chunks())
     return Leaf(None, table.num_rows, normalized(table).combine_chunks(), spark)
 
 
-def stored_or_none(spark: SparkSession, table: pa.Table,
-                   local_rows: int | None = None) -> Leaf | None:
+def stored_or_none(spark: SparkSession, table: pa.Table, local_rows: int | None = None,
+                   key: str | None = None) -> Leaf | None:
     """``table`` as a leaf (``stored``); None when it holds no rows."""
-    return stored(spark, table, local_rows) if table.num_rows else None
+    return stored(spark, table, local_rows, key) if table.num_rows else None
 
 
-def materialize(spark: SparkSession, df: DataFrame, small: bool) -> Leaf | None:
+def held(df: DataFrame, key: str | None = None, most: int | None = None) -> Leaf | None:
+    """``df`` computed once (one Spark job) into a leaf held in the executors, None when
+    empty: Parquet files in the state directory, arranged by ``key`` when the batch's size
+    is bounded (by ``most`` rows; ``batch_files.written``); rows Parquet cannot hold
+    (NULL-typed columns, calendar intervals) are checkpointed, which an executor's loss
+    loses."""
+    if parquet_holds(df.schema):
+        files = written(df, key, most)
+        return None if files is None else Leaf(files.frame, files.rows, files=files)
+    leaf = checkpointed(df)
+    rows = leaf.count()
+    return Leaf(leaf, rows) if rows else None
+
+
+def materialize(spark: SparkSession, df: DataFrame, small: bool, key: str | None = None,
+                most: int | None = None) -> Leaf | None:
     """Compute ``df`` once and return it as a leaf; ``None`` when it is empty.
 
-    ``small`` deltas go through Arrow (one job); others are checkpointed in the executors
-    (one job, and one more to count them), and when they turn out to hold at most
-    ``fetched_batch_rows`` rows (a view's first contents, say) fetched into the driver (one
-    more), where later steps read them without a Spark job.
+    ``small`` deltas go through Arrow (one job); others are ``held`` in the executors
+    (arranged by ``key`` when ``most`` bounds their size), and when they turn out to hold
+    at most ``fetched_batch_rows`` rows (a view's first contents, say) fetched into the
+    driver (one more job), where later steps read them without a Spark job.
     """
     if small:
         table = to_arrow(df)
-        return stored_or_none(spark, table)
-    leaf = checkpointed(df)
-    rows = leaf.count()
-    if rows and rows <= active().fetched_batch_rows and not nested(leaf.schema):
-        return stored(spark, to_arrow(leaf))
-    return Leaf(leaf, rows) if rows else None
+        return stored_or_none(spark, table, key=key)
+    leaf = held(df, key, most)
+    if leaf is not None and leaf.rows <= active().fetched_batch_rows \
+            and not nested(leaf.df.schema):
+        return stored(spark, to_arrow(leaf.df), key=key)
+    return leaf
 
 
 def nested(schema: T.StructType) -> bool:

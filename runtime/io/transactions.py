@@ -72,7 +72,8 @@ class Transactions:
         if isinstance(updates, pa.Table) and not own_rows and writes.retracts(updates):
             writes.check_retractions(name, trace, updates, staged)
         at = self.times.peek_write() if pending is None else pending.at
-        leaf, changed, retracts = writes.batch(self.spark, updates, types, small, at)
+        leaf, changed, retracts = writes.batch(self.spark, updates, types, small, at,
+                                               trace.keys[0] if trace.keys else None)
         if leaf is not None and retracts and not checked:
             writes.check_retractions(name, trace, leaf.df if leaf.table is None
                                      else leaf.table, staged)

@@ -10,6 +10,7 @@ import pyarrow.compute as pc
 from matview.ir.functions import EvalError
 from matview.ir.relation import Constant
 from matview.ir.types import SqlType
+from matview.runtime.arrangements.retractions import negative_row
 from matview.runtime.arrangements.trace import Trace
 from matview.runtime.arrangements.updates import DIFF, TIME, Leaf, materialize, stored
 from matview.runtime.lowering.types import column_names, update_schema
@@ -32,20 +33,21 @@ def retracts(updates: pa.Table) -> bool:
 
 
 def batch(spark: SparkSession, updates: DataFrame | pa.Table, types: Sequence[SqlType],
-          small: bool, at: int) -> tuple[Leaf | None, int, bool]:
+          small: bool, at: int, key: str | None = None) -> tuple[Leaf | None, int, bool]:
     """Update rows (data columns of ``types``, then ``_diff``) as a batch at time ``at``, how
     many rows they change (the sum of their diffs' sizes), and whether any retracts. A
-    DataFrame is computed here (``small``: into the driver), one Spark job."""
+    DataFrame is computed here (``small``: into the driver), one Spark job. Rows held in
+    the executors are arranged by ``key`` when their number is known."""
     schema = update_schema(types)
     if isinstance(updates, pa.Table):
         updates = updates.append_column(TIME, pa.array([at] * updates.num_rows, pa.int64()))
         table = updates.select(schema.names).cast(schema)
         if table.num_rows == 0:
             return None, 0, False
-        return stored(spark, table), *_diff_stats(table)
+        return stored(spark, table, key=key), *_diff_stats(table)
     frame = updates.select(*column_names(len(types)), F.lit(at).cast("bigint").alias(TIME),
                            DIFF)
-    leaf = materialize(spark, frame, small)
+    leaf = materialize(spark, frame, small, key=key)
     if leaf is None:
         return None, 0, False
     if leaf.table is not None:  # the rows are at hand: no second Spark job to count
@@ -58,7 +60,7 @@ def check_retractions(name: str, trace: Trace, updates: DataFrame | pa.Table,
                       staged: Sequence[Leaf] = ()) -> None:
     """An error unless table ``name`` (``trace``, with the batches ``staged`` for it) holds
     every row ``updates`` retract, as many times as they retract it."""
-    missing = trace.negative_row(updates, staged)
+    missing = negative_row(trace, updates, staged)
     if missing is not None:
         raise EvalError(f'cannot delete {missing} from table "{name}": the table does not '
                         "hold that many copies of it")

@@ -293,6 +293,11 @@ class Operator:
         no such read (the caller reads the whole history)."""
         return None
 
+    def arrange(self, column: int) -> None:
+        """Readers will look this operator's history up by ``column``
+        (``history_matching``): a stored collection's batches held in files are arranged by
+        it from now on (``Trace.arrange``); other operators have nothing to arrange."""
+
     def arrangement_arity(self, what: str) -> int:
         """The columns (besides time and diff) of the arrangement ``what`` it owns."""
         return self.arity

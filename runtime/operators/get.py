@@ -9,7 +9,7 @@ from typing import ClassVar
 import pyarrow as pa
 import pyarrow.compute as pc
 from matview.runtime.arrangements.trace import Trace
-from matview.runtime.arrangements.updates import advance_times
+from matview.runtime.arrangements.updates import advance_times, union_all
 from matview.runtime.operators.base import Delta, Matched, Operator, StepContext
 from matview.runtime.settings import active
 from pyspark.sql import DataFrame
@@ -72,11 +72,25 @@ class GetOp(Operator):
         assert self.trace is not None
         return None if ctx.first else self.trace.values(ctx.lower, ctx.upper, f"c{column}")
 
+    def arrange(self, column: int) -> None:
+        assert self.trace is not None
+        self.trace.arrange(f"c{column}")
+
     def history_matching(self, ctx: StepContext, column: int, values: pa.Array
                          ) -> Matched | None:
         assert self.trace is not None
-        found = None if ctx.first else self.trace.matching(ctx.lower, f"c{column}", values)
-        if found is None:
+        name = f"c{column}"
+        found = None if ctx.first else self.trace.matching(ctx.lower, name, values)
+        if found is None or (found.table is None and not found.frames):
             return None
-        return Matched(self.bound(ctx, ("matching", column), found) if found.num_rows
-                       else None, found.num_rows, lambda c: pc.unique(found[f"c{c}"]))
+        table, frames = found.table, found.frames
+        held = [] if table is None or not table.num_rows else [
+            self.bound(ctx, ("matching", column), table)]
+
+        def values_of(c: int) -> pa.Array | None:
+            if not frames:
+                assert table is not None
+                return pc.unique(table[f"c{c}"])
+            return values if c == column and not found.whole else None
+
+        return Matched(union_all(held + frames), found.rows, values_of)

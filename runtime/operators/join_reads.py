@@ -35,7 +35,13 @@ def keyed_histories(inputs: tuple[Operator, ...], path: physical.DeltaPath,
     i = path.input
     start = inputs[i]
     known: dict[int, Values] = {i: lambda c: start.step_values(ctx, c)}
-    if ctx.first:
+    if ctx.first:  # later steps read the inputs by their lookup keys: arranged by them now
+        for stage in path.lookups:
+            pairs = zip(stage.stream_key, stage.key, strict=True)
+            key = next((k for s, k in pairs if isinstance(s, Col) and isinstance(k, Col)),
+                       None)
+            if key is not None:
+                inputs[stage.input].arrange(key.index)
         return {}, known
     offsets = offsets_of([op.arity for op in inputs])
     read: dict[int, Matched] = {}

@@ -163,6 +163,12 @@ class LinearOp(PendingUpdates):
         source = input_column(self.steps, self.input.types, column)
         return None if source is None else self.input.step_values(ctx, source)
 
+    def arrange(self, column: int) -> None:
+        assert self.input is not None
+        source = input_column(self.steps, self.input.types, column)
+        if source is not None and not any(isinstance(s, FlatMap) for s in self.steps):
+            self.input.arrange(source)
+
     def history_matching(self, ctx: StepContext, column: int, values: pa.Array
                          ) -> Matched | None:
         assert self.input is not None

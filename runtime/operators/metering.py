@@ -38,12 +38,17 @@ class ArrangementStats:
     collection's), "owned" for the dataflow's own state (``name`` is ``%<id>.<attribute>``:
     output, values, pending or prefix). ``rows`` counts the update rows held (``Trace.rows``),
     ``bytes`` their size (``Trace.bytes``: exact for batches held in the driver as Arrow,
-    estimated from the schema for batches held in Spark)."""
+    estimated from the schema for batches held in Spark), ``batches`` their number,
+    ``held`` where they are (``Trace.held``: driver, executors or both) and ``keys`` the
+    columns its batches held in the executors are arranged by (``Trace.keys``)."""
 
     name: str
     role: str
     rows: int
     bytes: int
+    batches: int = 0
+    held: str = "none"
+    keys: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

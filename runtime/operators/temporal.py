@@ -13,12 +13,12 @@ from collections.abc import Callable
 import pyarrow as pa
 import pyarrow.compute as pc
 from matview.runtime.arrangements.trace import Trace
-from matview.runtime.arrangements.updates import TIME, Leaf, stored, union_all
+from matview.runtime.arrangements.updates import TIME, Leaf, held, stored, union_all
 from matview.runtime.lowering.checked import split_arrow_errors, split_errors
 from matview.runtime.lowering.types import col
 from matview.runtime.operators.base import Delta, Operator, StepContext
 from matview.runtime.settings import active
-from matview.runtime.spark.jvm_plans import checkpointed, to_arrow
+from matview.runtime.spark.jvm_plans import to_arrow
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
@@ -73,8 +73,8 @@ class PendingUpdates(Operator):
                     rows += leaf.rows
                     count = None if count is None else count + leaf.rows
                 self._wait(ctx, table.filter(pc.greater(table[TIME], ctx.upper)))
-            else:
-                leaf_df = checkpointed(out)
+            elif (kept := held(out)) is not None:  # files in the executors (one job)
+                leaf_df = kept.df
                 if self.checks:
                     leaf_df, failed_df = split_errors(leaf_df)
                     self.errors = Delta(failed_df, None)

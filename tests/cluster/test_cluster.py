@@ -21,7 +21,9 @@ executors are JVMs of their own.
 
 from __future__ import annotations
 
+import os
 import re
+import signal
 from collections.abc import Callable
 
 import pytest
@@ -107,3 +109,49 @@ def test_recursive_views(spark: SparkSession) -> None:
     """Shortest paths and label propagation (WITH MUTUALLY RECURSIVE, ``min`` inside the
     loop) on a random graph under edge changes, against DuckDB."""
     check_fixed_points_over_min(spark, 0)
+
+
+def test_views_keep_refreshing_after_an_executor_dies(
+        spark: SparkSession, spark_master: str, runtime_settings: Callable[..., None]) -> None:
+    """The tables' and the view's batches held in the executors (as files in the state
+    directory, arranged by key), one executor JVM is killed before each transaction: the
+    transaction's deletes are checked and the view refreshes from the files, and holds what
+    its query gives over the rows written (a ``localCheckpoint``'s blocks died with their
+    executor, and every later refresh failed)."""
+    if re.fullmatch(r"local-cluster\[\d+,\d+,\d+\]", spark_master) is None:
+        pytest.skip(f"{spark_master} is not a local-cluster master")
+    import matview
+
+    runtime_settings(driver_batch_rows=100, table_copy_rows=0, view_copy_rows=0,
+                     keyed_read_rows=100, bucket_rows=200)
+    customers = {i: f"r{i % 5}" for i in range(500)}
+    orders = {i: (i % 500, i % 89) for i in range(5_000)}
+    con = matview.connect(clock=0, spark=spark)
+    con.execute("CREATE TABLE customers (id INT, region TEXT)")
+    con.execute("CREATE TABLE orders (id INT, cust INT, amount BIGINT)")
+    con.insert("customers", list(customers.items()))
+    con.insert("orders", [(i, *row) for i, row in orders.items()])
+    con.execute("CREATE MATERIALIZED VIEW v AS SELECT c.region, count(*) AS n, "
+                "sum(o.amount) AS total FROM orders o JOIN customers c ON o.cust = c.id "
+                "GROUP BY c.region")
+    for step in range(3):
+        pids = {row.pid for row in spark.range(0, 64, 1, 16).selectExpr(
+            "reflect('java.lang.ProcessHandle', 'current') AS pid").distinct().collect()}
+        os.kill(int(min(pids)), signal.SIGKILL)
+        gone = range(step * 300, step * 300 + 300)
+        new = {10_000 + step * 10 + i: (7, 1) for i in range(10)}
+        moved = 20 + step
+        with con.transaction():
+            con.delete("orders", [(i, *orders.pop(i)) for i in gone])
+            con.insert("orders", [(i, *row) for i, row in new.items()])
+            con.delete("customers", [(moved, customers[moved])])
+            con.insert("customers", [(moved, "moved")])
+        orders.update(new)
+        customers[moved] = "moved"
+        totals: dict[str, list[int]] = {}
+        for cust, amount in orders.values():
+            row = totals.setdefault(customers[cust], [0, 0])
+            row[0] += 1
+            row[1] += amount
+        assert sorted(con.execute("SELECT * FROM v").fetchall()) == sorted(
+            (region, n, total) for region, (n, total) in totals.items())

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 import pytest
+from matview.runtime.settings import IN_EXECUTORS
 from pyspark.sql import SparkSession
 
 import matview
@@ -42,6 +43,16 @@ def test_views_match_duckdb_stepping_incrementally_with_every_lookup_broadcast(
     interleaved; the other half is stepped by recomputing in ``test_subscribe``)."""
     runtime_settings(large_lookup_rows=-1)
     check_views(spark, oracle_seeds()[0] + 1, "incremental", sampled(QUERIES, 0, 2))
+
+
+@pytest.mark.slow
+def test_views_match_duckdb_with_every_collection_held_in_the_executors(
+        spark: SparkSession, runtime_settings: Callable[..., None]) -> None:
+    """Every batch of every table, view and operator's state held in the executors as
+    Parquet files arranged by key, none in the driver, and read by key (``IN_EXECUTORS``):
+    the views are the same (a quarter of the queries, interleaved)."""
+    runtime_settings(**IN_EXECUTORS)
+    check_views(spark, oracle_seeds()[0] + 2, queries=sampled(QUERIES, 1, 4))
 
 
 # --- deterministic cases ------------------------------------------------------------------

@@ -244,6 +244,9 @@ class Size:
     name: str
     rows: int
     bytes: int
+    batches: int = 1
+    held: str = "driver"
+    keys: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -263,7 +266,8 @@ def test_dataflow_json_with_statistics() -> None:
     assert [o["statistics"]["rows_out"] for o in doc["operators"]] == [5, 3, 4, 1]
     assert doc["operators"][3]["statistics"] == {
         "steps": 2, "rows_in": 4, "rows_out": 1, "seconds": 0.125,
-        "arrangements": [{"name": "%3.output", "rows": 1, "bytes": 64}]}
+        "arrangements": [{"name": "%3.output", "rows": 1, "bytes": 64, "batches": 1,
+                          "held": "driver", "keys": []}]}
     assert json.loads(json.dumps(doc)) == doc
     assert all("statistics" not in o for o in dataflow_json(graph)["operators"])
     with pytest.raises(ValueError, match="3 statistics for 4 operators"):

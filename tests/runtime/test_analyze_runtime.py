@@ -99,7 +99,8 @@ def test_filter_reduce_counts_steps_rows_and_state(spark) -> None:  # type: igno
     assert _counts(stats) == [("Get", 4, 9, 9), ("Linear", 4, 9, 5), ("Reduce", 4, 5, 6)]
     assert all(s.seconds >= 0 for s in stats) and stats[2].seconds > 0
     get, linear, reduce = list(operators(flow.root))
-    assert stats[0].arrangements == (ArrangementStats("a", "shared", 9, 9 * (4 + 8 + 8 + 8)),)
+    assert stats[0].arrangements == (ArrangementStats(
+        "a", "shared", 9, 9 * (4 + 8 + 8 + 8), len(a.batches), "executors"),)
     assert stats[1].arrangements == ()
     (output,) = stats[2].arrangements
     state = reduce.output  # type: ignore[attr-defined]
@@ -146,8 +147,11 @@ def test_join_counts_rows_as_produced(spark) -> None:  # type: ignore[no-untyped
     stats = flow.analyze()
     assert _counts(stats) == [("Get", 3, 4, 4), ("Get", 3, 5, 5), ("Join", 3, 9, 8)]
     assert [s.arrangements for s in stats[:2]] == [
-        (ArrangementStats("a", "shared", a.rows, a.bytes),),
-        (ArrangementStats("b", "shared", b.rows, b.bytes),)]
+        (ArrangementStats("a", "shared", a.rows, a.bytes, len(a.batches), "driver",
+                          tuple(a.keys)),),
+        (ArrangementStats("b", "shared", b.rows, b.bytes, len(b.batches), "driver",
+                          tuple(b.keys)),)]
+    assert a.keys == ["c0"] and b.keys == ["c0"]  # the join looks both up by their key
     assert (a.rows, b.rows) == (4, 5)
     assert a.bytes == sum(x.leaf.table.nbytes for x in a.batches) > 0
     assert stats[2].arrangements == ()

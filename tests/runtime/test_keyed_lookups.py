@@ -10,7 +10,7 @@ import pytest
 from matview.ir.scalar import Call, Col, Lit
 from matview.ir.steps import FlatMap, Map, Project, input_column
 from matview.ir.types import INT, TEXT
-from matview.runtime.arrangements.trace import Trace
+from matview.runtime.arrangements.trace import KeyedRead, Trace
 from pyspark.sql import SparkSession
 
 import matview
@@ -36,10 +36,11 @@ def test_a_join_step_reads_only_the_rows_its_keys_match(
     found: list[pa.Table] = []
     matching = Trace.matching
 
-    def spy(self: Trace, upto: int, column: str, values: pa.Array) -> pa.Table | None:
+    def spy(self: Trace, upto: int, column: str, values: pa.Array) -> KeyedRead | None:
         out = matching(self, upto, column, values)
         if out is not None:
-            found.append(out)
+            assert out.table is not None and not out.frames  # the driver holds every batch
+            found.append(out.table)
         return out
 
     monkeypatch.setattr(Trace, "matching", spy)
@@ -77,11 +78,11 @@ def test_every_lookup_of_a_path_whose_key_values_are_known_reads_by_key(
     con = matview.connect(clock=0, spark=spark, refresh="incremental")
     engine = con._engine_for_use()
 
-    def spy(self: Trace, upto: int, column: str, values: pa.Array) -> pa.Table | None:
+    def spy(self: Trace, upto: int, column: str, values: pa.Array) -> KeyedRead | None:
         out = matching(self, upto, column, values)
-        assert out is not None
+        assert out is not None and out.table is not None and not out.frames
         name = next(n for n, e in engine.catalog.entries.items() if e.trace is self)
-        found.append((name, out.num_rows))
+        found.append((name, out.table.num_rows))
         return out
 
     monkeypatch.setattr(Trace, "matching", spy)
@@ -126,7 +127,7 @@ def test_views_looking_up_a_table_share_its_one_arrangement(
     readers: list[tuple[int, int]] = []
     matching = Trace.matching
 
-    def spy(self: Trace, upto: int, column: str, values: pa.Array) -> pa.Table | None:
+    def spy(self: Trace, upto: int, column: str, values: pa.Array) -> KeyedRead | None:
         out = matching(self, upto, column, values)
         readers.append((id(self), len(values)))
         return out

@@ -1,0 +1,151 @@
+"""Collections held in the executors: their batches are Parquet files in the state
+directory, arranged by key (``arrangements.batch_files``), and read by key: a join's lookup
+of a step's keys, and a write's check of the rows it retracts, read only the buckets of those
+keys. Two views looking a table up by the same key share its one copy arranged by it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from matview.runtime.arrangements import batch_files
+from matview.runtime.arrangements.batch_files import BatchFiles
+from matview.runtime.arrangements.trace import Trace
+from matview.runtime.settings import DEFAULTS
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.utils import is_remote
+
+import matview
+
+ORDERS = DEFAULTS.driver_batch_rows + 10_000
+"""Orders enough that the table's batch is held in the executors."""
+
+SETTINGS = {"table_copy_rows": 0, "view_copy_rows": 0, "keyed_read_rows": 1_000,
+            "bucket_rows": 1_000, "max_buckets": 16}
+"""No driver copies; batches of more than 1,000 rows read by key, in 16 buckets."""
+
+
+class Reads:
+    """Every keyed read of a batch's files (key, values) and every copy written (key)."""
+
+    def __init__(self) -> None:
+        self.matched: list[tuple[str, list[object], DataFrame]] = []
+        self.written: list[str | None] = []
+
+
+@pytest.fixture()
+def reads(monkeypatch: pytest.MonkeyPatch) -> Iterator[Reads]:
+    seen = Reads()
+    matching, written = BatchFiles.matching, batch_files._written
+
+    def spy_matching(self: BatchFiles, key: str, values: pa.Array) -> DataFrame:
+        frame = matching(self, key, values)
+        seen.matched.append((key, sorted(values.to_pylist()), frame))
+        return frame
+
+    def spy_written(spark: SparkSession, df: DataFrame, rows: int | None, directory: str,
+                    key: str | None) -> batch_files.Copy:
+        seen.written.append(key)
+        return written(spark, df, rows, directory, key)
+
+    monkeypatch.setattr(BatchFiles, "matching", spy_matching)
+    monkeypatch.setattr(batch_files, "_written", spy_written)
+    yield seen
+
+
+def _connect(spark: SparkSession, state_dir: Path | None = None) -> matview.Connection:
+    con = matview.connect(clock=0, spark=spark, refresh="incremental", settings=SETTINGS,
+                          state_dir=state_dir)
+    con.execute("CREATE TABLE customers (id INT, region TEXT)")
+    con.execute("CREATE TABLE orders (id INT, cust INT, amount BIGINT)")
+    con.insert("customers", [(i, f"r{i % 7}") for i in range(3_000)])
+    con.insert("orders", [(i, i % 3_000, i % 97) for i in range(ORDERS)])
+    return con
+
+
+def _trace(con: matview.Connection, name: str) -> Trace:
+    trace = con._engine_for_use().catalog.entries[name].trace
+    assert trace is not None
+    return trace
+
+
+VIEW = ("SELECT c.region, count(*) AS n, sum(o.amount) AS total FROM orders o "
+        "JOIN customers c ON o.cust = c.id GROUP BY c.region")
+
+
+def _expected(moved: dict[int, str]) -> list[tuple[object, ...]]:
+    totals: dict[str, list[int]] = {}
+    for i in range(ORDERS):
+        region = moved.get(i % 3_000, f"r{i % 3_000 % 7}")
+        row = totals.setdefault(region, [0, 0])
+        row[0] += 1
+        row[1] += i % 97
+    return sorted((region, n, total) for region, (n, total) in totals.items())
+
+
+def test_a_join_step_reads_only_its_keys_buckets_of_a_batch_held_in_files(
+        spark: SparkSession, reads: Reads, tmp_path: Path) -> None:
+    """orders' batch is written in the state directory arranged by its first column (its
+    writes' key); the view's join arranges it by ``cust`` too when it is created, and a step
+    moving two customers reads, of orders, only those customers' rows, from their buckets'
+    files."""
+    con = _connect(spark, tmp_path)
+    assert reads.written == ["c0"]
+    con.execute(f"CREATE MATERIALIZED VIEW v AS {VIEW}")
+    assert reads.written == ["c0", "c1"] and not reads.matched
+    orders = _trace(con, "orders")
+    [batch] = orders.batches
+    assert batch.leaf.in_driver is None and batch.leaf.files is not None
+    assert set(batch.leaf.files.copies) == {"c0", "c1"} and orders.keys == ["c0", "c1"]
+    assert batch.leaf.files.directory.startswith(str(tmp_path))
+    assert any(p.suffix == ".parquet" for p in tmp_path.rglob("*"))
+    with con.transaction():
+        for cust in (5, 1_234):
+            con.delete("customers", [(cust, f"r{cust % 7}")])
+            con.insert("customers", [(cust, "moved")])
+    assert sorted(con.execute("SELECT * FROM v").fetchall()) == _expected(
+        {5: "moved", 1_234: "moved"})
+    [(key, values, frame)] = reads.matched
+    assert (key, values) == ("c1", [5, 1_234])
+    found = frame.collect()
+    assert len(found) == 2 * ORDERS // 3_000 and {r.c1 for r in found} == {5, 1_234}
+    if not is_remote():  # the scan reads the two keys' buckets only
+        plan = frame._jdf.queryExecution().executedPlan().toString()
+        assert "PartitionFilters: [" in plan and "_bucket" in plan.split(
+            "PartitionFilters: [")[1].split("]")[0]
+    assert reads.written == ["c0", "c1"]  # no copy made by the step
+
+
+def test_two_views_looking_a_table_up_by_one_key_share_its_copy(
+        spark: SparkSession, reads: Reads) -> None:
+    """A second view joining orders on ``cust`` reads the copy the first one's join
+    arranged: no second copy is written, and both views read it by key."""
+    con = _connect(spark)
+    con.execute(f"CREATE MATERIALIZED VIEW v AS {VIEW}")
+    con.execute("CREATE MATERIALIZED VIEW big AS SELECT c.id, max(o.amount) AS most "
+                "FROM customers c JOIN orders o ON c.id = o.cust WHERE c.id < 10 "
+                "GROUP BY c.id")
+    assert reads.written == ["c0", "c1"]
+    con.delete("customers", [(3, "r3")])
+    con.insert("customers", [(3, "moved")])
+    assert sorted(con.execute("SELECT * FROM big").fetchall()) == [
+        (i, max(j % 97 for j in range(i, ORDERS, 3_000))) for i in range(10)]
+    assert sorted(con.execute("SELECT * FROM v").fetchall()) == _expected({3: "moved"})
+    assert [(key, values) for key, values, _ in reads.matched] == [("c1", [3])] * 2
+    [batch] = _trace(con, "orders").batches
+    assert batch.leaf.files is not None and set(batch.leaf.files.copies) == {"c0", "c1"}
+
+
+def test_a_delete_is_checked_by_key_against_a_batch_held_in_files(
+        spark: SparkSession, reads: Reads) -> None:
+    """A delete's check that the table holds the rows it retracts reads, of orders' batch
+    held in files, only the deleted ids' rows; a row the table does not hold fails the
+    delete and changes nothing."""
+    con = _connect(spark)
+    con.delete("orders", [(7, 7, 7), (9_000, 0, 9_000 % 97)])
+    assert [(key, values) for key, values, _ in reads.matched] == [("c0", [7, 9_000])]
+    with pytest.raises(matview.Error, match="does not hold"):
+        con.delete("orders", [(7, 7, 7)])
+    assert con.execute("SELECT count(*) FROM orders").fetchall() == [(ORDERS - 2,)]

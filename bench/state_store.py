@@ -25,7 +25,13 @@ median, and the bytes it added (block manager memory and disk, files):
   source recomputed when lost (its lineage is the source's plan, not cut);
 - ``parquet_buckets``: Parquet files in ``BUCKETS`` directories by ``c0 % BUCKETS``, each
   sorted by key: a lookup reads only the directories of its keys' buckets (partition
-  pruning, the buckets computed in the driver).
+  pruning, the buckets computed in the driver);
+- ``batch_files``: what matview does (``runtime/arrangements/batch_files.py``): the batch
+  range-partitioned by key, sorted, in Parquet pages of 1,000 rows; a lookup's ``IN``
+  (``BatchFiles.matching``) skips the pages whose key range holds none of its keys.
+
+    python -m bench.state_store --rows 1000000 --rows 1000000 --rows 4000000 --keys 500 \
+        --mechanisms local_checkpoint,parquet_buckets,batch_files --label layouts-keys500
 """
 
 from __future__ import annotations
@@ -41,12 +47,18 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+from matview.runtime.arrangements.batch_files import (
+    BatchFiles,
+    place,
+    state_directory,
+    written,
+)
 from matview.runtime.spark.session import start_session
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 MECHANISMS = ("local_checkpoint", "checkpoint", "parquet", "parquet_cached", "keyed_cache",
-              "parquet_buckets")
+              "parquet_buckets", "batch_files")
 BUCKETS = 64
 """The directories ``parquet_buckets`` spreads a batch over (by ``c0 % BUCKETS``)."""
 
@@ -61,8 +73,14 @@ def _batch(spark: SparkSession, rows: int) -> DataFrame:
 
 
 def _stored(spark: SparkSession, mechanism: str, batch: DataFrame, partitions: int,
-            folder: Path) -> DataFrame:
-    """``batch`` stored by ``mechanism``, as a frame whose plan reads what it stored."""
+            folder: Path, rows: int) -> DataFrame | BatchFiles:
+    """``batch`` (of ``rows`` rows) stored by ``mechanism``, as a frame whose plan reads
+    what it stored (matview's files for ``batch_files``)."""
+    if mechanism == "batch_files":
+        place(spark, str(folder))
+        files = written(batch, "c0", rows)
+        assert files is not None
+        return files
     if mechanism == "local_checkpoint":
         return batch.localCheckpoint(eager=True)
     if mechanism == "checkpoint":
@@ -86,12 +104,16 @@ def _stored(spark: SparkSession, mechanism: str, batch: DataFrame, partitions: i
     return read
 
 
-def _lookup(spark: SparkSession, stored: DataFrame, keys: np.ndarray, pushed: bool) -> int:
+def _lookup(spark: SparkSession, stored: DataFrame | BatchFiles, keys: np.ndarray,
+            pushed: bool) -> int:
     """The stored rows holding one of ``keys`` (a delta held in the driver, broadcast),
     collected through Arrow; with ``pushed`` the keys also filter the scan (``IN``)."""
     delta = spark.createDataFrame(pa.table({"k": pa.array(keys, pa.int64())}).to_pandas())
-    source = stored.where(F.col("c0").isin([int(k) for k in keys])) if pushed else stored
-    if "_bucket" in stored.columns:  # only the directories of the keys' buckets
+    if isinstance(stored, BatchFiles):
+        source = stored.matching("c0", pa.array(keys)) if pushed else stored.frame
+    else:
+        source = stored.where(F.col("c0").isin([int(k) for k in keys])) if pushed else stored
+    if "_bucket" in source.columns:  # only the directories of the keys' buckets
         source = source.where(F.col("_bucket").isin(sorted({int(k) % BUCKETS for k in keys})))
     joined = source.join(F.broadcast(delta), F.col("c0") == F.col("k"), "left_semi")
     return joined.toArrow().num_rows
@@ -112,11 +134,12 @@ def measure(spark: SparkSession, mechanism: str, rows: int, keys: int, repeats: 
     """One mechanism: store a batch of ``rows``, look ``keys`` keys up ``repeats`` times."""
     folder = Path(tempfile.mkdtemp(prefix="matview-state-"))
     rng = np.random.default_rng(0)
+    state = state_directory(spark)  # batch_files writes in ``folder`` meanwhile
     try:
         batch = _batch(spark, rows)
         memory_before, disk_before = _storage_bytes(spark)
         started = time.perf_counter()
-        stored = _stored(spark, mechanism, batch, partitions, folder)
+        stored = _stored(spark, mechanism, batch, partitions, folder, rows)
         store_s = time.perf_counter() - started
         memory, disk = _storage_bytes(spark)
         memory, disk = memory - memory_before, disk - disk_before
@@ -133,9 +156,11 @@ def measure(spark: SparkSession, mechanism: str, rows: int, keys: int, repeats: 
             key = "lookup_in_s" if pushed else "lookup_s"
             out[key] = statistics.median(times[1:])  # the first plans and warms
             out["found"] = found
-        stored.unpersist()
+        if isinstance(stored, DataFrame):
+            stored.unpersist()
         return out
     finally:
+        place(spark, state)
         shutil.rmtree(folder, ignore_errors=True)
 
 
@@ -168,13 +193,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--partitions", type=int, default=2)
     parser.add_argument("--mechanisms", default=",".join(MECHANISMS))
+    parser.add_argument("--label", default=None,
+                        help="results file state_store-LABEL.json (default keysK)")
     args = parser.parse_args(argv)
     active = start_session()  # the session matview runs in
     results = [measure(active, mechanism, rows, args.keys, args.repeats, args.partitions)
                for rows in (args.rows or [1_000_000])
                for mechanism in args.mechanisms.split(",")]
     print(_table(results))
-    out = Path(__file__).parent / "results" / f"state_store-keys{args.keys}.json"
+    label = args.label or f"keys{args.keys}"
+    out = Path(__file__).parent / "results" / f"state_store-{label}.json"
     out.write_text(json.dumps({"args": vars(args), "results": results}, indent=1) + "\n")
     print(f"\nfigures: {out}", file=sys.stderr)
     return 0

@@ -51,12 +51,9 @@ class RuntimeSettings:
     view_copy_rows: int = _setting(2_000_000, (
         "Update rows a materialized view keeps in the driver beside its Spark batches, so "
         "that reads, error checks and merges of it run in Arrow."))
-    bucket_rows: int = _setting(1 << 16, (
-        "Rows of each bucket of a batch held in the executors arranged by key: a lookup of "
-        "some keys reads their buckets' files only."), least=1)
-    max_buckets: int = _setting(256, (
-        "The most buckets a batch held in the executors is arranged in (a power of two)."),
-        least=1)
+    file_rows: int = _setting(1 << 22, (
+        "Rows of each file of a batch held in the executors arranged by key (its key "
+        "ranges); a lookup of some keys reads about one page of them per key."), least=1)
     keyed_read_rows: int = _setting(1 << 16, (
         "A batch held in the executors of more rows than this is read by key from its "
         "copies arranged by key; a smaller one is read whole (its plan the same every "

@@ -17,7 +17,9 @@ describe it:
   after a stage, `` on=(A = B, ...)`` lists the other equalities it checks (a stage: with
   its lookup) and `` where=(P, ...)`` the predicates then applied to its rows (its
   closure); expressions in them are over the join's columns.
-- ``lookups: %b in NAME (reused), ...``: the arrangements each lookup reads. ``reused``
+- ``lookups: %b in NAME (reused) by (KEY; ...), ...``: the arrangements each lookup reads,
+  and the keys the join's paths look them up by (a stored collection's batches held in the
+  executors are arranged by those columns: ``runtime.arrangements.batch_files``). ``reused``
   arrangements exist anyway (a stored collection's, a Reduce's output); ``created`` ones
   exist only for these lookups (a join's output).
 - ``arrangements: creates NAME (what it holds)``: state the operator maintains.
@@ -219,11 +221,17 @@ def _filters(equalities: Sequence[Equality], closure: Sequence[Scalar]) -> str:
 
 
 def _lookups(graph: nx.DiGraph, op: int) -> list[str]:
+    """Per input of join ``op``, the arrangements its paths look up, and by which keys (the
+    columns a stored collection's batches held in the executors are arranged by)."""
+    node = graph.nodes[op]
     out = []
-    for child in graph.nodes[op]["inputs"]:
+    for i, child in enumerate(node["inputs"]):
+        keys = sorted({_scalars(lk.key) for path in node["paths"] for lk in path.lookups
+                       if lk.input == i})
+        by = f" by ({'; '.join(keys)})" if keys else ""
         for name in history_arrangements(graph, child):
             out.append(f"%{child} in {name} "
-                       f"({'reused' if graph.nodes[name]['reused'] else 'created'})")
+                       f"({'reused' if graph.nodes[name]['reused'] else 'created'}){by}")
     return out or ["none"]
 
 

@@ -7,13 +7,15 @@ nothing (the tasks reading a lost executor's share run again from the files), wh
 ``localCheckpoint``'s blocks die with their executor (``bench/state_store.py`` measured the
 ways Spark can hold a batch: ``bench/README.md``).
 
-A batch read by the values of an integer column (a join's lookup of a delta's keys, a write's
-check of the rows it retracts) is kept as a copy arranged by that column, made once (one
-Spark job) and shared by every reader of it: its rows spread over ``buckets`` directories by
-``pmod(key, buckets)``, sorted by the key within each, in row groups of about a megabyte. A
-read of some values then lists only their buckets' directories (Spark prunes the others by
-their name) and, within them, Parquet skips the row groups whose key statistics exclude
-every value: a lookup costs in proportion to the keys it asks for, not to the batch.
+A batch read by the values of a column of integers or text (a join's lookup of a delta's
+keys, a write's check of the rows it retracts) is kept as a copy arranged by that column,
+made once (one Spark job, and one more sampling its keys when it spans several files) and
+shared by every reader of it: its rows range-partitioned by the key into files of about
+``file_rows`` rows each (a setting), sorted by the key within each, in pages of
+``PAGE_ROWS`` rows. Parquet keeps every page's least and greatest key (its column index): a
+read of some keys (``key IN (...)``, pushed into the scan) decodes only the pages whose range
+may hold one of them, about one page per key whatever the batch's size, where a scan of a
+checkpoint reads every row.
 """
 
 from __future__ import annotations
@@ -33,11 +35,12 @@ from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-BUCKET = "_bucket"
-"""The column (a directory level of a keyed copy) holding a row's bucket."""
+PAGE_ROWS = 1_000
+"""Rows of a Parquet page of a copy arranged by key: the unit a keyed read decodes or
+skips."""
 
 ROW_GROUP_BYTES = 1 << 20
-"""Bytes of a Parquet row group of a keyed copy: the unit a lookup reads or skips."""
+"""Bytes of a Parquet row group of a copy arranged by key."""
 
 _places: weakref.WeakKeyDictionary[SparkSession, str] = weakref.WeakKeyDictionary()
 """Per session, the state directory its connection chose (``place``)."""
@@ -84,19 +87,20 @@ def parquet_holds(schema: T.StructType) -> bool:
 
 
 def keyable(schema: T.StructType, column: str) -> bool:
-    """Whether a batch of ``schema`` can be arranged by ``column`` (a column of integers)."""
+    """Whether a batch of ``schema`` can be arranged by ``column`` (of integers or text:
+    the values a keyed read asks for are then SQL literals)."""
     return column in schema.names and isinstance(
-        schema[column].dataType, T.ByteType | T.ShortType | T.IntegerType | T.LongType)
+        schema[column].dataType,
+        T.ByteType | T.ShortType | T.IntegerType | T.LongType | T.StringType)
 
 
 @dataclass(frozen=True)
 class Copy:
-    """The files of one copy of a batch: arranged by ``key`` in ``buckets`` directories, or
-    (``key`` None) as Spark computed it. ``frame`` reads them, bucket column included."""
+    """The files of one copy of a batch: arranged by ``key`` (range-partitioned and sorted
+    by it), or (``key`` None) as Spark computed it. ``frame`` reads them."""
 
     path: str
     key: str | None
-    buckets: int
     frame: DataFrame
 
 
@@ -116,40 +120,34 @@ class BatchFiles:
     @property
     def frame(self) -> DataFrame:
         """The batch's rows (read from its first copy's files)."""
-        return next(iter(self.copies.values())).frame.select(*self.schema.names)
+        return next(iter(self.copies.values())).frame
 
     def arranged(self, key: str) -> Copy:
-        """The copy arranged by ``key``, written from the first (one Spark job) unless there
-        is one."""
+        """The copy arranged by ``key``, written from the first (one Spark job, two for
+        several files) unless there is one."""
         if key not in self.copies:
             self.copies[key] = _written(self.spark, self.frame, self.rows, self.directory, key)
         return self.copies[key]
 
     def matching(self, key: str, values: pa.Array) -> DataFrame:
         """The rows whose ``key`` holds one of ``values`` (NULL among them included), read
-        from the copy arranged by ``key`` (made now if there is none): only the buckets of
-        those values, and of their row groups those whose statistics may hold one."""
+        from the copy arranged by ``key`` (made now if there is none): of its pages, only
+        those whose key range may hold one of them."""
         copy = self.arranged(key)
-        wanted = pc.unique(values.drop_null())
-        buckets = pc.unique(pc.cast(wanted, pa.int64()).to_numpy() % copy.buckets
-                            if len(wanted) else pa.array([], pa.int64()))
-        tests = [f"{BUCKET} IN ({', '.join(map(str, buckets.tolist()))})"] if len(buckets) \
-            else []
-        keys = [f"{key} IN ({', '.join(map(str, wanted.to_pylist()))})"] if len(wanted) else []
+        wanted = pc.unique(values.drop_null()).to_pylist()
+        tests = [f"{key} IN ({', '.join(map(sql_literal, wanted))})"] if wanted else []
         if values.null_count:
-            tests.append(f"{BUCKET} IS NULL")
-            keys.append(f"{key} IS NULL")
+            tests.append(f"{key} IS NULL")
         if not tests:
-            return self.frame.limit(0)
-        return copy.frame.where(" OR ".join(tests)).where(" OR ".join(keys)).select(
-            *self.schema.names)
+            return copy.frame.limit(0)
+        return copy.frame.where(" OR ".join(tests))
 
 
 def written(df: DataFrame, key: str | None = None, most: int | None = None
             ) -> BatchFiles | None:
     """``df``'s rows written as a batch's files (one Spark job), arranged by ``key`` when it
-    is a column of integers and the batch's size is bounded (by ``most`` rows: its buckets
-    are chosen by it), else as they are; None when it holds no rows."""
+    is ``keyable`` and the batch's size is bounded (by ``most`` rows: its files are
+    counted by it), else as they are; None when it holds no rows."""
     spark = df.sparkSession
     directory = f"{state_directory(spark).rstrip('/')}/{uuid.uuid4().hex}"
     observation = Observation("rows")
@@ -171,27 +169,19 @@ def _written(spark: SparkSession, df: DataFrame, rows: int | None, directory: st
     path = f"{directory}/{'rows' if key is None else 'by-' + key}"
     if key is None:
         df.write.parquet(path)
-        return Copy(path, None, 1, spark.read.schema(df.schema).parquet(path))
-    buckets = bucket_count(rows)
-    bucket = F.pmod(F.col(key), F.lit(buckets)).cast("int").alias(BUCKET)
-    (df.select(*df.columns, bucket).repartition(buckets, BUCKET)
-     .sortWithinPartitions(BUCKET, key)
-     .write.option("parquet.block.size", ROW_GROUP_BYTES).partitionBy(BUCKET).parquet(path))
-    schema = T.StructType([*df.schema.fields, T.StructField(BUCKET, T.IntegerType())])
-    return Copy(path, key, buckets, spark.read.schema(schema).parquet(path))
+    else:
+        files = -(-(rows or 1) // active().file_rows)
+        (df.repartitionByRange(files, F.col(key)).sortWithinPartitions(key).write
+         .option("parquet.block.size", ROW_GROUP_BYTES)
+         .option("parquet.page.row.count.limit", PAGE_ROWS).parquet(path))
+    return Copy(path, key, spark.read.schema(df.schema).parquet(path))
 
 
-def bucket_count(rows: int | None) -> int:
-    """The buckets a copy of ``rows`` update rows is arranged in: a power of two holding
-    about ``bucket_rows`` rows each (a setting), at most ``max_buckets``; unknown sizes
-    get the most."""
-    settings = active()
-    if rows is None:
-        return settings.max_buckets
-    buckets = 1
-    while buckets < settings.max_buckets and buckets * settings.bucket_rows < rows:
-        buckets *= 2
-    return buckets
+def sql_literal(value: int | str) -> str:
+    """``value`` (an integer or a string) as a Spark SQL literal."""
+    if isinstance(value, int):
+        return str(value)
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
 def _removed(directory: str) -> None:

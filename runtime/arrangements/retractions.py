@@ -16,6 +16,7 @@ from collections.abc import Sequence
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+from matview.runtime.arrangements.batch_files import sql_literal
 from matview.runtime.arrangements.key_index import holding
 from matview.runtime.arrangements.trace import Trace, keyed
 from matview.runtime.arrangements.updates import DIFF, Leaf, union_all
@@ -111,7 +112,7 @@ def found_in_spark(spark: SparkSession, held: DataFrame, retracted: pa.Table,
     values = pc.unique(retracted[probe]).drop_null().to_pylist()
     tests = [f"{probe} IS NULL"] if retracted[probe].null_count else []
     if values:
-        tests.append(f"{probe} IN ({', '.join(map(_sql_literal, values))})")
+        tests.append(f"{probe} IN ({', '.join(map(sql_literal, values))})")
     return held.where(" OR ".join(tests))
 
 
@@ -126,10 +127,3 @@ def probe_column(rows: pa.Table) -> str | None:
             if count > distinct:
                 best, distinct = name, count
     return best
-
-
-def _sql_literal(value: int | str) -> str:
-    """``value`` (an integer or a string) as a Spark SQL literal."""
-    if isinstance(value, int):
-        return str(value)
-    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"

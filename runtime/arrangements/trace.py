@@ -10,7 +10,7 @@ bounded union of leaves.
 Small batches are held in the driver as Arrow, larger ones in the executors as Parquet files
 arranged by the trace's ``keys`` (``arrangements.batch_files``): a table's first column, and
 every column its readers look it up by, so that a keyed read of a large batch reads only the
-buckets of its keys (``matching``). A table's trace also
+pages of its keys (``matching``). A table's trace also
 keeps a driver copy of its Spark batches, up to ``table_copy_rows`` update rows: a write's
 check that no multiplicity goes negative, a read of the whole table and a merge of its
 batches then run in Arrow, with no Spark job (the rows a write retracts are found among the
@@ -250,7 +250,8 @@ class Trace:
         ``column`` (``BatchFiles.matching``; the trace is arranged by ``column`` now, one
         Spark job for each batch lacking the copy), save batches of at most
         ``keyed_read_rows`` rows (a setting), read whole. None when some batch is held
-        otherwise (a checkpoint, a filtered plan) or ``column`` is not of integers."""
+        otherwise (a checkpoint, a filtered plan) or ``column`` is of neither integers nor
+        text."""
         batches = [b for b in self.batches if b.lower <= upto]
         spilled = [b.leaf for b in batches if b.leaf.in_driver is None]
         if any(not self.arranged(leaf, column) for leaf in spilled):

@@ -38,11 +38,8 @@ DEFAULT_CONFIG: dict[str, str] = {
     # 0.5-0.7 s instead of 0.06 s
     "spark.sql.optimizer.excludedRules":
         "org.apache.spark.sql.catalyst.optimizer.PushDownLeftSemiAntiJoin",
-    # a batch held in the executors arranged by key is a directory per bucket
-    # (``arrangements.batch_files``): Spark lists more than 32 in a job of its own
-    "spark.sql.sources.parallelPartitionDiscovery.threshold": "4096",
     # a lookup of a delta's keys in a batch arranged by key filters it by ``key IN (...)``,
-    # which Parquet tests against each row group's statistics only up to this many values
+    # which Parquet tests against each page's key range only up to this many values
     # (Spark's default 10; more are tested as one range, which skips nothing)
     "spark.sql.parquet.pushdown.inFilterThreshold": "1000",
     "spark.log.level": "OFF",
@@ -72,7 +69,6 @@ SESSION_CONFIG = ("spark.sql.shuffle.partitions", "spark.sql.adaptive.enabled",
                   "spark.sql.session.timeZone", "spark.sql.ansi.enabled",
                   "spark.sql.constraintPropagation.enabled",
                   "spark.sql.maxSinglePartitionBytes", "spark.sql.optimizer.excludedRules",
-                  "spark.sql.sources.parallelPartitionDiscovery.threshold",
                   "spark.sql.parquet.pushdown.inFilterThreshold")
 
 

@@ -44,7 +44,7 @@ def test_physical_plan_shows_paths_and_arrangements(con) -> None:  # type: ignor
     assert "implementation: delta" in text
     assert "path 0 from %1: %2[#0] <" in text
     assert "path 1 from %2: %1[#1] <=" in text
-    assert "lookups: %1 in orders (reused), %2 in customers (reused)" in text
+    assert "lookups: %1 in orders (reused) by (#1), %2 in customers (reused) by (#0)" in text
     assert "Used Indexes:" in text and "Source orders (%1)" in text
     document = json.loads(con.explain(JOIN, stage="physical", format="json"))
     assert document["stage"] == "physical"

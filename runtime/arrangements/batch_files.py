@@ -21,6 +21,7 @@ checkpoint reads every row.
 from __future__ import annotations
 
 import atexit
+import functools
 import shutil
 import tempfile
 import uuid
@@ -61,15 +62,12 @@ def state_directory(spark: SparkSession) -> str:
     return _places[spark]
 
 
-_temporary_dirs: list[str] = []
-
-
+@functools.cache
 def _temporary() -> str:
-    if not _temporary_dirs:
-        made = tempfile.mkdtemp(prefix="matview-state-")
-        atexit.register(shutil.rmtree, made, True)
-        _temporary_dirs.append(made)
-    return _temporary_dirs[0]
+    """This process's temporary state directory, removed when it exits."""
+    made = tempfile.mkdtemp(prefix="matview-state-")
+    atexit.register(shutil.rmtree, made, True)
+    return made
 
 
 def parquet_holds(schema: T.StructType) -> bool:
@@ -94,20 +92,11 @@ def keyable(schema: T.StructType, column: str) -> bool:
         T.ByteType | T.ShortType | T.IntegerType | T.LongType | T.StringType)
 
 
-@dataclass(frozen=True)
-class Copy:
-    """The files of one copy of a batch: arranged by ``key`` (range-partitioned and sorted
-    by it), or (``key`` None) as Spark computed it. ``frame`` reads them."""
-
-    path: str
-    key: str | None
-    frame: DataFrame
-
-
 @dataclass(eq=False)
 class BatchFiles:
     """A batch of ``rows`` update rows held as Parquet files (of ``schema``), in one or
-    more copies by key (``copies``, the first written with the batch). Its files stay while
+    more copies, each read by a frame, by the key it is arranged by (``copies``; None: as
+    Spark computed it; the first written with the batch). Its files stay while
     the process runs: plans kept to run again may read them after the batch is merged away
     (a temporary state directory is removed when the process exits)."""
 
@@ -115,14 +104,14 @@ class BatchFiles:
     schema: T.StructType
     rows: int
     directory: str
-    copies: dict[str | None, Copy] = field(default_factory=dict)
+    copies: dict[str | None, DataFrame] = field(default_factory=dict)
 
     @property
     def frame(self) -> DataFrame:
         """The batch's rows (read from its first copy's files)."""
-        return next(iter(self.copies.values())).frame
+        return next(iter(self.copies.values()))
 
-    def arranged(self, key: str) -> Copy:
+    def arranged(self, key: str) -> DataFrame:
         """The copy arranged by ``key``, written from the first (one Spark job, two for
         several files) unless there is one."""
         if key not in self.copies:
@@ -134,13 +123,8 @@ class BatchFiles:
         from the copy arranged by ``key`` (made now if there is none): of its pages, only
         those whose key range may hold one of them."""
         copy = self.arranged(key)
-        wanted = pc.unique(values.drop_null()).to_pylist()
-        tests = [f"{key} IN ({', '.join(map(sql_literal, wanted))})"] if wanted else []
-        if values.null_count:
-            tests.append(f"{key} IS NULL")
-        if not tests:
-            return copy.frame.limit(0)
-        return copy.frame.where(" OR ".join(tests))
+        test = holding_test(key, values)
+        return copy.limit(0) if test is None else copy.where(test)
 
 
 def written(df: DataFrame, key: str | None = None, most: int | None = None
@@ -163,7 +147,7 @@ def written(df: DataFrame, key: str | None = None, most: int | None = None
 
 
 def _written(spark: SparkSession, df: DataFrame, rows: int | None, directory: str,
-             key: str | None) -> Copy:
+             key: str | None) -> DataFrame:
     """The files of a copy of ``df`` (``rows`` update rows, when known) arranged by ``key``
     (None: as they are), written under ``directory``."""
     path = f"{directory}/{'rows' if key is None else 'by-' + key}"
@@ -174,10 +158,21 @@ def _written(spark: SparkSession, df: DataFrame, rows: int | None, directory: st
         (df.repartitionByRange(files, F.col(key)).sortWithinPartitions(key).write
          .option("parquet.block.size", ROW_GROUP_BYTES)
          .option("parquet.page.row.count.limit", PAGE_ROWS).parquet(path))
-    return Copy(path, key, spark.read.schema(df.schema).parquet(path))
+    return spark.read.schema(df.schema).parquet(path)
 
 
-def sql_literal(value: int | str) -> str:
+def holding_test(column: str, values: pa.Array | pa.ChunkedArray) -> str | None:
+    """SQL text testing that ``column`` holds one of ``values`` (integers or strings, NULL
+    among them included): one JVM call for any number of values, where a Column per value
+    costs a call each; None when there are no values."""
+    wanted = pc.unique(values.drop_null()).to_pylist()
+    tests = [f"{column} IN ({', '.join(map(_sql_literal, wanted))})"] if wanted else []
+    if values.null_count:
+        tests.append(f"{column} IS NULL")
+    return " OR ".join(tests) if tests else None
+
+
+def _sql_literal(value: int | str) -> str:
     """``value`` (an integer or a string) as a Spark SQL literal."""
     if isinstance(value, int):
         return str(value)

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from matview.runtime.arrangements.batch_files import sql_literal
+from matview.runtime.arrangements.batch_files import holding_test
 from matview.runtime.arrangements.key_index import holding
 from matview.runtime.arrangements.trace import Trace, keyed
 from matview.runtime.arrangements.updates import DIFF, Leaf, union_all
@@ -100,20 +100,17 @@ def found_in_spark(spark: SparkSession, held: DataFrame, retracted: pa.Table,
                    probe: str | None) -> DataFrame:
     """Held update rows that include every copy of the ``retracted`` rows (and maybe
     others, which ``negative_row`` does not count). When a column of integers or text
-    (``probe``) tells the retracted rows apart, a filter on its values scans the rows
-    held in one job (the filter is SQL text: one JVM call for any number of values,
-    where a Column per value costs a call each); otherwise a semi-join with the
+    (``probe``) tells the retracted rows apart, a filter on its values
+    (``batch_files.holding_test``) scans the rows held in one job; otherwise a semi-join with the
     retracted rows broadcast, which costs a second job (the broadcast)."""
     if probe is None:
         found = arrow_frame(spark, retracted).alias("r")
         same = [col(f"h.{n}").eqNullSafe(col(f"r.{n}")) for n in retracted.column_names]
         return held.alias("h").join(F.broadcast(found),
                                     functools.reduce(Column.__and__, same), "left_semi")
-    values = pc.unique(retracted[probe]).drop_null().to_pylist()
-    tests = [f"{probe} IS NULL"] if retracted[probe].null_count else []
-    if values:
-        tests.append(f"{probe} IN ({', '.join(map(sql_literal, values))})")
-    return held.where(" OR ".join(tests))
+    test = holding_test(probe, retracted[probe])
+    assert test is not None  # the rows retracted are some
+    return held.where(test)
 
 
 def probe_column(rows: pa.Table) -> str | None:

@@ -47,7 +47,7 @@ def reads(monkeypatch: pytest.MonkeyPatch) -> Iterator[Reads]:
         return frame
 
     def spy_written(spark: SparkSession, df: DataFrame, rows: int | None, directory: str,
-                    key: str | None) -> batch_files.Copy:
+                    key: str | None) -> DataFrame:
         seen.written.append(key)
         return written(spark, df, rows, directory, key)
 

@@ -4,8 +4,9 @@ copies of the rows it retracts.
 The check (``negative_row``) sums the rows a write retracts with their copies the trace
 holds. Copies held in the driver are found in Arrow
 by the values of one column (``probe_column``); copies held only in Spark are fetched with
-one job that scans them (``found_in_spark``), filtered on that column's values by SQL text
-when they are few (``RuntimeSettings.probe_values``), else by a broadcast semi-join.
+one job: of batches held in files arranged by that column, the pages of its values (a keyed
+read, ``_held``); of others, a scan (``found_in_spark``) filtered on those values by SQL
+text when they are few (``RuntimeSettings.probe_values``), else by a broadcast semi-join.
 """
 
 from __future__ import annotations
@@ -58,9 +59,9 @@ def negative_row(trace: Trace, updates: DataFrame | pa.Table,
         parts = [part.select([*names, DIFF]) for part in parts]
         spilled = [leaf for leaf, t in zip(leaves, local) if t is None]
         if spilled and retracted.num_rows:
-            parts.append(to_arrow(found_in_spark(
-                trace.spark, _held(trace, spilled, retracted, names),
-                retracted, probe)).cast(mine.schema))
+            held, by_probe = _held(trace, spilled, retracted, names, probe)
+            found = held if by_probe else found_in_spark(trace.spark, held, retracted, probe)
+            parts.append(to_arrow(found).cast(mine.schema))
         # rows not retracted now may sum below zero (their other copies are not
         # fetched), so a row counts only where it is retracted now
         marked = [t.append_column(_RETRACTED, pa.array(np.zeros(t.num_rows, bool)))
@@ -80,20 +81,22 @@ def negative_row(trace: Trace, updates: DataFrame | pa.Table,
     return tuple(found[0]) if found else None
 
 
-def _held(trace: Trace, spilled: list[Leaf], retracted: pa.Table,
-          names: list[str]) -> DataFrame:
+def _held(trace: Trace, spilled: list[Leaf], retracted: pa.Table, names: list[str],
+          probe: str | None) -> tuple[DataFrame, bool]:
     """The updates of ``spilled`` (batches held only in Spark) that may copy ``retracted``
     rows: of batches read by key (``trace.keyed``), only the retracted rows' keys of one of
-    the trace's keys all of them are arranged by; the others whole."""
+    the trace's keys all of them are arranged by (``probe`` when it is one); the others
+    whole. And whether every batch was read by ``probe``'s keys (no filter left to
+    apply)."""
     by_key = [leaf for leaf in spilled if keyed(leaf)]
-    key = next((k for k in trace.keys if all(Trace.arranged(leaf, k) for leaf in by_key)),
-               None)
+    keys = sorted(trace.keys, key=lambda k: k != probe)
+    key = next((k for k in keys if all(Trace.arranged(leaf, k) for leaf in by_key)), None)
     held = [leaf.files.matching(key, retracted[key].combine_chunks())
             if key is not None and leaf.files is not None and keyed(leaf) else leaf.df
             for leaf in spilled]
     found = union_all([h.select(*names, DIFF) for h in held])
     assert found is not None
-    return found
+    return found, key is not None and key == probe and len(by_key) == len(spilled)
 
 
 def found_in_spark(spark: SparkSession, held: DataFrame, retracted: pa.Table,

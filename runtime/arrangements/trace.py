@@ -26,7 +26,7 @@ from typing import NamedTuple
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from matview.runtime.arrangements.batch_files import keyable
+from matview.runtime.arrangements.batch_files import PAGE_ROWS, keyable
 from matview.runtime.arrangements.consolidation import consolidated_arrow
 from matview.runtime.arrangements.key_index import holding
 from matview.runtime.arrangements.spine import Batch, in_driver, merged, to_merge
@@ -55,7 +55,9 @@ class KeyedRead(NamedTuple):
     frames: list[DataFrame]
     """Plans reading those of the batches held in files."""
     rows: int
-    """A bound on the number of rows of both."""
+    """The rows both read, at most: of a batch read by key from its files, those of the
+    pages the values may be in, about ``PAGE_ROWS`` per value (a value of more rows spans
+    more pages)."""
     whole: bool
     """Whether some of ``frames`` read a batch whole (its other keys too)."""
 
@@ -259,6 +261,7 @@ class Trace:
         if any(keyed(leaf) for leaf in spilled):
             self.arrange(column)
         found, frames, rows, whole = [], [], 0, False
+        pages = pc.count_distinct(values, mode="all").as_py()
         for batch in batches:
             late = batch.upper > upto
             table = batch.leaf.in_driver
@@ -268,7 +271,8 @@ class Trace:
                     else batch.leaf.df
                 whole = whole or not keyed(batch.leaf)
                 frames.append(frame.where(col(TIME) <= upto) if late else frame)
-                rows += batch.leaf.rows
+                rows += min(batch.leaf.rows, pages * PAGE_ROWS) if keyed(batch.leaf) \
+                    else batch.leaf.rows
                 continue
             table = holding(table, column, values)  # the batch's own table: its index kept
             if late:

@@ -111,7 +111,8 @@ class Delta:
 @dataclass(frozen=True)
 class Matched:
     """A keyed read of an operator's history (``Operator.history_matching``): the rows read
-    (None: none), a bound on their number, and ``values(c)``, the distinct values column
+    (None: none), about how many (``KeyedRead.rows``: it decides whether a lookup of them
+    is one task or broadcasts its other side), and ``values(c)``, the distinct values column
     ``c`` of those rows may hold (a superset), known in the driver (None: not known)."""
 
     frame: DataFrame | None

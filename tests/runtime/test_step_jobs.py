@@ -22,16 +22,23 @@ ORDERS = DEFAULTS.driver_batch_rows + 10_000
 """Orders enough that the table's rows are held in Spark, not in the driver."""
 
 
-@pytest.mark.parametrize("copy_rows, commit_jobs, read_jobs",
-                         [(DEFAULTS.table_copy_rows, 0, 0), (0, 1, 1)])
+KEYED = {"table_copy_rows": 0, "keyed_read_rows": 1_000, "large_lookup_rows": 5_000}
+"""orders read by key from its files, and a lookup of more than 5,000 rows broadcast its
+other side (a job of its own): a keyed read of a step's one customer, about a page of
+rows, is not one."""
+
+
+@pytest.mark.parametrize("settings, commit_jobs, read_jobs",
+                         [({}, 0, 0), ({"table_copy_rows": 0}, 1, 1), (KEYED, 1, 1)],
+                         ids=["copies", "in-spark", "keyed"])
 def test_a_small_step_runs_at_most_one_job_to_commit_and_one_to_refresh(
-        spark: SparkSession, copy_rows: int,
+        spark: SparkSession, settings: dict[str, int],
         commit_jobs: int, read_jobs: int) -> None:
     """With the tables' driver copies, the commit checks its deletes in Arrow and the
     refresh reads the tables' rows from the driver: no job; without, one job for the table
-    whose rows are held in Spark, and one to refresh."""
-    con = matview.connect(clock=0, spark=spark, refresh="incremental",
-                          settings={"table_copy_rows": copy_rows})
+    whose rows are held in Spark, and one to refresh, also when orders' batch is read by
+    key from its files (its rows many, the pages read few: the lookup is one task)."""
+    con = matview.connect(clock=0, spark=spark, refresh="incremental", settings=settings)
     con.execute("CREATE TABLE customers (id INT, region TEXT)")
     con.execute("CREATE TABLE orders (id INT, cust INT, amount BIGINT)")
     con.insert("customers", [(i, f"r{i % 7}") for i in range(3_000)])
@@ -44,14 +51,14 @@ def test_a_small_step_runs_at_most_one_job_to_commit_and_one_to_refresh(
         expected[f"r{i % 3_000 % 7}"][0] += 1
         expected[f"r{i % 3_000 % 7}"][1] += i % 97
     for step in range(4):
-        with counted(spark, f"commit-{copy_rows}-{step}") as commit:
+        with counted(spark, f"commit-{sorted(settings)}-{step}") as commit:
             with con.transaction():
                 gone = range(step * 20, step * 20 + 20)
                 con.delete("orders", [(i, i % 3_000, i % 97) for i in gone])
                 con.insert("orders", [(ORDERS + step * 20 + i, i, 5) for i in range(20)])
                 con.delete("customers", [(1_000 + step, f"r{(1_000 + step) % 7}")])
                 con.insert("customers", [(1_000 + step, "moved")])
-        with counted(spark, f"read-{copy_rows}-{step}") as read:
+        with counted(spark, f"read-{sorted(settings)}-{step}") as read:
             rows = con.execute("SELECT * FROM v").fetchall()
         assert commit["jobs"] == commit_jobs and read["jobs"] == read_jobs, \
             (step, commit, read)

@@ -9,10 +9,12 @@ from typing import ClassVar
 import pyarrow as pa
 import pyarrow.compute as pc
 from matview.runtime.arrangements.trace import Trace
-from matview.runtime.arrangements.updates import advance_times, union_all
-from matview.runtime.operators.base import Delta, Matched, Operator, StepContext
+from matview.runtime.arrangements.updates import advance_times, normalized, union_all
+from matview.runtime.operators.base import Delta, Matched, Operator, StepContext, templated
 from matview.runtime.settings import active
+from matview.runtime.spark.jvm_plans import to_arrow
 from pyspark.sql import DataFrame
+from pyspark.sql.utils import is_remote
 
 
 @dataclass
@@ -84,6 +86,11 @@ class GetOp(Operator):
         if found is None or (found.table is None and not found.frames):
             return None
         table, frames = found.table, found.frames
+        if frames and fetched(ctx, found.rows, found.whole):
+            table = pa.concat_tables(
+                [*([] if table is None else [table]), normalized(to_arrow(union_all(frames)))],
+                promote_options="permissive")
+            frames = []
         held = [] if table is None or not table.num_rows else [
             self.bound(ctx, ("matching", column), table)]
 
@@ -94,3 +101,16 @@ class GetOp(Operator):
             return values if c == column and not found.whole else None
 
         return Matched(union_all(held + frames), found.rows, values_of)
+
+
+def fetched(ctx: StepContext, rows: int, whole: bool) -> bool:
+    """Whether a keyed read of batches held in files, of about ``rows`` rows, is fetched
+    into the driver (one Spark job of its own, a small plan: a filtered scan) and bound into
+    a slot: in a ``templated`` step of a classic session, when it reads no batch whole and
+    its rows would fit a slot (``slot_max_rows``). The step's plans are then the ones
+    built the step before over the same slots, run again with no planning (the pages a
+    step reads have new keys: a plan reading them is planned anew, 0.3-0.4 s of Spark's
+    optimizer and analyzer for W1's refresh), and run in the driver when they have no
+    exchange."""
+    return templated(ctx) and not is_remote() and not whole \
+        and rows <= active().slot_max_rows

@@ -4,7 +4,8 @@ with the step's batches bound into placeholder leaves.
 Building a plan from Python costs a JVM call per DataFrame method, and in a classic session
 Spark analyses the whole plan again at each call: W1's step of about 40 calls spent 0.15-0.26 s
 there, more than its one Spark job. The driver-held batches a step reads (its input changes,
-the history read by key, a Reduce's state) enter its plans through ``Slot``s, placeholder leaves
+the history read by key, a Reduce's state; a few keys' rows of batches held in files,
+fetched first, ``operators.get.fetched``) enter its plans through ``Slot``s, placeholder leaves
 of fixed columns whose rows each step replaces; an operator builds its plans over them through
 ``Operator.planned``, which returns the plans built the last time when their inputs are the
 same objects. A step whose inputs keep their shape so makes no DataFrame call at all, and its

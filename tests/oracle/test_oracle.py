@@ -56,6 +56,24 @@ def test_views_match_duckdb_with_every_collection_held_in_the_executors(
     check_views(spark, oracle_seeds()[0] + 2, queries=sampled(QUERIES, 1, 8))
 
 
+@pytest.mark.slow
+def test_views_match_duckdb_with_histories_held_in_files_and_read_by_key(
+        spark: SparkSession, runtime_settings: Callable[..., None]) -> None:
+    """A step's changes held in the driver and the histories they look up in files, read by
+    key (the path of a large table's small step, ``KEYED_HISTORIES``): a join's keyed read
+    of the files is fetched into the driver and bound into a slot (``get.fetched``), a
+    write's check reads the retracted rows' keys; the views are the same (a twelfth of the
+    queries, interleaved; all of them passed, in eighths, when it was written)."""
+    runtime_settings(**KEYED_HISTORIES)
+    check_views(spark, oracle_seeds()[0] + 3, queries=sampled(QUERIES, 2, 12))
+
+
+KEYED_HISTORIES = {"driver_batch_rows": 8, "driver_merge_rows": 8, "table_copy_rows": 0,
+                   "view_copy_rows": 0, "keyed_read_rows": 0}
+"""Batches of more than 8 rows in files, read by key; the steps' smaller changes in the
+driver."""
+
+
 # --- deterministic cases ------------------------------------------------------------------
 
 

@@ -139,6 +139,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--events", type=int, default=1_000_000, help="W3 initial events")
     parser.add_argument("--sf", type=float, default=0.1, help="TPC-H scale factor")
     parser.add_argument("--baselines", default="spark,duckdb")
+    parser.add_argument("--load", choices=["arrow", "spark"], default="arrow",
+                        help="insert the tables' first rows as Arrow tables, or as Spark "
+                             "DataFrames reading Parquet files (a Spark user's data)")
     parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
                         help="a Spark setting overriding matview's default (repeatable)")
     args = parser.parse_args(argv)
@@ -153,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     for workload in workloads:
         print(f"running {workload.name} {workload.params}", file=sys.stderr, flush=True)
         results.append(run_workload(spark, workload, tuple(args.baselines.split(",")),
-                                    args.refresh))
+                                    args.refresh, args.load))
     report = {"environment": _environment(args.session, overrides), "args": vars(args),
               "results": results}
     RESULTS.mkdir(exist_ok=True)

@@ -7,6 +7,9 @@ scratch on every read. ``read`` returns each view's rows as an Arrow table.
 
 from __future__ import annotations
 
+import atexit
+import shutil
+import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -14,6 +17,7 @@ from datetime import datetime, timedelta
 
 import duckdb
 import pyarrow as pa
+import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -44,23 +48,38 @@ def at_clock(sql: str, clock: int) -> str:
     return sql.replace("mz_now()", f"TIMESTAMP '{moment.isoformat(sep=' ')}'")
 
 
+def spark_table(spark: SparkSession, table: Table) -> DataFrame:
+    """``table``'s rows as a Spark DataFrame reading a Parquet file (written now, in a
+    temporary directory removed when the process exits): how a Spark user's data arrives
+    (``spark.read``, a lake table), its rows never in the driver."""
+    directory = tempfile.mkdtemp(prefix="bench-load-")
+    atexit.register(shutil.rmtree, directory, True)
+    pq.write_table(table.rows, f"{directory}/{table.name}.parquet", row_group_size=1 << 20)
+    return spark.read.parquet(f"{directory}/{table.name}.parquet")
+
+
 class Matview:
     """matview on the given SparkSession, with a manual clock: batch ``i`` commits at time
     ``clock_base + i`` (or at the batch's own clock) so that two runs of the same batches
-    produce the same timestamps. ``refresh`` is how views step (``matview.connect``)."""
+    produce the same timestamps. ``refresh`` is how views step (``matview.connect``);
+    ``load`` how the tables' first rows are inserted: as Arrow tables (``arrow``) or as
+    Spark DataFrames reading files (``spark``, ``spark_table``)."""
 
     name = "matview"
 
-    def __init__(self, spark: SparkSession, workload: Workload, refresh: str = "auto") -> None:
+    def __init__(self, spark: SparkSession, workload: Workload, refresh: str = "auto",
+                 load: str = "arrow") -> None:
         self.workload = workload
         self.refresh = refresh
+        self.spark, self.load = spark, load
         self.con: Connection = matview.connect(spark=spark, clock=workload.clock,
                                                refresh=refresh)
 
     def load_tables(self) -> None:
         for table in self.workload.tables:
             self.con.execute(table.ddl)
-            self.con.insert(table.name, table.rows)
+            self.con.insert(table.name, table.rows if self.load == "arrow"
+                            else spark_table(self.spark, table))
 
     def create_views(self) -> None:
         for name, sql in self.workload.views.items():
@@ -96,8 +115,8 @@ class SparkRecompute:
     name = "spark"
 
     def __init__(self, spark: SparkSession, workload: Workload,
-                 views: Mapping[str, SparkView] | None = None) -> None:
-        self.spark = spark
+                 views: Mapping[str, SparkView] | None = None, load: str = "arrow") -> None:
+        self.spark, self.load = spark, load
         self.workload = workload
         self.views: dict[str, SparkView] = dict(
             getattr(workload, "spark_views", {}) if views is None else views)
@@ -111,7 +130,8 @@ class SparkRecompute:
 
     def load_tables(self) -> None:
         for table in self.workload.tables:
-            self._register(table.name, self.spark.createDataFrame(table.rows))
+            self._register(table.name, self.spark.createDataFrame(table.rows)
+                           if self.load == "arrow" else spark_table(self.spark, table))
 
     def apply(self, batch: Batch) -> None:
         self.clock = self.clock if batch.clock is None else batch.clock

@@ -139,6 +139,28 @@ def jvm_memory(spark: SparkSession) -> dict[str, int | None]:
     return {"peak_heap_bytes": heap, "peak_rss_bytes": _java_peak_rss()}
 
 
+def memory_now(spark: SparkSession) -> dict[str, int | None]:
+    """Memory in use now: the driver JVM's heap (``driver_heap_bytes``), this Python
+    process's resident size (``python_rss_bytes``) and the storage memory of Spark's block
+    managers (``storage_memory_bytes``: cached and checkpointed blocks and broadcasts, the
+    executors' and the driver's). The JVM figures are None on Spark Connect."""
+    rss = re.search(r"^VmRSS:\s+(\d+) kB", Path("/proc/self/status").read_text(), re.M)
+    heap = storage = None
+    try:
+        context = spark.sparkContext
+        heap = int(context._jvm.java.lang.management.ManagementFactory.getMemoryMXBean()
+                   .getHeapMemoryUsage().getUsed())
+        managers, used = context._jsc.sc().getExecutorMemoryStatus().iterator(), 0
+        while managers.hasNext():
+            most_free = managers.next()._2()
+            used += int(most_free._1()) - int(most_free._2())
+        storage = used
+    except Exception:
+        pass
+    return {"driver_heap_bytes": heap, "storage_memory_bytes": storage,
+            "python_rss_bytes": int(rss.group(1)) * 1024 if rss else None}
+
+
 def _java_peak_rss() -> int | None:
     me, peak = os.getpid(), None
     for status in Path("/proc").glob("[0-9]*/status"):

@@ -77,7 +77,19 @@ def table(report: dict[str, Any]) -> str:
             f"{last['local_bytes'] / 2**20:.0f} MiB; JVM peak heap "
             f"{'-' if heap is None else f'{heap / 2**20:.0f} MiB'}, peak RSS "
             f"{(memory.get('peak_rss_bytes') or 0) / 2**20:.0f} MiB")
+        extra.append(f"{name}: memory in use after each batch (median / max): " + ", ".join(
+            f"{label} {_mib(mv['state'], key)}" for label, key in (
+                ("driver JVM heap", "driver_heap_bytes"), ("Python RSS", "python_rss_bytes"),
+                ("block managers' storage memory", "storage_memory_bytes"))))
     return "\n".join(lines + [""] + extra + [""] + targets(report))
+
+
+def _mib(states: list[dict[str, Any]], key: str) -> str:
+    """The median and the largest of ``key`` over ``states``, in MiB ("-" when unknown)."""
+    known = [s[key] for s in states if s.get(key) is not None]
+    if not known:
+        return "-"
+    return f"{statistics.median(known) / 2**20:.0f} / {max(known) / 2**20:.0f} MiB"
 
 
 def targets(report: dict[str, Any]) -> list[str]:

@@ -28,6 +28,7 @@ from bench.measure import (
     check_equal,
     counted,
     jvm_memory,
+    memory_now,
     refresh_stats,
     state,
 )
@@ -54,11 +55,13 @@ def _live_rows(workload: Workload, upto: int) -> int:
     return rows
 
 
-def run_matview(spark: SparkSession, workload: Workload, refresh: str = "auto"
+def run_matview(spark: SparkSession, workload: Workload, refresh: str = "auto",
+                load: str = "arrow"
                 ) -> tuple[dict[str, Any], list[dict[str, pa.Table]]]:
-    """Build and step ``workload``'s views (``refresh``: how they step); the figures, and
-    the views after each batch (index 0: before any batch)."""
-    engine = Matview(spark, workload, refresh)
+    """Build and step ``workload``'s views (``refresh``: how they step; ``load``: how the
+    tables' first rows are inserted, ``engines.Matview``); the figures, and the views after
+    each batch (index 0: before any batch)."""
+    engine = Matview(spark, workload, refresh, load)
     times: dict[str, float] = {}
     with timed(times, "load"):
         engine.load_tables()
@@ -73,7 +76,8 @@ def run_matview(spark: SparkSession, workload: Workload, refresh: str = "auto"
             answers.append(engine.read())
             latencies.append(time.perf_counter() - start)
         calls.append(counts)
-        states.append({**state(engine.con), "live_rows": _live_rows(workload, i + 1)})
+        states.append({**state(engine.con), **memory_now(spark),
+                       "live_rows": _live_rows(workload, i + 1)})
     figures: dict[str, Any] = {
         "load_s": times["load"], "build_s": times["build"], "batch_s": latencies,
         "latency": summary(latencies), "state": states,
@@ -103,7 +107,7 @@ def _catchup(spark: SparkSession, workload: Workload, stepped: Matview) -> dict[
             diffs[name].extend(sub.fetch())
     final = stepped.read()
 
-    fresh = Matview(spark, workload, stepped.refresh)
+    fresh = Matview(spark, workload, stepped.refresh, stepped.load)
     fresh.load_tables()
     for i, batch in enumerate(workload.batches):
         fresh.apply(batch, BASE_TIME + i)
@@ -158,15 +162,16 @@ def _check(engine: str, batch: int, expected: dict[str, pa.Table],
 
 
 def run_workload(spark: SparkSession, workload: Workload,
-                 baselines: tuple[str, ...] = ("spark", "duckdb"), refresh: str = "auto"
-                 ) -> dict[str, Any]:
-    """Every figure of one workload (see the module docstring)."""
-    figures, answers = run_matview(spark, workload, refresh)
+                 baselines: tuple[str, ...] = ("spark", "duckdb"), refresh: str = "auto",
+                 load: str = "arrow") -> dict[str, Any]:
+    """Every figure of one workload (see the module docstring); ``load`` is how matview and
+    the Spark baseline get the tables' first rows (``engines.Matview``)."""
+    figures, answers = run_matview(spark, workload, refresh, load)
     figures["action_floor_s"] = action_floor(spark)
     out: dict[str, Any] = {"workload": workload.name, "params": workload.params,
                            "matview": figures}
     for name in baselines:
-        engine = SparkRecompute(spark, workload) if name == "spark" else DuckDBRecompute(
+        engine = SparkRecompute(spark, workload, load=load) if name == "spark" else DuckDBRecompute(
             workload)
         base = run_baseline(engine, workload, answers)
         base["ratio"] = [b / m for b, m in zip(base["batch_s"], figures["batch_s"])]

@@ -191,4 +191,4 @@ class Dataflow:
 def _stats(name: str, role: str, trace: Trace) -> ArrangementStats:
     """The size of ``trace``, an arrangement ``name`` an operator reads or owns (``role``)."""
     return ArrangementStats(name, role, trace.rows, trace.bytes, len(trace.batches),
-                            trace.held, tuple(trace.keys))
+                            trace.held, tuple(trace.keys), trace.file_reads)

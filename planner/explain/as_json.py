@@ -100,10 +100,13 @@ its SCALARs) also has ``"subqueries"``: ``[PLAN, ...]``, the plan of ``@N`` at i
   each way (``runtime.refresh``) and how the last one ran, and why.
 - STATISTICS (ANALYZE): ``{"steps": INT, "rows_in": INT, "rows_out": INT, "seconds": FLOAT,
   "arrangements": [{"name": NAME, "rows": INT, "bytes": INT, "batches": INT, "held":
-  "driver" | "executors" | "both" | "none", "keys": [COLUMN, ...]}, ...]}``: what the
+  "driver" | "executors" | "both" | "none", "keys": [COLUMN, ...], "reads": {"by_key":
+  INT, "files": INT, "pages": INT, "whole": INT, "whole_rows": INT}}, ...]}``: what the
   operator did over the dataflow's committed steps, and the size of the arrangements it
-  holds or reads, where their batches are and the columns those in the executors are
-  arranged by.
+  holds or reads, where their batches are, the columns those in the executors are
+  arranged by, and what reads of those read over its life: batches read by key and the
+  files and pages that decoded (about one of each per key), batches read whole and their
+  rows (``batch_files.FileReads``).
 
 **TRACE** (``trace_json``), for EXPLAIN OPTIMIZER TRACE::
 
@@ -116,6 +119,7 @@ transforms start from, named ``raw``, with ``changed`` true.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -328,7 +332,8 @@ def _statistics_json(stats: OperatorStats) -> Json:
         "steps": stats.steps, "rows_in": stats.rows_in, "rows_out": stats.rows_out,
         "seconds": stats.seconds,
         "arrangements": [{"name": a.name, "rows": a.rows, "bytes": a.bytes,
-                          "batches": a.batches, "held": a.held, "keys": list(a.keys)}
+                          "batches": a.batches, "held": a.held, "keys": list(a.keys),
+                          "reads": dataclasses.asdict(a.reads)}
                          for a in stats.arrangements],
     }
 

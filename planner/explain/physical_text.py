@@ -38,8 +38,11 @@ describe it:
   input the loop computes named ``input i``; a Reduce's ``layout`` as above
   (``physical.LoopReduce``).
 - with statistics (ANALYZE): ``steps=S rows_in=I rows_out=O time=T.TTTs`` and
-  ``arrangement NAME: rows=R bytes=B batches=N held=driver|executors|both [keys=K,...]``
-  (where its batches are; the columns those in the executors are arranged by).
+  ``arrangement NAME: rows=R bytes=B batches=N held=driver|executors|both [keys=K,...]
+  [read: K by key (files~F pages~P), W whole (R rows)]`` (where its batches are; the
+  columns those in the executors are arranged by; what reads of those read over its life,
+  when any did: batches read by key, the files and pages that decoded, batches read
+  whole).
 
 ANALYZE starts with how the view's steps ran, under its title: ``refresh=SETTING: I
 incremental steps, R recomputes`` and ``last step: STRATEGY (REASON)``
@@ -241,6 +244,9 @@ def _statistics(stats: OperatorStats, pad: str) -> list[str]:
     lines += [f"{pad}arrangement {a.name}: rows={a.rows} bytes={a.bytes} "
               f"batches={a.batches} held={a.held}"
               + (f" keys={','.join(a.keys)}" if a.keys else "")
+              + (f" read: {a.reads.by_key} by key (files~{a.reads.files} "
+                 f"pages~{a.reads.pages}), {a.reads.whole} whole ({a.reads.whole_rows} rows)"
+                 if a.reads.by_key or a.reads.whole else "")
               for a in stats.arrangements]
     return lines
 

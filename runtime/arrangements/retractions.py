@@ -91,9 +91,13 @@ def _held(trace: Trace, spilled: list[Leaf], retracted: pa.Table, names: list[st
     by_key = [leaf for leaf in spilled if keyed(leaf)]
     keys = sorted(trace.keys, key=lambda k: k != probe)
     key = next((k for k in keys if all(Trace.arranged(leaf, k) for leaf in by_key)), None)
-    held = [leaf.files.matching(key, retracted[key].combine_chunks())
-            if key is not None and leaf.files is not None and keyed(leaf) else leaf.df
-            for leaf in spilled]
+    held = []
+    values = None if key is None else retracted[key].combine_chunks()
+    distinct = None if values is None else pc.count_distinct(values, mode="all").as_py()
+    for leaf in spilled:
+        read_by_key = values is not None and leaf.files is not None and keyed(leaf)
+        held.append(leaf.files.matching(key, values) if read_by_key else leaf.df)
+        trace.file_reads = trace.file_reads.plus(leaf.rows, distinct if read_by_key else None)
     found = union_all([h.select(*names, DIFF) for h in held])
     assert found is not None
     return found, key is not None and key == probe and len(by_key) == len(spilled)

@@ -26,7 +26,7 @@ from typing import NamedTuple
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from matview.runtime.arrangements.batch_files import PAGE_ROWS, keyable
+from matview.runtime.arrangements.batch_files import PAGE_ROWS, FileReads, keyable
 from matview.runtime.arrangements.consolidation import consolidated_arrow
 from matview.runtime.arrangements.key_index import holding
 from matview.runtime.arrangements.spine import Batch, in_driver, merged, to_merge
@@ -95,6 +95,8 @@ class Trace:
         self.errors: Trace | None = None
         """A materialized view's evaluation errors, as a trace of one text column (the
         message) beside its rows; None for collections that cannot have errors (tables)."""
+        self.file_reads = FileReads()
+        """What its keyed reads and write checks read of its batches held in files."""
         self._reads: dict[tuple[int | None, int | None], tuple[DataFrame | None, int | None]] = {}
         """Reads since the batches last changed: every dataflow reading this trace in one
         refresh asks for the same ranges, and building a plan from Arrow costs a JVM call."""
@@ -270,6 +272,8 @@ class Trace:
                 frame = batch.leaf.files.matching(column, values) if keyed(batch.leaf) \
                     else batch.leaf.df
                 whole = whole or not keyed(batch.leaf)
+                self.file_reads = self.file_reads.plus(
+                    batch.leaf.rows, pages if keyed(batch.leaf) else None)
                 frames.append(frame.where(col(TIME) <= upto) if late else frame)
                 rows += min(batch.leaf.rows, pages * PAGE_ROWS) if keyed(batch.leaf) \
                     else batch.leaf.rows

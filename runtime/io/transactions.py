@@ -61,6 +61,10 @@ class Transactions:
         (``trace``) at a new time, or stage them in the open transaction; returns the number
         of rows changed.
 
+        A DataFrame's rows held in the executors are also copied to the driver (one Spark
+        job) while the table's copies stay within ``table_copy_rows``, as Arrow rows are: its
+        writes are then checked, and it is read, in Arrow.
+
         No write may leave a row with a negative multiplicity: updates with negative diffs
         are checked against the table (and the transaction's staged writes to it) before
         anything is appended, Arrow updates before they are stored and DataFrames once
@@ -74,6 +78,8 @@ class Transactions:
         at = self.times.peek_write() if pending is None else pending.at
         leaf, changed, retracts = writes.batch(self.spark, updates, types, small, at,
                                                trace.keys[0] if trace.keys else None)
+        if isinstance(updates, DataFrame):  # copied to the driver while the table has room
+            leaf = trace.with_copy(leaf)
         if leaf is not None and retracts and not checked:
             writes.check_retractions(name, trace, leaf.df if leaf.table is None
                                      else leaf.table, staged)

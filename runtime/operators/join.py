@@ -104,7 +104,9 @@ class JoinOp(ArrangedWhenLookedUp, Operator):
     consumer needs the join's history (it holds the joined rows that passed ``predicates``).
 
     A step producing more than ``max_rows`` rows fails: before running when the paths'
-    cross products of known sizes say so, else while running (``_counted``).
+    cross products of known sizes say so (a path's own changes, however many, are not a
+    runaway: a view's first step over a large table starts from all of it), else while
+    running, per partition of its output (``_counted``).
 
     ``paths`` are the plan's delta paths, run as they say: each of ``predicates`` is
     evaluated in the closure of the stage the plan places it in."""
@@ -249,9 +251,9 @@ class JoinOp(ArrangedWhenLookedUp, Operator):
     def _estimate(self, ctx: StepContext, i: int, deltas: list[Delta | None]) -> int | None:
         """A bound on the rows of path ``i`` up to its first lookup by key (the lookups
         before it, with an empty key, are cross products of known sizes), when the sizes
-        are known."""
+        are known and those cross products make it more than the path's own changes."""
         start = deltas[i]
-        rows = None if start is None else start.rows
+        changes = rows = None if start is None else start.rows
         if rows is None:
             return None
         for stage in self.paths[i].lookups:
@@ -260,7 +262,7 @@ class JoinOp(ArrangedWhenLookedUp, Operator):
             if stage.key or old is None or new is None:
                 break
             rows *= old + new
-        return rows
+        return rows if rows > changes else None
 
     def step_values(self, ctx: StepContext, column: int) -> pa.Array | None:
         """The values column ``column`` of this step's output may hold, when the driver

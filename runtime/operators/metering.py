@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from matview.runtime.arrangements.batch_files import FileReads
 from matview.runtime.arrangements.updates import Leaf, row_count
 from matview.runtime.settings import active
 from matview.runtime.spark.jvm_plans import row_counts
@@ -39,8 +40,10 @@ class ArrangementStats:
     output, values, pending or prefix). ``rows`` counts the update rows held (``Trace.rows``),
     ``bytes`` their size (``Trace.bytes``: exact for batches held in the driver as Arrow,
     estimated from the schema for batches held in Spark), ``batches`` their number,
-    ``held`` where they are (``Trace.held``: driver, executors or both) and ``keys`` the
-    columns its batches held in the executors are arranged by (``Trace.keys``)."""
+    ``held`` where they are (``Trace.held``: driver, executors or both), ``keys`` the
+    columns its batches held in the executors are arranged by (``Trace.keys``) and
+    ``reads`` what lookups and write checks read of those over its life
+    (``Trace.file_reads``)."""
 
     name: str
     role: str
@@ -49,6 +52,7 @@ class ArrangementStats:
     batches: int = 0
     held: str = "none"
     keys: tuple[str, ...] = ()
+    reads: FileReads = FileReads()
 
 
 @dataclass(frozen=True)

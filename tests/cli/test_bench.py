@@ -7,7 +7,9 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 import pytest
+from pyspark.sql import DataFrame
 
+import matview
 from bench import w1, w2, w3
 from bench.measure import Mismatch, check_equal
 from bench.report import table
@@ -47,6 +49,30 @@ def test_workload_agrees_with_baselines(spark, workload) -> None:  # type: ignor
     assert figures["action_floor_s"] > 0
     assert f"{workload.name}: one Spark action here costs at least " in printed
     assert figures["state"][-1]["table_bytes"] > 0
+    # memory in use after every batch: the driver's heap, Python's RSS, Spark's storage
+    for key in ("driver_heap_bytes", "python_rss_bytes", "storage_memory_bytes"):
+        assert all(s[key] is not None and s[key] >= 0 for s in figures["state"]), key
+    assert all(s["driver_heap_bytes"] > 0 and s["python_rss_bytes"] > 0
+               for s in figures["state"])
+    assert f"{workload.name}: memory in use after each batch (median / max): driver JVM heap" \
+        in printed
+
+
+def test_tables_loaded_as_spark_dataframes(spark, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """``--load spark``: matview and the Spark baseline get the tables' first rows as
+    DataFrames reading Parquet files, and every answer still agrees."""
+    inserted: list[bool] = []
+    insert = matview.Connection.insert
+
+    def spy(self, table, rows):  # type: ignore[no-untyped-def]
+        inserted.append(isinstance(rows, DataFrame))
+        return insert(self, table, rows)
+
+    monkeypatch.setattr(matview.Connection, "insert", spy)
+    workload = w1.make(orders=2_000, customers=100, batches=2, catchup=0, changes=40, seed=4)
+    result = run_workload(spark, workload, ("spark",), load="spark")
+    assert inserted[:3] == [True, True, False]  # the two tables, then the batches
+    assert len(result["spark"]["ratio"]) == 2
 
 
 def test_generators_are_deterministic_and_delete_live_rows() -> None:

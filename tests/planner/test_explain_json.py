@@ -25,6 +25,7 @@ from matview.planner.explain.as_json import (
 )
 from matview.planner.lower import lower
 from matview.planner.pipeline import physical, trace
+from matview.runtime.arrangements.batch_files import FileReads
 
 from tests.support.plan_corpus import SELF_JOIN, corpus
 
@@ -247,6 +248,7 @@ class Size:
     batches: int = 1
     held: str = "driver"
     keys: tuple[str, ...] = ()
+    reads: FileReads = FileReads(by_key=1, files=1, pages=2)
 
 
 @dataclass(frozen=True)
@@ -267,7 +269,9 @@ def test_dataflow_json_with_statistics() -> None:
     assert doc["operators"][3]["statistics"] == {
         "steps": 2, "rows_in": 4, "rows_out": 1, "seconds": 0.125,
         "arrangements": [{"name": "%3.output", "rows": 1, "bytes": 64, "batches": 1,
-                          "held": "driver", "keys": []}]}
+                          "held": "driver", "keys": [], "reads": {
+                              "by_key": 1, "files": 1, "pages": 2, "whole": 0,
+                              "whole_rows": 0}}]}
     assert json.loads(json.dumps(doc)) == doc
     assert all("statistics" not in o for o in dataflow_json(graph)["operators"])
     with pytest.raises(ValueError, match="3 statistics for 4 operators"):

@@ -131,6 +131,12 @@ def test_a_join_step_reads_only_its_keys_pages_of_a_batch_held_in_files(
     if not is_remote():  # the scan decodes the two keys' pages only
         assert 0 < _scanned(frame) <= 2 * PAGE_ROWS + 2 * ORDERS // 3_000
     assert reads.written == ["c0", "c1"]  # no copy made by the step
+    # EXPLAIN ANALYZE tells where orders is held, by what, and what the step read of it: one
+    # batch by key, in 2 of its 3 files (customers 5 and 1,234), about a page per key
+    [text] = con.execute("EXPLAIN ANALYZE MATERIALIZED VIEW v").fetchone()
+    [line] = [x for x in text.splitlines() if "arrangement orders:" in x]
+    assert line.strip().endswith("held=executors keys=c0,c1 read: 1 by key (files~2 pages~2), "
+                                 "0 whole (0 rows)"), line
 
 
 def test_two_views_looking_a_table_up_by_one_key_share_its_copy(
@@ -164,3 +170,6 @@ def test_a_delete_is_checked_by_key_against_a_batch_held_in_files(
     with pytest.raises(matview.Error, match="does not hold"):
         con.delete("orders", [(7, 7, 7)])
     assert con.execute("SELECT count(*) FROM orders").fetchall() == [(ORDERS - 2,)]
+    # both checks read the batch by its ids (2 keys, then 1): in EXPLAIN ANALYZE's figures
+    assert _trace(con, "orders").file_reads == batch_files.FileReads(
+        by_key=2, files=3, pages=3)

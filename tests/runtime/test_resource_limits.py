@@ -1,5 +1,6 @@
 """A join producing more rows in one step than ``max_join_rows`` fails with an error naming
-the join, before running when its size is known (cross products), else while it runs; the
+the join, before running when its size is known (cross products), else while it runs (per
+partition of its output: a step starting from more changes than the limit is no runaway); the
 connection goes on working and the failed statement changed nothing (a view whose refresh
 fails so reports it on every read until its inputs shrink, or it is dropped)."""
 
@@ -45,6 +46,20 @@ def test_a_skewed_join_is_counted_while_it_runs(spark: SparkSession) -> None:
             con.execute("SELECT count(*) FROM j")
         assert con.execute("SELECT count(*) FROM r").fetchall() == [(40,)]
     con.execute("DROP MATERIALIZED VIEW j")
+
+
+def test_a_join_of_more_changes_than_the_limit_is_no_runaway(spark: SparkSession) -> None:
+    """A view's first step over a table larger than ``max_join_rows`` starts from all its
+    rows; joined by key, no partition produces more than the limit, so it builds."""
+    con = matview.connect(clock=0, spark=spark, max_join_rows=1_000,
+                          settings={"small_step_rows": 100})  # not one partition
+    con.execute("CREATE TABLE l (k INT, a INT)")
+    con.execute("CREATE TABLE r (k INT, b INT)")
+    con.insert("r", [(i, -i) for i in range(1_800)])
+    con.insert("l", spark.range(1_800).selectExpr("CAST(id AS INT) AS k",
+                                                  "CAST(id AS INT) AS a").repartition(6))
+    con.execute("CREATE MATERIALIZED VIEW j AS SELECT l.a, r.b FROM l JOIN r ON l.k = r.k")
+    assert con.execute("SELECT count(*), sum(a + b) FROM j").fetchall() == [(1_800, 0)]
 
 
 def test_max_join_rows_must_be_positive() -> None:

@@ -28,24 +28,35 @@ other side (a job of its own): a keyed read of a step's one customer, about a pa
 rows, is not one."""
 
 
-@pytest.mark.parametrize("settings, commit_jobs, read_jobs, calls",
-                         [({}, 0, 0, 60), ({"table_copy_rows": 0}, 1, 1, 60),
-                          (KEYED, 1, 1, 30)], ids=["copies", "in-spark", "keyed"])
+@pytest.mark.parametrize("settings, frames, commit_jobs, read_jobs, calls",
+                         [({}, False, 0, 0, 60), ({}, True, 0, 0, 60),
+                          ({"table_copy_rows": 0}, False, 1, 1, 60),
+                          (KEYED, False, 1, 1, 30)],
+                         ids=["copies", "copies-of-frames", "in-spark", "keyed"])
 def test_a_small_step_runs_at_most_one_job_to_commit_and_one_to_refresh(
-        spark: SparkSession, settings: dict[str, int],
+        spark: SparkSession, settings: dict[str, int], frames: bool,
         commit_jobs: int, read_jobs: int, calls: int) -> None:
     """With the tables' driver copies, the commit checks its deletes in Arrow and the
-    refresh reads the tables' rows from the driver: no job; without, one job for the table
-    whose rows are held in Spark, and one to refresh. When orders' batch is read by key
-    from its files, that job is the keyed read's (its rows many, the pages read few), its
-    rows fetched into a slot: the step's plans are those of the step before, run in the
-    driver, and the read makes at most 30 py4j calls (46 when the plans are built anew
-    over the keyed read)."""
+    refresh reads the tables' rows from the driver: no job, also when the tables were
+    loaded as Spark DataFrames (``frames``: their rows held in files, and copied); without,
+    one job for the table whose rows are held in Spark, and one to refresh. When orders'
+    batch is read by key from its files, that job is the keyed read's (its rows many, the
+    pages read few), its rows fetched into a slot: the step's plans are those of the step
+    before, run in the driver, and the read makes at most 30 py4j calls (46 when the plans
+    are built anew over the keyed read)."""
     con = matview.connect(clock=0, spark=spark, refresh="incremental", settings=settings)
     con.execute("CREATE TABLE customers (id INT, region TEXT)")
     con.execute("CREATE TABLE orders (id INT, cust INT, amount BIGINT)")
-    con.insert("customers", [(i, f"r{i % 7}") for i in range(3_000)])
-    con.insert("orders", [(i, i % 3_000, i % 97) for i in range(ORDERS)])
+    customers = [(i, f"r{i % 7}") for i in range(3_000)]
+    orders = [(i, i % 3_000, i % 97) for i in range(ORDERS)]
+    con.insert("customers", spark.createDataFrame(customers, "id INT, region STRING")
+               if frames else customers)
+    con.insert("orders", spark.createDataFrame(orders, "id INT, cust INT, amount BIGINT")
+               if frames else orders)
+    if frames:  # orders' rows held in files and copied to the driver (customers' fetched)
+        trace = con._engine_for_use().catalog.entries["orders"].trace
+        assert trace is not None
+        assert all(b.leaf.files is not None and b.leaf.copy is not None for b in trace.batches)
     con.execute("CREATE MATERIALIZED VIEW v AS SELECT c.region, count(*) AS n, "
                 "sum(o.amount) AS total FROM orders o JOIN customers c ON o.cust = c.id "
                 "GROUP BY c.region")

@@ -53,6 +53,7 @@ checksum files: by default every page a keyed read decodes also reads and verifi
 of a ``.crc`` file beside it, three to four times the cost of the read (500 keys of 3M
 rows: 1.1 s, 0.36 s without). Other file systems ignore them."""
 
+
 @dataclass(frozen=True)
 class FileReads:
     """What the reads of one arrangement's batches held in files read, over its life

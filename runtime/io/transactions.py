@@ -78,11 +78,11 @@ class Transactions:
         at = self.times.peek_write() if pending is None else pending.at
         leaf, changed, retracts = writes.batch(self.spark, updates, types, small, at,
                                                trace.keys[0] if trace.keys else None)
-        if isinstance(updates, DataFrame):  # copied to the driver while the table has room
-            leaf = trace.with_copy(leaf)
         if leaf is not None and retracts and not checked:
             writes.check_retractions(name, trace, leaf.df if leaf.table is None
                                      else leaf.table, staged)
+        if isinstance(updates, DataFrame):  # copied to the driver while the table has room
+            leaf = trace.with_copy(leaf)
         if pending is not None:
             pending.writes.append((trace, leaf))
         else:

@@ -30,7 +30,7 @@ import pytest
 from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
-from tests.support.oracle.harness import check_views, oracle_seeds, sampled
+from tests.support.oracle.harness import KEYED_HISTORIES, check_views, oracle_seeds, sampled
 from tests.support.oracle.linear import check_linear_views
 from tests.support.oracle.queries import QUERIES
 from tests.support.recursive_graphs import check_fixed_points_over_min
@@ -80,6 +80,18 @@ def test_oracle_views_held_in_the_executors(spark: SparkSession, remote: bool,
         pytest.skip("too slow through Spark Connect for CI")
     runtime_settings(small_step_rows=2, fetched_batch_rows=2)
     check_views(spark, oracle_seeds()[0], queries=sampled(QUERIES, 0, 4))
+
+
+def test_oracle_views_read_by_key_from_files_in_the_executors(
+        spark: SparkSession, remote: bool, runtime_settings: Callable[..., None]) -> None:
+    """The DuckDB oracle's views with the histories held in the state's files and read by
+    key (``KEYED_HISTORIES``): the executors read the pages of a step's keys, a join's keyed
+    read is fetched into the driver, a write's check reads its retracted rows' keys; a
+    twelfth of the queries."""
+    if remote:
+        pytest.skip("too slow through Spark Connect for CI")
+    runtime_settings(**KEYED_HISTORIES)
+    check_views(spark, oracle_seeds()[0] + 3, queries=sampled(QUERIES, 5, 12))
 
 
 def test_topk_views_held_in_the_executors(spark: SparkSession,

@@ -22,7 +22,7 @@ from pyspark.sql import SparkSession
 
 import matview
 from tests.support.oracle.compare import canonical
-from tests.support.oracle.harness import check_views, oracle_seeds, sampled
+from tests.support.oracle.harness import KEYED_HISTORIES, check_views, oracle_seeds, sampled
 from tests.support.oracle.queries import QUERIES
 from tests.support.oracle.workload import Row
 
@@ -66,12 +66,6 @@ def test_views_match_duckdb_with_histories_held_in_files_and_read_by_key(
     queries, interleaved; all of them passed, in eighths, when it was written)."""
     runtime_settings(**KEYED_HISTORIES)
     check_views(spark, oracle_seeds()[0] + 3, queries=sampled(QUERIES, 2, 12))
-
-
-KEYED_HISTORIES = {"driver_batch_rows": 8, "driver_merge_rows": 8, "table_copy_rows": 0,
-                   "view_copy_rows": 0, "keyed_read_rows": 0}
-"""Batches of more than 8 rows in files, read by key; the steps' smaller changes in the
-driver."""
 
 
 # --- deterministic cases ------------------------------------------------------------------

@@ -22,6 +22,12 @@ from tests.support.oracle.workload import TABLES, Op, Row, Sql, Workload, genera
 DEFAULT_SEEDS = 1
 
 
+KEYED_HISTORIES = {"driver_batch_rows": 8, "driver_merge_rows": 8, "table_copy_rows": 0,
+                   "view_copy_rows": 0, "keyed_read_rows": 0}
+"""Runtime settings: batches of more than 8 rows in files, read by key; the steps' smaller
+changes in the driver."""
+
+
 def sampled(queries: Sequence[Query], part: int, parts: int) -> list[Query]:
     """Part ``part`` of ``parts`` interleaved parts of ``queries`` (every query in exactly
     one part): a variant of the oracle loop run over a part sees every kind of query."""

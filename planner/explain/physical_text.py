@@ -245,8 +245,9 @@ def _statistics(stats: OperatorStats, pad: str) -> list[str]:
               f"batches={a.batches} held={a.held}"
               + (f" keys={','.join(a.keys)}" if a.keys else "")
               + (f" read: {a.reads.by_key} by key (files~{a.reads.files} "
-                 f"pages~{a.reads.pages}), {a.reads.whole} whole ({a.reads.whole_rows} rows)"
-                 if a.reads.by_key or a.reads.whole else "")
+                 f"pages~{a.reads.pages}), {a.reads.whole} whole ({a.reads.whole_rows} rows), "
+                 f"{a.reads.remembered} remembered"
+                 if a.reads.by_key or a.reads.whole or a.reads.remembered else "")
               for a in stats.arrangements]
     return lines
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import atexit
 import functools
+import math
 import shutil
 import tempfile
 import uuid
@@ -31,6 +32,7 @@ from urllib.parse import urlparse
 
 import pyarrow as pa
 import pyarrow.compute as pc
+from matview.runtime.arrangements.key_index import holding
 from matview.runtime.settings import active
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
@@ -59,13 +61,20 @@ class FileReads:
     """What the reads of one arrangement's batches held in files read, over its life
     (EXPLAIN ANALYZE): ``by_key`` batches read by key, which decode about one file
     (``files``) and one page (``pages``) per key, at most each file and page of the batch
-    once; ``whole`` batches read whole, ``whole_rows`` their rows."""
+    once; ``whole`` batches read whole, ``whole_rows`` their rows; ``remembered`` reads by
+    key that read no file, their rows picked from the last read of the batch
+    (``BatchFiles.remembered``)."""
 
     by_key: int = 0
     files: int = 0
     pages: int = 0
     whole: int = 0
     whole_rows: int = 0
+    remembered: int = 0
+
+    def recalled(self) -> FileReads:
+        """These reads and a read by key whose rows a batch remembered."""
+        return replace(self, remembered=self.remembered + 1)
 
     def plus(self, rows: int, keys: int | None) -> FileReads:
         """These reads and a read of a batch of ``rows`` rows: by ``keys`` distinct keys
@@ -131,15 +140,23 @@ def keyable(schema: T.StructType, column: str) -> bool:
 class BatchFiles:
     """A batch of ``rows`` update rows held as Parquet files (of ``schema``), in one or
     more copies, each read by a frame, by the key it is arranged by (``copies``; None: as
-    Spark computed it; the first written with the batch). Its files stay while
-    the process runs: plans kept to run again may read them after the batch is merged away
-    (a temporary state directory is removed when the process exits)."""
+    Spark computed it; the first written with the batch), and of each key about how many
+    distinct values its rows hold (``distinct``, counted as the copy is written). Its files
+    stay while the process runs: plans kept to run again may read them after the batch is
+    merged away (a temporary state directory is removed when the process exits)."""
 
     spark: SparkSession
     schema: T.StructType
     rows: int
     directory: str
     copies: dict[str | None, DataFrame] = field(default_factory=dict)
+    distinct: dict[str, int] = field(default_factory=dict)
+    bounds: dict[str, tuple[object, object]] = field(default_factory=dict)
+    """Per key, the least and greatest value its rows hold (counted as its copy is
+    written; none when they hold only NULL)."""
+    found: tuple[str, pa.Array, pa.Table] | None = None
+    """The last keyed read fetched into the driver (``remember``): its key, the values it
+    read and the rows it found."""
 
     @property
     def frame(self) -> DataFrame:
@@ -150,8 +167,53 @@ class BatchFiles:
         """The copy arranged by ``key``, written from the first (one Spark job, two for
         several files) unless there is one."""
         if key not in self.copies:
-            self.copies[key] = _written(self.spark, self.frame, self.rows, self.directory, key)
+            self.copies[key], stats = _written(self.spark, self.frame, self.rows,
+                                               self.directory, key)
+            self.keep_counts(key, stats)
         return self.copies[key]
+
+    def keep_counts(self, key: str, stats: dict[str, object]) -> None:
+        """Keep what writing the copy arranged by ``key`` counted (``_written``)."""
+        self.distinct[key] = int(stats.get("distinct") or 0)  # type: ignore[call-overload]
+        if stats.get("least") is not None:
+            self.bounds[key] = (stats["least"], stats["greatest"])
+
+    def clipped(self, key: str, values: pa.Array) -> pa.Array:
+        """Those of ``values`` some row may hold in ``key``: NULL, and the others between
+        the least and greatest it holds."""
+        if key not in self.bounds:
+            return values
+        least, greatest = self.bounds[key]
+        inside = pc.and_(pc.greater_equal(values, pa.scalar(least, values.type)),
+                         pc.less_equal(values, pa.scalar(greatest, values.type)))
+        return values.filter(pc.or_(pc.is_null(values), pc.fill_null(inside, False)))
+
+    def remembered(self, key: str, values: pa.Array) -> pa.Table | None:
+        """The rows of a read by ``values`` of ``key`` when the last read fetched
+        (``remember``) read all of them, picked in Arrow; else None."""
+        if self.found is None or self.found[0] != key:
+            return None
+        _, read, rows = self.found
+        if not pc.all(pc.is_in(values, read, skip_nulls=False)).as_py():
+            return None
+        return holding(rows, key, values)
+
+    def remember(self, key: str, values: pa.Array, rows: pa.Table) -> None:
+        """Keep ``rows``, what a read by ``values`` of ``key`` fetched into the driver, in
+        place of the last (a read of a subset of them picks them in Arrow, ``remembered``):
+        the views stepping after a write look up the keys its check read (TPC-H: a
+        delete's orders, whose lineitems the check and three views read). Up to
+        ``slot_max_rows`` rows."""
+        if rows.num_rows <= active().slot_max_rows:
+            self.found = (key, values, rows)
+
+    def expected_rows(self, key: str, values: int) -> int:
+        """About how many rows a read of ``values`` distinct values of ``key`` finds: as
+        many times the rows the batch holds per value of ``key`` (a copy arranged by it
+        counted them), else a page (``PAGE_ROWS``) per value; at most the batch."""
+        per_value = self.rows / max(self.distinct[key], 1) if key in self.distinct \
+            else PAGE_ROWS
+        return min(self.rows, math.ceil(values * per_value))
 
     def matching(self, key: str, values: pa.Array) -> DataFrame:
         """The rows whose ``key`` holds one of ``values`` (NULL among them included), read
@@ -173,27 +235,36 @@ def written(df: DataFrame, key: str | None = None, most: int | None = None
     counted = df.observe(observation, F.count(F.lit(1)).alias("rows"))
     arranged_by = key if key is not None and most is not None and keyable(df.schema, key) \
         else None
-    first = _written(spark, counted, most, directory, arranged_by)
+    first, stats = _written(spark, counted, most, directory, arranged_by)
     rows = int(observation.get.get("rows", 0))
     if not rows:
         _removed(directory)
         return None
-    return BatchFiles(spark, df.schema, rows, directory, {arranged_by: first})
+    files = BatchFiles(spark, df.schema, rows, directory, {arranged_by: first})
+    if arranged_by is not None:
+        files.keep_counts(arranged_by, stats)
+    return files
 
 
 def _written(spark: SparkSession, df: DataFrame, rows: int | None, directory: str,
-             key: str | None) -> DataFrame:
+             key: str | None) -> tuple[DataFrame, dict[str, object]]:
     """The files of a copy of ``df`` (``rows`` update rows, when known) arranged by ``key``
-    (None: as they are), written under ``directory``."""
+    (None: as they are), written under ``directory``, and what was counted of ``key`` while
+    writing them: about how many ``distinct`` values it holds, the ``least`` and the
+    ``greatest`` (nothing for no key)."""
     path = f"{directory}/{'rows' if key is None else 'by-' + key}"
+    observation = Observation("key")
     if key is None:
         df.write.options(**UNCHECKED).parquet(path)
     else:
         files = -(-(rows or 1) // active().file_rows)
-        (df.repartitionByRange(files, F.col(key)).sortWithinPartitions(key).write
+        counted = df.observe(observation, F.approx_count_distinct(key).alias("distinct"),
+                             F.min(key).alias("least"), F.max(key).alias("greatest"))
+        (counted.repartitionByRange(files, F.col(key)).sortWithinPartitions(key).write
          .options(**UNCHECKED).option("parquet.block.size", ROW_GROUP_BYTES)
          .option("parquet.page.row.count.limit", PAGE_ROWS).parquet(path))
-    return spark.read.schema(df.schema).options(**UNCHECKED).parquet(path)
+    stats = {} if key is None else dict(observation.get)
+    return spark.read.schema(df.schema).options(**UNCHECKED).parquet(path), stats
 
 
 def holding_test(column: str, values: pa.Array | pa.ChunkedArray) -> str | None:

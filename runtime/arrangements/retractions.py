@@ -4,9 +4,11 @@ copies of the rows it retracts.
 The check (``negative_row``) sums the rows a write retracts with their copies the trace
 holds. Copies held in the driver are found in Arrow
 by the values of one column (``probe_column``); copies held only in Spark are fetched with
-one job: of batches held in files arranged by that column, the pages of its values (a keyed
-read, ``_held``); of others, a scan (``found_in_spark``) filtered on those values by SQL
-text when they are few (``RuntimeSettings.probe_values``), else by a broadcast semi-join.
+one job: of batches held in files, the pages of the values of the key they are arranged by
+whose read is expected to find the fewest rows (a keyed read, ``_held``, which the batch
+remembers for the views that look the same keys up next); of others, a scan
+(``found_in_spark``) filtered on those values by SQL text when they are few
+(``RuntimeSettings.probe_values``), else by a broadcast semi-join.
 """
 
 from __future__ import annotations
@@ -20,11 +22,11 @@ import pyarrow.compute as pc
 from matview.runtime.arrangements.batch_files import holding_test
 from matview.runtime.arrangements.key_index import holding
 from matview.runtime.arrangements.trace import Trace, keyed
-from matview.runtime.arrangements.updates import DIFF, Leaf, union_all
+from matview.runtime.arrangements.updates import DIFF, Leaf, normalized, union_all
 from matview.runtime.lowering.types import col, column_names
 from matview.runtime.settings import active
 from matview.runtime.spark.arrow_frames import arrow_frame
-from matview.runtime.spark.jvm_plans import to_arrow
+from matview.runtime.spark.one_job import collected
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -59,9 +61,7 @@ def negative_row(trace: Trace, updates: DataFrame | pa.Table,
         parts = [part.select([*names, DIFF]) for part in parts]
         spilled = [leaf for leaf, t in zip(leaves, local) if t is None]
         if spilled and retracted.num_rows:
-            held, by_probe = _held(trace, spilled, retracted, names, probe)
-            found = held if by_probe else found_in_spark(trace.spark, held, retracted, probe)
-            parts.append(to_arrow(found).cast(mine.schema))
+            parts.append(_held(trace, spilled, retracted, names, probe).cast(mine.schema))
         # rows not retracted now may sum below zero (their other copies are not
         # fetched), so a row counts only where it is retracted now
         marked = [t.append_column(_RETRACTED, pa.array(np.zeros(t.num_rows, bool)))
@@ -82,25 +82,50 @@ def negative_row(trace: Trace, updates: DataFrame | pa.Table,
 
 
 def _held(trace: Trace, spilled: list[Leaf], retracted: pa.Table, names: list[str],
-          probe: str | None) -> tuple[DataFrame, bool]:
-    """The updates of ``spilled`` (batches held only in Spark) that may copy ``retracted``
-    rows: of batches read by key (``trace.keyed``), only the retracted rows' keys of one of
-    the trace's keys all of them are arranged by (``probe`` when it is one); the others
-    whole. And whether every batch was read by ``probe``'s keys (no filter left to
-    apply)."""
+          probe: str | None) -> pa.Table:
+    """The updates (``names`` and ``_diff``) of ``spilled`` (batches held only in Spark)
+    that may copy ``retracted`` rows, fetched with one Spark job: of batches read by key
+    (``trace.keyed``), the retracted rows' keys of one of the trace's keys all of them are
+    arranged by, the one whose read is expected to find the fewest rows
+    (``BatchFiles.expected_rows``; ``probe`` among equals), remembered by the batch for
+    the views stepping next (``BatchFiles.remember``), or picked from what it remembers;
+    the others whole, filtered by ``found_in_spark``."""
     by_key = [leaf for leaf in spilled if keyed(leaf)]
-    keys = sorted(trace.keys, key=lambda k: k != probe)
-    key = next((k for k in keys if all(Trace.arranged(leaf, k) for leaf in by_key)), None)
-    held = []
-    values = None if key is None else retracted[key].combine_chunks()
-    distinct = None if values is None else pc.count_distinct(values, mode="all").as_py()
+    counts = {k: pc.count_distinct(retracted[k], mode="all").as_py() for k in trace.keys
+              if all(Trace.arranged(leaf, k) for leaf in by_key)}
+
+    def expected(k: str) -> tuple[int, bool]:
+        return sum(leaf.files.expected_rows(k, counts[k]) for leaf in by_key
+                   if leaf.files is not None), k != probe
+    key = min(counts, key=expected, default=None)
+    values = None if key is None else pc.unique(retracted[key].combine_chunks())
+    tables, frames, reads, whole = [], [], [], []
     for leaf in spilled:
-        read_by_key = values is not None and leaf.files is not None and keyed(leaf)
-        held.append(leaf.files.matching(key, values) if read_by_key else leaf.df)
-        trace.file_reads = trace.file_reads.plus(leaf.rows, distinct if read_by_key else None)
-    found = union_all([h.select(*names, DIFF) for h in held])
-    assert found is not None
-    return found, key is not None and key == probe and len(by_key) == len(spilled)
+        files = leaf.files
+        if key is not None and values is not None and files is not None and keyed(leaf):
+            wanted = files.clipped(key, values)
+            table = files.remembered(key, wanted)
+            distinct = pc.count_distinct(wanted, mode="all").as_py()
+            if table is not None:
+                trace.file_reads = trace.file_reads.recalled()
+                tables.append(table)
+            elif distinct:
+                trace.file_reads = trace.file_reads.plus(leaf.rows, distinct)
+                frames.append(files.matching(key, wanted))
+                reads.append((files, wanted))
+            continue
+        trace.file_reads = trace.file_reads.plus(leaf.rows, None)
+        whole.append(leaf.df.select(*names, DIFF))
+    others = union_all(whole)
+    if others is not None:
+        frames.append(found_in_spark(trace.spark, others, retracted, probe))
+    fetched = [normalized(t) for t in collected(frames)] if frames else []
+    for rows, (files, wanted) in zip(fetched, reads, strict=False):
+        assert key is not None
+        files.remember(key, wanted, rows)
+    parts = [t.select([*names, DIFF]) for t in tables + fetched]
+    return pa.concat_tables(parts, promote_options="permissive") if parts else \
+        pa.table({n: pa.array([], pa.null()) for n in [*names, DIFF]})
 
 
 def found_in_spark(spark: SparkSession, held: DataFrame, retracted: pa.Table,

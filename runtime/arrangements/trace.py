@@ -26,7 +26,7 @@ from typing import NamedTuple
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from matview.runtime.arrangements.batch_files import PAGE_ROWS, FileReads, keyable
+from matview.runtime.arrangements.batch_files import PAGE_ROWS, BatchFiles, FileReads, keyable
 from matview.runtime.arrangements.consolidation import consolidated_arrow
 from matview.runtime.arrangements.key_index import holding
 from matview.runtime.arrangements.spine import Batch, in_driver, merged, to_merge
@@ -43,6 +43,7 @@ from matview.runtime.lowering.types import col
 from matview.runtime.settings import active
 from matview.runtime.spark.arrow_frames import arrow_frame
 from matview.runtime.spark.jvm_plans import to_arrow
+from matview.runtime.spark.one_job import collected
 from matview.runtime.time import MAX_TIME, MIN_TIME
 from pyspark.sql import DataFrame, SparkSession
 
@@ -51,7 +52,8 @@ class KeyedRead(NamedTuple):
     """What a keyed read of a trace finds (``Trace.matching``)."""
 
     table: pa.Table | None
-    """The rows of the batches the driver holds (None: no such batch)."""
+    """The rows of the batches the driver holds, and those a batch in files remembers
+    from a read of the same values (``BatchFiles.remembered``; None: no such batch)."""
     frames: list[DataFrame]
     """Plans reading those of the batches held in files."""
     rows: int
@@ -60,6 +62,22 @@ class KeyedRead(NamedTuple):
     more pages)."""
     whole: bool
     """Whether some of ``frames`` read a batch whole (its other keys too)."""
+    expected: int
+    """The rows both read, as expected: of a batch read by key, the values' number times
+    the rows it holds per value (``BatchFiles.expected_rows``)."""
+    reads: list[tuple[BatchFiles, pa.Array] | None]
+    """Per frame, the batch's files and the values it reads by key, when the rows it finds
+    may be remembered (``fetch``; None: it reads a batch whole, or cut at a time)."""
+
+    def fetch(self, column: str) -> pa.Table | None:
+        """The rows found, all in the driver: those of ``frames`` fetched (one Spark job)
+        and remembered by their batches (``BatchFiles.remember``)."""
+        fetched = [normalized(t) for t in collected(self.frames)] if self.frames else []
+        for rows, read in zip(fetched, self.reads, strict=True):
+            if read is not None:
+                read[0].remember(column, read[1], rows)
+        tables = ([] if self.table is None else [self.table]) + fetched
+        return pa.concat_tables(tables, promote_options="permissive") if tables else None
 
 
 def keyed(leaf: Leaf) -> bool:
@@ -262,29 +280,39 @@ class Trace:
             return None
         if any(keyed(leaf) for leaf in spilled):
             self.arrange(column)
-        found, frames, rows, whole = [], [], 0, False
-        pages = pc.count_distinct(values, mode="all").as_py()
+        found, frames, reads, rows, expected, whole = [], [], [], 0, 0, False
         for batch in batches:
-            late = batch.upper > upto
-            table = batch.leaf.in_driver
-            if table is None:
-                assert batch.leaf.files is not None
-                frame = batch.leaf.files.matching(column, values) if keyed(batch.leaf) \
-                    else batch.leaf.df
-                whole = whole or not keyed(batch.leaf)
-                self.file_reads = self.file_reads.plus(
-                    batch.leaf.rows, pages if keyed(batch.leaf) else None)
-                frames.append(frame.where(col(TIME) <= upto) if late else frame)
-                rows += min(batch.leaf.rows, pages * PAGE_ROWS) if keyed(batch.leaf) \
-                    else batch.leaf.rows
+            late, leaf, files = batch.upper > upto, batch.leaf, batch.leaf.files
+            if leaf.in_driver is not None:
+                table = holding(leaf.in_driver, column, values)  # its own: its index kept
+            elif files is not None and keyed(leaf):
+                wanted = files.clipped(column, values)
+                table = files.remembered(column, wanted)
+                if table is not None:
+                    self.file_reads = self.file_reads.recalled()
+                else:
+                    pages = pc.count_distinct(wanted, mode="all").as_py()
+                    if pages:
+                        self.file_reads = self.file_reads.plus(leaf.rows, pages)
+                        frame = files.matching(column, wanted)
+                        frames.append(frame.where(col(TIME) <= upto) if late else frame)
+                        reads.append(None if late else (files, wanted))
+                        rows += min(leaf.rows, pages * PAGE_ROWS)
+                        expected += files.expected_rows(column, pages)
+                    continue
+            else:  # a small batch in files: read whole
+                self.file_reads = self.file_reads.plus(leaf.rows, None)
+                frames.append(leaf.df.where(col(TIME) <= upto) if late else leaf.df)
+                reads.append(None)
+                whole, rows, expected = True, rows + leaf.rows, expected + leaf.rows
                 continue
-            table = holding(table, column, values)  # the batch's own table: its index kept
             if late:
                 table = table.filter(pc.less_equal(table[TIME], upto))
             found.append(table)
             rows += table.num_rows
+            expected += table.num_rows
         local = pa.concat_tables(found, promote_options="permissive") if found else None
-        return KeyedRead(local, frames, rows, whole)
+        return KeyedRead(local, frames, rows, whole, expected, reads)
 
     @staticmethod
     def arranged(leaf: Leaf, column: str) -> bool:

@@ -9,10 +9,9 @@ from typing import ClassVar
 import pyarrow as pa
 import pyarrow.compute as pc
 from matview.runtime.arrangements.trace import Trace
-from matview.runtime.arrangements.updates import advance_times, normalized, union_all
+from matview.runtime.arrangements.updates import advance_times, union_all
 from matview.runtime.operators.base import Delta, Matched, Operator, StepContext, templated
 from matview.runtime.settings import active
-from matview.runtime.spark.jvm_plans import to_arrow
 from pyspark.sql import DataFrame
 from pyspark.sql.utils import is_remote
 
@@ -83,20 +82,18 @@ class GetOp(Operator):
         assert self.trace is not None
         name = f"c{column}"
         found = None if ctx.first else self.trace.matching(ctx.lower, name, values)
-        if found is None or (found.table is None and not found.frames):
+        if found is None:
             return None
         table, frames = found.table, found.frames
-        if frames and fetched(ctx, found.rows, found.whole):
-            table = pa.concat_tables(
-                [*([] if table is None else [table]), normalized(to_arrow(union_all(frames)))],
-                promote_options="permissive")
-            frames = []
+        if frames and fetched(ctx, found.expected, found.whole):
+            table, frames = found.fetch(name), []
         held = [] if table is None or not table.num_rows else [
             self.bound(ctx, ("matching", column), table)]
 
         def values_of(c: int) -> pa.Array | None:
             if not frames:
-                assert table is not None
+                if table is None:  # none found: of other columns, nothing is known
+                    return values[:0] if c == column else None
                 return pc.unique(table[f"c{c}"])
             return values if c == column and not found.whole else None
 
@@ -104,13 +101,13 @@ class GetOp(Operator):
 
 
 def fetched(ctx: StepContext, rows: int, whole: bool) -> bool:
-    """Whether a keyed read of batches held in files, of about ``rows`` rows, is fetched
-    into the driver (one Spark job of its own, a small plan: a filtered scan) and bound into
-    a slot: in a ``templated`` step of a classic session, when it reads no batch whole and
-    its rows would fit a slot (``slot_max_rows``). The step's plans are then the ones
-    built the step before over the same slots, run again with no planning (the pages a
-    step reads have new keys: a plan reading them is planned anew, 0.3-0.4 s of Spark's
-    optimizer and analyzer for W1's refresh), and run in the driver when they have no
-    exchange."""
+    """Whether a keyed read of batches held in files, of about ``rows`` rows (as expected,
+    ``KeyedRead.expected``), is fetched into the driver (one Spark job of its own, a small
+    plan: a filtered scan) and bound into a slot: in a ``templated`` step of a classic
+    session, when it reads no batch whole and its rows would fit a slot
+    (``slot_max_rows``). The step's plans are then the ones built the step before over the
+    same slots, run again with no planning (the pages a step reads have new keys: a plan
+    reading them is planned anew, 0.3-0.4 s of Spark's optimizer and analyzer for W1's
+    refresh), and run in the driver when they have no exchange."""
     return templated(ctx) and not is_remote() and not whole \
         and rows <= active().slot_max_rows

@@ -53,6 +53,16 @@ class OneJob:
             then(_unpacked(table.filter(pc.equal(table[_PART], i))[f"p{i}"]))
 
 
+def collected(frames: list[DataFrame]) -> list[pa.Table]:
+    """The rows of each of ``frames``, all computed by one Spark job."""
+    found: list[pa.Table] = []
+    job = OneJob()
+    for frame in frames:
+        job.want(frame, found.append)
+    job.run()
+    return found
+
+
 _PACKED = 16
 """Packed unions kept for reuse: a refresh's jobs (one per group of views stepping
 together) usually want the same frames again in its next step (``runtime.templates``)."""

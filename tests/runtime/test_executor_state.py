@@ -47,7 +47,7 @@ def reads(monkeypatch: pytest.MonkeyPatch) -> Iterator[Reads]:
         return frame
 
     def spy_written(spark: SparkSession, df: DataFrame, rows: int | None, directory: str,
-                    key: str | None) -> DataFrame:
+                    key: str | None) -> tuple[DataFrame, dict[str, object]]:
         seen.written.append(key)
         return written(spark, df, rows, directory, key)
 
@@ -136,13 +136,15 @@ def test_a_join_step_reads_only_its_keys_pages_of_a_batch_held_in_files(
     [text] = con.execute("EXPLAIN ANALYZE MATERIALIZED VIEW v").fetchone()
     [line] = [x for x in text.splitlines() if "arrangement orders:" in x]
     assert line.strip().endswith("held=executors keys=c0,c1 read: 1 by key (files~2 pages~2), "
-                                 "0 whole (0 rows)"), line
+                                 "0 whole (0 rows), 0 remembered"), line
 
 
 def test_two_views_looking_a_table_up_by_one_key_share_its_copy(
         spark: SparkSession, reads: Reads) -> None:
     """A second view joining orders on ``cust`` reads the copy the first one's join
-    arranged: no second copy is written, and both views read it by key."""
+    arranged: no second copy is written, and the files are read by key once: the rows the
+    first view's lookup fetched, the batch remembers, and the second view's lookup of the
+    same key picks them in Arrow."""
     con = _connect(spark)
     con.execute(f"CREATE MATERIALIZED VIEW v AS {VIEW}")
     con.execute("CREATE MATERIALIZED VIEW big AS SELECT c.id, max(o.amount) AS most "
@@ -154,22 +156,70 @@ def test_two_views_looking_a_table_up_by_one_key_share_its_copy(
     assert sorted(con.execute("SELECT * FROM big").fetchall()) == [
         (i, max(j % 97 for j in range(i, ORDERS, 3_000))) for i in range(10)]
     assert sorted(con.execute("SELECT * FROM v").fetchall()) == _expected({3: "moved"})
-    assert [(key, values) for key, values, _ in reads.matched] == [("c1", [3])] * 2
+    assert [(key, values) for key, values, _ in reads.matched] == [("c1", [3])]
     [batch] = _trace(con, "orders").batches
     assert batch.leaf.files is not None and set(batch.leaf.files.copies) == {"c0", "c1"}
+    assert batch.leaf.files.found is not None
+    key, values, rows = batch.leaf.files.found
+    assert (key, values.to_pylist(), rows.num_rows) == ("c1", [3], len(range(3, ORDERS, 3_000)))
+    assert _trace(con, "orders").file_reads.remembered == 1
 
 
 def test_a_delete_is_checked_by_key_against_a_batch_held_in_files(
         spark: SparkSession, reads: Reads) -> None:
     """A delete's check that the table holds the rows it retracts reads, of orders' batch
-    held in files, only the deleted ids' rows; a row the table does not hold fails the
-    delete and changes nothing."""
+    held in files, only the deleted ids' rows, which the batch remembers: a check of some
+    of those ids again picks them in Arrow, of others reads the files again. A row the
+    table does not hold fails the delete and changes nothing."""
     con = _connect(spark)
     con.delete("orders", [(7, 7, 7), (9_000, 0, 9_000 % 97)])
     assert [(key, values) for key, values, _ in reads.matched] == [("c0", [7, 9_000])]
     with pytest.raises(matview.Error, match="does not hold"):
-        con.delete("orders", [(7, 7, 7)])
+        con.delete("orders", [(7, 7, 7)])  # deleted already: found in what was read
+    assert [(key, values) for key, values, _ in reads.matched] == [("c0", [7, 9_000])]
+    with pytest.raises(matview.Error, match="does not hold"):
+        con.delete("orders", [(8, 8, 0)])  # order 8's amount is 8
+    assert [(key, values) for key, values, _ in reads.matched] == [
+        ("c0", [7, 9_000]), ("c0", [8])]
     assert con.execute("SELECT count(*) FROM orders").fetchall() == [(ORDERS - 2,)]
-    # both checks read the batch by its ids (2 keys, then 1): in EXPLAIN ANALYZE's figures
+    # two checks read the batch by its ids (2 keys, then 1), one picked what the first
+    # read: in EXPLAIN ANALYZE's figures
     assert _trace(con, "orders").file_reads == batch_files.FileReads(
-        by_key=2, files=3, pages=3)
+        by_key=2, files=3, pages=3, remembered=1)
+
+
+def test_a_delete_is_checked_by_the_key_expected_to_read_fewest_rows(
+        spark: SparkSession, reads: Reads) -> None:
+    """A table arranged by two keys (its first column, and the one a view joins on) is
+    checked by the key whose values among the deleted rows find the fewest rows: the
+    deleted lines of one order hold 4 parts (6 lines each) but one order (4 lines), so the
+    check reads the order's lines, not the parts' (the column of most distinct values)."""
+    con = matview.connect(clock=0, spark=spark, refresh="incremental", settings=SETTINGS)
+    con.execute("CREATE TABLE lines (o INT, part INT, q INT)")
+    con.execute("CREATE TABLE parts (id INT)")
+    con.insert("lines", [(i // 4, i % 5_000, i) for i in range(ORDERS)])
+    con.insert("parts", [(i,) for i in range(5_000)])
+    con.execute("CREATE MATERIALIZED VIEW per_part AS SELECT p.id, count(*) AS n "
+                "FROM lines l JOIN parts p ON l.part = p.id GROUP BY p.id")
+    [batch] = _trace(con, "lines").batches
+    assert batch.leaf.files is not None and set(batch.leaf.files.copies) == {"c0", "c1"}
+    assert con.delete("lines", [(5, i, i) for i in range(20, 24)]) == 4
+    assert [(key, values) for key, values, _ in reads.matched] == [("c0", [5])]
+    assert sorted(con.execute("SELECT * FROM per_part WHERE id < 25").fetchall()) == [
+        (i, ORDERS // 5_000 - (20 <= i < 24)) for i in range(25)]
+
+
+def test_a_lookup_of_keys_beyond_a_batch_reads_none_of_its_files(
+        spark: SparkSession, reads: Reads) -> None:
+    """A batch knows the least and greatest value of each key it is arranged by: a lookup
+    of a key outside them (a new customer's orders) reads none of its files."""
+    con = _connect(spark)
+    con.execute(f"CREATE MATERIALIZED VIEW v AS {VIEW}")
+    con.insert("customers", [(9_999, "r0")])
+    con.insert("orders", [(ORDERS, 9_999, 5)])
+    assert sorted(con.execute("SELECT * FROM v").fetchall()) == sorted(
+        (region, n + (region == "r0"), total + 5 * (region == "r0"))
+        for region, n, total in _expected({}))
+    assert reads.matched == []
+    held = _trace(con, "orders").batches[0].leaf.files
+    assert held is not None and held.bounds["c1"] == (0, 2_999)

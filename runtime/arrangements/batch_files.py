@@ -28,6 +28,7 @@ import tempfile
 import uuid
 import weakref
 from dataclasses import dataclass, field, replace
+from typing import NamedTuple
 from urllib.parse import urlparse
 
 import pyarrow as pa
@@ -72,9 +73,11 @@ class FileReads:
     whole_rows: int = 0
     remembered: int = 0
 
-    def recalled(self) -> FileReads:
-        """These reads and a read by key whose rows a batch remembered."""
-        return replace(self, remembered=self.remembered + 1)
+    def read(self, part: KeyedPart, rows: int) -> FileReads:
+        """These reads and ``part``, a read by key of a batch of ``rows`` rows."""
+        if part.remembered is not None:
+            return replace(self, remembered=self.remembered + 1)
+        return self if part.frame is None else self.plus(rows, part.keys)
 
     def plus(self, rows: int, keys: int | None) -> FileReads:
         """These reads and a read of a batch of ``rows`` rows: by ``keys`` distinct keys
@@ -85,6 +88,17 @@ class FileReads:
         files, pages = -(-rows // active().file_rows), -(-rows // PAGE_ROWS)
         return replace(self, by_key=self.by_key + 1, files=self.files + min(files, keys),
                        pages=self.pages + min(pages, keys))
+
+
+class KeyedPart(NamedTuple):
+    """A batch's part of a read by key (``BatchFiles.read_by_key``): the rows it remembers
+    of a read of the values (``BatchFiles.remembered``), else the plan reading the pages of
+    those its key range may hold (None: none may), those values and how many distinct."""
+
+    remembered: pa.Table | None
+    frame: DataFrame | None
+    values: pa.Array
+    keys: int
 
 
 _places: weakref.WeakKeyDictionary[SparkSession, str] = weakref.WeakKeyDictionary()
@@ -187,6 +201,14 @@ class BatchFiles:
         inside = pc.and_(pc.greater_equal(values, pa.scalar(least, values.type)),
                          pc.less_equal(values, pa.scalar(greatest, values.type)))
         return values.filter(pc.or_(pc.is_null(values), pc.fill_null(inside, False)))
+
+    def read_by_key(self, key: str, values: pa.Array) -> KeyedPart:
+        """A read of the rows whose ``key`` holds one of ``values`` (``KeyedPart``)."""
+        wanted = self.clipped(key, values)
+        table = self.remembered(key, wanted)
+        keys = pc.count_distinct(wanted, mode="all").as_py()
+        frame = None if table is not None or not keys else self.matching(key, wanted)
+        return KeyedPart(table, frame, wanted, keys)
 
     def remembered(self, key: str, values: pa.Array) -> pa.Table | None:
         """The rows of a read by ``values`` of ``key`` when the last read fetched

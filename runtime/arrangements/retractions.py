@@ -19,14 +19,14 @@ from collections.abc import Sequence
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from matview.runtime.arrangements.batch_files import holding_test
+from matview.runtime.arrangements.batch_files import BatchFiles, holding_test
 from matview.runtime.arrangements.key_index import holding
+from matview.runtime.arrangements.keyed_reads import fetched
 from matview.runtime.arrangements.trace import Trace, keyed
-from matview.runtime.arrangements.updates import DIFF, Leaf, normalized, union_all
+from matview.runtime.arrangements.updates import DIFF, Leaf, union_all
 from matview.runtime.lowering.types import col, column_names
 from matview.runtime.settings import active
 from matview.runtime.spark.arrow_frames import arrow_frame
-from matview.runtime.spark.one_job import collected
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -99,31 +99,27 @@ def _held(trace: Trace, spilled: list[Leaf], retracted: pa.Table, names: list[st
                    if leaf.files is not None), k != probe
     key = min(counts, key=expected, default=None)
     values = None if key is None else pc.unique(retracted[key].combine_chunks())
-    tables, frames, reads, whole = [], [], [], []
+    tables: list[pa.Table] = []
+    frames: list[DataFrame] = []
+    reads: list[tuple[BatchFiles, str, pa.Array]] = []
+    whole: list[DataFrame] = []
     for leaf in spilled:
         files = leaf.files
         if key is not None and values is not None and files is not None and keyed(leaf):
-            wanted = files.clipped(key, values)
-            table = files.remembered(key, wanted)
-            distinct = pc.count_distinct(wanted, mode="all").as_py()
-            if table is not None:
-                trace.file_reads = trace.file_reads.recalled()
-                tables.append(table)
-            elif distinct:
-                trace.file_reads = trace.file_reads.plus(leaf.rows, distinct)
-                frames.append(files.matching(key, wanted))
-                reads.append((files, wanted))
+            part = files.read_by_key(key, values)
+            trace.file_reads = trace.file_reads.read(part, leaf.rows)
+            tables += [] if part.remembered is None else [part.remembered]
+            if part.frame is not None:
+                frames.append(part.frame)
+                reads.append((files, key, part.values))
             continue
         trace.file_reads = trace.file_reads.plus(leaf.rows, None)
         whole.append(leaf.df.select(*names, DIFF))
     others = union_all(whole)
     if others is not None:
         frames.append(found_in_spark(trace.spark, others, retracted, probe))
-    fetched = [normalized(t) for t in collected(frames)] if frames else []
-    for rows, (files, wanted) in zip(fetched, reads, strict=False):
-        assert key is not None
-        files.remember(key, wanted, rows)
-    parts = [t.select([*names, DIFF]) for t in tables + fetched]
+    found = fetched(frames, reads)
+    parts = [t.select([*names, DIFF]) for t in tables + found]
     return pa.concat_tables(parts, promote_options="permissive") if parts else \
         pa.table({n: pa.array([], pa.null()) for n in [*names, DIFF]})
 

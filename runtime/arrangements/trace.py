@@ -21,14 +21,14 @@ Spark batches a large step appends (``view_copy_rows``), so that it is read in A
 from __future__ import annotations
 
 import dataclasses
-from typing import NamedTuple
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from matview.runtime.arrangements.batch_files import PAGE_ROWS, BatchFiles, FileReads, keyable
+from matview.runtime.arrangements.batch_files import PAGE_ROWS, FileReads, keyable
 from matview.runtime.arrangements.consolidation import consolidated_arrow
 from matview.runtime.arrangements.key_index import holding
+from matview.runtime.arrangements.keyed_reads import KeyedRead
 from matview.runtime.arrangements.spine import Batch, in_driver, merged, to_merge
 from matview.runtime.arrangements.updates import (
     DIFF,
@@ -43,41 +43,8 @@ from matview.runtime.lowering.types import col
 from matview.runtime.settings import active
 from matview.runtime.spark.arrow_frames import arrow_frame
 from matview.runtime.spark.jvm_plans import to_arrow
-from matview.runtime.spark.one_job import collected
 from matview.runtime.time import MAX_TIME, MIN_TIME
 from pyspark.sql import DataFrame, SparkSession
-
-
-class KeyedRead(NamedTuple):
-    """What a keyed read of a trace finds (``Trace.matching``)."""
-
-    table: pa.Table | None
-    """The rows of the batches the driver holds, and those a batch in files remembers
-    from a read of the same values (``BatchFiles.remembered``; None: no such batch)."""
-    frames: list[DataFrame]
-    """Plans reading those of the batches held in files."""
-    rows: int
-    """The rows both read, at most: of a batch read by key from its files, those of the
-    pages the values may be in, about ``PAGE_ROWS`` per value (a value of more rows spans
-    more pages)."""
-    whole: bool
-    """Whether some of ``frames`` read a batch whole (its other keys too)."""
-    expected: int
-    """The rows both read, as expected: of a batch read by key, the values' number times
-    the rows it holds per value (``BatchFiles.expected_rows``)."""
-    reads: list[tuple[BatchFiles, pa.Array] | None]
-    """Per frame, the batch's files and the values it reads by key, when the rows it finds
-    may be remembered (``fetch``; None: it reads a batch whole, or cut at a time)."""
-
-    def fetch(self, column: str) -> pa.Table | None:
-        """The rows found, all in the driver: those of ``frames`` fetched (one Spark job)
-        and remembered by their batches (``BatchFiles.remember``)."""
-        fetched = [normalized(t) for t in collected(self.frames)] if self.frames else []
-        for rows, read in zip(fetched, self.reads, strict=True):
-            if read is not None:
-                read[0].remember(column, read[1], rows)
-        tables = ([] if self.table is None else [self.table]) + fetched
-        return pa.concat_tables(tables, promote_options="permissive") if tables else None
 
 
 def keyed(leaf: Leaf) -> bool:
@@ -286,19 +253,16 @@ class Trace:
             if leaf.in_driver is not None:
                 table = holding(leaf.in_driver, column, values)  # its own: its index kept
             elif files is not None and keyed(leaf):
-                wanted = files.clipped(column, values)
-                table = files.remembered(column, wanted)
-                if table is not None:
-                    self.file_reads = self.file_reads.recalled()
-                else:
-                    pages = pc.count_distinct(wanted, mode="all").as_py()
-                    if pages:
-                        self.file_reads = self.file_reads.plus(leaf.rows, pages)
-                        frame = files.matching(column, wanted)
-                        frames.append(frame.where(col(TIME) <= upto) if late else frame)
-                        reads.append(None if late else (files, wanted))
-                        rows += min(leaf.rows, pages * PAGE_ROWS)
-                        expected += files.expected_rows(column, pages)
+                part = files.read_by_key(column, values)
+                self.file_reads = self.file_reads.read(part, leaf.rows)
+                table = part.remembered
+                if table is None:
+                    if part.frame is not None:
+                        frames.append(part.frame.where(col(TIME) <= upto) if late
+                                      else part.frame)
+                        reads.append(None if late else (files, column, part.values))
+                        rows += min(leaf.rows, part.keys * PAGE_ROWS)
+                        expected += files.expected_rows(column, part.keys)
                     continue
             else:  # a small batch in files: read whole
                 self.file_reads = self.file_reads.plus(leaf.rows, None)

@@ -86,7 +86,7 @@ class GetOp(Operator):
             return None
         table, frames = found.table, found.frames
         if frames and fetched(ctx, found.expected, found.whole):
-            table, frames = found.fetch(name), []
+            table, frames = found.fetch(), []
         held = [] if table is None or not table.num_rows else [
             self.bound(ctx, ("matching", column), table)]
 

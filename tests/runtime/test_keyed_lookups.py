@@ -10,7 +10,8 @@ import pytest
 from matview.ir.scalar import Call, Col, Lit
 from matview.ir.steps import FlatMap, Map, Project, input_column
 from matview.ir.types import INT, TEXT
-from matview.runtime.arrangements.trace import KeyedRead, Trace
+from matview.runtime.arrangements.keyed_reads import KeyedRead
+from matview.runtime.arrangements.trace import Trace
 from pyspark.sql import SparkSession
 
 import matview

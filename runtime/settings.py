@@ -54,6 +54,10 @@ class RuntimeSettings:
     file_rows: int = _setting(1 << 22, (
         "Rows of each file of a batch held in the executors arranged by key (its key "
         "ranges); a lookup of some keys reads about one page of them per key."), least=1)
+    footer_rows: int = _setting(1 << 26, (
+        "Rows of the batches held in files whose Parquet footers the driver keeps parsed "
+        "(about 4 bytes of memory a row), to read some keys' row groups with no Spark job; "
+        "a read of another file parses its footer again (20 ms per 4M rows)."))
     keyed_read_rows: int = _setting(1 << 16, (
         "A batch held in the executors of more rows than this is read by key from its "
         "copies arranged by key; a smaller one is read whole (its plan the same every "

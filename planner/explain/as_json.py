@@ -101,13 +101,14 @@ its SCALARs) also has ``"subqueries"``: ``[PLAN, ...]``, the plan of ``@N`` at i
 - STATISTICS (ANALYZE): ``{"steps": INT, "rows_in": INT, "rows_out": INT, "seconds": FLOAT,
   "arrangements": [{"name": NAME, "rows": INT, "bytes": INT, "batches": INT, "held":
   "driver" | "executors" | "both" | "none", "keys": [COLUMN, ...], "reads": {"by_key":
-  INT, "files": INT, "pages": INT, "whole": INT, "whole_rows": INT, "remembered": INT}},
+  INT, "files": INT, "pages": INT, "whole": INT, "whole_rows": INT, "remembered": INT,
+  "in_driver": INT}},
   ...]}``: what the operator did over the dataflow's committed steps, and the size of the
   arrangements it holds or reads, where their batches are, the columns those in the
   executors are arranged by, and what reads of those read over its life: batches read by
   key and the files and pages that decoded (about one of each per key), batches read
-  whole and their rows, reads by key whose rows a batch remembered
-  (``batch_files.FileReads``).
+  whole and their rows, reads by key whose rows a batch remembered, and those the driver
+  read from the files itself (``batch_files.FileReads``).
 
 **TRACE** (``trace_json``), for EXPLAIN OPTIMIZER TRACE::
 

@@ -246,7 +246,7 @@ def _statistics(stats: OperatorStats, pad: str) -> list[str]:
               + (f" keys={','.join(a.keys)}" if a.keys else "")
               + (f" read: {a.reads.by_key} by key (files~{a.reads.files} "
                  f"pages~{a.reads.pages}), {a.reads.whole} whole ({a.reads.whole_rows} rows), "
-                 f"{a.reads.remembered} remembered"
+                 f"{a.reads.remembered} remembered, {a.reads.in_driver} in the driver"
                  if a.reads.by_key or a.reads.whole or a.reads.remembered else "")
               for a in stats.arrangements]
     return lines

@@ -3,10 +3,11 @@ copies of the rows it retracts.
 
 The check (``negative_row``) sums the rows a write retracts with their copies the trace
 holds. Copies held in the driver are found in Arrow
-by the values of one column (``probe_column``); copies held only in Spark are fetched with
-one job: of batches held in files, the pages of the values of the key they are arranged by
-whose read is expected to find the fewest rows (a keyed read, ``_held``, which the batch
-remembers for the views that look the same keys up next); of others, a scan
+by the values of one column (``probe_column``); copies held only in Spark are fetched: of
+batches held in files, the pages of the values of the key they are arranged by whose read
+is expected to find the fewest rows (a keyed read, ``_held``, made by the driver from the
+files where it can, else by a Spark job, which the batch remembers for the views that look
+the same keys up next); of others, with one Spark job, a scan
 (``found_in_spark``) filtered on those values by SQL text when they are few
 (``RuntimeSettings.probe_values``), else by a broadcast semi-join.
 """
@@ -19,9 +20,9 @@ from collections.abc import Sequence
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from matview.runtime.arrangements.batch_files import BatchFiles, holding_test
+from matview.runtime.arrangements.batch_files import holding_test
 from matview.runtime.arrangements.key_index import holding
-from matview.runtime.arrangements.keyed_reads import fetched
+from matview.runtime.arrangements.keyed_reads import FileRead, fetched
 from matview.runtime.arrangements.trace import Trace, keyed
 from matview.runtime.arrangements.updates import DIFF, Leaf, union_all
 from matview.runtime.lowering.types import col, column_names
@@ -42,9 +43,10 @@ def negative_row(trace: Trace, updates: DataFrame | pa.Table,
 
     Updates in the driver (Arrow) are summed in Arrow with the held copies of the rows
     they retract: those of the batches held in the driver (or copied there,
-    ``Leaf.copy``), and those of batches held only in Spark, fetched with one Spark job
-    (``found_in_spark``) that reads, of batches held in files, only the retracted rows'
-    keys in their copies arranged by one of the trace's ``keys``, else scans them. Other
+    ``Leaf.copy``), and those of batches held only in Spark (``_held``): of batches held
+    in files, only the retracted rows' keys in their copies arranged by one of the trace's
+    ``keys`` (read by the driver where it can), else found by a scan in one Spark job
+    (``found_in_spark``). Other
     updates are summed with every held row in one Spark job."""
     leaves = [b.leaf for b in trace.batches] + list(pending)
     names = column_names(trace.arity)
@@ -84,12 +86,12 @@ def negative_row(trace: Trace, updates: DataFrame | pa.Table,
 def _held(trace: Trace, spilled: list[Leaf], retracted: pa.Table, names: list[str],
           probe: str | None) -> pa.Table:
     """The updates (``names`` and ``_diff``) of ``spilled`` (batches held only in Spark)
-    that may copy ``retracted`` rows, fetched with one Spark job: of batches read by key
-    (``trace.keyed``), the retracted rows' keys of one of the trace's keys all of them are
-    arranged by, the one whose read is expected to find the fewest rows
+    that may copy ``retracted`` rows, fetched (``keyed_reads.fetched``): of batches read by
+    key (``trace.keyed``), the retracted rows' keys of one of the trace's keys all of them
+    are arranged by, the one whose read is expected to find the fewest rows
     (``BatchFiles.expected_rows``; ``probe`` among equals), remembered by the batch for
     the views stepping next (``BatchFiles.remember``), or picked from what it remembers;
-    the others whole, filtered by ``found_in_spark``."""
+    the others whole, filtered by ``found_in_spark`` (one Spark job)."""
     by_key = [leaf for leaf in spilled if keyed(leaf)]
     counts = {k: pc.count_distinct(retracted[k], mode="all").as_py() for k in trace.keys
               if all(Trace.arranged(leaf, k) for leaf in by_key)}
@@ -100,8 +102,7 @@ def _held(trace: Trace, spilled: list[Leaf], retracted: pa.Table, names: list[st
     key = min(counts, key=expected, default=None)
     values = None if key is None else pc.unique(retracted[key].combine_chunks())
     tables: list[pa.Table] = []
-    frames: list[DataFrame] = []
-    reads: list[tuple[BatchFiles, str, pa.Array]] = []
+    reads: list[FileRead] = []
     whole: list[DataFrame] = []
     for leaf in spilled:
         files = leaf.files
@@ -109,16 +110,15 @@ def _held(trace: Trace, spilled: list[Leaf], retracted: pa.Table, names: list[st
             part = files.read_by_key(key, values)
             trace.file_reads = trace.file_reads.read(part, leaf.rows)
             tables += [] if part.remembered is None else [part.remembered]
-            if part.frame is not None:
-                frames.append(part.frame)
-                reads.append((files, key, part.values))
+            if part.keys:
+                reads.append(FileRead(files, key, part.values, None))
             continue
         trace.file_reads = trace.file_reads.plus(leaf.rows, None)
         whole.append(leaf.df.select(*names, DIFF))
     others = union_all(whole)
-    if others is not None:
-        frames.append(found_in_spark(trace.spark, others, retracted, probe))
-    found = fetched(frames, reads)
+    found, in_driver = fetched(reads, [] if others is None else [
+        found_in_spark(trace.spark, others, retracted, probe)])
+    trace.file_reads = trace.file_reads.direct(in_driver)
     parts = [t.select([*names, DIFF]) for t in tables + found]
     return pa.concat_tables(parts, promote_options="permissive") if parts else \
         pa.table({n: pa.array([], pa.null()) for n in [*names, DIFF]})

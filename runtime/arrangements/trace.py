@@ -28,7 +28,7 @@ import pyarrow.compute as pc
 from matview.runtime.arrangements.batch_files import PAGE_ROWS, FileReads, keyable
 from matview.runtime.arrangements.consolidation import consolidated_arrow
 from matview.runtime.arrangements.key_index import holding
-from matview.runtime.arrangements.keyed_reads import KeyedRead
+from matview.runtime.arrangements.keyed_reads import FileRead, KeyedRead
 from matview.runtime.arrangements.spine import Batch, in_driver, merged, to_merge
 from matview.runtime.arrangements.updates import (
     DIFF,
@@ -235,9 +235,10 @@ class Trace:
         """The updates with time ``<= upto`` whose ``column`` holds one of ``values`` (and
         maybe others): a keyed read of the arrangement, whose plans hold only those rows. Of
         the batches held in the driver (or their copies) they are found in Arrow
-        (``key_index.holding``); of those held in files, read from their copies arranged by
-        ``column`` (``BatchFiles.matching``; the trace is arranged by ``column`` now, one
-        Spark job for each batch lacking the copy), save batches of at most
+        (``key_index.holding``); of those held in files, reads of their copies arranged by
+        ``column`` (``FileRead``: by the driver or Spark, ``KeyedRead.fetch``; the trace
+        is arranged by ``column`` now, one Spark job for each batch lacking the copy),
+        save batches of at most
         ``keyed_read_rows`` rows (a setting), read whole. None when some batch is held
         otherwise (a checkpoint, a filtered plan) or ``column`` is of neither integers nor
         text."""
@@ -247,7 +248,7 @@ class Trace:
             return None
         if any(keyed(leaf) for leaf in spilled):
             self.arrange(column)
-        found, frames, reads, rows, expected, whole = [], [], [], 0, 0, False
+        found, reads, wholes, rows, expected = [], [], [], 0, 0
         for batch in batches:
             late, leaf, files = batch.upper > upto, batch.leaf, batch.leaf.files
             if leaf.in_driver is not None:
@@ -257,18 +258,16 @@ class Trace:
                 self.file_reads = self.file_reads.read(part, leaf.rows)
                 table = part.remembered
                 if table is None:
-                    if part.frame is not None:
-                        frames.append(part.frame.where(col(TIME) <= upto) if late
-                                      else part.frame)
-                        reads.append(None if late else (files, column, part.values))
+                    if part.keys:
+                        reads.append(FileRead(files, column, part.values,
+                                              upto if late else None))
                         rows += min(leaf.rows, part.keys * PAGE_ROWS)
                         expected += files.expected_rows(column, part.keys)
                     continue
             else:  # a small batch in files: read whole
                 self.file_reads = self.file_reads.plus(leaf.rows, None)
-                frames.append(leaf.df.where(col(TIME) <= upto) if late else leaf.df)
-                reads.append(None)
-                whole, rows, expected = True, rows + leaf.rows, expected + leaf.rows
+                wholes.append(leaf.df.where(col(TIME) <= upto) if late else leaf.df)
+                rows, expected = rows + leaf.rows, expected + leaf.rows
                 continue
             if late:
                 table = table.filter(pc.less_equal(table[TIME], upto))
@@ -276,7 +275,7 @@ class Trace:
             rows += table.num_rows
             expected += table.num_rows
         local = pa.concat_tables(found, promote_options="permissive") if found else None
-        return KeyedRead(local, frames, rows, whole, expected, reads)
+        return KeyedRead(local, reads, wholes, rows, expected)
 
     @staticmethod
     def arranged(leaf: Leaf, column: str) -> bool:

@@ -84,9 +84,13 @@ class GetOp(Operator):
         found = None if ctx.first else self.trace.matching(ctx.lower, name, values)
         if found is None:
             return None
-        table, frames = found.table, found.frames
-        if frames and fetched(ctx, found.expected, found.whole):
-            table, frames = found.fetch(), []
+        table, frames, whole = found.table, [], bool(found.wholes)
+        if found.reads or whole:
+            if fetched(ctx, found.expected, whole):
+                table, in_driver = found.fetch()
+                self.trace.file_reads = self.trace.file_reads.direct(in_driver)
+            else:
+                frames = found.frames()
         held = [] if table is None or not table.num_rows else [
             self.bound(ctx, ("matching", column), table)]
 
@@ -95,15 +99,16 @@ class GetOp(Operator):
                 if table is None:  # none found: of other columns, nothing is known
                     return values[:0] if c == column else None
                 return pc.unique(table[f"c{c}"])
-            return values if c == column and not found.whole else None
+            return values if c == column and not whole else None
 
         return Matched(union_all(held + frames), found.rows, values_of)
 
 
 def fetched(ctx: StepContext, rows: int, whole: bool) -> bool:
     """Whether a keyed read of batches held in files, of about ``rows`` rows (as expected,
-    ``KeyedRead.expected``), is fetched into the driver (one Spark job of its own, a small
-    plan: a filtered scan) and bound into a slot: in a ``templated`` step of a classic
+    ``KeyedRead.expected``), is fetched into the driver (``KeyedRead.fetch``: read by the
+    driver from the files, else one Spark job of its own, a small plan, a filtered scan)
+    and bound into a slot: in a ``templated`` step of a classic
     session, when it reads no batch whole and its rows would fit a slot
     (``slot_max_rows``). The step's plans are then the ones built the step before over the
     same slots, run again with no planning (the pages a step reads have new keys: a plan

@@ -24,6 +24,7 @@ from __future__ import annotations
 import os
 import re
 import signal
+import time
 from collections.abc import Callable
 
 import pytest
@@ -49,8 +50,7 @@ def test_executors_are_jvms_of_their_own(spark: SparkSession, spark_master: str)
     workers = re.fullmatch(r"local-cluster\[(\d+),\d+,\d+\]", spark_master)
     if workers is None:
         pytest.skip(f"{spark_master} is not a local-cluster master")
-    pids = {row.pid for row in spark.range(0, 64, 1, 16).selectExpr(
-        "reflect('java.lang.ProcessHandle', 'current') AS pid").distinct().collect()}
+    pids = _executor_pids(spark)
     context = SparkContext._active_spark_context  # a Spark Connect server's, or the run's
     assert context is not None
     driver = str(context._jvm.java.lang.ProcessHandle.current().pid())  # type: ignore[union-attr]
@@ -128,9 +128,10 @@ def test_views_keep_refreshing_after_an_executor_dies(
         runtime_settings: Callable[..., None]) -> None:
     """The tables' and the view's batches held in the executors (as files in the state
     directory, arranged by key), one executor JVM is killed before each transaction: the
-    transaction's deletes are checked and the view refreshes from the files, and holds what
-    its query gives over the rows written (a ``localCheckpoint``'s blocks died with their
-    executor, and every later refresh failed)."""
+    transaction's deletes are checked and the view refreshes from the files (read by the
+    driver, or by the executors left), and holds what its query gives over the rows
+    written (a ``localCheckpoint``'s blocks died with their executor, and every later
+    refresh failed)."""
     if re.fullmatch(r"local-cluster\[\d+,\d+,\d+\]", spark_master) is None:
         pytest.skip(f"{spark_master} is not a local-cluster master")
     import matview
@@ -150,9 +151,7 @@ def test_views_keep_refreshing_after_an_executor_dies(
                 "sum(o.amount) AS total FROM orders o JOIN customers c ON o.cust = c.id "
                 "GROUP BY c.region")
     for step in range(3):
-        pids = {row.pid for row in spark.range(0, 64, 1, 16).selectExpr(
-            "reflect('java.lang.ProcessHandle', 'current') AS pid").distinct().collect()}
-        os.kill(int(min(pids)), signal.SIGKILL)
+        os.kill(int(min(_executor_pids(spark))), signal.SIGKILL)
         gone = range(step * 300, step * 300 + 300)
         new = {10_000 + step * 10 + i: (7, 1) for i in range(10)}
         moved = 20 + step
@@ -170,3 +169,15 @@ def test_views_keep_refreshing_after_an_executor_dies(
             row[1] += amount
         assert sorted(con.execute("SELECT * FROM v").fetchall()) == sorted(
             (region, n, total) for region, (n, total) in totals.items())
+    # the cluster whole again for the tests after this one: its worker relaunches the
+    # killed executor, whose JVM takes some seconds to start and register
+    workers = int(spark_master.split("[")[1].split(",")[0])
+    deadline = time.monotonic() + 120
+    while len(_executor_pids(spark)) < workers and time.monotonic() < deadline:
+        time.sleep(1)
+
+
+def _executor_pids(spark: SparkSession) -> set[str]:
+    """The process ids of the executor JVMs running a job's 16 tasks."""
+    return {row.pid for row in spark.range(0, 64, 1, 16).selectExpr(
+        "reflect('java.lang.ProcessHandle', 'current') AS pid").distinct().collect()}

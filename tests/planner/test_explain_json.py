@@ -248,7 +248,7 @@ class Size:
     batches: int = 1
     held: str = "driver"
     keys: tuple[str, ...] = ()
-    reads: FileReads = FileReads(by_key=1, files=1, pages=2, remembered=3)
+    reads: FileReads = FileReads(by_key=1, files=1, pages=2, remembered=3, in_driver=1)
 
 
 @dataclass(frozen=True)
@@ -271,7 +271,7 @@ def test_dataflow_json_with_statistics() -> None:
         "arrangements": [{"name": "%3.output", "rows": 1, "bytes": 64, "batches": 1,
                           "held": "driver", "keys": [], "reads": {
                               "by_key": 1, "files": 1, "pages": 2, "whole": 0,
-                              "whole_rows": 0, "remembered": 3}}]}
+                              "whole_rows": 0, "remembered": 3, "in_driver": 1}}]}
     assert json.loads(json.dumps(doc)) == doc
     assert all("statistics" not in o for o in dataflow_json(graph)["operators"])
     with pytest.raises(ValueError, match="3 statistics for 4 operators"):

@@ -1,20 +1,26 @@
 """Collections held in the executors: their batches are Parquet files in the state
 directory, arranged by key (``arrangements.batch_files``), and read by key: a join's lookup
 of a step's keys, and a write's check of the rows it retracts, read only the pages of those
-keys. Two views looking a table up by the same key share its one copy arranged by it."""
+keys, by the driver itself where it can (``arrangements.row_groups``). Two views looking a
+table up by the same key share its one copy arranged by it."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import date, datetime
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
-from matview.runtime.arrangements import batch_files
-from matview.runtime.arrangements.batch_files import PAGE_ROWS, BatchFiles
+from matview.runtime.arrangements import batch_files, row_groups
+from matview.runtime.arrangements.batch_files import PAGE_ROWS, BatchFiles, KeyedPart
 from matview.runtime.arrangements.trace import Trace
-from matview.runtime.settings import DEFAULTS
+from matview.runtime.arrangements.updates import normalized
+from matview.runtime.settings import DEFAULTS, using
+from matview.runtime.spark.jvm_plans import to_arrow
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.utils import is_remote
 
@@ -32,26 +38,27 @@ class Reads:
     """Every keyed read of a batch's files (key, values) and every copy written (key)."""
 
     def __init__(self) -> None:
-        self.matched: list[tuple[str, list[object], DataFrame]] = []
+        self.matched: list[tuple[str, list[object]]] = []
         self.written: list[str | None] = []
 
 
 @pytest.fixture()
 def reads(monkeypatch: pytest.MonkeyPatch) -> Iterator[Reads]:
     seen = Reads()
-    matching, written = BatchFiles.matching, batch_files._written
+    read_by_key, written = BatchFiles.read_by_key, batch_files._written
 
-    def spy_matching(self: BatchFiles, key: str, values: pa.Array) -> DataFrame:
-        frame = matching(self, key, values)
-        seen.matched.append((key, sorted(values.to_pylist()), frame))
-        return frame
+    def spy_read(self: BatchFiles, key: str, values: pa.Array) -> KeyedPart:
+        part = read_by_key(self, key, values)
+        if part.keys:  # its files read
+            seen.matched.append((key, sorted(part.values.to_pylist())))
+        return part
 
     def spy_written(spark: SparkSession, df: DataFrame, rows: int | None, directory: str,
                     key: str | None) -> tuple[DataFrame, dict[str, object]]:
         seen.written.append(key)
         return written(spark, df, rows, directory, key)
 
-    monkeypatch.setattr(BatchFiles, "matching", spy_matching)
+    monkeypatch.setattr(BatchFiles, "read_by_key", spy_read)
     monkeypatch.setattr(batch_files, "_written", spy_written)
     yield seen
 
@@ -124,8 +131,8 @@ def test_a_join_step_reads_only_its_keys_pages_of_a_batch_held_in_files(
             con.insert("customers", [(cust, "moved")])
     assert sorted(con.execute("SELECT * FROM v").fetchall()) == _expected(
         {5: "moved", 1_234: "moved"})
-    [(key, values, frame)] = reads.matched
-    assert (key, values) == ("c1", [5, 1_234])
+    assert reads.matched == [("c1", [5, 1_234])]
+    frame = batch.leaf.files.matching("c1", pa.array([5, 1_234]))  # the read in Spark
     found = frame.collect()
     assert len(found) == 2 * ORDERS // 3_000 and {r.c1 for r in found} == {5, 1_234}
     if not is_remote():  # the scan decodes the two keys' pages only
@@ -136,7 +143,7 @@ def test_a_join_step_reads_only_its_keys_pages_of_a_batch_held_in_files(
     [text] = con.execute("EXPLAIN ANALYZE MATERIALIZED VIEW v").fetchone()
     [line] = [x for x in text.splitlines() if "arrangement orders:" in x]
     assert line.strip().endswith("held=executors keys=c0,c1 read: 1 by key (files~2 pages~2), "
-                                 "0 whole (0 rows), 0 remembered"), line
+                                 "0 whole (0 rows), 0 remembered, 1 in the driver"), line
 
 
 def test_two_views_looking_a_table_up_by_one_key_share_its_copy(
@@ -156,7 +163,7 @@ def test_two_views_looking_a_table_up_by_one_key_share_its_copy(
     assert sorted(con.execute("SELECT * FROM big").fetchall()) == [
         (i, max(j % 97 for j in range(i, ORDERS, 3_000))) for i in range(10)]
     assert sorted(con.execute("SELECT * FROM v").fetchall()) == _expected({3: "moved"})
-    assert [(key, values) for key, values, _ in reads.matched] == [("c1", [3])]
+    assert reads.matched == [("c1", [3])]
     [batch] = _trace(con, "orders").batches
     assert batch.leaf.files is not None and set(batch.leaf.files.copies) == {"c0", "c1"}
     assert batch.leaf.files.found is not None
@@ -173,19 +180,19 @@ def test_a_delete_is_checked_by_key_against_a_batch_held_in_files(
     table does not hold fails the delete and changes nothing."""
     con = _connect(spark)
     con.delete("orders", [(7, 7, 7), (9_000, 0, 9_000 % 97)])
-    assert [(key, values) for key, values, _ in reads.matched] == [("c0", [7, 9_000])]
+    assert reads.matched == [("c0", [7, 9_000])]
     with pytest.raises(matview.Error, match="does not hold"):
         con.delete("orders", [(7, 7, 7)])  # deleted already: found in what was read
-    assert [(key, values) for key, values, _ in reads.matched] == [("c0", [7, 9_000])]
+    assert reads.matched == [("c0", [7, 9_000])]
     with pytest.raises(matview.Error, match="does not hold"):
         con.delete("orders", [(8, 8, 0)])  # order 8's amount is 8
-    assert [(key, values) for key, values, _ in reads.matched] == [
+    assert reads.matched == [
         ("c0", [7, 9_000]), ("c0", [8])]
     assert con.execute("SELECT count(*) FROM orders").fetchall() == [(ORDERS - 2,)]
     # two checks read the batch by its ids (2 keys, then 1), one picked what the first
     # read: in EXPLAIN ANALYZE's figures
     assert _trace(con, "orders").file_reads == batch_files.FileReads(
-        by_key=2, files=3, pages=3, remembered=1)
+        by_key=2, files=3, pages=3, remembered=1, in_driver=2)
 
 
 def test_a_delete_is_checked_by_the_key_expected_to_read_fewest_rows(
@@ -204,7 +211,7 @@ def test_a_delete_is_checked_by_the_key_expected_to_read_fewest_rows(
     [batch] = _trace(con, "lines").batches
     assert batch.leaf.files is not None and set(batch.leaf.files.copies) == {"c0", "c1"}
     assert con.delete("lines", [(5, i, i) for i in range(20, 24)]) == 4
-    assert [(key, values) for key, values, _ in reads.matched] == [("c0", [5])]
+    assert reads.matched == [("c0", [5])]
     assert sorted(con.execute("SELECT * FROM per_part WHERE id < 25").fetchall()) == [
         (i, ORDERS // 5_000 - (20 <= i < 24)) for i in range(25)]
 
@@ -223,3 +230,89 @@ def test_a_lookup_of_keys_beyond_a_batch_reads_none_of_its_files(
     assert reads.matched == []
     held = _trace(con, "orders").batches[0].leaf.files
     assert held is not None and held.bounds["c1"] == (0, 2_999)
+
+
+def test_the_driver_reads_a_lookups_keys_row_groups_of_a_batch_held_in_files(
+        spark: SparkSession, decoded: list[int], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A keyed read the step fetches is made by the driver itself, with no Spark job: of
+    the copy arranged by the key, it decodes only the row groups (``PAGE_ROWS`` rows each)
+    whose key range may hold one of the keys, found in the files' footers. Where the driver
+    cannot read the files (here: told so), the same read is a Spark job's."""
+    con = _connect(spark)
+    con.execute(f"CREATE MATERIALIZED VIEW v AS {VIEW}")
+    with con.transaction():
+        con.delete("customers", [(5, "r5")])
+        con.insert("customers", [(5, "moved")])
+    assert sorted(con.execute("SELECT * FROM v").fetchall()) == _expected({5: "moved"})
+    # customer 5: ten orders, in one row group of 1,000 rows (or two) of 30
+    assert 1 <= len(decoded) <= 2 and ORDERS // PAGE_ROWS >= 30
+    assert _trace(con, "orders").file_reads.in_driver == 1
+    monkeypatch.setattr(batch_files, "row_groups", lambda *_: None)
+    [batch] = _trace(con, "orders").batches
+    assert batch.leaf.files is not None
+    batch.leaf.files.groups.clear()
+    with con.transaction():
+        con.delete("customers", [(7, "r0")])
+        con.insert("customers", [(7, "moved")])
+    assert sorted(con.execute("SELECT * FROM v").fetchall()) == _expected(
+        {5: "moved", 7: "moved"})
+    assert _trace(con, "orders").file_reads.in_driver == 1
+
+
+def test_the_driver_reads_rows_of_every_type_by_text_and_null_keys(
+        spark: SparkSession, decoded: list[int]) -> None:
+    """Rows the driver reads from a copy's files equal those Spark reads from them, typed
+    as Spark hands them out (text, dates, timestamps, decimals, doubles): by a text key,
+    NULL among the keys finding the rows that hold NULL."""
+    rows = [(None if i % 1_000 == 0 else f"k{i % 2_000:05d}", i, date(2024, 1, 1 + i % 28),
+             datetime(2024, 1, 1, i % 24, 5, 7, 123_456), Decimal(i) / 100, i / 3)
+            for i in range(20_000)]
+    df = spark.createDataFrame(rows, "k STRING, n INT, day DATE, ts TIMESTAMP, "
+                                     "price DECIMAL(12, 2), x DOUBLE")
+    files = batch_files.written(df, "k", len(rows))
+    assert files is not None
+    values = pa.array(["k00007", "k01999", "zzz", None])
+    found = files.in_driver("k", values)
+    assert found is not None and decoded and len(decoded) < 20_000 // PAGE_ROWS // 2
+    expected = to_arrow(files.matching("k", values))
+    assert found.num_rows == 10 + 10 + 20
+    assert normalized(found).sort_by("n").equals(normalized(expected).sort_by("n"))
+
+
+def test_the_driver_keeps_the_footers_of_the_files_it_read_last(
+        spark: SparkSession) -> None:
+    """The footers of the files the driver read keep parsed, the last read kept longest, up
+    to ``footer_rows`` rows of them; with none kept, every read parses the footers it needs
+    again and finds the same rows."""
+    df = spark.range(12_000).selectExpr("CAST(id AS INT) AS k", "id * 2 AS v")
+    with using(DEFAULTS.replaced({"file_rows": 4_000, "footer_rows": 11_999})):
+        files = batch_files.written(df, "k", 12_000)
+        assert files is not None
+        row_groups._footers.clear()
+        found = files.in_driver("k", pa.array([1, 5_000, 11_999]))
+        assert found is not None and sorted(found["v"].to_pylist()) == [2, 10_000, 23_998]
+        # three files: the footer of the one read first (key 1's) gave way
+        [first, second] = row_groups._footers
+        assert sum(f.num_rows for f in row_groups._footers.values()) <= 11_999
+        assert files.in_driver("k", pa.array([11_998])) is not None
+        assert list(row_groups._footers) == [first, second]
+        assert files.in_driver("k", pa.array([2])) is not None
+        assert list(row_groups._footers)[-1] not in (first, second)
+    with using(DEFAULTS.replaced({"footer_rows": 0})):
+        found = files.in_driver("k", pa.array([1, 5_000, 11_999]))
+        assert found is not None and sorted(found["v"].to_pylist()) == [2, 10_000, 23_998]
+        assert not row_groups._footers
+
+
+@pytest.fixture()
+def decoded(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The row groups the driver decodes (``row_groups``)."""
+    groups: list[int] = []
+    read_row_groups = pq.ParquetFile.read_row_groups
+
+    def spy(self: pq.ParquetFile, wanted: list[int], *args: Any, **kwargs: Any) -> pa.Table:
+        groups.extend(wanted)
+        return read_row_groups(self, wanted, *args, **kwargs)
+
+    monkeypatch.setattr(pq.ParquetFile, "read_row_groups", spy)
+    return groups

@@ -40,7 +40,7 @@ def test_a_join_step_reads_only_the_rows_its_keys_match(
     def spy(self: Trace, upto: int, column: str, values: pa.Array) -> KeyedRead | None:
         out = matching(self, upto, column, values)
         if out is not None:
-            assert out.table is not None and not out.frames  # the driver holds every batch
+            assert out.table is not None and not out.frames()  # the driver holds every batch
             found.append(out.table)
         return out
 
@@ -81,7 +81,7 @@ def test_every_lookup_of_a_path_whose_key_values_are_known_reads_by_key(
 
     def spy(self: Trace, upto: int, column: str, values: pa.Array) -> KeyedRead | None:
         out = matching(self, upto, column, values)
-        assert out is not None and out.table is not None and not out.frames
+        assert out is not None and out.table is not None and not out.frames()
         name = next(n for n, e in engine.catalog.entries.items() if e.trace is self)
         found.append((name, out.table.num_rows))
         return out

@@ -32,9 +32,8 @@ from pyspark.sql.pandas.types import to_arrow_schema
 @dataclass(frozen=True)
 class RowGroups:
     """The files of a copy arranged by ``key``, as the driver reads them: per row group of
-    each file the least and greatest key (``known``: whether the
-    footer says; a row group with no range is always read) and whether it holds a NULL
-    key."""
+    each file the least and greatest key (``known``: whether the footer says; a row group
+    of no range is always read) and whether it may hold a NULL key."""
 
     filesystem: pafs.FileSystem
     key: str
@@ -62,9 +61,9 @@ class RowGroups:
                 hit |= self.nulls[i]
             groups = np.flatnonzero(hit)
             if len(groups):
-                source = self.filesystem.open_input_file(path)
-                file = pq.ParquetFile(source, metadata=_footer(self.filesystem, path))
-                parts.append(file.read_row_groups(groups.tolist()))
+                with self.filesystem.open_input_file(path) as source:
+                    file = pq.ParquetFile(source, metadata=_footer(self.filesystem, path))
+                    parts.append(file.read_row_groups(groups.tolist()))
         if not parts:
             return self.schema.empty_table()
         rows = pa.concat_tables(parts)
@@ -75,8 +74,9 @@ class RowGroups:
 
 def row_groups(directory: str, key: str, schema: T.StructType) -> RowGroups | None:
     """The row groups of the copy arranged by ``key`` written under ``directory`` (rows
-    of ``schema``), read from its files' footers; None when the driver cannot read them
-    (``module docstring``)."""
+    of ``schema``), read from its files' footers; None when the driver cannot read them:
+    nested values, or a directory pyarrow cannot list (an unknown file system, a path on
+    another machine's disk)."""
     if any(isinstance(f.dataType, T.StructType | T.ArrayType | T.MapType) for f in schema):
         return None
     try:
@@ -114,7 +114,8 @@ def _footer(filesystem: pafs.FileSystem, path: str) -> pq.FileMetaData:
     if path in _footers:
         _footers.move_to_end(path)
         return _footers[path]
-    footer = _footers[path] = pq.read_metadata(filesystem.open_input_file(path))
+    with filesystem.open_input_file(path) as source:
+        footer = _footers[path] = pq.read_metadata(source)
     rows = sum(f.num_rows for f in _footers.values())
     while rows > active().footer_rows and _footers:
         rows -= _footers.popitem(last=False)[1].num_rows

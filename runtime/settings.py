@@ -58,10 +58,9 @@ class RuntimeSettings:
         "Rows of the batches held in files whose Parquet footers the driver keeps parsed "
         "(about 4 bytes of memory a row), to read some keys' row groups with no Spark job; "
         "a read of another file parses its footer again (20 ms per 4M rows)."))
-    keyed_read_rows: int = _setting(1 << 16, (
+    keyed_read_rows: int = _setting(1 << 12, (
         "A batch held in the executors of more rows than this is read by key from its "
-        "copies arranged by key; a smaller one is read whole (its plan the same every "
-        "step)."))
+        "copies arranged by key; a smaller one is read whole."))
     probe_values: int = _setting(10_000, (
         "Most rows a DELETE's check finds by a filter on their values; more are found by a "
         "semi-join with them broadcast."))

@@ -76,6 +76,11 @@ def key_match(left: Sequence[str], right: Sequence[str]) -> Column:
                             F.lit(True))
 
 
+_ROWS_BOUND = (1 << 31) - 1
+"""The most rows a Spark limit takes: a small step's lookup bounds its left side's estimated
+size with it (``lookup``)."""
+
+
 def lookup(left: DataFrame, right: DataFrame, on: Column, how: str, small: bool,
            build: str = "right", large: bool = False) -> DataFrame:
     """``left`` joined with ``right``. In a small step both sides are read in one partition
@@ -83,13 +88,21 @@ def lookup(left: DataFrame, right: DataFrame, on: Column, how: str, small: bool,
     (a separate Spark job per broadcast side): a whole small step runs as one job of one
     task (bench/README.md has the measurement). When the other side is ``large`` (more than
     the setting ``large_lookup_rows``), the ``build`` side is broadcast instead and the
-    other scanned in all its partitions."""
+    other scanned in all its partitions.
+
+    Spark keeps the two sides in their one partition only while its estimate of each
+    side's size is at most ``spark.sql.maxSinglePartitionBytes``, and it estimates a
+    join's size as the product of its sides': from a delta path's fourth lookup on (TPC-H
+    Q5's) the product passed even the largest setting and every later lookup shuffled both
+    its sides, a plan that cannot be kept (``ArrowCollect``). In a small step the left side
+    is therefore cut at ``_ROWS_BOUND`` rows, which it never holds: the estimate of a limit is
+    its rows times a row's size."""
     if small and large:
         if build == "left":
             return F.broadcast(left).join(right, on, how)
         return left.join(F.broadcast(right), on, how)
     if small:
-        left, right = left.coalesce(1), right.coalesce(1)
+        left, right = left.limit(_ROWS_BOUND).coalesce(1), right.coalesce(1)
         if build == "left":
             left = hint(left, "shuffle_hash")
         else:

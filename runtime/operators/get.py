@@ -9,11 +9,11 @@ from typing import ClassVar
 import pyarrow as pa
 import pyarrow.compute as pc
 from matview.runtime.arrangements.trace import Trace
-from matview.runtime.arrangements.updates import advance_times, union_all
-from matview.runtime.operators.base import Delta, Matched, Operator, StepContext, templated
+from matview.runtime.arrangements.updates import advance_times
+from matview.runtime.operators.base import Delta, Matched, Operator, StepContext
+from matview.runtime.operators.keyed_state import read_matching
 from matview.runtime.settings import active
 from pyspark.sql import DataFrame
-from pyspark.sql.utils import is_remote
 
 
 @dataclass
@@ -80,39 +80,17 @@ class GetOp(Operator):
     def history_matching(self, ctx: StepContext, column: int, values: pa.Array
                          ) -> Matched | None:
         assert self.trace is not None
-        name = f"c{column}"
-        found = None if ctx.first else self.trace.matching(ctx.lower, name, values)
+        found = read_matching(self, ctx, self.trace, ("matching", column), f"c{column}",
+                              values)
         if found is None:
             return None
-        table, frames, whole = found.table, [], bool(found.wholes)
-        if found.reads or whole:
-            if fetched(ctx, found.expected, whole):
-                table, in_driver = found.fetch()
-                self.trace.file_reads = self.trace.file_reads.direct(in_driver)
-            else:
-                frames = found.frames()
-        held = [] if table is None or not table.num_rows else [
-            self.bound(ctx, ("matching", column), table)]
+        table, spark, whole = found.table, found.spark, found.whole
 
         def values_of(c: int) -> pa.Array | None:
-            if not frames:
+            if not spark:
                 if table is None:  # none found: of other columns, nothing is known
                     return values[:0] if c == column else None
                 return pc.unique(table[f"c{c}"])
             return values if c == column and not whole else None
 
-        return Matched(union_all(held + frames), found.rows, values_of)
-
-
-def fetched(ctx: StepContext, rows: int, whole: bool) -> bool:
-    """Whether a keyed read of batches held in files, of about ``rows`` rows (as expected,
-    ``KeyedRead.expected``), is fetched into the driver (``KeyedRead.fetch``: read by the
-    driver from the files, else one Spark job of its own, a small plan, a filtered scan)
-    and bound into a slot: in a ``templated`` step of a classic
-    session, when it reads no batch whole and its rows would fit a slot
-    (``slot_max_rows``). The step's plans are then the ones built the step before over the
-    same slots, run again with no planning (the pages a step reads have new keys: a plan
-    reading them is planned anew, 0.3-0.4 s of Spark's optimizer and analyzer for W1's
-    refresh), and run in the driver when they have no exchange."""
-    return templated(ctx) and not is_remote() and not whole \
-        and rows <= active().slot_max_rows
+        return Matched(found.frame, found.rows, values_of)

@@ -230,8 +230,7 @@ class ReduceOp(ReduceAccumulators, ReduceExtremes):
         that batch."""
         assert ctx.job is not None and (self.values is not None or not pairs)
         job = ctx.job if self.layout.deferred else OneJob()
-        old = None if ctx.first else self.read_bound(ctx, "state", self.output,
-                                                     upto=ctx.lower)[0]
+        old = self._state_read(ctx)
         arranged = None if ctx.first or self.values is None else self.read_bound(
             ctx, "values", self.values, upto=ctx.lower)[0]
 

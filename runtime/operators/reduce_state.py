@@ -10,13 +10,15 @@ from __future__ import annotations
 
 from matview.ir.physical import ReduceLayout
 from matview.ir.relation import Aggregate
-from matview.ir.scalar import Scalar
+from matview.ir.scalar import Col, Scalar
 from matview.ir.types import SqlType
 from matview.runtime.arrangements.trace import Trace
 from matview.runtime.lowering.types import spark_type
 from matview.runtime.operators.base import Operator, StepContext
+from matview.runtime.operators.keyed_state import read_matching
 from matview.runtime.settings import active
 from matview.runtime.time import MIN_TIME
+from pyspark.sql import DataFrame
 from pyspark.sql import types as T
 
 NEVER = MIN_TIME
@@ -92,3 +94,37 @@ class ReduceState(Operator):
         batches = self.output.batches
         return (any(b.leaf.table is None for b in batches)
                 or sum(b.leaf.rows for b in batches) > active().whole_state_rows)
+
+    def _state_read(self, ctx: StepContext) -> DataFrame | None:
+        """The stored state a step reads (None on the first step): when it reads the
+        touched keys' only (``_restricted``) and the driver knows the values a plain
+        column of the group key takes in the step's changes, the state's rows holding one
+        of them, read by key (``keyed_state.read_matching``: in the driver, bound into a
+        slot, where it can; a superset of the touched groups' rows, which the semi-join
+        cuts); else all of it, through a slot when the driver holds it."""
+        assert self.output is not None and self.input is not None
+        if ctx.first:
+            return None
+        j = self._state_key()
+        if j is not None and self._restricted(ctx):
+            key = self.group_key[j]
+            assert isinstance(key, Col)
+            values = self.input.step_values(ctx, key.index)
+            found = None if values is None else read_matching(
+                self, ctx, self.output, "touched state", f"c{j}", values)
+            if found is not None:
+                return found.frame
+        return self.read_bound(ctx, "state", self.output, upto=ctx.lower)[0]
+
+    def _state_key(self) -> int | None:
+        """The group key's first plain column (its place in the key), which the state is
+        arranged and read by key by (``_state_read``); None when it has none."""
+        return next((j for j, key in enumerate(self.group_key) if isinstance(key, Col)), None)
+
+    def attach(self, what: str, trace: Trace) -> None:
+        """Hold arrangement ``what`` in ``trace``; ``output``, the state, is arranged by
+        ``_state_key`` (its batches held in files get a copy arranged by it)."""
+        super().attach(what, trace)
+        j = self._state_key()
+        if what == "output" and j is not None:
+            trace.arrange(f"c{j}")

@@ -46,9 +46,10 @@ public class ArrowCollect {
   /**
    * The most local rows a kept RDD reads (computed in the driver): its partitions hold a
    * copy of them while its frame lives (a larger plan's copies, run again, are made anew at
-   * each run, by a job).
+   * each run, by a job). The local relations of a small refresh of six TPC-H views at SF 1
+   * hold 86,000 rows.
    */
-  private static final long KEPT_ROWS = 1 << 16;
+  private static final long KEPT_ROWS = 1 << 18;
 
   /**
    * The setting choosing how operators make the projections, orderings and predicates they

@@ -15,8 +15,10 @@ row before is the one of the previous interesting time (``NEVER``: the stored ro
 output retracts the previous row and inserts the new one at each interesting time, so a
 batch spanning many times gives exactly the per-time output of stepping one time at a time;
 with a single time the window is not needed. The state is restricted to the touched keys
-(a semi-join on the materialized delta) unless it is small enough to be read whole, and a
-small step runs in one partition, so it needs no shuffle.
+(a semi-join on the materialized delta) unless it is small enough to be read whole; a small
+step whose changes' values of the key's first plain column the driver knows reads only the
+state's rows holding them, by key (``ReduceState._state_read``), and runs in one partition,
+so it needs no shuffle.
 
 Without its arrangements (a reduce inside a recursive query's loop, which holds its input's
 differences with their rounds: ``runtime.recursion.group_wise``) its state is its input's

@@ -3,7 +3,9 @@
 Its output is arranged by key in ``output``, each row carrying hidden accumulators after the
 visible columns; its min/max-like aggregates also arrange the input's (key, argument) pairs
 in ``values``. The state enters each step as changes at time ``NEVER``, read whole or only
-for the keys the step touched.
+for the keys the step touched: arranged by the group key's first plain column, the rows of
+those keys are read by key, by the driver where it can (TPC-H Q10's 38,514 groups of a
+7-column key: the touched groups' row groups, no Spark job).
 """
 
 from __future__ import annotations

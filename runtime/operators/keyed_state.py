@@ -23,7 +23,7 @@ class StateRead(NamedTuple):
     frame: DataFrame | None
     """Every row found (None: none): the driver's bound into a slot, and Spark's plans."""
     table: pa.Table | None
-    """The rows the driver holds (all of them when ``spark`` is empty)."""
+    """The rows the driver holds (all those found when ``spark`` is False)."""
     spark: bool
     """Whether some rows are read by Spark's plans (keyed reads of files, or batches read
     whole: ``whole``)."""

@@ -49,7 +49,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 def keyed(leaf: Leaf) -> bool:
     """Whether a batch held in files is read by key (more than ``keyed_read_rows`` rows: a
-    smaller one is read whole, its plan the same every step)."""
+    smaller one is read whole, by Spark)."""
     return leaf.rows > active().keyed_read_rows
 
 

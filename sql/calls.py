@@ -10,14 +10,22 @@ takes (the registry's ``arity``).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from matview.ir.functions import lookup
-from matview.ir.scalar import Call, Cast
+from matview.ir.scalar import Call, Case, Cast, Lit
 from matview.ir.types import INT, TEXT, Kind, SqlType
 from matview.sql.call_names import ARGUMENT_COUNT, CALL_NAMES, WINDOW_CALLS, WRITTEN_NAME
-from matview.sql.coerce import TypedScalar, call, coerce, explicit_cast, is_string_literal, unify
+from matview.sql.coerce import (
+    TypedScalar,
+    call,
+    coerce,
+    explicit_cast,
+    is_string_literal,
+    unify,
+)
 from matview.sql.datatypes import sql_type
 from matview.sql.datetime_fields import FieldCall, bind_field_call
 from matview.sql.dialect import Matview
@@ -36,21 +44,27 @@ _SIGNATURES: dict[type[exp.Func], tuple[str, tuple[SqlType | None, ...]]] = {
     exp.StrPosition: ("strpos", (TEXT, TEXT)),
     exp.Abs: ("abs", (None,)),
     exp.Round: ("round", (None, INT)),
+    exp.Replace: ("replace", (TEXT, TEXT, TEXT)),
 }
 """Function name in the registry and argument types (None: any, checked by the registry)."""
 
 _ARGUMENTS = {exp.Substring: ("this", "start", "length"), exp.Round: ("this", "decimals"),
-              exp.StrPosition: ("this", "substr")}
+              exp.StrPosition: ("this", "substr"),
+              exp.Replace: ("this", "expression", "replacement")}
 
 _REGISTERED: dict[type[exp.Expr], str] = {
     **{kind: name for kind, (name, _) in _SIGNATURES.items()},
     exp.Coalesce: "coalesce", exp.Nullif: "nullif", exp.Mod: "mod", ToJsonbCall: "to_jsonb",
+    exp.Greatest: "greatest", exp.Least: "least", exp.ConcatWs: "concat_ws",
 }
 """The registered function of each node kind the binder lowers to one (its arity applies)."""
 
 _FIELD_CALLS = (DatePartCall, DateTruncCall)
 """Calls whose function is chosen by their first argument, a field (``datetime_fields``):
 they take two arguments."""
+
+_CONCAT_ARITY = (1, 10_000)
+"""Arguments of ``concat``, which is bound as ``||`` (``_concat``)."""
 
 _AGGREGATE_ARITY = (1, 1)
 """Arguments of every aggregate bound (``count(*)``: one, ``*``)."""
@@ -84,6 +98,8 @@ def check_call(node: exp.Expr) -> None:
         check_arity(node, lookup(_REGISTERED[type(node)]).arity)
     elif type(node) in _FIELD_CALLS:
         check_arity(node, (2, 2))
+    elif type(node) is exp.Concat:
+        check_arity(node, _CONCAT_ARITY)
     elif isinstance(node, exp.AggFunc) and type(node) in CALL_NAMES and (
             type(node) not in WINDOW_CALLS):  # window calls: counted by sql/windows.py
         arity = {exp.Grouping: (1, _MANY), exp.GroupConcat: (2, 2)}.get(type(node),
@@ -132,6 +148,20 @@ def bind_call(binder: ExprBinder, node: exp.Expr) -> TypedScalar:
         args = [binder.bind(x) for x in (node.this, *node.expressions)]
         args = unify(args, node, lambda a, b: f"COALESCE types {a} and {b} cannot be matched")
         return call("coalesce", args, node)
+    if isinstance(node, exp.Greatest | exp.Least):
+        name = "greatest" if isinstance(node, exp.Greatest) else "least"
+        args = unify([binder.bind(x) for x in (node.this, *node.expressions)], node,
+                     lambda a, b: f"{name.upper()} types {a} and {b} cannot be matched")
+        return call(name, args, node)
+    if isinstance(node, exp.ConcatWs):
+        [given, *parts] = [binder.bind(x) for x in node.expressions]
+        separator = coerce(given, TEXT)
+        if separator is None:  # the others may be of any type
+            raise SqlTypeError.at(f"function concat_ws({given.type}, ...) does not exist",
+                                  node)
+        return call("concat_ws", [separator, *(_text(p, node) for p in parts)], node)
+    if isinstance(node, exp.Concat):  # after ConcatWs, a kind of Concat
+        return _concat([_text(binder.bind(x), node) for x in node.expressions], node)
     if isinstance(node, exp.Nullif):
         args = unify([binder.bind(node.this), binder.bind(node.expression)], node,
                      lambda a, b: f"operator does not exist: {a} = {b}")
@@ -149,6 +179,24 @@ def bind_call(binder: ExprBinder, node: exp.Expr) -> TypedScalar:
         raise UnsupportedError.at(f"function {function_name(node)} is not supported yet", node)
     raise UnsupportedError.at(f"expression {node.sql(dialect=Matview)} is not supported yet",
                               node)
+
+
+def _text(value: TypedScalar, node: exp.Expr) -> TypedScalar:
+    """``value`` as ``concat`` and ``concat_ws`` take it: as text (a boolean ``t`` or
+    ``f``, as PostgreSQL prints it there, where a cast gives ``true`` or ``false``)."""
+    if value.type.kind is Kind.BOOLEAN:
+        return TypedScalar(Case(((value.expr, Lit("t", TEXT)),
+                                 (Call("not", (value.expr,)), Lit("f", TEXT))),
+                                Lit(None, TEXT)), TEXT)
+    return explicit_cast(value, TEXT, node)
+
+
+def _concat(parts: Sequence[TypedScalar], node: exp.Expr) -> TypedScalar:
+    """``concat(a, b, ...)``: ``coalesce(a, '') || coalesce(b, '') || ...`` of the
+    arguments' texts; never NULL."""
+    empty = TypedScalar(Lit("", TEXT), TEXT)
+    texts = [call("coalesce", [part, empty], node) for part in parts]
+    return functools.reduce(lambda a, b: call("concat", [a, b], node), texts)
 
 
 def to_jsonb(value: TypedScalar, node: exp.Expr) -> TypedScalar:

@@ -38,7 +38,7 @@ import matview
 from tests.support.golden import run_golden
 from tests.support.oracle.compare import canonical, rows_match
 from tests.support.scalar_eval import eval_text
-from tests.support.sql_env import DictCatalog
+from tests.support.sql_env import DictCatalog, assert_refused_at
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 DAY = datetime.date
@@ -221,10 +221,7 @@ ERRORS = [
 @pytest.mark.parametrize(("sql", "kind", "message", "line", "col"), ERRORS)
 def test_errors(sql: str, kind: type[SqlError], message: str, line: int, col: int,
                 environment: Environment) -> None:
-    with pytest.raises(kind) as caught:
-        parse(sql, environment[0])
-    error = caught.value
-    assert (error.message, error.line, error.col) == (message, line, col)
+    assert_refused_at(sql, kind, message, line, col, environment)
 
 
 def test_view_text_keeps_the_functions(environment: Environment) -> None:

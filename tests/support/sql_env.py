@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime
 from collections import Counter
+from collections.abc import Sequence
 from decimal import Decimal
 
 import duckdb
@@ -19,6 +20,7 @@ from matview.ir.interpret import interpret
 from matview.ir.relation import Field
 from matview.planner.pipeline import at_stage
 from matview.sql.catalog import CatalogItem
+from matview.sql.errors import SqlError
 from matview.sql.parse import parse
 from matview.sql.statements import CreateTable, CreateView, Query
 
@@ -161,27 +163,29 @@ class DictCatalog:
 Environment = tuple[DictCatalog, dict[str, Counter], duckdb.DuckDBPyConnection]
 
 
-def environment() -> Environment:
-    """The catalog and table contents for the binder, and a DuckDB database holding the same."""
+def environment(schema: dict[str, str] = SCHEMA, rows: dict[str, list[tuple]] = ROWS,
+                views: Sequence[str] = VIEWS) -> Environment:
+    """The catalog and table contents for the binder, and a DuckDB database holding the same
+    (by default the corpus' tables and views)."""
     catalog = DictCatalog()
     con = duckdb.connect()
     con.execute("SET integer_division = true")
     con.execute("SET default_null_order = 'postgres'")
-    for name, ddl in SCHEMA.items():
+    for name, ddl in schema.items():
         [stmt] = parse(ddl, catalog)
         assert isinstance(stmt, CreateTable)
         catalog.items[name] = CatalogItem(name, "table", stmt.fields)
         con.execute(ddl)
         marks = ", ".join("?" * len(stmt.fields))
-        con.executemany(f"INSERT INTO {name} VALUES ({marks})", ROWS[name])
-    for ddl in VIEWS:
+        con.executemany(f"INSERT INTO {name} VALUES ({marks})", rows[name])
+    for ddl in views:
         [view] = parse(ddl, catalog)
         assert isinstance(view, CreateView)
         fields = tuple(Field(n, t) for n, t in zip(view.column_names, view.plan.types,
                                                    strict=True))
         catalog.items[view.name] = CatalogItem(view.name, "view", fields, view.query_sql)
         con.execute(ddl)
-    tables = {name: Counter(rows) for name, rows in ROWS.items()}
+    tables = {name: Counter(held) for name, held in rows.items()}
     return catalog, tables, con
 
 
@@ -200,6 +204,15 @@ def assert_refused(sql: str, error: type[Exception], message: str, env: Environm
     """Binding query ``sql`` over ``env``'s catalog raises ``error`` matching ``message``."""
     with pytest.raises(error, match=message):
         parse(sql, env[0])
+
+
+def assert_refused_at(sql: str, error: type[SqlError], message: str, line: int, col: int,
+                      env: Environment) -> None:
+    """Binding ``sql`` over ``env``'s catalog raises ``error`` saying exactly ``message``
+    at ``line`` and ``col``."""
+    with pytest.raises(error) as caught:
+        parse(sql, env[0])
+    assert (caught.value.message, caught.value.line, caught.value.col) == (message, line, col)
 
 
 @pytest.fixture(scope="module")

@@ -47,7 +47,9 @@ QUERIES: tuple[Query, ...] = (
         SELECT id, upper(note) AS upper_note, lower(upper(note)) AS lower_note,
                length(note) AS len, substr(note, 2, 3) AS middle,
                note || '#' || CAST(id AS TEXT) AS tag, note LIKE '%rr%' AS has_rr,
-               note NOT LIKE 'b%' AS not_b
+               note NOT LIKE 'b%' AS not_b, concat(note, '/', cust, '/', amount) AS joined,
+               concat_ws('-', note, id, cust) AS parts, replace(note, 'r', '*') AS starred,
+               greatest(id, cust, 5) AS top, least(amount, id * 10) AS low
         FROM orders
         WHERE length(note) > 5 OR note IS NULL"""),
     Query("numeric_functions", """

@@ -16,6 +16,7 @@ rows pyarrow would read in other types than Spark's (nested values) is read by S
 
 from __future__ import annotations
 
+import functools
 import os
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
@@ -108,8 +109,10 @@ def row_groups(directory: str, key: str, schema: T.StructType) -> RowGroups | No
 _CHUNK_GROUPS = 8
 """Row groups one task of a read decodes at least (a task costs about one's decoding)."""
 
-_pool: list[ThreadPoolExecutor] = []
-"""The threads decoding row groups (``_parts``), made at the first read that needs them."""
+@functools.cache
+def _threads(workers: int) -> ThreadPoolExecutor:
+    """The threads decoding row groups (``_parts``), made at the first read that needs them."""
+    return ThreadPoolExecutor(workers, thread_name_prefix="row-groups")
 
 
 def _parts(filesystem: pafs.FileSystem, key: str, values: pa.Array,
@@ -125,9 +128,8 @@ def _parts(filesystem: pafs.FileSystem, key: str, values: pa.Array,
              for i in range(0, len(groups), size)]
     if len(tasks) == 1 or workers == 1:
         return [_decoded(filesystem, key, values, *task) for task in tasks]
-    if not _pool:
-        _pool.append(ThreadPoolExecutor(workers, thread_name_prefix="row-groups"))
-    return list(_pool[0].map(lambda task: _decoded(filesystem, key, values, *task), tasks))
+    return list(_threads(workers).map(lambda task: _decoded(filesystem, key, values, *task),
+                                      tasks))
 
 
 def _decoded(filesystem: pafs.FileSystem, key: str, values: pa.Array, path: str,

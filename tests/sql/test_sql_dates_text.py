@@ -38,7 +38,7 @@ import matview
 from tests.support.golden import run_golden
 from tests.support.oracle.compare import canonical, rows_match
 from tests.support.scalar_eval import eval_text
-from tests.support.sql_env import DictCatalog, assert_refused_at
+from tests.support.sql_env import DictCatalog, assert_refused_at, assert_value
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 DAY = datetime.date
@@ -165,12 +165,7 @@ POSTGRES_VALUES = [
 @pytest.mark.parametrize(("expression", "value", "sql_type"), POSTGRES_VALUES)
 def test_postgres_values(expression: str, value: object, sql_type: SqlType,
                          environment: Environment) -> None:
-    catalog, tables, _ = environment
-    [query] = parse(f"SELECT {expression}", catalog)
-    assert isinstance(query, Query)
-    assert query.plan.types == (sql_type,)
-    [[got]] = list(interpret(query.plan, tables).elements())
-    assert got == value and type(got) is type(value)
+    assert_value(expression, value, sql_type, environment)
 
 
 # --- binding errors ------------------------------------------------------------------------

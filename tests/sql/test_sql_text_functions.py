@@ -29,6 +29,7 @@ from tests.support.sql_env import (
     Environment,
     assert_denotes,
     assert_refused_at,
+    assert_value,
     environment,
 )
 
@@ -91,11 +92,7 @@ POSTGRES_VALUES = [
 @pytest.mark.parametrize(("expression", "value", "sql_type"), POSTGRES_VALUES)
 def test_postgres_values(expression: str, value: object, sql_type: SqlType,
                          env: Environment) -> None:
-    [query] = parse(f"SELECT {expression}", env[0])
-    assert isinstance(query, Query)
-    assert query.plan.types == (sql_type,)
-    [[got]] = _interpret(f"SELECT {expression}", env)
-    assert got == value and type(got) is type(value)
+    assert_value(expression, value, sql_type, env)
 
 
 def test_greatest_of_nan_is_nan(env: Environment) -> None:

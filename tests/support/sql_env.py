@@ -18,6 +18,7 @@ import duckdb
 import pytest
 from matview.ir.interpret import interpret
 from matview.ir.relation import Field
+from matview.ir.types import SqlType
 from matview.planner.pipeline import at_stage
 from matview.sql.catalog import CatalogItem
 from matview.sql.errors import SqlError
@@ -204,6 +205,16 @@ def assert_refused(sql: str, error: type[Exception], message: str, env: Environm
     """Binding query ``sql`` over ``env``'s catalog raises ``error`` matching ``message``."""
     with pytest.raises(error, match=message):
         parse(sql, env[0])
+
+
+def assert_value(expression: str, value: object, sql_type: SqlType, env: Environment) -> None:
+    """``SELECT expression`` over ``env``'s catalog is of type ``sql_type``, and the
+    reference interpreter gives exactly ``value`` (of its Python type)."""
+    [query] = parse(f"SELECT {expression}", env[0])
+    assert isinstance(query, Query)
+    assert query.plan.types == (sql_type,)
+    [[got]] = list(interpret(query.plan, env[1]).elements())
+    assert got == value and type(got) is type(value)
 
 
 def assert_refused_at(sql: str, error: type[SqlError], message: str, line: int, col: int,

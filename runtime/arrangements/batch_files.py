@@ -17,7 +17,7 @@ read of some keys (``key IN (...)``, pushed into the scan) decodes only the page
 may hold one of them, about one page per key whatever the batch's size, where a scan of a
 checkpoint reads every row. A read whose rows the driver fetches is made by the driver
 itself where it can open the files (``row_groups``: a page is a row group), with no Spark
-job.
+job; a large copy by integers, from Arrow files it memory-maps (``mapped_copies``).
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ import shutil
 import tempfile
 import uuid
 import weakref
+from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 from urllib.parse import urlparse
@@ -36,6 +37,7 @@ from urllib.parse import urlparse
 import pyarrow as pa
 import pyarrow.compute as pc
 from matview.runtime.arrangements.key_index import holding
+from matview.runtime.arrangements.mapped_copies import MappedCopy, mapping
 from matview.runtime.arrangements.row_groups import RowGroups, row_groups
 from matview.runtime.settings import active
 from pyspark.sql import DataFrame, Observation, SparkSession
@@ -180,6 +182,9 @@ class BatchFiles:
     groups: dict[str, RowGroups | None] = field(default_factory=dict)
     """Per key, the row groups of the copy arranged by it, as the driver reads them (None:
     it cannot)."""
+    mapping: dict[str, Future[MappedCopy | None] | None] = field(default_factory=dict)
+    """Per key, the conversion of the copy arranged by it into files the driver maps
+    (``mapped_copies``; None: not converted)."""
 
     @property
     def frame(self) -> DataFrame:
@@ -230,11 +235,19 @@ class BatchFiles:
 
     def in_driver(self, key: str, values: pa.Array) -> pa.Table | None:
         """The rows whose ``key`` holds one of ``values``, read by the driver from the copy
-        arranged by it (``row_groups``; made now if there is none); None when the driver
-        cannot read its files."""
+        arranged by it (made now if there is none): from its mapped files once they are
+        converted (``mapped_copies``; begun at the first read), else from its row groups
+        (``row_groups``); None when the driver cannot read its files."""
         self.arranged(key)
         if key not in self.groups:
-            self.groups[key] = row_groups(_copy_path(self.directory, key), key, self.schema)
+            groups = self.groups[key] = row_groups(_copy_path(self.directory, key), key,
+                                                   self.schema)
+            if groups is not None:
+                self.mapping[key] = mapping(groups, self.rows, active().mapped_copy_rows)
+        converted = self.mapping.get(key)
+        copy = converted.result() if converted is not None and converted.done() else None
+        if copy is not None:
+            return copy.read(values)
         groups = self.groups[key]
         return None if groups is None else groups.read(values)
 

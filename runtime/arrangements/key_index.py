@@ -40,14 +40,19 @@ class KeyIndex:
     def rows(self, table: pa.Table, values: pa.Array) -> pa.Table:
         """The rows of ``table`` (the indexed one) holding one of ``values`` (NULL among
         them included), in key order."""
-        wanted = pc.unique(values.drop_null()).to_numpy()
-        lo = np.searchsorted(self.keys, wanted, "left")
-        counts = np.searchsorted(self.keys, wanted, "right") - lo
-        starts = np.repeat(lo - np.cumsum(counts) + counts, counts)
-        found = self.order[starts + np.arange(counts.sum())]
+        found = self.order[positions(self.keys, pc.unique(values.drop_null()).to_numpy())]
         if values.null_count:
             found = np.concatenate([found, self.order[len(self.keys):]])
         return table.take(found)
+
+
+def positions(keys: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    """The positions in ``keys`` (sorted) of those equal to one of ``wanted`` (distinct):
+    each one's run found by binary search, so in time of the values and rows found."""
+    lo = np.searchsorted(keys, wanted, "left")
+    counts = np.searchsorted(keys, wanted, "right") - lo
+    starts = np.repeat(lo - np.cumsum(counts) + counts, counts)
+    return starts + np.arange(counts.sum())
 
 
 _indexes: dict[tuple[int, str], KeyIndex] = {}

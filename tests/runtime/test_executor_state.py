@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 from matview.runtime.arrangements import batch_files, row_groups
 from matview.runtime.arrangements.batch_files import PAGE_ROWS, BatchFiles, KeyedPart
@@ -302,17 +301,3 @@ def test_the_driver_keeps_the_footers_of_the_files_it_read_last(
         found = files.in_driver("k", pa.array([1, 5_000, 11_999]))
         assert found is not None and sorted(found["v"].to_pylist()) == [2, 10_000, 23_998]
         assert not row_groups._footers
-
-
-@pytest.fixture()
-def decoded(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """The row groups the driver decodes (``row_groups``)."""
-    groups: list[int] = []
-    read_row_groups = pq.ParquetFile.read_row_groups
-
-    def spy(self: pq.ParquetFile, wanted: list[int], *args: Any, **kwargs: Any) -> pa.Table:
-        groups.extend(wanted)
-        return read_row_groups(self, wanted, *args, **kwargs)
-
-    monkeypatch.setattr(pq.ParquetFile, "read_row_groups", spy)
-    return groups

@@ -48,6 +48,7 @@ from matview.ir.text_functions import (
     replace,
     spark_concat_ws,
     spark_substr,
+    split_part,
     strpos,
     substr,
 )
@@ -265,6 +266,9 @@ register(Function("lower", text, str.lower, lambda F, a: F.lower(a), (1, 1)))
 register(Function("upper", text, str.upper, lambda F, a: F.upper(a), (1, 1)))
 register(Function("length", lambda t: INT, len, lambda F, a: F.char_length(a), (1, 1)))
 register(Function("substr", text, substr, spark_substr, (2, 3), may_fail=True))
+register(Function("split_part", text, split_part,
+                  lambda F, s, delimiter, n: F.split_part(s, delimiter, n), (3, 3),
+                  may_fail=True))
 register(Function("strpos", lambda t: INT, strpos, lambda F, s, sub: F.instr(s, sub), (2, 2)))
 register(Function("to_jsonb", to_jsonb_type, jsonb.of_scalar, lambda F, a: a,
                   (1, 1), typed_spark=_spark_to_jsonb))

@@ -1,7 +1,7 @@
 """The text functions' meanings in the reference interpreter and their Spark lowerings,
-registered in ``functions``: LIKE, ``substring``, ``strpos``, ``replace`` and
-``concat_ws``, as PostgreSQL has them. (``concat`` is bound as ``||`` of its arguments'
-texts, NULL as '': ``sql.calls``.)"""
+registered in ``functions``: LIKE, ``substring``, ``strpos``, ``replace``, ``concat_ws``
+and ``split_part``, as PostgreSQL has them. (``concat`` is bound as ``||`` of its
+arguments' texts, NULL as '': ``sql.calls``.)"""
 
 from __future__ import annotations
 
@@ -75,3 +75,14 @@ def spark_concat_ws(F: Any, separator: Any, *parts: Any) -> Any:
     """``concat_ws`` in Spark, whose own skips NULL texts and is NULL for a NULL separator
     (``F.concat_ws`` takes only a constant separator)."""
     return F.call_function("concat_ws", separator, *parts)
+
+
+def split_part(s: str, delimiter: str, n: int) -> str:
+    """``split_part(s, delimiter, n)``: the ``n``-th field of ``s`` split at each
+    ``delimiter`` (not split when it is empty), counted from 1, or from the end when ``n``
+    is negative; '' when there is no such field. ``n`` = 0 is an error."""
+    if n == 0:
+        raise EvalError("field position must not be zero")
+    fields = s.split(delimiter) if delimiter else [s]
+    at = n - 1 if n > 0 else len(fields) + n
+    return fields[at] if 0 <= at < len(fields) else ""

@@ -45,12 +45,14 @@ _SIGNATURES: dict[type[exp.Func], tuple[str, tuple[SqlType | None, ...]]] = {
     exp.Abs: ("abs", (None,)),
     exp.Round: ("round", (None, INT)),
     exp.Replace: ("replace", (TEXT, TEXT, TEXT)),
+    exp.SplitPart: ("split_part", (TEXT, TEXT, INT)),
 }
 """Function name in the registry and argument types (None: any, checked by the registry)."""
 
 _ARGUMENTS = {exp.Substring: ("this", "start", "length"), exp.Round: ("this", "decimals"),
               exp.StrPosition: ("this", "substr"),
-              exp.Replace: ("this", "expression", "replacement")}
+              exp.Replace: ("this", "expression", "replacement"),
+              exp.SplitPart: ("this", "delimiter", "part_index")}
 
 _REGISTERED: dict[type[exp.Expr], str] = {
     **{kind: name for kind, (name, _) in _SIGNATURES.items()},

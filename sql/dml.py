@@ -9,17 +9,20 @@ DELETE and UPDATE are plans of their changes over the table ``t`` they write:
     DELETE FROM t WHERE p       =>  Linear(Get t, [filter p; repeat_row -1])
     UPDATE t SET c = e WHERE p  =>  Union(Linear(Get t, [filter p; repeat_row -1]),
                                           Linear(Get t, [filter p; map e; project (.., #e, ..)]))
+
+``p`` and ``e`` may hold subqueries, correlated with ``t``'s row or not (the optimizer
+decorrelates them as a query's). ``DELETE FROM t USING u WHERE p`` deletes each row of ``t``
+once when some row of ``u`` satisfies ``p`` with it: ``p`` is ``EXISTS (SELECT 1 FROM u
+WHERE p)``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from matview.ir.evaluate import cast_value
-from matview.ir.functions import EvalError
-from matview.ir.plans import UNIT, compute
-from matview.ir.relation import Constant, Get, Linear, Relation, Union
-from matview.ir.scalar import Call, Cast, Col, Lit, Scalar
+from matview.ir.plans import compute
+from matview.ir.relation import Get, Linear, Relation, Union
+from matview.ir.scalar import Col, Lit, Scalar
 from matview.ir.steps import Filter, Map, Project, Repeat
 from matview.ir.types import INT
 from matview.sql.catalog import CatalogItem
@@ -31,6 +34,7 @@ from matview.sql.query import subquery
 from matview.sql.scalars import ExprBinder
 from matview.sql.scope import FromItem, RangeVar, Scope
 from matview.sql.statements import Delete, Insert, Update
+from matview.sql.values import rows_relation
 from sqlglot import exp
 
 
@@ -63,16 +67,17 @@ def bind_insert(node: exp.Insert, ctx: Context) -> Insert:
 
 def bind_delete(node: exp.Delete, ctx: Context) -> Delete:
     """``DELETE FROM table [WHERE predicate]``."""
-    _reject(node, {"using": "DELETE ... USING", "returning": "RETURNING"})
+    _reject(node, {"returning": "RETURNING"})
     item = _table(node.this, ctx, "delete from")
-    return Delete(item.name, _retracted(_matching(item, _where(node, item))))
+    return Delete(item.name, _retracted(_matching(item, _where(node, item, ctx))))
 
 
 def bind_update(node: exp.Update, ctx: Context) -> Update:
     """``UPDATE table SET column = value, ... [WHERE predicate]``."""
     _reject(node, {"from_": "UPDATE ... FROM", "returning": "RETURNING"})
     item = _table(node.this, ctx, "update")
-    binder = ExprBinder(_scope(item, node.this), "aggregate functions are not allowed in UPDATE")
+    binder = ExprBinder(_scope(item, node.this, ctx),
+                        "aggregate functions are not allowed in UPDATE")
     assignments: list[tuple[int, Scalar]] = []
     for assignment in node.expressions:
         column = assignment.this
@@ -91,7 +96,7 @@ def bind_update(node: exp.Update, ctx: Context) -> Update:
         value = assignment_cast(binder.bind(assignment.expression), field.type, field.name,
                                 assignment.expression)
         assignments.append((index, value.expr))
-    matched = _matching(item, _where(node, item))
+    matched = _matching(item, _where(node, item, ctx))
     assigned = dict(assignments)
     order = sorted(assigned)
     arity = len(item.fields)
@@ -126,11 +131,14 @@ def _column_index(item: CatalogItem, identifier: exp.Identifier, node: exp.Expr)
                                 node)
 
 
-def _scope(item: CatalogItem, node: exp.Table) -> Scope:
+def _scope(item: CatalogItem, node: exp.Table, ctx: Context) -> Scope:
+    """The row of table ``item`` (named by ``node``'s alias), its subqueries bound in
+    ``ctx``."""
     alias = node.args.get("alias")
     table = RangeVar(normalize(alias.this) if alias else item.name,
                      tuple(f.name for f in item.fields), 0)
-    return Scope((FromItem(table.columns(), (table,)),), tuple(f.type for f in item.fields))
+    return Scope((FromItem(table.columns(), (table,)),), tuple(f.type for f in item.fields),
+                 ctx=ctx)
 
 
 def _matching(item: CatalogItem, predicate: Scalar | None) -> Relation:
@@ -144,12 +152,22 @@ def _retracted(rows: Relation) -> Relation:
     return Linear(rows, (Repeat(Lit(-1, INT)),))
 
 
-def _where(node: exp.Delete | exp.Update, item: CatalogItem) -> Scalar | None:
+def _where(node: exp.Delete | exp.Update, item: CatalogItem, ctx: Context) -> Scalar | None:
+    """The predicate of the rows ``node`` changes: its WHERE, and with USING, whether some
+    row of the USING items satisfies it (``EXISTS (SELECT 1 FROM using WHERE ...)``)."""
     where = node.args.get("where")
-    if where is None:
+    using = node.args.get("using") or []
+    if where is None and not using:
         return None
-    binder = ExprBinder(_scope(item, node.this), "aggregate functions are not allowed in WHERE")
-    return binder.predicate(where.this, "WHERE").expr
+    binder = ExprBinder(_scope(item, node.this, ctx),
+                        "aggregate functions are not allowed in WHERE")
+    if not using:
+        return binder.predicate(where.this, "WHERE").expr
+    first, *others = using
+    joins = [*(first.args.pop("joins", None) or []), *(exp.Join(this=o) for o in others)]
+    select = exp.Select(expressions=[exp.Literal.number(1)], from_=exp.From(this=first),
+                        joins=joins, where=where)
+    return binder.predicate(exp.Exists(this=select), "WHERE").expr
 
 
 def _row(
@@ -174,42 +192,9 @@ def _row(
 
 def _values(source: exp.Values, item: CatalogItem, targets: Sequence[int]) -> Relation:
     binder = ExprBinder(Scope((), ()), "aggregate functions are not allowed in VALUES")
-    rows = []
+    rows, nodes = [], []
     for values in source.expressions:
-        nodes = values.expressions
-        row = _row(item, targets, [binder.bind(n) for n in nodes], nodes, values)
-        rows.append((row, dict(zip(targets, nodes, strict=True)), values))
-    if all(_is_constant(v.expr) for row, _, _ in rows for v in row):
-        types = tuple(f.type for f in item.fields)
-        return Constant(tuple((_folded(*row), 1) for row in rows), types)
-    plans = [Linear(UNIT, (Map(tuple(v.expr for v in row)),)) for row, _, _ in rows]
-    return plans[0] if len(plans) == 1 else Union(tuple(plans))
-
-
-def _is_constant(expr: Scalar) -> bool:
-    """A literal, casts of one, or an array of them: foldable before the statement runs."""
-    if isinstance(expr, Call):
-        return expr.func == "array" and all(_is_constant(a) for a in expr.args)
-    return isinstance(expr, Lit) or isinstance(expr, Cast) and _is_constant(expr.expr)
-
-
-def _folded(
-    row: Sequence[TypedScalar], nodes: dict[int, exp.Expr], values: exp.Expr
-) -> tuple[object, ...]:
-    """The values of a constant row; ``nodes`` are the expressions of its given columns."""
-    out = []
-    for index, value in enumerate(row):
-        try:
-            out.append(cast_value(_fold(value.expr), value.type))
-        except EvalError as error:
-            raise SqlError.at(str(error), nodes.get(index, values)) from None
-    return tuple(out)
-
-
-def _fold(expr: Scalar) -> object:
-    if isinstance(expr, Cast):
-        return cast_value(_fold(expr.expr), expr.to)
-    if isinstance(expr, Call):
-        return tuple(_fold(a) for a in expr.args)
-    assert isinstance(expr, Lit)
-    return expr.value
+        given = values.expressions
+        rows.append(_row(item, targets, [binder.bind(n) for n in given], given, values))
+        nodes.append(dict(zip(targets, given, strict=True)))
+    return rows_relation(rows, nodes, source.expressions)

@@ -1,10 +1,10 @@
 """The FROM clause: its relations joined into one flat ``Join``, and the scope naming its row.
 
-Tables and materialized views are read with ``Get``; plain views, common table expressions
-and subqueries are inlined. Every inner join (comma, CROSS, ``JOIN ... ON``, ``USING``,
-NATURAL) adds its relation to the one ``Join``; ON and USING conditions are returned as
-predicates for the caller's filter. An ON condition sees the two sides of its join only,
-as in PostgreSQL.
+Tables and materialized views are read with ``Get``; plain views, common table expressions,
+subqueries and VALUES lists (``values``) are inlined. Every inner join (comma, CROSS,
+``JOIN ... ON``, ``USING``, NATURAL) adds its relation to the one ``Join``; ON and USING
+conditions are returned as predicates for the caller's filter. An ON condition sees the two
+sides of its join only, as in PostgreSQL.
 
 An outer join (``LEFT``, ``RIGHT``, ``FULL [OUTER] JOIN`` with ON, USING or NATURAL) joins
 the FROM item to its left, the relations that item joined with the conditions collected
@@ -72,6 +72,7 @@ from matview.sql.names import normalize, relation_name
 from matview.sql.scalars import ExprBinder
 from matview.sql.scope import FromItem, RangeVar, Scope
 from matview.sql.statements import Query
+from matview.sql.values import bind_values
 from sqlglot import exp
 
 _LATERAL = "a function in FROM can only read the FROM items before it"
@@ -250,6 +251,8 @@ class _FromBuilder:
             return self._function(function[0], node, function[1], before)
         if isinstance(node, exp.Subquery) and isinstance(node.this, exp.Table):
             return self._parenthesized(node, before)
+        if isinstance(node, exp.Values):
+            return self._add(bind_values(node), item_alias(node), node)
         lateral = lateral_query(node)
         if lateral is not None and self.inputs:
             at, left = self.base, self._take(0)

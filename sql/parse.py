@@ -35,7 +35,7 @@ TOO_DEEP = "statement is too deeply nested (too many nested expressions or paren
 _STAGE_NAMES = {"trace": "OPTIMIZER TRACE", "analyze": "ANALYZE"}
 _STATEMENT_NAMES = {
     exp.TruncateTable: "TRUNCATE", exp.Transaction: "BEGIN", exp.Commit: "COMMIT",
-    exp.Rollback: "ROLLBACK", exp.Describe: "DESCRIBE", exp.Values: "VALUES",
+    exp.Rollback: "ROLLBACK", exp.Describe: "DESCRIBE",
 }
 
 
@@ -122,7 +122,7 @@ def _bind_explain(tree: Explain, ctx: Context) -> ExplainStatement:
 
 
 def _bind(tree: exp.Expr, ctx: Context) -> Statement:
-    if isinstance(tree, (exp.Query, exp.Subquery)):
+    if isinstance(tree, (exp.Query, exp.Subquery, exp.Values)):
         return bind_query(tree, ctx)
     if isinstance(tree, exp.Create) and tree.kind == "TABLE":
         return ddl.bind_create_table(tree, ctx)

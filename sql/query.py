@@ -1,5 +1,5 @@
 """Query expressions: WITH, UNION, INTERSECT and EXCEPT [ALL], and parenthesized queries
-around SELECT blocks.
+around SELECT blocks and VALUES lists (``values``).
 
 A chain of UNION ALL becomes one ``Union`` over all operands (each cast to the column types
 common to all); UNION also removes duplicates with a ``Reduce`` over every column.
@@ -41,6 +41,7 @@ from matview.sql.order import limit_offset, order_by
 from matview.sql.recursion import mutually_recursive, reads_itself, recursive_query
 from matview.sql.select import bind_select
 from matview.sql.statements import Query
+from matview.sql.values import bind_values
 from sqlglot import exp
 
 
@@ -53,6 +54,8 @@ def bind_query(node: exp.Expr, ctx: Context) -> Query:
         return _bind_union(node, ctx)
     if isinstance(node, (exp.Intersect, exp.Except)):
         return _bind_counted(node, ctx)
+    if isinstance(node, exp.Values):
+        return bind_values(node)
     if isinstance(node, exp.Subquery):
         inner = bind_query(node.this, ctx)
         if not any(node.args.get(k) for k in ("order", "limit", "offset")):

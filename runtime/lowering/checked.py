@@ -259,6 +259,13 @@ def _substring(args: list[Column], arg_types: list[SqlType],
     return None, F.when(args[2] < 0, F.lit("negative substring length not allowed"))
 
 
+def _split_part(args: list[Column], arg_types: list[SqlType],
+                result: SqlType) -> tuple[Column | None, Column | None]:
+    """A field position of zero fails (Spark's ``split_part`` raises there)."""
+    value = F.when(args[2] != 0, F.split_part(*args))
+    return value, F.when(args[2] == 0, F.lit("field position must not be zero"))
+
+
 def _single_row(args: list[Column], arg_types: list[SqlType],
                 result: SqlType) -> tuple[Column | None, Column | None]:
     """A scalar subquery's value fails where the subquery has more than one row."""
@@ -267,7 +274,7 @@ def _single_row(args: list[Column], arg_types: list[SqlType],
 
 _RULES: dict[str, _Rule] = {
     "div": _division("try_divide"), "mod": _division("try_mod"), "abs": _absolute,
-    "substr": _substring, "single_row": _single_row,
+    "substr": _substring, "split_part": _split_part, "single_row": _single_row,
 }
 """The other functions whose failures are data (besides ``_EXACT`` arithmetic); a fallible
 function without a rule (``round``, ``like``) still raises from Spark when it fails."""

@@ -1,7 +1,8 @@
-"""``concat``, ``concat_ws``, ``replace``, ``greatest`` and ``least``, with PostgreSQL's
-semantics: ``concat`` skips NULLs (never NULL itself) and prints a boolean ``t``/``f``,
-``concat_ws`` skips NULLs and is NULL for a NULL separator, ``replace`` of an empty text
-replaces nothing, ``greatest``/``least`` skip NULLs over their arguments' common type, NaN
+"""``concat``, ``concat_ws``, ``replace``, ``split_part``, ``greatest`` and ``least``, with
+PostgreSQL's semantics: ``concat`` skips NULLs (never NULL itself) and prints a boolean
+``t``/``f``, ``concat_ws`` skips NULLs and is NULL for a NULL separator, ``replace`` of an
+empty text replaces nothing, ``split_part`` counts negative positions from the end and fails
+at position zero, ``greatest``/``least`` skip NULLs over their arguments' common type, NaN
 above every number.
 
 Their reference meanings are checked against PostgreSQL's values and against DuckDB where
@@ -17,6 +18,7 @@ import datetime
 from decimal import Decimal
 
 import pytest
+from matview.ir.eval_error import EvalError
 from matview.ir.interpret import interpret
 from matview.ir.types import DOUBLE, INT, TEXT, Kind, SqlType
 from matview.sql.errors import SqlError, SqlTypeError
@@ -61,6 +63,8 @@ DUCKDB_QUERIES = [
     "SELECT k, greatest(n, k, 0), least(n, k), greatest(x, n), least(s, 'b'), "
     "greatest(d, DATE '2000-01-01') FROM t",
     "SELECT greatest(n, 0) AS g, count(*) FROM t GROUP BY 1",
+    "SELECT k, split_part(s, 'b', 2), split_part(s, 'b', -1), split_part(s, 'bc', 3), "
+    "split_part(s, 'r', -3) FROM t",
     "SELECT k FROM t WHERE least(n, 6) > 4 OR concat(s, 'x') = 'x'",
 ]
 
@@ -86,6 +90,15 @@ POSTGRES_VALUES = [
     ("least('NaN'::double precision, 1)", 1.0, DOUBLE),
     ("greatest('b', 'ab', 'B')", "b", TEXT),
     ("least(7)", 7, INT),
+    ("split_part('a,b,,c', ',', 3)", "", TEXT),
+    ("split_part('a,b,c', ',', -1)", "c", TEXT),
+    ("split_part('a<>b<>c', '<>', 2)", "b", TEXT),
+    ("split_part('abc', '', 1)", "abc", TEXT),
+    ("split_part('abc', '', -1)", "abc", TEXT),
+    ("split_part('abc', '', 2)", "", TEXT),
+    ("split_part('a,b', ',', 5)", "", TEXT),
+    ("split_part('', ',', 1)", "", TEXT),
+    ("split_part(NULL, ',', 1)", None, TEXT),
 ]
 
 
@@ -93,6 +106,11 @@ POSTGRES_VALUES = [
 def test_postgres_values(expression: str, value: object, sql_type: SqlType,
                          env: Environment) -> None:
     assert_value(expression, value, sql_type, env)
+
+
+def test_split_part_at_position_zero_fails(env: Environment) -> None:
+    with pytest.raises(EvalError, match="field position must not be zero"):
+        _interpret("SELECT split_part(s, ',', 0) FROM t WHERE k = 1", env)
 
 
 def test_greatest_of_nan_is_nan(env: Environment) -> None:
@@ -116,6 +134,10 @@ ERRORS = [
      "function concat_ws takes at least 1 argument (0 given)", 1, 8),
     ("SELECT concat() FROM t", SqlTypeError,
      "function concat takes at least 1 argument (0 given)", 1, 8),
+    ("SELECT split_part(s, ',') FROM t", SqlTypeError,
+     "function split_part takes 3 arguments (2 given)", 1, 8),
+    ("SELECT x + split_part(s, ',', d) FROM t", SqlTypeError,
+     "function split_part(text, text, date) does not exist", 1, 12),
     ("SELECT greatest() FROM t", SqlTypeError,
      "function greatest takes at least 1 argument (0 given)", 1, 8),
 ]
@@ -153,3 +175,23 @@ def test_a_view_of_them_on_spark_gives_postgres_values(spark: SparkSession) -> N
         (2, "||", "", None, None, 2.0, 2, "b"),
         (3, "bcd|-6|t", "bcd/t/-6", "Xd", "bcd", 3.0, -6, "bcd"),
     ]
+
+
+def test_split_part_in_a_view_on_spark_gives_postgres_values(spark: SparkSession) -> None:
+    """Fields counted from either end, an empty delimiter, positions beyond the fields; a
+    position of zero is an error of the view while its row is there."""
+    con = matview.connect(clock=0, spark=spark)
+    con.execute("CREATE TABLE p (k INT, s TEXT, d TEXT, n INT)")
+    con.execute("CREATE MATERIALIZED VIEW f AS SELECT k, split_part(s, d, n) AS field FROM p")
+    con.insert("p", [(1, "a,b,c", ",", 2), (2, "a,b,c", ",", -1), (3, "a,b,c", ",", -4),
+                     (4, "abc", "", 1), (5, "abc", "", -1), (6, "abc", "", 2),
+                     (7, "", ",", 1), (8, "x::y", "::", 2), (9, None, ",", 1),
+                     (10, "a,b", None, 1), (11, "a,b", ",", None)])
+    assert sorted(con.execute("SELECT * FROM f").fetchall()) == [
+        (1, "b"), (2, "c"), (3, ""), (4, "abc"), (5, "abc"), (6, ""), (7, ""), (8, "y"),
+        (9, None), (10, None), (11, None)]
+    con.insert("p", [(12, "a,b", ",", 0)])
+    with pytest.raises(matview.DataError, match="field position must not be zero"):
+        con.execute("SELECT * FROM f")
+    con.execute("DELETE FROM p WHERE n = 0")
+    assert len(con.execute("SELECT * FROM f").fetchall()) == 11

@@ -49,7 +49,8 @@ QUERIES: tuple[Query, ...] = (
                note || '#' || CAST(id AS TEXT) AS tag, note LIKE '%rr%' AS has_rr,
                note NOT LIKE 'b%' AS not_b, concat(note, '/', cust, '/', amount) AS joined,
                concat_ws('-', note, id, cust) AS parts, replace(note, 'r', '*') AS starred,
-               greatest(id, cust, 5) AS top, least(amount, id * 10) AS low
+               greatest(id, cust, 5) AS top, least(amount, id * 10) AS low,
+               split_part(note, 'r', 2) AS after_r, split_part(note, 'r', -1) AS last_r
         FROM orders
         WHERE length(note) > 5 OR note IS NULL"""),
     Query("numeric_functions", """

@@ -197,14 +197,18 @@ class BatchFiles:
         if key not in self.copies:
             self.copies[key], stats = _written(self.spark, self.frame, self.rows,
                                                self.directory, key)
-            self.keep_counts(key, stats)
+            self.copied(key, stats)
         return self.copies[key]
 
-    def keep_counts(self, key: str, stats: dict[str, object]) -> None:
-        """Keep what writing the copy arranged by ``key`` counted (``_written``)."""
+    def copied(self, key: str, stats: dict[str, object]) -> None:
+        """The copy arranged by ``key`` is written: keep what writing it counted
+        (``_written``), and begin converting it into mapped files now when it is large
+        (``mapped_copies``), so that they are ready by the reads that would use them."""
         self.distinct[key] = int(stats.get("distinct") or 0)  # type: ignore[call-overload]
         if stats.get("least") is not None:
             self.bounds[key] = (stats["least"], stats["greatest"])
+        if self.rows >= active().mapped_copy_rows:
+            self._driver_groups(key)
 
     def clipped(self, key: str, values: pa.Array) -> pa.Array:
         """Those of ``values`` some row may hold in ``key``: NULL, and the others between
@@ -236,20 +240,26 @@ class BatchFiles:
     def in_driver(self, key: str, values: pa.Array) -> pa.Table | None:
         """The rows whose ``key`` holds one of ``values``, read by the driver from the copy
         arranged by it (made now if there is none): from its mapped files once they are
-        converted (``mapped_copies``; begun at the first read), else from its row groups
+        converted (``mapped_copies``), else from its row groups
         (``row_groups``); None when the driver cannot read its files."""
         self.arranged(key)
+        groups = self._driver_groups(key)
+        converted = self.mapping.get(key)
+        copy = converted.result() if converted is not None and converted.done() else None
+        if copy is not None:
+            return copy.read(values)
+        return None if groups is None else groups.read(values)
+
+    def _driver_groups(self, key: str) -> RowGroups | None:
+        """The row groups of the copy arranged by ``key`` (written), as the driver reads
+        them, found once, its conversion into mapped files begun then; None when the
+        driver cannot read them."""
         if key not in self.groups:
             groups = self.groups[key] = row_groups(_copy_path(self.directory, key), key,
                                                    self.schema)
             if groups is not None:
                 self.mapping[key] = mapping(groups, self.rows, active().mapped_copy_rows)
-        converted = self.mapping.get(key)
-        copy = converted.result() if converted is not None and converted.done() else None
-        if copy is not None:
-            return copy.read(values)
-        groups = self.groups[key]
-        return None if groups is None else groups.read(values)
+        return self.groups[key]
 
     def remember(self, key: str, values: pa.Array, rows: pa.Table) -> None:
         """Keep ``rows``, what a read by ``values`` of ``key`` fetched into the driver, in
@@ -295,7 +305,7 @@ def written(df: DataFrame, key: str | None = None, most: int | None = None
         return None
     files = BatchFiles(spark, df.schema, rows, directory, {arranged_by: first})
     if arranged_by is not None:
-        files.keep_counts(arranged_by, stats)
+        files.copied(arranged_by, stats)
     return files
 
 

@@ -6,13 +6,16 @@ on two cores), and pyarrow decodes nothing smaller than a row group (it cannot r
 pages by Parquet's offset index: apache/arrow#45284). So a copy of at least
 ``mapped_copy_rows`` rows (a setting) arranged by a column of integers, whose files are on
 the driver's local file system, is also converted into Arrow IPC files beside them — once,
-in the background, by one driver thread, begun at the copy's first read by the driver
-(``mapping``); until it is done, reads decode row groups. The driver memory-maps them: a
+in the background, by one driver thread, begun when the copy is written
+(``BatchFiles.copied``; W1's 30M orders: about 10 s while the next steps run); until it is
+done, reads decode row groups. The driver memory-maps them: a
 record batch's key column is then a sorted array in place, each key's rows are found by
 binary search and taken from the mapped columns, touching only their pages (the same read:
-4-10 ms). The pages a read touched are let go of after it (``madvise``): they stay in the
-operating system's page cache, not in the driver's memory, which grows with the rows read,
-not with the copies (W1 at 10M, 40 reads: 336 MB of mapped pages kept without it).
+3-6 ms). The pages reads touch stay mapped until they may reach ``RESIDENT`` bytes, then
+are let go of (``madvise``): they stay in the operating system's page cache, and the
+driver's memory is bounded, not growing with the copies (W1 at 10M, 40 reads: 336 MB of
+mapped pages kept without it; letting go after every read doubles a read's time, its pages
+faulted in again).
 """
 
 from __future__ import annotations
@@ -35,18 +38,28 @@ from matview.runtime.arrangements.row_groups import RowGroups
 BATCH_ROWS = 1 << 20
 """Rows of each record batch of a mapped copy: the range one binary search covers."""
 
+RESIDENT = 256 << 20
+"""Bytes of a copy's mapped pages its reads may keep resident, at most (about)."""
+
+_PAGE = 4096
+_PROBES = 16
+"""Pages a read touches per key it looks up in a batch (its binary search's last steps)."""
+
 
 @dataclass(frozen=True)
 class SortedBatch:
     """A record batch of a mapped copy: ``rows``, sorted by the key, the ``nulls`` rows
-    holding NULL first; ``keys`` the others' keys (a view of the mapped file)."""
+    holding NULL first; ``keys`` the others' keys (a view of the mapped file), from
+    ``least`` to ``greatest`` (kept apart: reading them would touch the file)."""
 
     rows: pa.RecordBatch
     nulls: int
     keys: np.ndarray
+    least: int | None
+    greatest: int | None
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False)
 class MappedCopy:
     """A copy arranged by ``key`` as the driver maps it: the record batches of all its
     files, of rows of ``schema`` (typed as Spark hands them out)."""
@@ -56,22 +69,30 @@ class MappedCopy:
     batches: tuple[SortedBatch, ...]
     maps: tuple[mmap.mmap, ...]
     """The mapped files."""
+    touched: int = 0
+    """Bytes of pages the reads since the last letting go may have touched."""
 
     def read(self, values: pa.Array) -> pa.Table:
         """The rows whose key holds one of ``values`` (integers; NULL among them
         included)."""
         kind = np.iinfo(self.schema.field(self.key).type.to_pandas_dtype())
         wanted = pc.unique(values.drop_null()).to_numpy(zero_copy_only=False)
-        wanted = wanted[(wanted >= kind.min) & (wanted <= kind.max)].astype(kind.dtype)
+        wanted = np.sort(wanted[(wanted >= kind.min) & (wanted <= kind.max)].astype(kind.dtype))
         found = []
         for batch in self.batches:
-            at = positions(batch.keys, wanted) + batch.nulls
+            inside = wanted[:0] if batch.least is None else wanted[
+                np.searchsorted(wanted, batch.least):
+                np.searchsorted(wanted, batch.greatest, "right")]  # a few of them
+            at = positions(batch.keys, inside) + batch.nulls
             if values.null_count:
                 at = np.concatenate([np.arange(batch.nulls), at])
             if len(at):
                 found.append(batch.rows.take(pa.array(at)))
-        for mapped in self.maps:  # the rows found are copies
-            mapped.madvise(mmap.MADV_DONTNEED)
+            self.touched += (len(at) * len(self.schema) + len(inside) * _PROBES) * _PAGE
+        if self.touched > RESIDENT:  # the rows found are copies
+            for mapped in self.maps:
+                mapped.madvise(mmap.MADV_DONTNEED)
+            self.touched = 0
         return pa.Table.from_batches(found, self.schema)
 
 
@@ -143,4 +164,6 @@ def _sorted(rows: pa.RecordBatch, key: str) -> SortedBatch:
     """``rows``, sorted by ``key`` with NULLs first, as a ``SortedBatch``."""
     column = rows.column(key)
     nulls = column.null_count
-    return SortedBatch(rows, nulls, column.slice(nulls).to_numpy(zero_copy_only=True))
+    keys = column.slice(nulls).to_numpy(zero_copy_only=True)
+    least, greatest = (int(keys[0]), int(keys[-1])) if len(keys) else (None, None)
+    return SortedBatch(rows, nulls, keys, least, greatest)

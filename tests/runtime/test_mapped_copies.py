@@ -22,12 +22,14 @@ import matview
 
 MAPPED = DEFAULTS.replaced({"mapped_copy_rows": 0, "file_rows": 7_000})
 """Every copy by integers mapped; copies in files of 7,000 rows."""
+
+
 @pytest.mark.parametrize("kind", ["TINYINT", "SMALLINT", "INT", "BIGINT"])
 def test_a_mapped_copy_reads_rows_of_every_type_by_integer_and_null_keys(
         spark: SparkSession, decoded: list[int], kind: str) -> None:
-    """The first read by the driver decodes row groups and begins the conversion; once it
-    is done, reads find the rows Spark finds in the copy's files, typed as Spark hands
-    them out, NULL among the keys finding the rows that hold NULL, with no row group
+    """The conversion begins as the copy is written; once it is done, reads find the rows
+    Spark finds in the copy's files (and the driver in their row groups), typed as Spark
+    hands them out, NULL among the keys finding the rows that hold NULL, with no row group
     decoded."""
     rows = [(None if i % 1_000 == 0 else i % 100 - 50, f"t{i}", date(2024, 1, 1 + i % 28),
              datetime(2024, 1, 1, i % 24, 5, 7, 123_456), Decimal(i) / 100, i / 3, i)
@@ -37,18 +39,18 @@ def test_a_mapped_copy_reads_rows_of_every_type_by_integer_and_null_keys(
     with using(MAPPED):
         files = batch_files.written(df, "k", len(rows))
         assert files is not None
-        values = pa.array([-50, 7, 49, 120, None], pa.int64())
-        first = files.in_driver("k", values)
-        assert first is not None and decoded
         converted = files.mapping["k"]
         assert converted is not None and converted.result() is not None
-        decoded.clear()
+        values = pa.array([-50, 7, 49, 120, None], pa.int64())
         found = files.in_driver("k", values)
     assert found is not None and not decoded
+    groups = files.groups["k"]
+    assert groups is not None
+    from_groups = groups.read(values)
     expected = normalized(to_arrow(files.matching("k", values))).sort_by("n")
     assert found.num_rows == (200 - 20) + 200 + 200 + 20 == expected.num_rows
     assert normalized(found).sort_by("n").equals(expected)
-    assert normalized(first).sort_by("n").equals(expected)
+    assert normalized(from_groups).sort_by("n").equals(expected)
     assert files.in_driver("k", pa.array([1_000], pa.int64())).num_rows == 0  # type: ignore[union-attr]
 
 
@@ -79,10 +81,9 @@ def test_copies_are_mapped_only_when_large_in_key_order_and_keyed_by_integers(
 
 def test_a_views_steps_read_a_tables_mapped_copies(
         spark: SparkSession, decoded: list[int], tmp_path: Path) -> None:
-    """Tables held in the executors: the first step's reads of their copies (orders' by
-    ``id``, a delete's check) begin their conversions; once done, steps moving customers
-    and deleting orders decode no row group, and the view stays equal to its
-    definition."""
+    """Tables held in the executors: their copies (orders' by ``id``, which a delete's
+    check reads) are converted as they are written; once done, steps moving customers and
+    deleting orders decode no row group, and the view stays equal to its definition."""
     settings = {**IN_EXECUTORS, "keyed_read_rows": 1_000, "mapped_copy_rows": 0,
                 "file_rows": 8_000}
     con = matview.connect(clock=0, spark=spark, refresh="incremental", settings=settings,

@@ -45,6 +45,7 @@ from matview.ir.intervals import Interval, shift
 from matview.ir.text_functions import (
     concat_ws,
     like,
+    regexp_replace,
     replace,
     spark_concat_ws,
     spark_substr,
@@ -266,6 +267,9 @@ register(Function("lower", text, str.lower, lambda F, a: F.lower(a), (1, 1)))
 register(Function("upper", text, str.upper, lambda F, a: F.upper(a), (1, 1)))
 register(Function("length", lambda t: INT, len, lambda F, a: F.char_length(a), (1, 1)))
 register(Function("substr", text, substr, spark_substr, (2, 3), may_fail=True))
+register(Function("regexp_replace", text, regexp_replace,
+                  lambda F, s, pattern, by: F.regexp_replace(s, pattern, by), (3, 3),
+                  may_fail=True, costly=True))
 register(Function("split_part", text, split_part,
                   lambda F, s, delimiter, n: F.split_part(s, delimiter, n), (3, 3),
                   may_fail=True))

@@ -1,6 +1,7 @@
 """The text functions' meanings in the reference interpreter and their Spark lowerings,
 registered in ``functions``: LIKE, ``substring``, ``strpos``, ``replace``, ``concat_ws``
-and ``split_part``, as PostgreSQL has them. (``concat`` is bound as ``||`` of its
+and ``split_part``, as PostgreSQL has them; ``regexp_replace`` as Java has it (``sql.regexes``
+binds PostgreSQL's to it). (``concat`` is bound as ``||`` of its
 arguments' texts, NULL as '': ``sql.calls``.)"""
 
 from __future__ import annotations
@@ -86,3 +87,32 @@ def split_part(s: str, delimiter: str, n: int) -> str:
     fields = s.split(delimiter) if delimiter else [s]
     at = n - 1 if n > 0 else len(fields) + n
     return fields[at] if 0 <= at < len(fields) else ""
+
+
+def regexp_replace(s: str, pattern: str, replacement: str) -> str:
+    """Spark's (Java's) ``regexp_replace``: every match of ``pattern`` replaced by
+    ``replacement``, where ``$n`` is group n (its first digit always, the next ones while
+    they name a group) and a backslash escapes the character after it."""
+    regex = re.compile(pattern)
+
+    def expanded(match: re.Match[str]) -> str:
+        out, i = [], 0
+        while i < len(replacement):
+            ch = replacement[i]
+            if ch == "\\" and i + 1 < len(replacement):
+                out.append(replacement[i + 1])
+                i += 2
+            elif ch == "$" and i + 1 < len(replacement) and replacement[i + 1].isdigit():
+                group, i = int(replacement[i + 1]), i + 2
+                while (i < len(replacement) and replacement[i].isdigit()
+                       and group * 10 + int(replacement[i]) <= regex.groups):
+                    group, i = group * 10 + int(replacement[i]), i + 1
+                if group > regex.groups:
+                    raise EvalError(f"no group {group} in regular expression {pattern}")
+                out.append(match.group(group) or "")
+            else:
+                out.append(ch)
+                i += 1
+        return "".join(out)
+
+    return regex.sub(expanded, s)

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import networkx as nx
 
 from matview.errors import ProgrammingError
-from matview.ir.relation import Relation
+from matview.ir.relation import Field, Relation
 from matview.runtime.arrangements.trace import Trace
 from matview.runtime.dataflow import Dataflow
 from matview.sql.catalog import CatalogItem
@@ -67,6 +67,26 @@ class LiveCatalog:
                 doomed.append(name)
         return doomed
 
+    def replaceable(self, name: str, kind: str, fields: tuple[Field, ...],
+                    depends_on: frozenset[str]) -> None:
+        """Refuse to replace ``name`` by a ``kind`` of ``fields`` reading ``depends_on``
+        unless it is a ``kind`` no other object is built on and the new definition does not
+        read it; a view (as PostgreSQL's) keeps its columns, names and types, and may add
+        some after them."""
+        item = self.lookup(name)
+        assert item is not None
+        if item.kind != kind:
+            raise ProgrammingError(f'"{name}" is a {item.kind}, not a {kind}')
+        users = self.dependents(name)
+        if users:
+            raise ProgrammingError(f'cannot replace {kind} "{name}" because other objects '
+                                   f"depend on it: {', '.join(users)}")
+        if name in depends_on:
+            raise ProgrammingError(f'cannot replace {kind} "{name}": its new definition '
+                                   "reads it")
+        if kind == "view":
+            _kept_columns(name, item.fields, fields)
+
     def remove(self, name: str) -> None:
         del self.entries[name]
         self.graph.remove_node(name)
@@ -85,3 +105,17 @@ class LiveCatalog:
 
     def of_kind(self, kind: str) -> list[str]:
         return sorted(n for n, e in self.entries.items() if e.item.kind == kind)
+
+
+def _kept_columns(name: str, old: tuple[Field, ...], new: tuple[Field, ...]) -> None:
+    """Refuse a view ``name``'s new columns ``new`` unless they begin with its ``old`` ones
+    (PostgreSQL's rule and messages)."""
+    if len(new) < len(old):
+        raise ProgrammingError("cannot drop columns from view")
+    for before, after in zip(old, new):
+        if before.name != after.name:
+            raise ProgrammingError(f'cannot change name of view column "{before.name}" to '
+                                   f'"{after.name}"')
+        if before.type != after.type:
+            raise ProgrammingError(f'cannot change data type of view column "{before.name}" '
+                                   f"from {before.type} to {after.type}")

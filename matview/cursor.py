@@ -1,5 +1,7 @@
 """The DB-API 2.0 (PEP 249) cursor: runs a connection's statements and holds the last one's
-result, fetched as rows, Arrow, pandas or Spark."""
+result, fetched as rows, Arrow, pandas or Spark. After ``SUBSCRIBE name`` it follows the
+object's changes: each fetch returns those there are when it runs (the snapshot first),
+as ``(mz_timestamp, mz_diff, *columns)`` rows, and none when there are none yet."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from matview.rows import rows_of
 
 if TYPE_CHECKING:
     from matview.connection import Connection
+    from matview.subscription import Subscription
 
 
 class Cursor:
@@ -26,12 +29,14 @@ class Cursor:
         self.connection = connection
         self._rows: list[tuple[object, ...]] = []
         self._result: Result | None = None
+        self._subscription: Subscription | None = None
         self._closed = False
 
     @property
     def description(self) -> list[tuple[Any, ...]] | None:
         """One 7-tuple per result column: name, type name, then five unused fields."""
-        if self._result is None or self._result.table is None:
+        if self._result is None or (self._result.table is None
+                                    and self._result.subscribe is None):
             return None
         return [(name, str(t), None, None, None, None, True)
                 for name, t in zip(self._result.columns, self._result.types)]
@@ -45,7 +50,8 @@ class Cursor:
         self._check()
         text, values = sql_text(sql, "execute"), _parameters(params)
         with self.connection._using() as engine:
-            self._keep(engine.execute(text, values))
+            result = engine.execute(text, values)
+        self._keep(result)
         return self
 
     def executescript(self, sql: str) -> Cursor:
@@ -54,7 +60,8 @@ class Cursor:
         self._check()
         text = sql_text(sql, "executescript")
         with self.connection._using() as engine:
-            self._keep(engine.execute_script(text))
+            result = engine.execute_script(text)
+        self._keep(result)
         return self
 
     def executemany(self, sql: str, seq_of_params: Sequence[Sequence[object]]) -> Cursor:
@@ -72,21 +79,34 @@ class Cursor:
         return self
 
     def _keep(self, result: Result) -> None:
+        """Hold ``result``, ending the subscription of the statement before; a SUBSCRIBE's
+        starts following its object."""
+        if self._subscription is not None:
+            self._subscription.close()
+            self._subscription = None
         self._result = result
         self._rows = rows_of(result.table) if result.table is not None else []
+        if result.subscribe is not None:
+            self._subscription = self.connection.subscribe(result.subscribe)
+
+    def _check_more(self) -> None:
+        """Fetch a subscription's new changes once the ones fetched are read."""
+        self._check()
+        if self._subscription is not None and not self._rows:
+            self._rows = self._subscription.fetch()
 
     def fetchone(self) -> tuple[object, ...] | None:
-        self._check()
+        self._check_more()
         return self._rows.pop(0) if self._rows else None
 
     def fetchmany(self, size: int | None = None) -> list[tuple[object, ...]]:
-        self._check()
+        self._check_more()
         size = self.arraysize if size is None else size
         out, self._rows = self._rows[:size], self._rows[size:]
         return out
 
     def fetchall(self) -> list[tuple[object, ...]]:
-        self._check()
+        self._check_more()
         out, self._rows = self._rows, []
         return out
 
@@ -110,8 +130,8 @@ class Cursor:
         return None if table is None else self.connection.spark.createDataFrame(table)
 
     def __iter__(self) -> Iterator[tuple[object, ...]]:
-        while self._rows:
-            yield self._rows.pop(0)
+        while (row := self.fetchone()) is not None:
+            yield row
 
     def setinputsizes(self, sizes: object) -> None:
         """PEP 249: accepted and ignored."""
@@ -120,6 +140,9 @@ class Cursor:
         """PEP 249: accepted and ignored."""
 
     def close(self) -> None:
+        if self._subscription is not None:
+            self._subscription.close()
+            self._subscription = None
         self._closed = True
         self._rows = []
 

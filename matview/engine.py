@@ -55,6 +55,7 @@ from matview.sql.statements import (
     Insert,
     Query,
     Show,
+    SubscribeTo,
     Update,
 )
 
@@ -155,19 +156,28 @@ class Engine:
         raise ProgrammingError(f'relation "{name}" already exists')
 
     def _create_view(self, stmt: CreateView) -> Result:
-        if self._exists(stmt.name, stmt.if_not_exists):
-            return Result()
+        """Create the view, or with OR REPLACE put it in the place of the one of its name
+        (``LiveCatalog.replaceable``): its new dataflow built first, so readers never miss
+        it, then the old one's subscriptions ended."""
         fields = tuple(Field(n, t) for n, t in zip(stmt.column_names, stmt.plan.types))
-        if not stmt.materialized:
-            item = CatalogItem(stmt.name, "view", fields, stmt.query_sql)
-            self.catalog.add(Entry(item), set(stmt.depends_on))
+        kind = "materialized view" if stmt.materialized else "view"
+        replacing = stmt.or_replace and self.catalog.lookup(stmt.name) is not None
+        if replacing:
+            self.catalog.replaceable(stmt.name, kind, fields, stmt.depends_on)
+            self.sinks.check_drop([stmt.name])
+        elif self._exists(stmt.name, stmt.if_not_exists):
             return Result()
-        plan = lower(physical(stmt.plan))
-        self._refresh(reads(plan))
-        flow, trace = self.controller.start(plan, len(fields), self.oracle.read())
-        item = CatalogItem(stmt.name, "materialized view", fields, stmt.query_sql)
-        self.catalog.add(Entry(item, trace=trace, dataflow=flow, plan=stmt.plan),
-                         set(stmt.depends_on))
+        item = CatalogItem(stmt.name, kind, fields, stmt.query_sql)
+        entry = Entry(item)
+        if stmt.materialized:
+            plan = lower(physical(stmt.plan))
+            self._refresh(reads(plan))
+            flow, trace = self.controller.start(plan, len(fields), self.oracle.read())
+            entry = Entry(item, trace=trace, dataflow=flow, plan=stmt.plan)
+        if replacing:
+            self.catalog.remove(stmt.name)
+            self._end_cursors(stmt.name)
+        self.catalog.add(entry, set(stmt.depends_on))
         return Result()
 
     def _drop(self, stmt: Drop) -> Result:
@@ -175,10 +185,14 @@ class Engine:
         self.sinks.check_drop(dropped)
         for name in dropped:
             self.catalog.remove(name)
-            for key, (target, _) in list(self.cursors.items()):
-                if target == name:
-                    del self.cursors[key]
+            self._end_cursors(name)
         return Result()
+
+    def _end_cursors(self, name: str) -> None:
+        """End the subscriptions following ``name`` (dropped or replaced)."""
+        for key, (target, _) in list(self.cursors.items()):
+            if target == name:
+                del self.cursors[key]
 
     # --- reads --------------------------------------------------------------------------
 
@@ -245,6 +259,6 @@ HANDLERS: dict[type, Callable[[Engine, Any], Result]] = {
     Delete: changes.delete, Update: changes.update, Drop: Engine._drop, Show: queries.show,
     Query: queries.query, Explain: queries.explain, CreateTableAs: Engine._create_table_as,
     CopyFrom: changes.copy_from, CopyTo: queries.copy_to, CreateSink: Engine._create_sink,
-    DropSink: Engine._drop_sink,
+    DropSink: Engine._drop_sink, SubscribeTo: queries.subscribe,
 }
 """The handler of each type of bound statement."""

@@ -13,14 +13,14 @@ from matview import files
 from matview.errors import ProgrammingError
 from matview.ir.relation import Get, Relation, SortKey, TopK
 from matview.ir.sort_keys import total_order
-from matview.ir.types import TEXT
+from matview.ir.types import BIGINT, MZ_TIMESTAMP, TEXT
 from matview.planner.explain import explain_analyze, explain_plan, explain_trace
 from matview.planner.pipeline import physical
 from matview.result import Result
 from matview.runtime.io import peek
 from matview.runtime.lowering.types import column_names
 from matview.runtime.settings import active
-from matview.sql.statements import CopyTo, Explain, Query, Show
+from matview.sql.statements import CopyTo, Explain, Query, Show, SubscribeTo
 
 if TYPE_CHECKING:
     from matview.engine import Engine
@@ -67,6 +67,16 @@ def show(engine: Engine, stmt: Show) -> Result:
         table = pa.table({"name": [f.name for f in item.fields],
                           "type": [str(f.type) for f in item.fields]})
         return Result(("name", "type"), (TEXT, TEXT), table)
+    if stmt.what.startswith("create "):
+        assert stmt.name is not None
+        kind = stmt.what.removeprefix("create ")
+        item = engine.catalog.lookup(stmt.name)
+        if item is None:
+            raise ProgrammingError(f'{kind} "{stmt.name}" does not exist')
+        if item.kind != kind:
+            raise ProgrammingError(f'"{stmt.name}" is a {item.kind}, not a {kind}')
+        return Result(("name", "create_sql"), (TEXT, TEXT),
+                      pa.table({"name": [item.name], "create_sql": [item.create_sql()]}))
     if stmt.what == "settings":
         names, values, meanings = zip(*active().described(), strict=True)
         return Result(("name", "setting", "description"), (TEXT, TEXT, TEXT),
@@ -92,3 +102,13 @@ def explain(engine: Engine, stmt: Explain) -> Result:
         text = (explain_trace(plan, stmt.format, stmt.options) if stmt.stage == "trace"
                 else explain_plan(plan, stmt.stage, stmt.format, stmt.options))
     return Result(("plan",), (TEXT,), pa.table({"plan": [text]}))
+
+
+def subscribe(engine: Engine, stmt: SubscribeTo) -> Result:
+    """SUBSCRIBE's columns, ``mz_timestamp``, ``mz_diff`` and the object's; the cursor
+    follows its changes (``Connection.subscribe``)."""
+    item = engine.catalog.lookup(stmt.name)
+    if item is None:
+        raise ProgrammingError(f'relation "{stmt.name}" does not exist')
+    return Result(("mz_timestamp", "mz_diff", *(f.name for f in item.fields)),
+                  (MZ_TIMESTAMP, BIGINT, *(f.type for f in item.fields)), subscribe=stmt.name)

@@ -11,9 +11,12 @@ from matview.ir.types import SqlType
 
 @dataclass(frozen=True)
 class Result:
-    """What a statement returns: named, typed columns and rows (as Arrow), or a row count."""
+    """What a statement returns: named, typed columns and rows (as Arrow), or a row count;
+    for SUBSCRIBE, the columns of the changes of ``subscribe`` (its name), which the cursor
+    follows."""
 
     columns: tuple[str, ...] = ()
     types: tuple[SqlType, ...] = ()
     table: pa.Table | None = None
     rowcount: int = -1
+    subscribe: str | None = None

@@ -36,6 +36,7 @@ CALL_NAMES: dict[type[exp.Expr], frozenset[str]] = {
     exp.Concat: frozenset({"concat"}), exp.ConcatWs: frozenset({"concat_ws"}),
     exp.Replace: frozenset({"replace"}), exp.Greatest: frozenset({"greatest"}),
     exp.Least: frozenset({"least"}), exp.SplitPart: frozenset({"split_part"}),
+    exp.RegexpReplace: frozenset({"regexp_replace"}),
     exp.Count: frozenset({"count"}), exp.Sum: frozenset({"sum"}), exp.Avg: frozenset({"avg"}),
     exp.Min: frozenset({"min"}), exp.Max: frozenset({"max"}),
     exp.LogicalAnd: frozenset({"bool_and"}), exp.LogicalOr: frozenset({"bool_or"}),

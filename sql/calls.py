@@ -162,6 +162,10 @@ def bind_call(binder: ExprBinder, node: exp.Expr) -> TypedScalar:
             raise SqlTypeError.at(f"function concat_ws({given.type}, ...) does not exist",
                                   node)
         return call("concat_ws", [separator, *(_text(p, node) for p in parts)], node)
+    if isinstance(node, exp.RegexpReplace):
+        from matview.sql.regexes import bind_regexp_replace
+
+        return bind_regexp_replace(binder, node)
     if isinstance(node, exp.Concat):  # after ConcatWs, a kind of Concat
         return _concat([_text(binder.bind(x), node) for x in node.expressions], node)
     if isinstance(node, exp.Nullif):

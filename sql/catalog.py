@@ -6,10 +6,13 @@ looks objects up by the resulting name, so a catalog stores names in that normal
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from matview.ir.relation import Field
+from matview.sql.dialect import Matview
+from sqlglot import exp
 
 ObjectKind = Literal["table", "view", "materialized view"]
 
@@ -23,6 +26,24 @@ class CatalogItem:
     kind: ObjectKind
     fields: tuple[Field, ...]
     query_sql: str | None = None
+
+    def create_sql(self) -> str:
+        """The statement creating this object as it is (``SHOW CREATE``): a table's columns
+        and types, a view's column names and query."""
+        name, columns = _name(self.name), [_name(f.name) for f in self.fields]
+        if self.kind == "table":
+            listed = ", ".join(f"{c} {f.type}" for c, f in zip(columns, self.fields,
+                                                                strict=True))
+            return f"CREATE TABLE {name} ({listed})"
+        return (f"CREATE {self.kind.upper()} {name} ({', '.join(columns)}) AS "
+                f"{self.query_sql}")
+
+
+def _name(name: str) -> str:
+    """``name`` as SQL text: quoted unless it reads back as itself (lower case, no keyword)."""
+    plain = re.fullmatch(r"[a-z_][a-z0-9_$]*", name) is not None
+    quoted = not plain or name.upper() in Matview.tokenizer_class.KEYWORDS
+    return exp.to_identifier(name, quoted=quoted).sql(dialect=Matview)
 
 
 class Catalog(Protocol):

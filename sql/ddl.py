@@ -39,7 +39,8 @@ _DROP = frozenset({"tables", "kind", "exists", "cascade", "restrict", "materiali
 
 _SHOW: dict[str, ShowWhat] = {
     "TABLES": "tables", "VIEWS": "views", "MATERIALIZED VIEWS": "materialized views",
-    "COLUMNS": "columns", "SETTINGS": "settings",
+    "COLUMNS": "columns", "SETTINGS": "settings", "CREATE TABLE": "create table",
+    "CREATE VIEW": "create view", "CREATE MATERIALIZED VIEW": "create materialized view",
 }
 
 
@@ -49,7 +50,8 @@ def bind_create_table(node: exp.Create, ctx: Context) -> CreateTable | CreateTab
     rows."""
     check_arguments(node, _CREATE)
     if node.args.get("replace"):
-        raise UnsupportedError.at("CREATE OR REPLACE is not supported yet", node)
+        raise UnsupportedError.at("CREATE OR REPLACE TABLE is not supported (PostgreSQL has "
+                                  "none): drop the table and create it", node)
     _reject_properties(node)
     if node.expression is not None:
         return _bind_create_table_as(node, ctx)
@@ -88,14 +90,12 @@ def _bind_create_table_as(node: exp.Create, ctx: Context) -> CreateTableAs:
 
 
 def bind_create_view(node: exp.Create, ctx: Context) -> CreateView:
-    """``CREATE [MATERIALIZED] VIEW name [(columns)] AS query``. A materialized view's query
-    may end in LIMIT and OFFSET (with or without ORDER BY): its plan is then a ``TopK`` of
-    the query's, and its rows are read in the ORDER BY's order. Otherwise ORDER BY is
-    dropped (a view is a set). Column names may repeat (a reference to a repeated name is
-    ambiguous)."""
+    """``CREATE [OR REPLACE] [MATERIALIZED] VIEW name [(columns)] AS query``. A materialized
+    view's query may end in LIMIT and OFFSET (with or without ORDER BY): its plan is then a
+    ``TopK`` of the query's, and its rows are read in the ORDER BY's order. Otherwise ORDER
+    BY is dropped (a view is a set). Column names may repeat (a reference to a repeated name
+    is ambiguous)."""
     check_arguments(node, _CREATE)
-    if node.args.get("replace"):
-        raise UnsupportedError.at("CREATE OR REPLACE is not supported yet", node)
     properties = node.args.get("properties")
     materialized = properties is not None and any(
         isinstance(p, exp.MaterializedProperty) for p in properties.expressions)
@@ -114,7 +114,8 @@ def bind_create_view(node: exp.Create, ctx: Context) -> CreateView:
     else:
         text.set("order", None)
     return CreateView(relation_name(table), text.sql(dialect=Matview), names, materialized,
-                      plan, bool(node.args.get("exists")), frozenset(recording.found))
+                      plan, bool(node.args.get("exists")), frozenset(recording.found),
+                      bool(node.args.get("replace")))
 
 
 def _top_k(node: exp.Expr, query: Query, materialized: bool) -> TopK:
@@ -162,7 +163,8 @@ def bind_drop(node: exp.Drop) -> Drop:
 
 
 def bind_show(node: exp.Show) -> Show:
-    """``SHOW TABLES | VIEWS | MATERIALIZED VIEWS | SETTINGS | COLUMNS FROM name``."""
+    """``SHOW TABLES | VIEWS | MATERIALIZED VIEWS | SETTINGS | COLUMNS FROM name``, ``SHOW
+    CREATE TABLE | VIEW | MATERIALIZED VIEW name``."""
     target = node.args.get("target")
     return Show(_SHOW[node.name], relation_name(target) if target is not None else None)
 

@@ -48,10 +48,13 @@ class MatviewGenerator(PostgresGenerator):
     MUTUALLY RECURSIVE back."""
 
     TRANSFORMS = {**PostgresGenerator.TRANSFORMS, Explain: _explain_sql,
-                  Subscribe: lambda self, e: f"SUBSCRIBE {self.sql(e, 'this')}".rstrip(),
+                  Subscribe: lambda self, e: " ".join(filter(None, (
+                      "SUBSCRIBE", self.sql(e, "this"), e.args["options"].this
+                      if e.args.get("options") else ""))),
                   MutuallyRecursive: _mutually_recursive_sql,
                   RecursiveBinding: _recursive_binding_sql}
 
     def show_sql(self, expression: exp.Show) -> str:
         target = self.sql(expression, "target")
-        return f"SHOW {expression.name}" + (f" FROM {target}" if target else "")
+        before = " " if expression.name.startswith("CREATE ") else " FROM "
+        return f"SHOW {expression.name}" + (f"{before}{target}" if target else "")

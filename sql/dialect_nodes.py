@@ -57,9 +57,10 @@ class ToJsonbCall(exp.Expression, exp.Func):
 
 class Subscribe(exp.Expression):
     """``SUBSCRIBE [TO] name ...``: ``this`` is the followed relation (a ``Table``; None when
-    not a name, like a parenthesized query); what follows the name is not kept."""
+    not a name, like a parenthesized query); ``options`` the text after the name (a string
+    literal), if any."""
 
-    arg_types = {"this": False}
+    arg_types = {"this": False, "options": False}
 
 
 class CreateSink(exp.Expression):

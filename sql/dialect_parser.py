@@ -78,6 +78,8 @@ class MatviewParser(PostgresParser):
         "MATERIALIZED VIEWS": _show("MATERIALIZED VIEWS"),
         "SETTINGS": _show("SETTINGS"),
         "COLUMNS": lambda self: self._parse_show_columns(),
+        **{f"CREATE {kind}": lambda self, kind=kind: self._parse_show_create(kind)
+           for kind in ("TABLE", "VIEW", "MATERIALIZED VIEW")},
     }
     SHOW_TRIE = new_trie(key.split(" ") for key in SHOW_PARSERS)
 
@@ -200,7 +202,9 @@ class MatviewParser(PostgresParser):
                                                quoted=True))
         elif found and found.group(2):
             target = exp.table_(exp.Identifier(this=found.group(2), quoted=False))
-        return self.expression(Subscribe(this=target)).update_positions(start)
+        after = rest[found.end():].strip() if found else ""
+        options = exp.Literal.string(after) if target is not None and after else None
+        return self.expression(Subscribe(this=target, options=options)).update_positions(start)
 
     def _parse_explain_or_describe(self) -> exp.Expr:
         if self._prev.text.upper() != "EXPLAIN":
@@ -316,6 +320,9 @@ class MatviewParser(PostgresParser):
         position = self.expression(exp.StrPosition(this=self._parse_bitwise(), substr=needle))
         position.meta[WRITTEN_NAME] = "position"
         return position
+
+    def _parse_show_create(self, kind: str) -> exp.Show:
+        return self.expression(exp.Show(this=f"CREATE {kind}", target=self._parse_table_parts()))
 
     def _parse_show_columns(self) -> exp.Show:
         if not self._match_set((TokenType.FROM, TokenType.IN)):

@@ -13,7 +13,14 @@ DELETE and UPDATE are plans of their changes over the table ``t`` they write:
 ``p`` and ``e`` may hold subqueries, correlated with ``t``'s row or not (the optimizer
 decorrelates them as a query's). ``DELETE FROM t USING u WHERE p`` deletes each row of ``t``
 once when some row of ``u`` satisfies ``p`` with it: ``p`` is ``EXISTS (SELECT 1 FROM u
-WHERE p)``.
+WHERE p)``. ``UPDATE t SET c1 = e1, .. FROM u WHERE p`` updates those rows, each from one
+row of ``u`` that satisfies ``p`` with it (PostgreSQL: which one is not said), the same for
+every assignment: the one of least ``(e1, ..)``,
+
+    ci = (SELECT value_i FROM (SELECT e1 AS value1, .. FROM u WHERE p
+                               ORDER BY 1, .. LIMIT 1) AS chosen)
+
+its names checked as ``SELECT e1, .., p FROM t, u`` (a name both hold is ambiguous).
 """
 
 from __future__ import annotations
@@ -69,13 +76,18 @@ def bind_delete(node: exp.Delete, ctx: Context) -> Delete:
     """``DELETE FROM table [WHERE predicate]``."""
     _reject(node, {"returning": "RETURNING"})
     item = _table(node.this, ctx, "delete from")
-    return Delete(item.name, _retracted(_matching(item, _where(node, item, ctx))))
+    using = node.args.get("using") or []
+    return Delete(item.name, _retracted(_matching(item, _where(node, item, ctx, using))))
 
 
 def bind_update(node: exp.Update, ctx: Context) -> Update:
-    """``UPDATE table SET column = value, ... [WHERE predicate]``."""
-    _reject(node, {"from_": "UPDATE ... FROM", "returning": "RETURNING"})
+    """``UPDATE table SET column = value, ... [FROM items] [WHERE predicate]``."""
+    _reject(node, {"returning": "RETURNING"})
     item = _table(node.this, ctx, "update")
+    from_ = node.args.get("from_")
+    using = [] if from_ is None else [from_.this]
+    if from_ is not None:
+        node = _from_chosen(node, using, ctx)
     binder = ExprBinder(_scope(item, node.this, ctx),
                         "aggregate functions are not allowed in UPDATE")
     assignments: list[tuple[int, Scalar]] = []
@@ -96,7 +108,7 @@ def bind_update(node: exp.Update, ctx: Context) -> Update:
         value = assignment_cast(binder.bind(assignment.expression), field.type, field.name,
                                 assignment.expression)
         assignments.append((index, value.expr))
-    matched = _matching(item, _where(node, item, ctx))
+    matched = _matching(item, _where(node, item, ctx, using))
     assigned = dict(assignments)
     order = sorted(assigned)
     arity = len(item.fields)
@@ -152,22 +164,52 @@ def _retracted(rows: Relation) -> Relation:
     return Linear(rows, (Repeat(Lit(-1, INT)),))
 
 
-def _where(node: exp.Delete | exp.Update, item: CatalogItem, ctx: Context) -> Scalar | None:
-    """The predicate of the rows ``node`` changes: its WHERE, and with USING, whether some
-    row of the USING items satisfies it (``EXISTS (SELECT 1 FROM using WHERE ...)``)."""
+def _from_chosen(node: exp.Update, items: list[exp.Expr], ctx: Context) -> exp.Update:
+    """``node`` (``UPDATE ... FROM items``, its names checked) with each assignment's value
+    from the one row of ``items`` chosen for the row it updates (the module's rule)."""
+    node = node.copy()
+    values = [a.expression for a in node.expressions]
     where = node.args.get("where")
-    using = node.args.get("using") or []
+    subquery(_selecting([node.this, *items], where, values), ctx, "UPDATE ... FROM")
+    names = [f"value{i}" for i in range(1, len(values) + 1)]
+    for assignment, name in zip(node.expressions, names, strict=True):
+        chosen = _selecting(items, where, [exp.Alias(this=v, alias=exp.to_identifier(n))
+                                           for v, n in zip(values, names, strict=True)])
+        chosen.set("order", exp.Order(expressions=[
+            exp.Ordered(this=exp.Literal.number(i)) for i in range(1, len(values) + 1)]))
+        chosen.set("limit", exp.Limit(expression=exp.Literal.number(1)))
+        table = exp.Subquery(this=chosen, alias=exp.TableAlias(this=exp.to_identifier("chosen")))
+        picked = exp.Select(expressions=[exp.column(name)], from_=exp.From(this=table))
+        assignment.set("expression", exp.Subquery(this=picked))
+    return node
+
+
+def _where(node: exp.Delete | exp.Update, item: CatalogItem, ctx: Context,
+           using: list[exp.Expr]) -> Scalar | None:
+    """The predicate of the rows ``node`` changes: its WHERE, and with ``using`` items
+    (USING, UPDATE's FROM), whether some row of them satisfies it (``EXISTS (SELECT 1 FROM
+    using WHERE ...)``)."""
+    where = node.args.get("where")
     if where is None and not using:
         return None
     binder = ExprBinder(_scope(item, node.this, ctx),
                         "aggregate functions are not allowed in WHERE")
     if not using:
         return binder.predicate(where.this, "WHERE").expr
-    first, *others = using
-    joins = [*(first.args.pop("joins", None) or []), *(exp.Join(this=o) for o in others)]
-    select = exp.Select(expressions=[exp.Literal.number(1)], from_=exp.From(this=first),
-                        joins=joins, where=where)
+    select = _selecting(using, where, [exp.Literal.number(1)])
     return binder.predicate(exp.Exists(this=select), "WHERE").expr
+
+
+def _selecting(items: Sequence[exp.Expr], where: exp.Where | None,
+               columns: Sequence[exp.Expr]) -> exp.Select:
+    """``SELECT columns FROM items WHERE ...`` (items the first of a FROM list and the
+    others, each with the joins it holds), of copies of them."""
+    first, *others = (i.copy() for i in items)
+    joins = [*(first.args.pop("joins", None) or [])]
+    for other in others:
+        joins += [exp.Join(this=other), *(other.args.pop("joins", None) or [])]
+    return exp.Select(expressions=[c.copy() for c in columns], from_=exp.From(this=first),
+                      joins=joins, where=where.copy() if where is not None else None)
 
 
 def _row(

@@ -25,7 +25,7 @@ from matview.sql.dialect_nodes import DropSink as DropSinkNode
 from matview.sql.errors import SqlError, SqlSyntaxError, UnknownObjectError, UnsupportedError
 from matview.sql.names import relation_name
 from matview.sql.query import bind_query
-from matview.sql.statements import CreateView, Query, Statement
+from matview.sql.statements import CreateView, Query, Statement, SubscribeTo
 from matview.sql.statements import Explain as ExplainStatement
 from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
@@ -145,9 +145,13 @@ def _bind(tree: exp.Expr, ctx: Context) -> Statement:
     if isinstance(tree, exp.Show):
         return ddl.bind_show(tree)
     if isinstance(tree, Subscribe):
-        name = f"'{relation_name(tree.this)}'" if tree.this is not None else "name"
-        raise UnsupportedError.at("SUBSCRIBE is not supported in SQL yet: follow a view's "
-                                  f"changes from Python with con.subscribe({name})", tree)
+        if not isinstance(tree.this, exp.Table):
+            raise UnsupportedError.at("SUBSCRIBE to a query is not supported yet: create a "
+                                      "materialized view of it and subscribe to that", tree)
+        if tree.args.get("options"):
+            raise UnsupportedError.at(f'SUBSCRIBE {tree.args["options"].this} is not '
+                                      "supported yet: SUBSCRIBE takes a name alone", tree)
+        return SubscribeTo(relation_name(tree.this))
     if isinstance(tree, exp.Condition):
         first = tree.sql(dialect=Matview).split()[0]
         raise SqlSyntaxError.at(f'syntax error at or near "{first}"', tree)

@@ -43,7 +43,7 @@ from matview.sql.call_names import WINDOW_CALLS
 from matview.sql.coerce import TypedScalar, call, require, unify
 from matview.sql.context import Context
 from matview.sql.dialect_nodes import JsonbAggCall
-from matview.sql.errors import SqlError, UnknownObjectError, UnsupportedError
+from matview.sql.errors import SqlError, SqlSyntaxError, UnknownObjectError, UnsupportedError
 from matview.sql.literals import interval, literal
 from matview.sql.operators import ARITHMETIC, COMPARISON, NEGATED, SYMBOLS
 from matview.sql.scope import Scope
@@ -181,8 +181,8 @@ class ExprBinder:
                            lambda a, b: f"operator does not exist: {a} = {b}")
             return TypedScalar(InSubquery(values[0].expr, compute(plan, [values[1].expr])),
                                BOOLEAN)
-        if not node.expressions:
-            raise UnsupportedError.at("subqueries in expressions are not supported yet", node)
+        if not node.expressions:  # PostgreSQL's grammar has no empty list
+            raise SqlSyntaxError.at('syntax error at or near ")": IN needs a value', node)
         tests = [operators.binary(self, "eq", node.this, item, node) for item in node.expressions]
         return TypedScalar(balanced("or", [t.expr for t in tests]), BOOLEAN)
 

@@ -13,7 +13,8 @@ from typing import Literal
 from matview.ir.relation import Field, Relation
 from matview.sql.catalog import ObjectKind
 
-ShowWhat = Literal["tables", "views", "materialized views", "columns", "settings"]
+ShowWhat = Literal["tables", "views", "materialized views", "columns", "settings",
+                   "create table", "create view", "create materialized view"]
 
 
 @dataclass(frozen=True)
@@ -68,10 +69,10 @@ class Query:
 
 @dataclass(frozen=True)
 class CreateView:
-    """``CREATE [MATERIALIZED] VIEW``: ``query_sql`` is the defining query as matview SQL text
-    (without ORDER BY, unless the query ends in LIMIT or OFFSET: its plan is then a ``TopK``),
-    ``plan`` its binding now, ``depends_on`` the stored objects the binding read (views' own
-    dependencies included)."""
+    """``CREATE [OR REPLACE] [MATERIALIZED] VIEW``: ``query_sql`` is the defining query as
+    matview SQL text (without ORDER BY, unless the query ends in LIMIT or OFFSET: its plan is
+    then a ``TopK``), ``plan`` its binding now, ``depends_on`` the stored objects the binding
+    read (views' own dependencies included); ``or_replace`` replaces a view of that name."""
 
     name: str
     query_sql: str
@@ -80,6 +81,7 @@ class CreateView:
     plan: Relation
     if_not_exists: bool
     depends_on: frozenset[str] = frozenset()
+    or_replace: bool = False
 
 
 @dataclass(frozen=True)
@@ -94,11 +96,19 @@ class Drop:
 
 @dataclass(frozen=True)
 class Show:
-    """``SHOW TABLES | VIEWS | MATERIALIZED VIEWS | SETTINGS``, or ``SHOW COLUMNS FROM
-    name``."""
+    """``SHOW TABLES | VIEWS | MATERIALIZED VIEWS | SETTINGS``, ``SHOW COLUMNS FROM name``, or
+    ``SHOW CREATE TABLE | VIEW | MATERIALIZED VIEW name``."""
 
     what: ShowWhat
     name: str | None = None
+
+
+@dataclass(frozen=True)
+class SubscribeTo:
+    """``SUBSCRIBE [TO] name``: follow every change of table or materialized view ``name``
+    (the cursor that runs it fetches them)."""
+
+    name: str
 
 
 ExplainStage = Literal["raw", "decorrelated", "optimized", "physical", "trace", "analyze"]

@@ -1,7 +1,8 @@
-"""DELETE and UPDATE with subqueries (correlated or not) in WHERE and SET, and ``DELETE ...
-USING``, run on Spark: after each statement the tables equal DuckDB's after the same one,
-the statement's row count is DuckDB's (PostgreSQL's), and a view over the table follows. A failing
-statement (a scalar subquery of several rows) changes nothing."""
+"""DELETE and UPDATE with subqueries (correlated or not) in WHERE and SET, ``DELETE ...
+USING`` and ``UPDATE ... FROM``, run on Spark: after each statement the tables equal
+DuckDB's after the same one, the statement's row count is DuckDB's (PostgreSQL's), and a
+view over the table follows. A failing statement (a scalar subquery of several rows)
+changes nothing."""
 
 from __future__ import annotations
 
@@ -20,6 +21,9 @@ ROWS = {"t": [(1, "a", 10), (2, "b", 20), (2, "b", 20), (3, None, 30), (4, "d", 
         "u": [(2, "two"), (3, "three"), (3, "drei"), (9, "nine"), (None, "none")]}
 
 STATEMENTS = [
+    "UPDATE t SET s = u.label, n = n + 1 FROM u WHERE t.k = u.k AND u.label <> 'drei'",
+    "UPDATE t AS x SET n = w.k * 100 FROM u, u AS w "
+    "WHERE x.k = u.k AND w.k = u.k + 6 AND u.label = 'three'",
     "DELETE FROM t WHERE k IN (SELECT k FROM u WHERE label LIKE 't%')",
     "UPDATE t SET n = (SELECT count(*) FROM u WHERE u.k = t.k) WHERE k IS NOT NULL",
     "UPDATE t SET s = 'big' WHERE n > (SELECT min(n) FROM t)",
@@ -68,3 +72,20 @@ def test_a_failing_subquery_changes_nothing(spark: SparkSession) -> None:
     assert _contents(con, "t") == Counter(ROWS["t"])
     with pytest.raises(matview.ProgrammingError, match="column u.nope does not exist"):
         con.execute("DELETE FROM t USING u WHERE u.nope = t.k")
+
+
+def test_update_from_sets_each_row_from_one_matching_row(spark: SparkSession) -> None:
+    """Row 3 matches two rows of ``u``: every assignment takes the same one (PostgreSQL
+    does not say which); a name both tables hold is ambiguous, as in PostgreSQL."""
+    con = matview.connect(clock=0, spark=spark)
+    for name, ddl in TABLES.items():
+        con.execute(ddl)
+        con.insert(name, ROWS[name])
+    count = con.execute("UPDATE t SET s = u.label, n = length(u.label) FROM u "
+                        "WHERE t.k = u.k").rowcount
+    assert count == 3
+    assert sorted(con.execute("SELECT k, s, n FROM t WHERE k IN (2, 3)").fetchall()) in (
+        [(2, "two", 3), (2, "two", 3), (3, "drei", 4)],
+        [(2, "two", 3), (2, "two", 3), (3, "three", 5)])
+    with pytest.raises(matview.ProgrammingError, match='column reference "k" is ambiguous'):
+        con.execute("UPDATE t SET s = label FROM u WHERE k = 2")

@@ -328,10 +328,10 @@ ERRORS = [
      'invalid byte sequence for encoding "UTF8": 0x00', 1, 8),
     ("SELECT a\nFROM t WHERE b = 'open", SqlSyntaxError, "unterminated string: missing '",
      2, 18),
-    ("SUBSCRIBE m", UnsupportedError, "SUBSCRIBE is not supported in SQL yet: follow a view's "
-     "changes from Python with con.subscribe('m')", 1, 1),
-    ("subscribe to M WITH (SNAPSHOT = false)", UnsupportedError, "SUBSCRIBE is not supported "
-     "in SQL yet: follow a view's changes from Python with con.subscribe('m')", 1, 1),
+    ("SUBSCRIBE (SELECT 1)", UnsupportedError, "SUBSCRIBE to a query is not supported yet: "
+     "create a materialized view of it and subscribe to that", 1, 1),
+    ("subscribe to M WITH (SNAPSHOT = false)", UnsupportedError, "SUBSCRIBE WITH (SNAPSHOT "
+     "= false) is not supported yet: SUBSCRIBE takes a name alone", 1, 1),
     # arguments of statements, clauses and expressions the binder does not read are refused
     ("SELECT * EXCEPT (a) FROM t", UnsupportedError, "SELECT * EXCEPT is not supported", 1, 18),
     ("SELECT t.* REPLACE (a AS b) FROM t", UnsupportedError,
@@ -350,8 +350,11 @@ ERRORS = [
     ("CREATE MATERIALIZED VIEW w WITH (fillfactor = 1) AS SELECT 1", UnsupportedError,
      "fillfactor=1 is not supported", 1, 26),
     ("CREATE OR REPLACE TABLE z (a int)", UnsupportedError,
-     "CREATE OR REPLACE is not supported yet", 1, 25),
+     "CREATE OR REPLACE TABLE is not supported (PostgreSQL has none): drop the table and "
+     "create it", 1, 25),
     ("DROP TABLE t PURGE", UnsupportedError, "PURGE is not supported", 1, 12),
+    ("SELECT a FROM t WHERE a IN ()", SqlSyntaxError,
+     'syntax error at or near ")": IN needs a value', 1, 23),
     ("SELECT 1 FROM t OUTER APPLY generate_series(1, a) g", UnsupportedError,
      "OUTER APPLY is not supported", 1, 29),
     ("SELECT a FROM t LIMIT 1 BY a", UnsupportedError, "LIMIT ... BY is not supported", 1, 28),

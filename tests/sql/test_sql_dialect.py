@@ -38,7 +38,10 @@ from tests.support.sql_env import QUERIES, DictCatalog, environment
     ("show materialized views", "SHOW MATERIALIZED VIEWS"),
     ("SHOW COLUMNS FROM t", "SHOW COLUMNS FROM t"),
     ("SHOW COLUMNS IN t", "SHOW COLUMNS FROM t"),
-    ("subscribe to m with (snapshot = false)", "SUBSCRIBE m"),
+    ("show create table t", "SHOW CREATE TABLE t"),
+    ("SHOW CREATE VIEW v", "SHOW CREATE VIEW v"),
+    ('SHOW CREATE MATERIALIZED VIEW "M"', 'SHOW CREATE MATERIALIZED VIEW "M"'),
+    ("subscribe to m with (snapshot = false)", "SUBSCRIBE m with (snapshot = false)"),
     ('SUBSCRIBE "M"', 'SUBSCRIBE "M"'),
 ])
 def test_statements_round_trip(sql: str, printed: str) -> None:

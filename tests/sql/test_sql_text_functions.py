@@ -2,8 +2,9 @@
 PostgreSQL's semantics: ``concat`` skips NULLs (never NULL itself) and prints a boolean
 ``t``/``f``, ``concat_ws`` skips NULLs and is NULL for a NULL separator, ``replace`` of an
 empty text replaces nothing, ``split_part`` counts negative positions from the end and fails
-at position zero, ``greatest``/``least`` skip NULLs over their arguments' common type, NaN
-above every number.
+at position zero, ``regexp_replace`` replaces the first match (every one with ``g``) with
+PostgreSQL's ``\\1`` and ``\\&``, ``greatest``/``least`` skip NULLs over their arguments'
+common type, NaN above every number.
 
 Their reference meanings are checked against PostgreSQL's values and against DuckDB where
 it agrees (``test_matches_duckdb``); their binding errors by message and position; and a
@@ -21,7 +22,7 @@ import pytest
 from matview.ir.eval_error import EvalError
 from matview.ir.interpret import interpret
 from matview.ir.types import DOUBLE, INT, TEXT, Kind, SqlType
-from matview.sql.errors import SqlError, SqlTypeError
+from matview.sql.errors import InvalidValueError, SqlError, SqlTypeError, UnsupportedError
 from matview.sql.parse import parse
 from matview.sql.statements import Query
 from pyspark.sql import SparkSession
@@ -65,6 +66,8 @@ DUCKDB_QUERIES = [
     "SELECT greatest(n, 0) AS g, count(*) FROM t GROUP BY 1",
     "SELECT k, split_part(s, 'b', 2), split_part(s, 'b', -1), split_part(s, 'bc', 3), "
     "split_part(s, 'r', -3) FROM t",
+    "SELECT k, regexp_replace(s, 'b(.)', 'X\\1Y'), regexp_replace(s, 'B', 'x', 'gi'), "
+    "regexp_replace(s, 'c', '$', 'g'), regexp_replace(s, '(a)|(r)', '[\\2]', 'g') FROM t",
     "SELECT k FROM t WHERE least(n, 6) > 4 OR concat(s, 'x') = 'x'",
 ]
 
@@ -99,6 +102,19 @@ POSTGRES_VALUES = [
     ("split_part('a,b', ',', 5)", "", TEXT),
     ("split_part('', ',', 1)", "", TEXT),
     ("split_part(NULL, ',', 1)", None, TEXT),
+    ("regexp_replace('foobarbaz', 'b..', 'X')", "fooXbaz", TEXT),
+    ("regexp_replace('foobarbaz', 'b..', 'X', 'g')", "fooXX", TEXT),
+    ("regexp_replace('foobarbaz', 'b(..)', 'X\\1Y', 'g')", "fooXarYXazY", TEXT),
+    ("regexp_replace('Thomas', '.[mN]a.', 'M')", "ThM", TEXT),
+    ("regexp_replace('abc', 'B', 'x', 'i')", "axc", TEXT),
+    ("regexp_replace('abcB', 'B', 'x', 'ic')", "abcx", TEXT),
+    ("regexp_replace('abcB', 'B', 'x', 'ci')", "axcB", TEXT),
+    ("regexp_replace('abc', 'b', '[\\&]')", "a[b]c", TEXT),
+    ("regexp_replace('abc', 'b', '$1\\\\')", "a$1\\c", TEXT),
+    ("regexp_replace('a1b', '(\\d)', '\\10')", "a10b", TEXT),
+    ("regexp_replace('abc', '(x)?b', '[\\1\\2]')", "a[]c", TEXT),
+    ("regexp_replace(NULL, 'b', 'x')", None, TEXT),
+    ("regexp_replace('abc', 'b', NULL)", None, TEXT),
 ]
 
 
@@ -138,6 +154,15 @@ ERRORS = [
      "function split_part takes 3 arguments (2 given)", 1, 8),
     ("SELECT x + split_part(s, ',', d) FROM t", SqlTypeError,
      "function split_part(text, text, date) does not exist", 1, 12),
+    ("SELECT regexp_replace(s, 'a', 'b', 'gz') FROM t", InvalidValueError,
+     'invalid regular expression option: "z"', 1, 8),
+    ("SELECT regexp_replace(s, s, 'b') FROM t", UnsupportedError,
+     "regexp_replace with a pattern, replacement or flags that are not constants is not "
+     "supported yet", 1, 8),
+    ("SELECT regexp_replace(s, 'a') FROM t", SqlTypeError,
+     "function regexp_replace takes 3 or 4 arguments (2 given)", 1, 8),
+    ("SELECT regexp_replace(k, 'a', 'b') FROM t", SqlTypeError,
+     "function regexp_replace(int, text, text) does not exist", 1, 8),
     ("SELECT greatest() FROM t", SqlTypeError,
      "function greatest takes at least 1 argument (0 given)", 1, 8),
 ]
@@ -195,3 +220,20 @@ def test_split_part_in_a_view_on_spark_gives_postgres_values(spark: SparkSession
         con.execute("SELECT * FROM f")
     con.execute("DELETE FROM p WHERE n = 0")
     assert len(con.execute("SELECT * FROM f").fetchall()) == 11
+
+
+def test_regexp_replace_in_a_view_on_spark_gives_postgres_values(spark: SparkSession) -> None:
+    """Spark's (Java's) ``regexp_replace`` with the pattern and replacement bound from
+    PostgreSQL's: ``\\1`` and ``\\&``, a literal ``$``, the first match only without
+    ``g``, case folded with ``i``."""
+    con = matview.connect(clock=0, spark=spark)
+    con.execute(TABLE)
+    con.execute("CREATE MATERIALIZED VIEW r AS SELECT k, "
+                "regexp_replace(s, 'b(c)', '<\\1\\&>', 'g') AS every, "
+                "regexp_replace(s, 'A', '$', 'i') AS first FROM t")
+    con.insert("t", ROWS)
+    assert sorted(con.execute("SELECT * FROM r").fetchall()) == [
+        (1, "a<cbc>a<cbc>", "$bcabc"), (2, None, None), (3, "", ""), (4, "rr", "rr")]
+    con.execute("UPDATE t SET s = 'Abcd' WHERE k IN (1, 3)")
+    assert sorted(con.execute("SELECT * FROM r").fetchall()) == [
+        (1, "A<cbc>d", "$bcd"), (2, None, None), (3, "A<cbc>d", "$bcd"), (4, "rr", "rr")]

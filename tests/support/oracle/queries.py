@@ -50,7 +50,8 @@ QUERIES: tuple[Query, ...] = (
                note NOT LIKE 'b%' AS not_b, concat(note, '/', cust, '/', amount) AS joined,
                concat_ws('-', note, id, cust) AS parts, replace(note, 'r', '*') AS starred,
                greatest(id, cust, 5) AS top, least(amount, id * 10) AS low,
-               split_part(note, 'r', 2) AS after_r, split_part(note, 'r', -1) AS last_r
+               split_part(note, 'r', 2) AS after_r, split_part(note, 'r', -1) AS last_r,
+               regexp_replace(note, '(r+)(.)', '<\\2\\1>', 'g') AS marked
         FROM orders
         WHERE length(note) > 5 OR note IS NULL"""),
     Query("numeric_functions", """
@@ -124,9 +125,11 @@ QUERIES: tuple[Query, ...] = (
         GROUP BY CASE WHEN score >= 5 THEN 'high' WHEN score < 5 THEN 'low' END,
                  COALESCE(region, 'unknown')"""),
     Query("cross_join_filter", """
-        SELECT c.id, c.score, i.sku, i.qty
+        SELECT c.id, c.score, i.sku, i.qty, r.rank
         FROM customers c CROSS JOIN items i
-        WHERE c.score > i.qty AND c.region IN ('north', 'east')"""),
+             JOIN (VALUES ('north', 1), ('east', 2), ('east', 3)) AS r(region, rank)
+             ON r.region = c.region
+        WHERE c.score > i.qty"""),
     Query("having_without_key_output", """
         SELECT count(*) AS n, max(qty) - min(qty) AS spread, sum(weight) * 2 AS double_weight
         FROM items

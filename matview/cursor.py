@@ -84,10 +84,10 @@ class Cursor:
         if self._subscription is not None:
             self._subscription.close()
             self._subscription = None
-        self._result = result
+        subscription = None if result.subscribe is None else \
+            self.connection.subscribe(result.subscribe)
+        self._result, self._subscription = result, subscription
         self._rows = rows_of(result.table) if result.table is not None else []
-        if result.subscribe is not None:
-            self._subscription = self.connection.subscribe(result.subscribe)
 
     def _check_more(self) -> None:
         """Fetch a subscription's new changes once the ones fetched are read."""

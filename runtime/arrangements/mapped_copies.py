@@ -8,14 +8,14 @@ pages by Parquet's offset index: apache/arrow#45284). So a copy of at least
 the driver's local file system, is also converted into Arrow IPC files beside them — once,
 in the background, by one driver thread, begun when the copy is written
 (``BatchFiles.copied``; W1's 30M orders: about 10 s while the next steps run); until it is
-done, reads decode row groups. The driver memory-maps them: a
-record batch's key column is then a sorted array in place, each key's rows are found by
-binary search and taken from the mapped columns, touching only their pages (the same read:
-3-6 ms). The pages reads touch stay mapped until they may reach ``RESIDENT`` bytes, then
-are let go of (``madvise``): they stay in the operating system's page cache, and the
-driver's memory is bounded, not growing with the copies (W1 at 10M, 40 reads: 336 MB of
-mapped pages kept without it; letting go after every read doubles a read's time, its pages
-faulted in again).
+done, reads decode row groups. The driver memory-maps them: a record batch's key column is
+then a sorted array in place, each key's rows (of the keys within the batch's range) are
+found by binary search and taken from the mapped columns, touching only their pages (the
+same read: 4-10 ms). The pages a read touched are let go of after it (``madvise``): they stay in the
+operating system's page cache, not in the driver's memory, which grows with the rows read,
+not with the copies (W1 at 10M, 40 reads: 336 MB of mapped pages kept without it; keeping
+up to 256 MiB of them halved a read's time, but not W1's step at 30M, and doubled the
+driver's resident memory).
 """
 
 from __future__ import annotations
@@ -38,12 +38,7 @@ from matview.runtime.arrangements.row_groups import RowGroups
 BATCH_ROWS = 1 << 20
 """Rows of each record batch of a mapped copy: the range one binary search covers."""
 
-RESIDENT = 256 << 20
-"""Bytes of a copy's mapped pages its reads may keep resident, at most (about)."""
 
-_PAGE = 4096
-_PROBES = 16
-"""Pages a read touches per key it looks up in a batch (its binary search's last steps)."""
 
 
 @dataclass(frozen=True)
@@ -59,7 +54,7 @@ class SortedBatch:
     greatest: int | None
 
 
-@dataclass(eq=False)
+@dataclass(frozen=True)
 class MappedCopy:
     """A copy arranged by ``key`` as the driver maps it: the record batches of all its
     files, of rows of ``schema`` (typed as Spark hands them out)."""
@@ -69,8 +64,6 @@ class MappedCopy:
     batches: tuple[SortedBatch, ...]
     maps: tuple[mmap.mmap, ...]
     """The mapped files."""
-    touched: int = 0
-    """Bytes of pages the reads since the last letting go may have touched."""
 
     def read(self, values: pa.Array) -> pa.Table:
         """The rows whose key holds one of ``values`` (integers; NULL among them
@@ -88,11 +81,8 @@ class MappedCopy:
                 at = np.concatenate([np.arange(batch.nulls), at])
             if len(at):
                 found.append(batch.rows.take(pa.array(at)))
-            self.touched += (len(at) * len(self.schema) + len(inside) * _PROBES) * _PAGE
-        if self.touched > RESIDENT:  # the rows found are copies
-            for mapped in self.maps:
-                mapped.madvise(mmap.MADV_DONTNEED)
-            self.touched = 0
+        for mapped in self.maps:  # the rows found are copies
+            mapped.madvise(mmap.MADV_DONTNEED)
         return pa.Table.from_batches(found, self.schema)
 
 

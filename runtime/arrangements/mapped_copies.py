@@ -39,8 +39,6 @@ BATCH_ROWS = 1 << 20
 """Rows of each record batch of a mapped copy: the range one binary search covers."""
 
 
-
-
 @dataclass(frozen=True)
 class SortedBatch:
     """A record batch of a mapped copy: ``rows``, sorted by the key, the ``nulls`` rows

@@ -81,9 +81,7 @@ class Cursor:
     def _keep(self, result: Result) -> None:
         """Hold ``result``, ending the subscription of the statement before; a SUBSCRIBE's
         starts following its object."""
-        if self._subscription is not None:
-            self._subscription.close()
-            self._subscription = None
+        self._end_subscription()
         subscription = None if result.subscribe is None else \
             self.connection.subscribe(result.subscribe)
         self._result, self._subscription = result, subscription
@@ -140,11 +138,15 @@ class Cursor:
         """PEP 249: accepted and ignored."""
 
     def close(self) -> None:
+        self._end_subscription()
+        self._closed = True
+        self._rows = []
+
+    def _end_subscription(self) -> None:
+        """End the SUBSCRIBE this cursor follows, if any."""
         if self._subscription is not None:
             self._subscription.close()
             self._subscription = None
-        self._closed = True
-        self._rows = []
 
     def _check(self) -> None:
         if self._closed:

@@ -164,7 +164,7 @@ class Engine:
         replacing = stmt.or_replace and self.catalog.lookup(stmt.name) is not None
         if replacing:
             self.catalog.replaceable(stmt.name, kind, fields, stmt.depends_on)
-            self.sinks.check_drop([stmt.name])
+            self.sinks.check_drop([stmt.name], "replace")
         elif self._exists(stmt.name, stmt.if_not_exists):
             return Result()
         item = CatalogItem(stmt.name, kind, fields, stmt.query_sql)

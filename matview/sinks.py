@@ -104,10 +104,11 @@ class Sinks:
         for sink in self.by_name.values():
             sink.flush()
 
-    def check_drop(self, dropped: Iterable[str]) -> None:
-        """Refuse to drop objects ``dropped`` when a sink reads one of them."""
+    def check_drop(self, dropped: Iterable[str], verb: str = "drop") -> None:
+        """Refuse to ``verb`` (drop, replace) objects ``dropped`` when a sink reads one of
+        them."""
         doomed = set(dropped)
         for sink in self.by_name.values():
             if sink.view in doomed:
-                raise ProgrammingError(f'cannot drop "{sink.view}": sink "{sink.name}" reads '
+                raise ProgrammingError(f'cannot {verb} "{sink.view}": sink "{sink.name}" reads '
                                        f"it (DROP SINK {sink.name} first)")

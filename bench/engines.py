@@ -63,16 +63,17 @@ class Matview:
     ``clock_base + i`` (or at the batch's own clock) so that two runs of the same batches
     produce the same timestamps. ``refresh`` is how views step (``matview.connect``);
     ``load`` how the tables' first rows are inserted: as Arrow tables (``arrow``) or as
-    Spark DataFrames reading files (``spark``, ``spark_table``)."""
+    Spark DataFrames reading files (``spark``, ``spark_table``); ``path`` a durable database's
+    directory (``connect(path=...)``; None: in memory)."""
 
     name = "matview"
 
     def __init__(self, spark: SparkSession, workload: Workload, refresh: str = "auto",
-                 load: str = "arrow") -> None:
+                 load: str = "arrow", path: str | None = None) -> None:
         self.workload = workload
         self.refresh = refresh
         self.spark, self.load = spark, load
-        self.con: Connection = matview.connect(spark=spark, clock=workload.clock,
+        self.con: Connection = matview.connect(path, spark=spark, clock=workload.clock,
                                                refresh=refresh)
 
     def load_tables(self) -> None:

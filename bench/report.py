@@ -1,8 +1,12 @@
-"""The table a run prints (and the README's Performance section shows)."""
+"""The table a run prints (and the README's Performance section shows), and where a
+measurement's figures are written (``saved``)."""
 
 from __future__ import annotations
 
+import argparse
+import json
 import statistics
+from pathlib import Path
 from typing import Any
 
 
@@ -120,3 +124,16 @@ def targets(report: dict[str, Any]) -> list[str]:
 
 def _target(what: str, met: bool, figure: str) -> str:
     return f"target {what}: {'met' if met else 'MISSED'} ({figure})"
+
+
+RESULTS = Path(__file__).parent / "results"
+
+
+def saved(name: str, args: argparse.Namespace, figures: dict[str, Any], text: str) -> None:
+    """Write a measurement's ``figures`` with the ``args`` it ran with to
+    ``results/NAME.json``, then print ``text`` (its table) and where the figures are."""
+    RESULTS.mkdir(exist_ok=True)
+    path = RESULTS / f"{name}.json"
+    path.write_text(json.dumps({"args": vars(args), "figures": figures}, indent=1) + "\n")
+    print(text)
+    print(f"\nfigures: {path}")

@@ -37,7 +37,7 @@ and a thread's open transaction holds it until it ends)."""
 paramstyle = "qmark"
 
 
-def connect(path: str | None = None, *, spark: SparkSession | None = None,
+def connect(path: str | PathLike[str] | None = None, *, spark: SparkSession | None = None,
             master: str | None = None, clock: int | None = None,
             config: Mapping[str, str] | None = None,
             max_table_function_rows: int | None = None,
@@ -60,7 +60,11 @@ def connect(path: str | None = None, *, spark: SparkSession | None = None,
     are the directories ``COPY ... FROM | TO 'file'`` may read and write in (none by
     default). ``progress`` shows a progress bar on standard error, when it is a terminal,
     for a statement still running after two seconds (``matview.progress``). ``path``
-    (durable storage) is not supported yet and raises ``NotSupportedError``. ``settings``
+    is a durable database's directory (made if new; ``matview.durability``): every write
+    is on disk when it returns, and opening the directory again, in this process or
+    another, resumes its tables and views where they were, without recomputing them; one
+    connection at a time may have it open. Without it the database lives in memory.
+    ``settings``
     overrides the runtime's thresholds (``matview.runtime.settings.RuntimeSettings``, or a
     mapping of setting names to values); ``SHOW SETTINGS`` lists them. ``state_dir`` is
     where batches too large for the driver are written, as Parquet files Spark reads back

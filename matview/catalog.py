@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import networkx as nx
 
 from matview.errors import ProgrammingError
+from matview.indexes import Index
 from matview.ir.relation import Field, Relation
 from matview.runtime.arrangements.trace import Trace
 from matview.runtime.dataflow import Dataflow
@@ -33,6 +34,8 @@ class LiveCatalog:
     def __init__(self) -> None:
         self.entries: dict[str, Entry] = {}
         self.graph: nx.DiGraph = nx.DiGraph()
+        self.indexes: dict[str, Index] = {}
+        """The indexes by name (``matview.indexes``), dropped with their collection."""
 
     def lookup(self, name: str) -> CatalogItem | None:
         entry = self.entries.get(name)
@@ -90,6 +93,8 @@ class LiveCatalog:
     def remove(self, name: str) -> None:
         del self.entries[name]
         self.graph.remove_node(name)
+        for index in [i for i in self.indexes.values() if i.on == name]:
+            del self.indexes[index.name]
 
     def dependents(self, name: str) -> list[str]:
         """Every object built on ``name``, directly or not, users after what they use."""

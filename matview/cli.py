@@ -22,8 +22,9 @@ wire protocol (``matview.server``) until SIGINT or SIGTERM, printing ``listening
 HOST:PORT`` (``--port 0`` picks a free port). Clients are trusted unless
 ``--password-file`` names a file whose first line is the password, then checked with
 SCRAM-SHA-256; a host other than loopback needs a password. ``--files`` names a directory
-COPY and sinks may use files in (``connect(files=...)``). ``--path`` (durable storage) is
-refused, as ``connect(path=...)`` is.
+COPY and sinks may use files in (``connect(files=...)``). ``--path DIR`` serves the durable
+database in ``DIR`` (``connect(path=...)``: made if new, its tables and views resumed if
+not; one opener at a time).
 
     matview shell [--connect postgresql://HOST:PORT/DB | --host HOST --port PORT]
                   [-c SQL | -f FILE] [--history FILE]
@@ -222,7 +223,8 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_argument("--password-file", type=Path, metavar="FILE",
                      help="check clients' passwords (SCRAM-SHA-256) against FILE's first "
                      "line; without it clients are trusted")
-    sub.add_argument("--path", metavar="DIR", help="durable storage (not supported yet)")
+    sub.add_argument("--path", metavar="DIR",
+                     help="the durable database's directory (default: in memory)")
     sub.add_argument("--files", metavar="DIR", action="append", default=[],
                      help="a directory COPY and sinks may read and write files in (repeat "
                      "for several)")

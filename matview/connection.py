@@ -15,11 +15,11 @@ from pyspark.sql import DataFrame, SparkSession
 
 from matview.clock import TimestampOracle
 from matview.cursor import Cursor, sql_text
+from matview.durability import Durability
 from matview.engine import Engine
 from matview.errors import (
     InterfaceError,
     InternalError,
-    NotSupportedError,
     OperationalError,
     ProgrammingError,
     translated,
@@ -28,6 +28,8 @@ from matview.ir.table_functions import DEFAULT_ROW_LIMIT
 from matview.rows import update_rows
 from matview.runtime.arrangements.batch_files import place
 from matview.runtime.controller import Limits
+from matview.runtime.durable.errors import StateError
+from matview.runtime.durable.store import Store
 from matview.runtime.operators.join import DEFAULT_JOIN_ROWS
 from matview.runtime.refresh import STRATEGIES
 from matview.runtime.settings import DEFAULTS, RuntimeSettings, using
@@ -38,18 +40,18 @@ from matview.subscription import Subscription
 class Connection:
     """A matview database embedded in this process, running on a SparkSession (PEP 249)."""
 
-    def __init__(self, path: str | None = None, *, spark: SparkSession | None = None,
-                 master: str | None = None, clock: int | None = None,
+    def __init__(self, path: str | PathLike[str] | None = None, *,
+                 spark: SparkSession | None = None, master: str | None = None,
+                 clock: int | None = None,
                  config: Mapping[str, str] | None = None,
                  max_table_function_rows: int = DEFAULT_ROW_LIMIT,
                  max_join_rows: int = DEFAULT_JOIN_ROWS, refresh: str = "auto",
                  files: Sequence[str | PathLike[str]] = (), progress: bool = True,
                  settings: RuntimeSettings = DEFAULTS,
                  state_dir: str | PathLike[str] | None = None) -> None:
-        if path is not None:
-            raise NotSupportedError(
-                "durable storage (connect(path=...)) is not supported yet: every table and "
-                "view lives in this process only; connect without a path")
+        if path is not None and state_dir is not None:
+            raise ProgrammingError("connect(path=...) keeps its state in path: state_dir= "
+                                   "cannot apply to it")
         if spark is not None and (master is not None or config):
             raise ProgrammingError("connect(spark=...) runs on that session: master= and "
                                    "config= cannot apply to it")
@@ -68,10 +70,17 @@ class Connection:
             with translated():
                 _check_reusable(master, config or {})
         self.path = path
+        self._store: Store | None = None
+        if path is not None:
+            try:
+                self._store = Store(path)
+            except StateError as error:
+                raise OperationalError(str(error)) from None
         self._limits = Limits(max_table_function_rows, max_join_rows)
         self._refresh = refresh
         self._settings = settings
-        self._state_dir = None if state_dir is None else os.fspath(state_dir)
+        self._state_dir = os.fspath(state_dir) if state_dir is not None else \
+            None if self._store is None else str(self._store.state)
         self._spark = spark
         self._master = master
         self._config = dict(config or {})
@@ -114,9 +123,25 @@ class Connection:
                     else:
                         spark = isolated(self._spark)
                 place(spark, self._state_dir)
-                self._engine = Engine(spark, self._oracle, self._limits, self._refresh,
-                                      self._files, self._progress)
+                engine = Engine(spark, self._oracle, self._limits, self._refresh,
+                                self._files, self._progress)
+                if self._store is not None:
+                    self._resume(engine, self._store)
+                self._engine = engine
             return self._engine
+
+    def _resume(self, engine: Engine, store: Store) -> None:
+        """Give ``engine`` the durable database's state (``matview.durability``); a
+        directory that cannot be read closes the connection."""
+        durability = Durability(engine, store)
+        try:
+            with translated():
+                durability.restore()
+        except BaseException:
+            self._closed = True
+            store.close()
+            raise
+        engine.durability = durability
 
     @contextlib.contextmanager
     def _turn(self) -> Iterator[None]:
@@ -146,13 +171,17 @@ class Connection:
                 with translated():
                     yield engine
             except (OperationalError, InternalError) as error:
-                if not _spark_lost(engine.spark):
+                unsaved = engine.durability is not None and engine.durability.failed
+                if not unsaved and not _spark_lost(engine.spark):
                     raise
                 self._closed = True
                 engine.transactions.rollback()
+                if self._store is not None:
+                    self._store.close()
                 self._release()
-                raise OperationalError(f"{error}; Spark is gone, so the connection is closed "
-                                       "and must be reopened") from error
+                why = "its state could not be saved" if unsaved else "Spark is gone"
+                raise OperationalError(f"{error}; {why}, so the connection is closed and "
+                                       "must be reopened") from error
 
     def _release(self) -> None:
         """End the ownership of the connection by a transaction's thread."""
@@ -247,8 +276,23 @@ class Connection:
         with self._turn():
             if self._engine is not None:
                 self._engine.transactions.rollback()
-            self._closed = True
-            self._release()
+            try:
+                if self._store is not None and not self._closed:
+                    self._checkpoint()
+            finally:
+                if self._store is not None and not self._closed:
+                    self._store.close()
+                self._closed = True
+                self._release()
+
+    def _checkpoint(self) -> None:
+        """A durable database's state saved whole before it closes (a reopening then
+        replays no log), unless a save failed."""
+        engine = self._engine
+        if engine is not None and engine.durability is not None and \
+                not engine.durability.failed:
+            with translated():
+                engine.save()
 
     def __enter__(self) -> Connection:
         return self

@@ -21,10 +21,12 @@ from typing import Any
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 
-from matview import changes, queries
+from matview import changes, indexes, queries
 from matview.catalog import Entry, LiveCatalog
 from matview.clock import TimestampOracle
-from matview.errors import ProgrammingError
+from matview.durability import Durability
+from matview.errors import NotSupportedError, ProgrammingError
+from matview.ir.physical import Operator as PhysicalOperator
 from matview.ir.physical import reads
 from matview.ir.relation import Constant, Field, Relation
 from matview.planner.lower import lower
@@ -32,8 +34,9 @@ from matview.planner.pipeline import physical
 from matview.progress import Reporter, described
 from matview.result import Result
 from matview.runtime.arrangements.trace import Trace
-from matview.runtime.arrangements.updates import TIME
+from matview.runtime.arrangements.updates import TIME, Leaf
 from matview.runtime.controller import Controller, Limits
+from matview.runtime.dataflow import Dataflow
 from matview.runtime.io import peek
 from matview.runtime.io.transactions import Transactions
 from matview.runtime.settings import active
@@ -44,12 +47,14 @@ from matview.sql.parse import bind_statement, explain_statement, one_statement, 
 from matview.sql.statements import (
     CopyFrom,
     CopyTo,
+    CreateIndex,
     CreateSink,
     CreateTable,
     CreateTableAs,
     CreateView,
     Delete,
     Drop,
+    DropIndex,
     DropSink,
     Explain,
     Insert,
@@ -77,7 +82,9 @@ class Engine:
         self.cursors: dict[int, tuple[str, int]] = {}
         """Open subscriptions: id -> (collection name, time up to which it has read)."""
         self.sinks = Sinks(self)
-        self.transactions = Transactions(spark, oracle, self.sinks.flush)
+        self.transactions = Transactions(spark, oracle, self._committed)
+        self.durability: Durability | None = None
+        """Where its state is saved, for a durable database (``matview.durability``)."""
 
     # --- statements ---------------------------------------------------------------------
 
@@ -110,7 +117,23 @@ class Engine:
                 isinstance(stmt, Insert) and isinstance(stmt.source, Constant)):
             self._outside_transaction(type(stmt).__name__.upper())
         with self.showing(described(stmt)):
-            return HANDLERS[type(stmt)](self, stmt)
+            result = HANDLERS[type(stmt)](self, stmt)
+        if not isinstance(stmt, WRITES):  # a write's commit made it durable
+            self.save()
+        return result
+
+    def save(self) -> None:
+        """Save the state of a durable database (``Durability.save``: nothing when
+        unchanged, or when the database lives in this process only)."""
+        if self.durability is not None:
+            self.durability.save()
+
+    def _committed(self, batches: list[tuple[str, Leaf]], at: int) -> None:
+        """After every committed write (its ``batches`` by table, at ``at``): made durable
+        (``Durability.commit``: a write returns once it is), the sinks append."""
+        if self.durability is not None:
+            self.durability.commit(batches, at)
+        self.sinks.flush()
 
     def showing(self, what: str) -> contextlib.AbstractContextManager[None]:
         """The progress of a step ``what`` shown while it runs long (``matview.progress``)."""
@@ -141,6 +164,10 @@ class Engine:
         return Result(rowcount=count)
 
     def _create_sink(self, stmt: CreateSink) -> Result:
+        if self.durability is not None:
+            raise NotSupportedError("CREATE SINK in a durable database (connect(path=...)) "
+                                    "is not supported yet: its sinks would not resume when "
+                                    "the database is opened again")
         self.sinks.create(stmt)
         return Result()
 
@@ -155,10 +182,12 @@ class Engine:
             return True
         raise ProgrammingError(f'relation "{name}" already exists')
 
-    def _create_view(self, stmt: CreateView) -> Result:
+    def create_view(self, stmt: CreateView, resume: Resume | None = None) -> Result:
         """Create the view, or with OR REPLACE put it in the place of the one of its name
         (``LiveCatalog.replaceable``): its new dataflow built first, so readers never miss
-        it, then the old one's subscriptions ended."""
+        it, then the old one's subscriptions ended. ``resume``: a materialized view's
+        dataflow and output trace with saved state (``matview.durability``), or None to
+        compute its contents now."""
         fields = tuple(Field(n, t) for n, t in zip(stmt.column_names, stmt.plan.types))
         kind = "materialized view" if stmt.materialized else "view"
         replacing = stmt.or_replace and self.catalog.lookup(stmt.name) is not None
@@ -171,8 +200,12 @@ class Engine:
         entry = Entry(item)
         if stmt.materialized:
             plan = lower(physical(stmt.plan))
-            self._refresh(reads(plan))
-            flow, trace = self.controller.start(plan, len(fields), self.oracle.read())
+            resumed = None if resume is None else resume(plan, len(fields))
+            if resumed is None:
+                self._refresh(reads(plan))
+                flow, trace = self.controller.start(plan, len(fields), self.oracle.read())
+            else:
+                flow, trace = resumed
             entry = Entry(item, trace=trace, dataflow=flow, plan=stmt.plan)
         if replacing:
             self.catalog.remove(stmt.name)
@@ -202,10 +235,14 @@ class Engine:
         return self.evaluate_planned(physical(plan))
 
     def evaluate_planned(self, plan: Relation) -> DataFrame | None:
-        """``evaluate`` of a plan already planned (``physical``)."""
+        """``evaluate`` of a plan already planned (``physical``); one filtering a
+        collection to some keys of an index reads only their rows (``indexes.peeked``)."""
         lowered = lower(plan)
         self._refresh(reads(lowered))
-        return self.controller.run_once(lowered, self.oracle.read())
+        now = self.oracle.read()
+        peek = indexes.peeked(self, plan, now)
+        return self.controller.run_once(lowered, now, None if peek is None else (
+            lambda name: peek[1] if name == peek[0] else self.trace_of(name)))
 
     def check_errors(self, name: str) -> None:
         """Raise the error that materialized view ``name`` holds now, if it holds one."""
@@ -226,6 +263,7 @@ class Engine:
         shown when long."""
         with self.showing(f"refresh {name}"):
             self._refresh({name})
+        self.save()
 
     def _refresh(self, names: set[str]) -> None:
         """Step the materialized views ``names`` depend on (and they) to the current time
@@ -254,11 +292,18 @@ class Engine:
                                        own_rows)
 
 
+WRITES = (Insert, Delete, Update, CopyFrom)
+"""The statements that only write (their commits are made durable as they commit)."""
+
+Resume = Callable[[PhysicalOperator, int], tuple[Dataflow, Trace] | None]
+"""A view's resumption from saved state (``Engine.create_view``)."""
+
 HANDLERS: dict[type, Callable[[Engine, Any], Result]] = {
-    CreateTable: Engine._create_table, CreateView: Engine._create_view, Insert: changes.insert,
+    CreateTable: Engine._create_table, CreateView: Engine.create_view, Insert: changes.insert,
     Delete: changes.delete, Update: changes.update, Drop: Engine._drop, Show: queries.show,
     Query: queries.query, Explain: queries.explain, CreateTableAs: Engine._create_table_as,
     CopyFrom: changes.copy_from, CopyTo: queries.copy_to, CreateSink: Engine._create_sink,
-    DropSink: Engine._drop_sink, SubscribeTo: queries.subscribe,
+    DropSink: Engine._drop_sink, SubscribeTo: queries.subscribe, CreateIndex: indexes.create,
+    DropIndex: indexes.drop,
 }
 """The handler of each type of bound statement."""

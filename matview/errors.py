@@ -99,6 +99,7 @@ def translated() -> Iterator[None]:
     from pyspark.errors import PySparkException
 
     from matview.ir.functions import EvalError
+    from matview.runtime.durable.errors import StateError
     from matview.runtime.render import PlanError
     from matview.runtime.spark.session import JavaMissingError
     from matview.sql.errors import InvalidValueError, SqlError, UnsupportedError
@@ -118,7 +119,7 @@ def translated() -> Iterator[None]:
         raise ProgrammingError(str(e)) from e
     except EvalError as e:
         raise DataError(str(e)) from e
-    except JavaMissingError as e:
+    except (JavaMissingError, StateError) as e:
         raise OperationalError(str(e)) from e
     except PlanError as e:
         raise NotSupportedError(str(e)) from e

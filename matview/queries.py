@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from matview import files
+from matview import files, indexes
 from matview.errors import ProgrammingError
 from matview.ir.relation import Get, Relation, SortKey, TopK
 from matview.ir.sort_keys import total_order
@@ -59,6 +59,8 @@ def copy_to(engine: Engine, stmt: CopyTo) -> Result:
 
 
 def show(engine: Engine, stmt: Show) -> Result:
+    if stmt.what == "indexes":
+        return indexes.show(engine, stmt.name)
     if stmt.what == "columns":
         assert stmt.name is not None
         item = engine.catalog.lookup(stmt.name)
@@ -100,7 +102,8 @@ def explain(engine: Engine, stmt: Explain) -> Result:
                 else engine.catalog.entries[str(stmt.view)].plan)
         assert plan is not None
         text = (explain_trace(plan, stmt.format, stmt.options) if stmt.stage == "trace"
-                else explain_plan(plan, stmt.stage, stmt.format, stmt.options))
+                else explain_plan(plan, stmt.stage, stmt.format, stmt.options,
+                                  indexes.described(engine)))
     return Result(("plan",), (TEXT,), pa.table({"plan": [text]}))
 
 

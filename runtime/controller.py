@@ -97,19 +97,23 @@ class Controller:
         self.setting = refresh
 
     def dataflow(self, plan: physical.Operator, as_of: int,
-                 policy: RefreshPolicy | None = None) -> Dataflow:
+                 policy: RefreshPolicy | None = None,
+                 trace_of: Callable[[str], Trace] | None = None) -> Dataflow:
         """A dataflow of physical ``plan`` whose first step starts from the snapshot at
-        ``as_of`` (``policy``: a view's, which outlives the dataflows it recomputes with)."""
-        return Dataflow(plan, self.spark, self.trace_of, as_of=as_of,
+        ``as_of`` (``policy``: a view's, which outlives the dataflows it recomputes with;
+        ``trace_of``: where it finds stored collections, the catalog's by default)."""
+        return Dataflow(plan, self.spark, trace_of or self.trace_of, as_of=as_of,
                         limit=self.limits.table_function_rows,
                         max_join_rows=self.limits.join_rows,
                         policy=policy or RefreshPolicy(self.setting))
 
-    def run_once(self, plan: physical.Operator, now: int) -> DataFrame | None:
+    def run_once(self, plan: physical.Operator, now: int,
+                 trace_of: Callable[[str], Trace] | None = None) -> DataFrame | None:
         """Physical ``plan``'s contents at ``now``, as consolidated updates (None: empty),
-        computed lazily by a dataflow run once; an error the plan's evaluation holds is
+        computed lazily by a dataflow run once (reading stored collections through
+        ``trace_of``, by default the catalog's); an error the plan's evaluation holds is
         raised (``EvalError``)."""
-        step = self.dataflow(plan, now).prepare(now)
+        step = self.dataflow(plan, now, trace_of=trace_of).prepare(now)
         error = step.error()
         if error is not None:
             raise EvalError(error)
@@ -118,10 +122,16 @@ class Controller:
     def start(self, plan: physical.Operator, arity: int, now: int) -> tuple[Dataflow, Trace]:
         """The dataflow of a materialized view of physical ``plan`` (``arity`` columns) and
         its output trace, holding the view's contents (and errors) at ``now``."""
-        flow = self.dataflow(plan, now)
+        flow, trace = self.begun(plan, arity, now)
+        return self.step(flow, trace, now), trace
+
+    def begun(self, plan: physical.Operator, arity: int, as_of: int
+              ) -> tuple[Dataflow, Trace]:
+        """``start`` before its first step: the dataflow, its output trace empty (a
+        durable database's views fill them with their saved state: ``matview.durability``)."""
         trace = Trace(self.spark, arity, copy_rows=active().view_copy_rows)
         trace.errors = Trace(self.spark, 1)
-        return self.step(flow, trace, now), trace
+        return self.dataflow(plan, as_of), trace
 
     def step(self, flow: Dataflow, trace: Trace, now: int, subscribed: bool = False
              ) -> Dataflow:

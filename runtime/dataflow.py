@@ -24,6 +24,7 @@ from matview.runtime.operators.get import GetOp
 from matview.runtime.operators.join import DEFAULT_JOIN_ROWS
 from matview.runtime.operators.linear import LinearOp
 from matview.runtime.operators.metering import ArrangementStats, OperatorStats, drain_listeners
+from matview.runtime.recursion.let_rec import LetRecOp
 from matview.runtime.refresh import RefreshPolicy
 from matview.runtime.render import build, operators
 from matview.runtime.settings import active
@@ -120,6 +121,16 @@ class Dataflow:
         """The traces this dataflow owns (not the shared traces of its sources): one per
         arrangement its physical plan's operators declare (``physical.Operator.state``)."""
         return [trace for _, trace in self._owned]
+
+    def arrangements(self) -> dict[str, Trace]:
+        """The traces this dataflow owns by arrangement name (``%i.output``...)."""
+        return {arrangement.name: trace for arrangement, trace in self._owned}
+
+    @property
+    def recursive(self) -> bool:
+        """Whether it runs a recursive query's loop, whose state is held beside its
+        arrangements (``runtime.recursion.state``)."""
+        return any(isinstance(op, LetRecOp) for op in operators(self.root))
 
     def temporal(self) -> list[LinearOp]:
         """The operators holding future updates (those with a temporal filter)."""

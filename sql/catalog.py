@@ -30,7 +30,7 @@ class CatalogItem:
     def create_sql(self) -> str:
         """The statement creating this object as it is (``SHOW CREATE``): a table's columns
         and types, a view's column names and query."""
-        name, columns = _name(self.name), [_name(f.name) for f in self.fields]
+        name, columns = quoted_name(self.name), [quoted_name(f.name) for f in self.fields]
         if self.kind == "table":
             listed = ", ".join(f"{c} {f.type}" for c, f in zip(columns, self.fields,
                                                                 strict=True))
@@ -39,7 +39,7 @@ class CatalogItem:
                 f"{self.query_sql}")
 
 
-def _name(name: str) -> str:
+def quoted_name(name: str) -> str:
     """``name`` as SQL text: quoted unless it reads back as itself (lower case, no keyword)."""
     plain = re.fullmatch(r"[a-z_][a-z0-9_$]*", name) is not None
     quoted = not plain or name.upper() in Matview.tokenizer_class.KEYWORDS

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from matview.ir.relation import Field, TopK
+from matview.ir.types import Kind
 from matview.sql.allowlist import check_arguments
 from matview.sql.catalog import ObjectKind, Recording
 from matview.sql.context import Context
@@ -17,15 +18,23 @@ from matview.sql.datatypes import column_type, storable
 from matview.sql.dialect import Matview
 from matview.sql.dialect_nodes import CreateSink as CreateSinkNode
 from matview.sql.dialect_nodes import DropSink as DropSinkNode
-from matview.sql.errors import DuplicateObjectError, SqlError, SqlTypeError, UnsupportedError
+from matview.sql.errors import (
+    DuplicateObjectError,
+    SqlError,
+    SqlTypeError,
+    UnknownObjectError,
+    UnsupportedError,
+)
 from matview.sql.names import normalize, relation_name
 from matview.sql.query import bind_query, top_k
 from matview.sql.statements import (
+    CreateIndex,
     CreateSink,
     CreateTable,
     CreateTableAs,
     CreateView,
     Drop,
+    DropIndex,
     DropSink,
     Query,
     Show,
@@ -38,7 +47,8 @@ _DROP = frozenset({"tables", "kind", "exists", "cascade", "restrict", "materiali
 """The arguments of CREATE and DROP the binder reads (``allowlist.check_arguments``)."""
 
 _SHOW: dict[str, ShowWhat] = {
-    "TABLES": "tables", "VIEWS": "views", "MATERIALIZED VIEWS": "materialized views",
+    "TABLES": "tables", "INDEXES": "indexes", "VIEWS": "views",
+    "MATERIALIZED VIEWS": "materialized views",
     "COLUMNS": "columns", "SETTINGS": "settings", "CREATE TABLE": "create table",
     "CREATE VIEW": "create view", "CREATE MATERIALIZED VIEW": "create materialized view",
 }
@@ -148,9 +158,63 @@ def bind_drop_sink(node: DropSinkNode) -> DropSink:
     return DropSink(relation_name(node.this), bool(node.args.get("exists")))
 
 
-def bind_drop(node: exp.Drop) -> Drop:
-    """``DROP TABLE | VIEW | MATERIALIZED VIEW [IF EXISTS] names [CASCADE]``."""
+def bind_create_index(node: exp.Create, ctx: Context) -> CreateIndex:
+    """``CREATE INDEX [IF NOT EXISTS] [name] ON x (column, ...)`` or ``CREATE DEFAULT INDEX
+    ON x``: ``x`` a table or materialized view, its key columns of ``x`` (the first, which
+    the index arranges ``x`` by, of integers or text)."""
+    check_arguments(node, _CREATE)
+    index = node.this
+    table = index.args["table"]
+    on = relation_name(table)
+    item = ctx.catalog.lookup(on)
+    if item is None:
+        raise UnknownObjectError.at(f'relation "{on}" does not exist', table)
+    if item.kind == "view":
+        raise UnsupportedError.at(f'an index on "{on}", a view that is not materialized, is '
+                                  "not supported yet: index a materialized view", table)
+    fields = {f.name: f for f in item.fields}
+    params = index.args.get("params")
+    if node.meta.get("default"):
+        columns, keys = list(fields), [table] * len(fields)
+    else:
+        for clause, value in (params.args if params is not None else {}).items():
+            if clause != "columns" and value:
+                raise UnsupportedError.at(f"CREATE INDEX ... {clause.upper()} is not "
+                                          "supported", node)
+        keys = list(params.args.get("columns") or []) if params is not None else []
+        columns = [_key_column(key, fields) for key in keys]
+        if not columns:
+            raise SqlError.at("an index needs key columns: CREATE INDEX ON x (column, ...) "
+                              "or CREATE DEFAULT INDEX ON x", node)
+    first = fields[columns[0]]
+    if first.type.kind not in (Kind.INT, Kind.BIGINT, Kind.TEXT):
+        raise UnsupportedError.at(
+            f'an index arranges its collection by its first key, and "{first.name}" is of '
+            f"type {first.type}: only integer and text keys are supported yet", keys[0])
+    name = index.this.name if index.this is not None else None
+    return CreateIndex(name and normalize(index.this), on, tuple(columns),
+                       bool(node.args.get("exists")), bool(node.meta.get("default")))
+
+
+def _key_column(key: exp.Expr, fields: dict[str, Field]) -> str:
+    """The column an index's key ``key`` names (a plain column of the collection)."""
+    column = key.this if isinstance(key, exp.Ordered) else key
+    if not isinstance(column, exp.Column) or column.table:
+        raise UnsupportedError.at("index keys other than columns are not supported yet", key)
+    name = normalize(column.this)
+    if name not in fields:
+        raise UnknownObjectError.at(f'column "{name}" does not exist', key)
+    return name
+
+
+def bind_drop(node: exp.Drop) -> Drop | DropIndex:
+    """``DROP TABLE | VIEW | MATERIALIZED VIEW [IF EXISTS] names [CASCADE]``, ``DROP INDEX
+    [IF EXISTS] names``."""
     kind: ObjectKind
+    if node.kind == "INDEX":
+        check_arguments(node, _DROP)
+        return DropIndex(tuple(relation_name(t) for t in node.args["tables"]),
+                         bool(node.args.get("exists")))
     if node.kind == "TABLE" and not node.args.get("materialized"):
         kind = "table"
     elif node.kind == "VIEW":

@@ -77,6 +77,7 @@ class MatviewParser(PostgresParser):
         "VIEWS": _show("VIEWS"),
         "MATERIALIZED VIEWS": _show("MATERIALIZED VIEWS"),
         "SETTINGS": _show("SETTINGS"),
+        "INDEXES": lambda self: self._parse_show_indexes(),
         "COLUMNS": lambda self: self._parse_show_columns(),
         **{f"CREATE {kind}": lambda self, kind=kind: self._parse_show_create(kind)
            for kind in ("TABLE", "VIEW", "MATERIALIZED VIEW")},
@@ -114,7 +115,20 @@ class MatviewParser(PostgresParser):
         return super().validate_expression(expression, args)
 
     def _parse_create(self) -> exp.Expr:
-        """``CREATE SINK ...`` (``CreateSink``), or another CREATE as PostgreSQL's."""
+        """``CREATE SINK ...`` (``CreateSink``), ``CREATE DEFAULT INDEX ON x`` (an index
+        without columns, marked ``default`` in its meta), or another CREATE as
+        PostgreSQL's."""
+        if self._curr and self._curr.text.upper() == "DEFAULT" and self._next and \
+                self._next.text.upper() == "INDEX":
+            start = self._prev
+            self._advance(2)
+            exists = self._match_text_seq("IF", "NOT", "EXISTS")
+            if not self._match(TokenType.ON):
+                self.raise_error("expected ON after CREATE DEFAULT INDEX")
+            index = exp.Index(table=self._parse_table_parts())
+            create = self.expression(exp.Create(this=index, kind="INDEX", exists=exists))
+            create.meta["default"] = True
+            return create.update_positions(start)
         if not (self._curr and self._curr.text.upper() == "SINK"):
             return super()._parse_create()
         start = self._prev
@@ -323,6 +337,10 @@ class MatviewParser(PostgresParser):
 
     def _parse_show_create(self, kind: str) -> exp.Show:
         return self.expression(exp.Show(this=f"CREATE {kind}", target=self._parse_table_parts()))
+
+    def _parse_show_indexes(self) -> exp.Show:
+        target = self._parse_table_parts() if self._match(TokenType.ON) else None
+        return self.expression(exp.Show(this="INDEXES", target=target))
 
     def _parse_show_columns(self) -> exp.Show:
         if not self._match_set((TokenType.FROM, TokenType.IN)):

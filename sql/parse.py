@@ -134,6 +134,8 @@ def _bind(tree: exp.Expr, ctx: Context) -> Statement:
         return ddl.bind_drop_sink(tree)
     if isinstance(tree, exp.Create) and tree.kind == "VIEW":
         return ddl.bind_create_view(tree, ctx)
+    if isinstance(tree, exp.Create) and tree.kind == "INDEX":
+        return ddl.bind_create_index(tree, ctx)
     if isinstance(tree, exp.Insert):
         return dml.bind_insert(tree, ctx)
     if isinstance(tree, exp.Delete):

@@ -14,7 +14,7 @@ from matview.ir.relation import Field, Relation
 from matview.sql.catalog import ObjectKind
 
 ShowWhat = Literal["tables", "views", "materialized views", "columns", "settings",
-                   "create table", "create view", "create materialized view"]
+                   "create table", "create view", "create materialized view", "indexes"]
 
 
 @dataclass(frozen=True)
@@ -95,9 +95,30 @@ class Drop:
 
 
 @dataclass(frozen=True)
+class CreateIndex:
+    """``CREATE INDEX [IF NOT EXISTS] [name] ON relation (column, ...)``, or ``CREATE
+    DEFAULT INDEX ON relation`` (``default``: every column); ``name`` None: chosen by the
+    engine (``matview.indexes``)."""
+
+    name: str | None
+    on: str
+    columns: tuple[str, ...]
+    if_not_exists: bool
+    default: bool = False
+
+
+@dataclass(frozen=True)
+class DropIndex:
+    """``DROP INDEX [IF EXISTS] names``."""
+
+    names: tuple[str, ...]
+    if_exists: bool
+
+
+@dataclass(frozen=True)
 class Show:
-    """``SHOW TABLES | VIEWS | MATERIALIZED VIEWS | SETTINGS``, ``SHOW COLUMNS FROM name``, or
-    ``SHOW CREATE TABLE | VIEW | MATERIALIZED VIEW name``."""
+    """``SHOW TABLES | VIEWS | MATERIALIZED VIEWS | SETTINGS``, ``SHOW COLUMNS FROM name``,
+    ``SHOW INDEXES [ON name]``, or ``SHOW CREATE TABLE | VIEW | MATERIALIZED VIEW name``."""
 
     what: ShowWhat
     name: str | None = None
@@ -190,4 +211,5 @@ class DropSink:
 
 
 Statement = (CreateTable | Insert | Delete | Update | Query | CreateView | Drop | Show | Explain
-             | CreateTableAs | CopyFrom | CopyTo | CreateSink | DropSink)
+             | CreateTableAs | CopyFrom | CopyTo | CreateSink | DropSink | CreateIndex
+             | DropIndex)

@@ -9,7 +9,7 @@ always carries arity and types; DOT ignores them.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from matview.ir import physical
 from matview.ir.relation import Relation
@@ -43,13 +43,15 @@ def render_options(options: Sequence[str]) -> RenderOptions:
     return RenderOptions(**{OPTIONS[o]: True for o in options})
 
 
-def explain_plan(plan: Relation, stage: str, fmt: str, options: Sequence[str] = ()) -> str:
-    """``plan`` (raw) at ``stage`` in format ``fmt`` (``text``, ``json`` or ``dot``)."""
+def explain_plan(plan: Relation, stage: str, fmt: str, options: Sequence[str] = (),
+                 indexes: Mapping[str, Sequence[str]] | None = None) -> str:
+    """``plan`` (raw) at ``stage`` in format ``fmt`` (``text``, ``json`` or ``dot``);
+    ``indexes``: per stored collection, its indexes (named under ``Used Indexes``)."""
     staged = at_stage(plan, stage)
     if stage == "physical":
         graph = dataflow_graph(lower(staged))
         if fmt == "text":
-            return render_dataflow(graph, render_options(options))
+            return render_dataflow(graph, render_options(options), indexes=indexes)
         if fmt == "json":
             return _json(explain_document(stage, dataflow_json(graph)))
         return to_dot(graph, "dataflow")

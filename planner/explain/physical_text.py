@@ -56,7 +56,7 @@ pushed into it (the Linear right above it), showing them.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Protocol
 
 import networkx as nx
@@ -114,9 +114,11 @@ class RefreshStats(Protocol):
 def render_dataflow(graph: nx.DiGraph, options: RenderOptions = PLAIN,
                     stats: Sequence[OperatorStats] | None = None,
                     title: str = "Explained Query:",
-                    refresh: RefreshStats | None = None) -> str:
+                    refresh: RefreshStats | None = None,
+                    indexes: Mapping[str, Sequence[str]] | None = None) -> str:
     """The TEXT form of ``graph`` (see the module docstring); with ``stats`` (one entry per
-    operator, in operator order) and ``refresh`` the ANALYZE form."""
+    operator, in operator order) and ``refresh`` the ANALYZE form; ``indexes`` names the
+    indexes of each stored collection (``Used Indexes``)."""
     lines = [title]
     if refresh is not None:
         lines.append(f"  refresh={refresh.setting}: {refresh.incremental} incremental "
@@ -124,7 +126,7 @@ def render_dataflow(graph: nx.DiGraph, options: RenderOptions = PLAIN,
         if refresh.last is not None:
             lines.append(f"  last step: {refresh.last.strategy} ({refresh.last.reason})")
     _render_operator(graph, root(graph), 1, options, stats, lines, set())
-    lines += _used_indexes(graph)
+    lines += _used_indexes(graph, indexes or {})
     lines += _sources(graph, options)
     return "\n".join(lines)
 
@@ -252,7 +254,7 @@ def _statistics(stats: OperatorStats, pad: str) -> list[str]:
     return lines
 
 
-def _used_indexes(graph: nx.DiGraph) -> list[str]:
+def _used_indexes(graph: nx.DiGraph, indexes: Mapping[str, Sequence[str]]) -> list[str]:
     shared = sorted(n for n in graph.nodes
                     if isinstance(n, str) and graph.nodes[n]["role"] == "shared")
     if not shared:
@@ -268,6 +270,7 @@ def _used_indexes(graph: nx.DiGraph) -> list[str]:
                 paths = sorted(edge["paths"])
                 word = "path" if len(paths) == 1 else "paths"
                 uses.append(f"looked up by %{reader} ({word} {', '.join(map(str, paths))})")
+        uses += [f"index {index}" for index in indexes.get(name, ())]
         lines.append(f"  - {name} ({'; '.join(uses)})")
     return lines
 

@@ -31,25 +31,31 @@ class Transaction:
     """Writes staged at time ``at``, applied together on commit."""
 
     at: int
-    writes: list[tuple[Trace, Leaf | None]] = field(default_factory=list)
+    writes: list[tuple[str, Trace, Leaf | None]] = field(default_factory=list)
 
     def staged(self, trace: Trace) -> list[Leaf]:
         """The batches staged for ``trace``."""
-        return [leaf for target, leaf in self.writes if target is trace and leaf is not None]
+        return [leaf for _, target, leaf in self.writes
+                if target is trace and leaf is not None]
 
     def commit(self) -> None:
         """Append every staged batch to its trace, at the transaction's time."""
-        for trace, leaf in self.writes:
+        for _, trace, leaf in self.writes:
             trace.append(leaf, self.at, self.at)
+
+    @property
+    def batches(self) -> list[tuple[str, Leaf]]:
+        """The batches it writes, by table name."""
+        return [(name, leaf) for name, _, leaf in self.writes if leaf is not None]
 
 
 class Transactions:
     """The writes to one catalog's tables on ``spark``, at times from ``times``; ``open`` is
     the open transaction (None: each write commits alone), ``committed`` is called after
-    every commit."""
+    every commit, with its batches by table name and its time."""
 
     def __init__(self, spark: SparkSession, times: WriteTimes,
-                 committed: Callable[[], None]) -> None:
+                 committed: Callable[[list[tuple[str, Leaf]], int], None]) -> None:
         self.spark = spark
         self.times = times
         self.committed = committed
@@ -84,11 +90,11 @@ class Transactions:
         if isinstance(updates, DataFrame):  # copied to the driver while the table has room
             leaf = trace.with_copy(leaf)
         if pending is not None:
-            pending.writes.append((trace, leaf))
+            pending.writes.append((name, trace, leaf))
         else:
             trace.append(leaf, at, at)
             self.times.commit_write(at)
-            self.committed()
+            self.committed([] if leaf is None else [(name, leaf)], at)
         return changed
 
     def begin(self) -> None:
@@ -103,7 +109,7 @@ class Transactions:
         if pending is not None and pending.writes:
             pending.commit()
             self.times.commit_write(pending.at)
-            self.committed()
+            self.committed(pending.batches, pending.at)
 
     def rollback(self) -> None:
         """Forget the open transaction's writes."""

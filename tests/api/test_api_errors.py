@@ -71,7 +71,7 @@ CASES: list[Case] = [
      matview.ProgrammingError, "already exists"),
     ("drop of a table others use", lambda c: c.execute("DROP TABLE t"),
      matview.ProgrammingError, "depend"),
-    ("unsupported statement", lambda c: c.execute("CREATE INDEX i ON t (x)"),
+    ("unsupported statement", lambda c: c.execute("CREATE SEQUENCE s"),
      matview.NotSupportedError, "not supported"),
     ("view over a missing table", lambda c: c.execute("CREATE VIEW w AS SELECT * FROM nope"),
      matview.ProgrammingError, "nope"),
@@ -144,8 +144,10 @@ def test_bad_input_raises_its_db_api_error_and_changes_nothing(shared: Connectio
 
 
 def test_connect_refuses_what_it_would_ignore(spark: SparkSession, tmp_path) -> None:  # type: ignore[no-untyped-def]
-    with pytest.raises(matview.NotSupportedError, match="path"):
-        matview.connect(str(tmp_path))
+    with pytest.raises(matview.ProgrammingError, match="state_dir= cannot apply"):
+        matview.connect(str(tmp_path), state_dir=str(tmp_path / "state"))
+    with pytest.raises(matview.OperationalError, match="a URI is not supported yet"):
+        matview.connect("hdfs://namenode/db")
     with pytest.raises(matview.ProgrammingError, match="master"):
         matview.connect(spark=spark, master="local[1]")
     with pytest.raises(matview.ProgrammingError, match="max_table_function_rows"):

@@ -115,3 +115,15 @@ def test_every_way_of_holding_a_batch_finds_the_same_rows(spark) -> None:  # typ
     for mechanism in MECHANISMS:
         figures = measure(spark, mechanism, rows=4_000, keys=20, repeats=1, partitions=2)
         assert figures["found"] == 4 * len(set(wanted.tolist())), mechanism
+
+
+def test_the_durability_bench_restarts_and_rebuilds_at_a_toy_size(spark) -> None:  # type: ignore[no-untyped-def]
+    """``bench.durable``: W1 of 2,000 orders in memory and durable (``measure`` checks that
+    every database's view equals the one in memory, and that reopening rebuilt nothing)."""
+    from bench import durable
+
+    workload = w1.make(orders=2_000, customers=100, batches=2, catchup=2, changes=20)
+    figures = durable.measure(spark, workload)
+    assert [len(figures[k][0]) for k in ("memory", "durable", "after_restart")] == [2, 2, 2]
+    assert figures["bytes"] > 0 and figures["restart"] > 0 and figures["rebuild"] > 0
+    assert "restart: connect to first read" in durable.report(figures)

@@ -372,8 +372,9 @@ def test_a_client_vanishing_mid_query_leaves_others_served(server: Server) -> No
 # --- the command line ------------------------------------------------------------------------
 
 def test_serve_command_refusals(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["serve", "--path", str(tmp_path), "--port", "0"]) == 1
-    assert "durable storage" in capsys.readouterr().err
+    with matview.connect(str(tmp_path / "db")):  # open here: a second opener is refused
+        assert main(["serve", "--path", str(tmp_path / "db"), "--port", "0"]) == 1
+    assert "open in another connection or process" in capsys.readouterr().err
     assert main(["serve", "--host", "0.0.0.0", "--port", "0"]) == 2
     assert "--password-file" in capsys.readouterr().err
     empty = tmp_path / "pw"

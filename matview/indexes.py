@@ -6,7 +6,7 @@ trace by ``k`` (``Trace.arrange``: each batch held in files gets a copy arranged
 now for those it holds and as each later one is written), so that every lookup of ``x`` by
 ``k`` — a join's delta path in any view, created before the index or after it, a write's
 check — reads the pages of its keys instead of scanning ``x``, and a view created later
-imports the arrangement instead of building it at its first step. The further key
+imports the arrangement instead of building it when it is created. The further key
 columns are kept for ``SHOW INDEXES``: the arrangement is by the first. ``CREATE DEFAULT
 INDEX`` indexes every column (arranged by the first), as Materialize's does.
 

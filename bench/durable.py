@@ -12,6 +12,7 @@
    restart of matview, not of Spark), then the view read: the seconds from ``connect`` to
    the first read's rows (target: at most 10% of ``rebuild``), and the first batch after
    it (target: what any other batch costs).
+   ``--profile`` prints a cProfile of the first batch's read after the restart.
 3. ``rebuild``: in that reopened database, the view created again from the tables (a
    database without durable views pays this at every start) and read.
 
@@ -22,6 +23,8 @@ and the view's answer (equal in every database, else the run fails) are recorded
 from __future__ import annotations
 
 import argparse
+import cProfile
+import pstats
 import statistics
 import sys
 import tempfile
@@ -38,17 +41,21 @@ from bench.report import saved
 from bench.workload import Batch, Workload
 
 
-def _batches(engine: Matview, batches: list[Batch], first: int
-             ) -> tuple[list[float], list[float]]:
+def _batches(engine: Matview, batches: list[Batch], first: int,
+             profile: cProfile.Profile | None = None) -> tuple[list[float], list[float]]:
     """Each of ``batches`` committed (the ``first``-th at the workload's clock plus
-    ``first``...), then the view read: the seconds of each, per batch."""
+    ``first``...), then the view read: the seconds of each, per batch; ``profile`` profiles
+    the first read."""
     commits, steps = [], []
     for i, batch in enumerate(batches):
         started = time.perf_counter()
         engine.apply(batch, engine.workload.clock + first + i)
         commits.append(time.perf_counter() - started)
         started = time.perf_counter()
-        engine.read()
+        if profile is not None and i == 0:
+            profile.runcall(engine.read)
+        else:
+            engine.read()
         steps.append(time.perf_counter() - started)
     return commits, steps
 
@@ -61,9 +68,10 @@ def _loaded(spark: SparkSession, workload: Workload, path: str | None) -> Matvie
     return engine
 
 
-def measure(spark: SparkSession, workload: Workload) -> dict[str, Any]:
+def measure(spark: SparkSession, workload: Workload,
+            profile: cProfile.Profile | None = None) -> dict[str, Any]:
     """The figures of the module's docstring; ``workload.catchup`` are the batches after
-    the restart."""
+    the restart (``profile`` profiles the first one's read)."""
     figures: dict[str, Any] = {}
     memory = _loaded(spark, workload, None)
     figures["memory"] = _batches(memory, workload.batches, 1)
@@ -89,7 +97,7 @@ def measure(spark: SparkSession, workload: Workload) -> dict[str, Any]:
         assert rebuilt is not None and rebuilt.sort_by("region").equals(answer)
         reopened.con.execute("DROP MATERIALIZED VIEW rebuilt")
         figures["after_restart"] = _batches(reopened, workload.catchup,
-                                            1 + len(workload.batches))
+                                            1 + len(workload.batches), profile)
         reopened.con.close()
     return figures
 
@@ -122,13 +130,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--orders", type=int, default=1_000_000)
     parser.add_argument("--batches", type=int, default=10)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--profile", action="store_true",
+                        help="print a cProfile of the first read after the restart")
     args = parser.parse_args(argv)
     workload = w1.make(orders=args.orders, batches=args.batches, catchup=2,
                        seed=args.seed)
     spark = start_session()
     print(f"running durable W1 {workload.params}", file=sys.stderr, flush=True)
-    figures = measure(spark, workload)
+    profile = cProfile.Profile() if args.profile else None
+    figures = measure(spark, workload, profile)
     saved(f"durable-orders{args.orders}", args, figures, report(figures))
+    if profile is not None:
+        pstats.Stats(profile).sort_stats("cumulative").print_stats(40)
     return 0
 
 

@@ -5,7 +5,8 @@ it denotes (at any time), no two rows agree on all of those columns and every ro
 multiplicity 1, as Materialize's keys. The empty key ``()`` says there is at most one row.
 ``unique_keys`` derives the keys the rules below guarantee; a collection may have more.
 
-- ``Get``: none (tables have no primary keys).
+- ``Get``: the keys it declares (a table's primary key and its unique keys of NOT NULL
+  columns, enforced at every write).
 - ``Constant``: the whole row when the rows are distinct and every multiplicity is 1; the empty
   key when moreover there is at most one row.
 - ``Linear``: step by step: ``filter`` and ``map`` keep the keys (they drop rows or append
@@ -90,7 +91,9 @@ def _keys(rel: Relation) -> Iterable[Key]:
         numbered = [rel.input.arity + i for i, c in enumerate(rel.calls)
                     if c.func == "row_number"]
         return unique_keys(rel.input) + tuple((*rel.partition_by, n) for n in numbered)
-    if isinstance(rel, (Get, Union, Recur, LetRec)):
+    if isinstance(rel, Get):
+        return rel.keys
+    if isinstance(rel, (Union, Recur, LetRec)):
         return ()
     raise TypeError(f"not a relation: {rel!r}")
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from matview.ir.relation import Constant, Linear, Relation
-from matview.ir.scalar import Col, Scalar
-from matview.ir.steps import Filter, FlatMap, Map, Project, Step, step_types
+from matview.ir.scalar import Col, Lit, Scalar
+from matview.ir.steps import Filter, FlatMap, Map, Project, Repeat, Step, step_types
+from matview.ir.types import INT
 
 UNIT = Constant((((), 1),), ())
 """One empty row: the input of a SELECT without FROM."""
@@ -15,6 +16,11 @@ UNIT = Constant((((), 1),), ())
 def linear(rel: Relation, steps: Sequence[Step]) -> Relation:
     """``rel`` followed by ``steps`` (``rel`` itself when there are none)."""
     return Linear(rel, tuple(steps)) if steps else rel
+
+
+def negated(rel: Relation) -> Relation:
+    """``rel`` with every multiplicity negated (``repeat_row -1``): its rows retracted."""
+    return Linear(rel, (Repeat(Lit(-1, INT)),))
 
 
 def compute(

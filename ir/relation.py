@@ -74,11 +74,14 @@ class Get(Relation):
     """The collection stored under ``name`` (a table or a materialized view).
 
     Delta rule: the updates written to ``name``. State: none of its own; the collection's
-    arrangement is shared by every dataflow that reads it.
+    arrangement is shared by every dataflow that reads it. ``keys``: the table's unique keys
+    whose columns are NOT NULL (its primary key; ``ir.keys``), enforced at every write, so
+    true at every time (not part of the text form).
     """
 
     name: str
     fields: tuple[Field, ...]
+    keys: tuple[tuple[int, ...], ...] = ()
 
     @property
     def types(self) -> tuple[SqlType, ...]:

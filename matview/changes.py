@@ -1,6 +1,7 @@
-"""The statements that change a table's rows: INSERT, DELETE, UPDATE (run as the plans of
-their changes that ``sql.dml`` binds) and COPY FROM a file. Each writes one batch
-(``Engine.write``), checked before anything is appended, in the open transaction if one is."""
+"""The statements that change a table's rows: INSERT, INSERT ... ON CONFLICT, DELETE and
+UPDATE (run as the plans of their changes that ``sql.dml`` and ``sql.upsert`` bind) and COPY
+FROM a file. Each writes one batch (``Engine.write``), checked before anything is appended,
+in the open transaction if one is."""
 
 from __future__ import annotations
 
@@ -9,12 +10,13 @@ from typing import TYPE_CHECKING
 from pyspark.sql import functions as F
 
 from matview import files
+from matview.ir.functions import EvalError
 from matview.ir.relation import Constant
 from matview.result import Result
 from matview.rows import update_rows
 from matview.runtime.arrangements.updates import DIFF, TIME
 from matview.runtime.io import peek, writes
-from matview.sql.statements import CopyFrom, Delete, Insert, Update
+from matview.sql.statements import CopyFrom, Delete, Insert, Update, Upsert
 
 if TYPE_CHECKING:
     from matview.engine import Engine
@@ -26,6 +28,22 @@ def insert(engine: Engine, stmt: Insert) -> Result:
     df = engine.evaluate(stmt.source)
     return Result(rowcount=0 if df is None else engine.write(
         stmt.table, peek.refusing_negative(df).drop(TIME)))
+
+
+def upsert(engine: Engine, stmt: Upsert) -> Result:
+    """``INSERT ... ON CONFLICT``: refused when DO UPDATE would update a row twice; the
+    row count is the rows inserted or updated."""
+    if stmt.twice is not None:
+        twice = engine.evaluate(stmt.twice)
+        if twice is not None and twice.limit(1).collect():
+            raise EvalError("ON CONFLICT DO UPDATE command cannot affect row a "
+                            "second time: a key is proposed more than once")
+    affected = engine.evaluate(stmt.affected)
+    changes = engine.evaluate(stmt.changes)
+    count = 0 if affected is None else int(affected.select(F.sum(DIFF)).first()[0] or 0)
+    if changes is not None:
+        engine.write(stmt.table, changes.drop(TIME), own_rows=True)
+    return Result(rowcount=count)
 
 
 def delete(engine: Engine, stmt: Delete) -> Result:

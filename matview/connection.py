@@ -316,8 +316,10 @@ class Connection:
             updates = update_rows(rows, engine.table_item(table), sign)
             return engine.write(table, updates, small=not isinstance(updates, DataFrame))
 
-    def subscribe(self, name: str) -> Subscription:
-        """Follow every change of materialized view (or table) ``name``."""
+    def subscribe(self, name: str, as_of: int | None = None) -> Subscription:
+        """Follow every change of materialized view (or table) ``name``: its contents now
+        (or at time ``as_of``, which it must still hold: ``retain_history``), then every
+        later change."""
         if not isinstance(name, str):
             raise ProgrammingError(f"subscribe() takes the name of a table or materialized "
                                    f"view, not {type(name).__name__}")
@@ -329,7 +331,7 @@ class Connection:
                 raise ProgrammingError(
                     f'cannot subscribe to view "{name}": only tables and materialized views '
                     "keep their changes (CREATE MATERIALIZED VIEW it instead)")
-            return Subscription(engine, name.lower(), self._using)
+            return Subscription(engine, name.lower(), self._using, as_of)
 
 
 def _spark_lost(spark: SparkSession) -> bool:

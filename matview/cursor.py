@@ -83,7 +83,7 @@ class Cursor:
         starts following its object."""
         self._end_subscription()
         subscription = None if result.subscribe is None else \
-            self.connection.subscribe(result.subscribe)
+            self.connection.subscribe(result.subscribe, result.as_of)
         self._result, self._subscription = result, subscription
         self._rows = rows_of(result.table) if result.table is not None else []
 

@@ -119,7 +119,10 @@ class Durability:
             catalog.append(item)
         catalog += [{"name": name, "kind": "index", "sql": index.create_sql(),
                      "depends": [index.on]}
-                    for name, index in sorted(engine.catalog.indexes.items())]
+                    for name, index in sorted(engine.catalog.indexes.items())
+                    if not index.constraint]  # made again by its table's CREATE
+        live = {id(e.dataflow.plan) for e in engine.catalog.entries.values() if e.dataflow}
+        self._fingerprints = {k: v for k, v in self._fingerprints.items() if k in live}
         oracle = engine.oracle
         body = {"catalog": catalog,
                 "clock": {"last_write": oracle.last_write, "last_read": oracle.last_read}}

@@ -14,7 +14,7 @@ that only read run in ``queries``, those that change a table's rows in ``changes
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +38,7 @@ from matview.runtime.arrangements.updates import TIME, Leaf
 from matview.runtime.controller import Controller, Limits
 from matview.runtime.dataflow import Dataflow
 from matview.runtime.io import peek
+from matview.runtime.io.constraints import Constraints
 from matview.runtime.io.transactions import Transactions
 from matview.runtime.settings import active
 from matview.sinks import Sinks
@@ -62,6 +63,7 @@ from matview.sql.statements import (
     Show,
     SubscribeTo,
     Update,
+    Upsert,
 )
 
 
@@ -115,7 +117,8 @@ class Engine:
     def run(self, stmt: object) -> Result:
         if self.transactions.open is not None and not isinstance(stmt, CopyFrom) and not (
                 isinstance(stmt, Insert) and isinstance(stmt.source, Constant)):
-            self._outside_transaction(type(stmt).__name__.upper())
+            self._outside_transaction("INSERT ... ON CONFLICT" if isinstance(stmt, Upsert)
+                                      else type(stmt).__name__.upper())
         with self.showing(described(stmt)):
             result = HANDLERS[type(stmt)](self, stmt)
         if not isinstance(stmt, WRITES):  # a write's commit made it durable
@@ -142,11 +145,18 @@ class Engine:
 
     def _create_table(self, stmt: CreateTable) -> Result:
         if not self._exists(stmt.name, stmt.if_not_exists):
-            item = CatalogItem(stmt.name, "table", stmt.fields)
-            # arranged by its first column, which its writes are checked by
+            for key in stmt.keys:
+                indexes.free(self, key.name)
+            item = CatalogItem(stmt.name, "table", stmt.fields, keys=stmt.keys,
+                               not_null=stmt.not_null)
+            # arranged by its first column, which its writes are checked by, or its keys'
+            firsts = [f"c{key.columns[0]}" for key in stmt.keys] or ["c0"]
             trace = Trace(self.spark, len(stmt.fields), copy_rows=active().table_copy_rows,
-                          key="c0")
+                          key=firsts[0])
+            for first in firsts[1:]:
+                trace.arrange(first)
             self.catalog.add(Entry(item, trace=trace), set())
+            indexes.backing(self.catalog, item)
         return Result()
 
     def _create_table_as(self, stmt: CreateTableAs) -> Result:
@@ -234,19 +244,41 @@ class Engine:
         dataflow over the current snapshots (materialized views brought up to date first)."""
         return self.evaluate_planned(physical(plan))
 
-    def evaluate_planned(self, plan: Relation) -> DataFrame | None:
-        """``evaluate`` of a plan already planned (``physical``); one filtering a
-        collection to some keys of an index reads only their rows (``indexes.peeked``)."""
+    def evaluate_planned(self, plan: Relation, as_of: int | None = None) -> DataFrame | None:
+        """``evaluate`` of a plan already planned (``physical``), at time ``as_of`` (now
+        when None; ``read_time``); one filtering a collection to some keys of an index
+        reads only their rows (``indexes.peeked``)."""
         lowered = lower(plan)
         self._refresh(reads(lowered))
-        now = self.oracle.read()
+        now = self.read_time(reads(lowered), as_of)
         peek = indexes.peeked(self, plan, now)
         return self.controller.run_once(lowered, now, None if peek is None else (
             lambda name: peek[1] if name == peek[0] else self.trace_of(name)))
 
-    def check_errors(self, name: str) -> None:
-        """Raise the error that materialized view ``name`` holds now, if it holds one."""
-        peek.check_errors(self.trace_of(name), name, self.oracle.read())
+    def check_errors(self, name: str, at: int | None = None) -> None:
+        """Raise the error that materialized view ``name`` holds now (or at ``at``), if it
+        holds one."""
+        peek.check_errors(self.trace_of(name), name, self.oracle.read() if at is None else at)
+
+    def read_time(self, names: Iterable[str], as_of: int | None) -> int:
+        """The time a read of collections ``names`` is made at: now, or ``as_of`` (``AS
+        OF``) when every one of them still holds it: not after now, not before its
+        ``since`` (times compacted away, ``retain_history``; a view's first time)."""
+        now = self.oracle.read()
+        if as_of is None:
+            return now
+        if as_of > now:
+            raise ProgrammingError(f"AS OF {as_of} is later than the latest time, {now}")
+        for name in names:
+            entry = self.catalog.entries[name]
+            assert entry.trace is not None
+            earliest = entry.trace.since
+            if as_of < earliest:
+                raise ProgrammingError(
+                    f'AS OF {as_of} is earlier than the earliest time "{name}" can be read '
+                    f"at, {earliest} (history before it is compacted: the retain_history "
+                    "setting keeps more)")
+        return as_of
 
     def trace_of(self, name: str) -> Trace:
         entry = self.catalog.entries[name]
@@ -287,12 +319,15 @@ class Engine:
         """Commit update rows (data columns then ``_diff``) to table ``name`` at a new time,
         or stage them in the open transaction (``Transactions.write``, which checks them);
         returns the number of rows changed."""
-        types = [f.type for f in self.table_item(name).fields]
-        return self.transactions.write(name, self.trace_of(name), types, updates, small,
-                                       own_rows)
+        item = self.table_item(name)
+        constraints = None if not (item.keys or item.not_null) else Constraints(
+            name, tuple(f.name for f in item.fields), tuple(sorted(item.not_null)),
+            tuple((key.name, key.columns) for key in item.keys))
+        return self.transactions.write(name, self.trace_of(name), [f.type for f in item.fields],
+                                       updates, small, own_rows, constraints)
 
 
-WRITES = (Insert, Delete, Update, CopyFrom)
+WRITES = (Insert, Upsert, Delete, Update, CopyFrom)
 """The statements that only write (their commits are made durable as they commit)."""
 
 Resume = Callable[[PhysicalOperator, int], tuple[Dataflow, Trace] | None]
@@ -300,8 +335,9 @@ Resume = Callable[[PhysicalOperator, int], tuple[Dataflow, Trace] | None]
 
 HANDLERS: dict[type, Callable[[Engine, Any], Result]] = {
     CreateTable: Engine._create_table, CreateView: Engine.create_view, Insert: changes.insert,
-    Delete: changes.delete, Update: changes.update, Drop: Engine._drop, Show: queries.show,
-    Query: queries.query, Explain: queries.explain, CreateTableAs: Engine._create_table_as,
+    Upsert: changes.upsert, Delete: changes.delete, Update: changes.update, Drop: Engine._drop,
+    Show: queries.show, Query: queries.query, Explain: queries.explain,
+    CreateTableAs: Engine._create_table_as,
     CopyFrom: changes.copy_from, CopyTo: queries.copy_to, CreateSink: Engine._create_sink,
     DropSink: Engine._drop_sink, SubscribeTo: queries.subscribe, CreateIndex: indexes.create,
     DropIndex: indexes.drop,

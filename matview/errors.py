@@ -100,6 +100,7 @@ def translated() -> Iterator[None]:
 
     from matview.ir.functions import EvalError
     from matview.runtime.durable.errors import StateError
+    from matview.runtime.io.constraints import ConstraintViolation
     from matview.runtime.render import PlanError
     from matview.runtime.spark.session import JavaMissingError
     from matview.sql.errors import InvalidValueError, SqlError, UnsupportedError
@@ -117,6 +118,8 @@ def translated() -> Iterator[None]:
         raise DataError(str(e)) from e
     except SqlError as e:
         raise ProgrammingError(str(e)) from e
+    except ConstraintViolation as e:
+        raise IntegrityError(str(e)) from e
     except EvalError as e:
         raise DataError(str(e)) from e
     except (JavaMissingError, StateError) as e:

@@ -36,7 +36,9 @@ from matview.sql.catalog import quoted_name
 from matview.sql.statements import CreateIndex, DropIndex
 
 if TYPE_CHECKING:
+    from matview.catalog import LiveCatalog
     from matview.engine import Engine
+    from matview.sql.catalog import CatalogItem
 
 _ARROW = {Kind.INT: pa.int32(), Kind.BIGINT: pa.int64(), Kind.TEXT: pa.string()}
 """The Arrow type of an index key's values, by the key's kind."""
@@ -49,6 +51,8 @@ class Index:
     name: str
     on: str
     columns: tuple[str, ...]
+    constraint: bool = False
+    """Whether it backs a table's unique key of its name (made and dropped with it)."""
 
     def create_sql(self) -> str:
         """The statement creating it, by name (a durable database replays it)."""
@@ -61,16 +65,29 @@ def create(engine: Engine, stmt: CreateIndex) -> Result:
     job per batch held in files lacking that copy) and from now on."""
     catalog = engine.catalog
     name = stmt.name or _free_name(engine, stmt)
-    if name in catalog.indexes or catalog.lookup(name) is not None:
-        if stmt.if_not_exists:
-            return Result()
-        raise ProgrammingError(f'relation "{name}" already exists')
+    if stmt.if_not_exists and (name in catalog.indexes or catalog.lookup(name) is not None):
+        return Result()
+    free(engine, name)
     item = catalog.lookup(stmt.on)
     assert item is not None  # the binder checked it
     column = [f.name for f in item.fields].index(stmt.columns[0])
     engine.trace_of(stmt.on).arrange(f"c{column}")
     catalog.indexes[name] = Index(name, stmt.on, stmt.columns)
     return Result()
+
+
+def free(engine: Engine, name: str) -> None:
+    """Refuse ``name`` when a relation or an index has it."""
+    if name in engine.catalog.indexes or engine.catalog.lookup(name) is not None:
+        raise ProgrammingError(f'relation "{name}" already exists')
+
+
+def backing(catalog: LiveCatalog, table: CatalogItem) -> None:
+    """The indexes backing ``table``'s unique keys, by the keys' names (its trace is
+    arranged by each key's first column: ``Engine``)."""
+    for key in table.keys:
+        catalog.indexes[key.name] = Index(key.name, table.name, tuple(
+            table.fields[i].name for i in key.columns), constraint=True)
 
 
 def _free_name(engine: Engine, stmt: CreateIndex) -> str:
@@ -91,6 +108,9 @@ def drop(engine: Engine, stmt: DropIndex) -> Result:
     for name in stmt.names:
         if name not in indexes and not stmt.if_exists:
             raise ProgrammingError(f'index "{name}" does not exist')
+        if name in indexes and indexes[name].constraint:
+            raise ProgrammingError(f'cannot drop index {name} because constraint {name} on '
+                                   f"table {indexes[name].on} requires it")
     for name in stmt.names:
         index = indexes.pop(name, None)
         if index is None:
@@ -156,14 +176,18 @@ def peeked(engine: Engine, plan: Relation, now: int) -> tuple[str, Trace] | None
     indexes (``pinned``): the collection's name and a trace holding only those keys' rows
     at ``now`` (and the collection's errors, a view's), read by key from the index; else
     None."""
-    columns = {name: tuple(f.name for f in entry.item.fields)
-               for name, entry in engine.catalog.entries.items()}
-    found = pinned(plan, engine.catalog.indexes, columns)
+    if not (isinstance(plan, Linear) and isinstance(plan.input, Get)):
+        return None
+    fields = engine.catalog.entries[plan.input.name].item.fields
+    found = pinned(plan, engine.catalog.indexes,
+                   {plan.input.name: tuple(f.name for f in fields)})
     if found is None:
         return None
     name, column, values = found
     trace = engine.trace_of(name)
     kind = engine.catalog.entries[name].item.fields[column].type.kind
+    if kind not in _ARROW:  # a key's index on other values: not arranged by them
+        return None
     try:
         values = values.cast(_ARROW[kind])
     except pa.ArrowInvalid:  # a key no row can hold (out of the column's range)

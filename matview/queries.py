@@ -27,16 +27,17 @@ if TYPE_CHECKING:
 
 
 def query(engine: Engine, stmt: Query) -> Result:
+    """``SELECT`` (now, or ``AS OF`` a time: ``Engine.read_time``)."""
     plan, table = physical(stmt.plan), None
     order = stmt.order_by or _view_order(engine, plan)
     if isinstance(plan, Get) and not (stmt.order_by or stmt.offset or stmt.limit is not None):
         engine.refresh(plan.name)  # a stored collection's rows may all be in the driver
-        engine.check_errors(plan.name)
-        table = peek.held_rows(engine.trace_of(plan.name), plan.name, engine.oracle.read(),
-                               order)
+        at = engine.read_time([plan.name], stmt.as_of)
+        engine.check_errors(plan.name, at)
+        table = peek.held_rows(engine.trace_of(plan.name), plan.name, at, order)
     if table is None:
-        table = peek.rows(engine.evaluate_planned(plan), stmt.plan.types, order, stmt.offset,
-                          stmt.limit)
+        table = peek.rows(engine.evaluate_planned(plan, stmt.as_of), stmt.plan.types, order,
+                          stmt.offset, stmt.limit)
     table = table.rename_columns(column_names(len(stmt.column_names)))
     return Result(stmt.column_names, stmt.plan.types, table, table.num_rows)
 
@@ -109,9 +110,10 @@ def explain(engine: Engine, stmt: Explain) -> Result:
 
 def subscribe(engine: Engine, stmt: SubscribeTo) -> Result:
     """SUBSCRIBE's columns, ``mz_timestamp``, ``mz_diff`` and the object's; the cursor
-    follows its changes (``Connection.subscribe``)."""
+    follows its changes (``Connection.subscribe``), from ``AS OF`` time if given."""
     item = engine.catalog.lookup(stmt.name)
     if item is None:
         raise ProgrammingError(f'relation "{stmt.name}" does not exist')
     return Result(("mz_timestamp", "mz_diff", *(f.name for f in item.fields)),
-                  (MZ_TIMESTAMP, BIGINT, *(f.type for f in item.fields)), subscribe=stmt.name)
+                  (MZ_TIMESTAMP, BIGINT, *(f.type for f in item.fields)), subscribe=stmt.name,
+                  as_of=stmt.as_of)

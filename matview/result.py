@@ -13,10 +13,11 @@ from matview.ir.types import SqlType
 class Result:
     """What a statement returns: named, typed columns and rows (as Arrow), or a row count;
     for SUBSCRIBE, the columns of the changes of ``subscribe`` (its name), which the cursor
-    follows."""
+    follows from time ``as_of`` (now when None)."""
 
     columns: tuple[str, ...] = ()
     types: tuple[SqlType, ...] = ()
     table: pa.Table | None = None
     rowcount: int = -1
     subscribe: str | None = None
+    as_of: int | None = None

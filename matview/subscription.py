@@ -19,7 +19,8 @@ if TYPE_CHECKING:
 class Subscription:
     """Changes of ``name`` as ``(mz_timestamp, mz_diff, *columns)`` rows.
 
-    The first ``fetch`` returns the snapshot at the time of subscribing, then every fetch
+    The first ``fetch`` returns the snapshot at the time of subscribing (or at ``as_of``,
+    ``Engine.read_time``), then every fetch
     brings the view up to date and returns the changes since the previous one, consolidated
     per timestamp and in timestamp order. While the view holds an evaluation error, ``fetch``
     raises it (``DataError``) and returns nothing; once the error is retracted, the next
@@ -28,13 +29,14 @@ class Subscription:
     """
 
     def __init__(self, engine: Engine, name: str,
-                 using: Callable[[], AbstractContextManager[Engine]]) -> None:
+                 using: Callable[[], AbstractContextManager[Engine]],
+                 as_of: int | None = None) -> None:
         self.engine = engine
         self.name = name
         self._using = using
         """The connection's guard: the engine for this thread alone, errors translated."""
         engine.refresh(name)
-        self.as_of = engine.oracle.read()
+        self.as_of = engine.read_time([name], as_of)
         self._snapshot_pending = True
         engine.cursors[id(self)] = (name, self.as_of)
         item = engine.catalog.lookup(name)

@@ -130,6 +130,7 @@ class Controller:
         """``start`` before its first step: the dataflow, its output trace empty (a
         durable database's views fill them with their saved state: ``matview.durability``)."""
         trace = Trace(self.spark, arity, copy_rows=active().view_copy_rows)
+        trace.since = as_of  # it holds nothing of earlier times
         trace.errors = Trace(self.spark, 1)
         return self.dataflow(plan, as_of), trace
 
@@ -210,7 +211,8 @@ class Controller:
         """Step the materialized views among ``order`` (dependency order: a view after what
         it reads) to ``now``, then compact every collection of ``views``. ``cursors`` are
         the open subscriptions ``(name, time read up to)``: a view that one of them reads,
-        directly or through the views over it, keeps each time apart.
+        directly or through the views over it, keeps each time apart, as every view does
+        while the ``retain_history`` setting keeps history for AS OF.
 
         Views step together: their small steps' results come back in one Spark job
         (``runtime.one_job``), and they commit together once it has run. A view reading
@@ -226,7 +228,9 @@ class Controller:
             if not view.dataflow.reads.isdisjoint(n for n, _ in together):
                 self._finish(together, job, stored)
                 together, job = [], OneJob()
-            subscribed = bool(read) and not read.isdisjoint([name, *views.dependents(name)])
+            # a view read by a subscription, or keeping history for AS OF, keeps each time
+            subscribed = active().retain_history > 0 or (
+                bool(read) and not read.isdisjoint([name, *views.dependents(name)]))
             stepping = self._begin(view.dataflow, view.trace, now, subscribed, job)
             if stepping is not None:
                 together.append((name, stepping))
@@ -248,9 +252,10 @@ class Controller:
     def compact(flows: Iterable[Dataflow], traces: Mapping[str, Trace], now: int,
                 cursors: Iterable[tuple[str, int]] = ()) -> None:
         """Let each trace forget history before the earliest time still read: by a dataflow
-        reading it (its frontier), by a cursor ``(name, time read up to)``, else ``now``;
-        merge its batches; compact each dataflow's own state up to its frontier."""
-        since = dict.fromkeys(traces, now)
+        reading it (its frontier), by a cursor ``(name, time read up to)``, else ``now``,
+        and before that the ``retain_history`` setting's history for AS OF; merge its
+        batches; compact each dataflow's own state up to its frontier."""
+        since = dict.fromkeys(traces, now - active().retain_history)
         for flow in flows:
             flow.compact(flow.frontier)
             for name in flow.reads:

@@ -43,6 +43,10 @@ class RuntimeSettings:
     whole_state_rows: int = _setting(20_000, (
         "A GROUP BY whose state is held in the driver and totals at most this many rows "
         "reads all of it in a step; a larger one reads only the touched groups' rows."))
+    retain_history: int = _setting(0, (
+        "Milliseconds of history every table and materialized view keeps readable by "
+        "SELECT and SUBSCRIBE ... AS OF, before the earliest time a running dataflow or "
+        "subscription reads (0: only what they read); older times are compacted away."))
     max_batches: int = _setting(8, (
         "Batches a trace keeps before it merges its newest ones geometrically."))
     table_copy_rows: int = _setting(2_000_000, (

@@ -18,7 +18,7 @@ from sqlglot import exp
 
 _QUERY = {"with_", "order", "limit", "offset"}
 ALLOWED: dict[type[exp.Expr], frozenset[str]] = {
-    # statements (RETURNING, ON CONFLICT, USING... are read to be refused with their names;
+    # statements (RETURNING, USING... are read to be refused with their names;
     # CREATE and DROP are checked by ``ddl`` once it knows what is created or dropped)
     exp.Insert: frozenset({"this", "expression", "returning", "conflict", "default"}),
     exp.Delete: frozenset({"this", "where", "using", "returning"}),

@@ -18,6 +18,23 @@ ObjectKind = Literal["table", "view", "materialized view"]
 
 
 @dataclass(frozen=True)
+class UniqueKey:
+    """A ``PRIMARY KEY`` or ``UNIQUE`` constraint ``name``: no two rows of the table hold
+    equal values in all of ``columns`` (positions); a row with NULL in one of them is
+    exempt, as in PostgreSQL. A primary key's columns are NOT NULL as well."""
+
+    name: str
+    columns: tuple[int, ...]
+    primary: bool
+
+    def sql(self, fields: tuple[Field, ...]) -> str:
+        """The constraint as a table constraint of ``CREATE TABLE``."""
+        listed = ", ".join(quoted_name(fields[i].name) for i in self.columns)
+        kind = "PRIMARY KEY" if self.primary else "UNIQUE"
+        return f"CONSTRAINT {quoted_name(self.name)} {kind} ({listed})"
+
+
+@dataclass(frozen=True)
 class CatalogItem:
     """A stored object: a table, a view (``query_sql`` is its defining SELECT, re-bound at each
     use) or a materialized view (read as a stored collection, ``query_sql`` kept for display)."""
@@ -26,15 +43,25 @@ class CatalogItem:
     kind: ObjectKind
     fields: tuple[Field, ...]
     query_sql: str | None = None
+    keys: tuple[UniqueKey, ...] = ()
+    """A table's unique keys (``PRIMARY KEY``, ``UNIQUE``), enforced at every write."""
+    not_null: frozenset[int] = frozenset()
+    """The positions of a table's ``NOT NULL`` columns (a primary key's among them)."""
+
+    def known_keys(self) -> tuple[tuple[int, ...], ...]:
+        """The columns of each unique key no NULL can break (its columns NOT NULL): what
+        the planner knows no two rows share (``ir.keys``)."""
+        return tuple(key.columns for key in self.keys if set(key.columns) <= self.not_null)
 
     def create_sql(self) -> str:
-        """The statement creating this object as it is (``SHOW CREATE``): a table's columns
-        and types, a view's column names and query."""
+        """The statement creating this object as it is (``SHOW CREATE``): a table's columns,
+        types and constraints, a view's column names and query."""
         name, columns = quoted_name(self.name), [quoted_name(f.name) for f in self.fields]
         if self.kind == "table":
-            listed = ", ".join(f"{c} {f.type}" for c, f in zip(columns, self.fields,
-                                                                strict=True))
-            return f"CREATE TABLE {name} ({listed})"
+            listed = [f"{c} {f.type}{' NOT NULL' if i in self.not_null else ''}"
+                      for i, (c, f) in enumerate(zip(columns, self.fields, strict=True))]
+            listed += [key.sql(self.fields) for key in self.keys]
+            return f"CREATE TABLE {name} ({', '.join(listed)})"
         return (f"CREATE {self.kind.upper()} {name} ({', '.join(columns)}) AS "
                 f"{self.query_sql}")
 

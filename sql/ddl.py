@@ -13,6 +13,7 @@ from matview.ir.relation import Field, TopK
 from matview.ir.types import Kind
 from matview.sql.allowlist import check_arguments
 from matview.sql.catalog import ObjectKind, Recording
+from matview.sql.constraints import bind_constraints
 from matview.sql.context import Context
 from matview.sql.datatypes import column_type, storable
 from matview.sql.dialect import Matview
@@ -66,17 +67,13 @@ def bind_create_table(node: exp.Create, ctx: Context) -> CreateTable | CreateTab
     if node.expression is not None:
         return _bind_create_table_as(node, ctx)
     schema = node.this
-    fields = []
-    for column in schema.expressions:
-        if not isinstance(column, exp.ColumnDef):
-            raise UnsupportedError.at("table constraints are not supported yet", column)
-        if column.args.get("constraints"):
-            raise UnsupportedError.at("column constraints are not supported yet",
-                                      column.args["constraints"][0])
-        name = normalize(column.this)
-        fields.append(Field(name, column_type(column.args["kind"], name)))
-    _check_unique([f.name for f in fields], schema.expressions)
-    return CreateTable(relation_name(schema.this), tuple(fields), bool(node.args.get("exists")))
+    columns = [c for c in schema.expressions if isinstance(c, exp.ColumnDef)]
+    fields = tuple(Field(normalize(c.this), column_type(c.args["kind"], normalize(c.this)))
+                   for c in columns)
+    _check_unique([f.name for f in fields], columns)
+    name = relation_name(schema.this)
+    keys, not_null = bind_constraints(name, fields, schema.expressions)
+    return CreateTable(name, fields, bool(node.args.get("exists")), keys, not_null)
 
 
 def _bind_create_table_as(node: exp.Create, ctx: Context) -> CreateTableAs:

@@ -63,6 +63,13 @@ class Subscribe(exp.Expression):
     arg_types = {"this": False, "options": False}
 
 
+class AsOf(exp.Expression):
+    """``query AS OF time`` (Materialize's): ``this`` is the query, ``expression`` the
+    time it reads at."""
+
+    arg_types = {"this": True, "expression": True}
+
+
 class CreateSink(exp.Expression):
     """``CREATE SINK name FROM view INTO PARQUET | DELTA 'directory'``."""
 

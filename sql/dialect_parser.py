@@ -16,6 +16,7 @@ from matview.sql.dialect_nodes import (
     EXPLAIN_FORMATS,
     EXPLAIN_OPTIONS,
     EXPLAIN_STAGES,
+    AsOf,
     CreateSink,
     DatePartCall,
     DateTruncCall,
@@ -39,6 +40,11 @@ E = TypeVar("E", bound=exp.Expr)
 _SUBSCRIBED = re.compile(r'\s*(?:TO\s+)?(?:"((?:[^"]|"")+)"|([A-Za-z_][\w$]*))(?![\w$.])',
                          re.IGNORECASE)
 """The relation name at the start of ``SUBSCRIBE``'s text (quoted, or not)."""
+
+
+_TIME_STARTS = frozenset({TokenType.NUMBER, TokenType.STRING, TokenType.L_PAREN, TokenType.DASH,
+                          TokenType.TIMESTAMP, TokenType.TIMESTAMPTZ})
+"""The tokens an ``AS OF`` time may start with (after ``AS OF`` anything else is an alias)."""
 
 
 LEADING_FIELDS = frozenset({"year", "month", "day", "hour", "minute"})
@@ -200,6 +206,27 @@ class MatviewParser(PostgresParser):
         if_exists = self._match_text_seq("IF", "EXISTS")
         return self.expression(DropSink(this=self._parse_table_parts(),
                                         exists=if_exists)).update_positions(start)
+
+    def _parse_statement(self) -> exp.Expr | None:
+        """A statement, and a query's trailing ``AS OF time``."""
+        statement = super()._parse_statement()
+        if statement is not None and self._match_text_seq("AS", "OF"):
+            return self.expression(AsOf(this=statement, expression=self._parse_bitwise()))
+        return statement
+
+    def _parse_table_alias(self, alias_tokens: Any = None) -> exp.TableAlias | None:
+        return None if self._at_as_of() else super()._parse_table_alias(alias_tokens)
+
+    def _parse_alias(self, this: exp.Expr | None, explicit: bool = False) -> exp.Expr | None:
+        return this if self._at_as_of() else super()._parse_alias(this, explicit)
+
+    def _at_as_of(self) -> bool:
+        """Whether the next tokens are ``AS OF`` and a time (a query's time, not an alias
+        ``of``)."""
+        after = self._tokens[self._index + 2] if self._index + 2 < len(self._tokens) else None
+        return bool(self._curr and self._next and self._curr.token_type == TokenType.ALIAS
+                    and self._next.text.upper() == "OF" and after is not None
+                    and after.token_type in _TIME_STARTS)
 
     def _parse_command(self) -> exp.Expr:
         """``SUBSCRIBE`` (a command token), or another command kept as sqlglot keeps it."""

@@ -27,11 +27,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from matview.ir.plans import compute
+from matview.ir.plans import compute, negated
 from matview.ir.relation import Get, Linear, Relation, Union
 from matview.ir.scalar import Col, Lit, Scalar
-from matview.ir.steps import Filter, Map, Project, Repeat
-from matview.ir.types import INT
+from matview.ir.steps import Filter
+from matview.sql.assignments import assigned, bind_assignments, column_index
 from matview.sql.catalog import CatalogItem
 from matview.sql.coerce import TypedScalar, assignment_cast
 from matview.sql.context import Context
@@ -40,21 +40,22 @@ from matview.sql.names import normalize, relation_name
 from matview.sql.query import subquery
 from matview.sql.scalars import ExprBinder
 from matview.sql.scope import FromItem, RangeVar, Scope
-from matview.sql.statements import Delete, Insert, Update
+from matview.sql.statements import Delete, Insert, Update, Upsert
+from matview.sql.upsert import bind_upsert
 from matview.sql.values import rows_relation
 from sqlglot import exp
 
 
-def bind_insert(node: exp.Insert, ctx: Context) -> Insert:
-    """``INSERT INTO table [(columns)] VALUES ... | query``."""
-    _reject(node, {"returning": "RETURNING", "conflict": "ON CONFLICT",
-                   "default": "DEFAULT VALUES"})
+def bind_insert(node: exp.Insert, ctx: Context) -> Insert | Upsert:
+    """``INSERT INTO table [(columns)] VALUES ... | query [ON CONFLICT ...]``
+    (``sql.upsert``)."""
+    _reject(node, {"returning": "RETURNING", "default": "DEFAULT VALUES"})
     target = node.this
     table_node = target.this if isinstance(target, exp.Schema) else target
     item = _table(table_node, ctx, "insert into")
     names = [f.name for f in item.fields]
     if isinstance(target, exp.Schema):
-        targets = [_column_index(item, c, c) for c in target.expressions]
+        targets = [column_index(item, c, c) for c in target.expressions]
         for i, index in enumerate(targets):
             if index in targets[:i]:
                 raise DuplicateObjectError.at(
@@ -63,13 +64,20 @@ def bind_insert(node: exp.Insert, ctx: Context) -> Insert:
         targets = list(range(len(names)))
     source = node.expression
     if isinstance(source, exp.Values):
-        return Insert(item.name, _values(source, item, targets))
-    query = subquery(source, ctx, "INSERT ... SELECT")
-    columns = [TypedScalar(Col(i), t) for i, t in enumerate(query.plan.types)]
-    items = source.expressions if isinstance(source, exp.Select) else []
-    nodes = items if len(items) == len(columns) else [source] * len(columns)
-    row = _row(item, targets, columns, nodes, source)
-    return Insert(item.name, compute(query.plan, [v.expr for v in row]))
+        rows = _values(source, item, targets)
+    else:
+        query = subquery(source, ctx, "INSERT ... SELECT")
+        columns = [TypedScalar(Col(i), t) for i, t in enumerate(query.plan.types)]
+        items = source.expressions if isinstance(source, exp.Select) else []
+        nodes = items if len(items) == len(columns) else [source] * len(columns)
+        row = _row(item, targets, columns, nodes, source)
+        rows = compute(query.plan, [v.expr for v in row])
+    conflict = node.args.get("conflict")
+    if conflict is not None:
+        alias = table_node.args.get("alias")
+        return bind_upsert(conflict, item, rows, normalize(alias.this) if alias else item.name,
+                           ctx)
+    return Insert(item.name, rows)
 
 
 def bind_delete(node: exp.Delete, ctx: Context) -> Delete:
@@ -77,7 +85,7 @@ def bind_delete(node: exp.Delete, ctx: Context) -> Delete:
     _reject(node, {"returning": "RETURNING"})
     item = _table(node.this, ctx, "delete from")
     using = node.args.get("using") or []
-    return Delete(item.name, _retracted(_matching(item, _where(node, item, ctx, using))))
+    return Delete(item.name, negated(_matching(item, _where(node, item, ctx, using))))
 
 
 def bind_update(node: exp.Update, ctx: Context) -> Update:
@@ -90,32 +98,10 @@ def bind_update(node: exp.Update, ctx: Context) -> Update:
         node = _from_chosen(node, using, ctx)
     binder = ExprBinder(_scope(item, node.this, ctx),
                         "aggregate functions are not allowed in UPDATE")
-    assignments: list[tuple[int, Scalar]] = []
-    for assignment in node.expressions:
-        column = assignment.this
-        if isinstance(column, exp.Column) and column.args.get("table"):
-            raise UnsupportedError.at(f"qualified assignment targets are not supported: write "
-                                      f"SET {column.name} = ...", column)
-        if not isinstance(column, (exp.Column, exp.Identifier)):
-            raise UnsupportedError.at("multiple-column assignments (SET (a, b) = ...) are not "
-                                      "supported yet", column)
-        index = _column_index(item, column.this if isinstance(column, exp.Column) else column,
-                              column)
-        if index in dict(assignments):
-            raise SqlError.at(f'multiple assignments to same column "{item.fields[index].name}"',
-                              column)
-        field = item.fields[index]
-        value = assignment_cast(binder.bind(assignment.expression), field.type, field.name,
-                                assignment.expression)
-        assignments.append((index, value.expr))
+    assignments = bind_assignments(node.expressions, item, binder)
     matched = _matching(item, _where(node, item, ctx, using))
-    assigned = dict(assignments)
-    order = sorted(assigned)
-    arity = len(item.fields)
-    positions = {index: arity + k for k, index in enumerate(order)}
-    updated = Linear(matched, (Map(tuple(assigned[i] for i in order)),
-                               Project(tuple(positions.get(i, i) for i in range(arity)))))
-    return Update(item.name, Union((_retracted(matched), updated)), matched)
+    updated = assigned(matched, assignments, len(item.fields))
+    return Update(item.name, Union((negated(matched), updated)), matched)
 
 
 def _reject(node: exp.Expr, clauses: dict[str, str]) -> None:
@@ -134,15 +120,6 @@ def _table(node: exp.Table, ctx: Context, verb: str) -> CatalogItem:
     return item
 
 
-def _column_index(item: CatalogItem, identifier: exp.Identifier, node: exp.Expr) -> int:
-    name = normalize(identifier)
-    for i, field in enumerate(item.fields):
-        if field.name == name:
-            return i
-    raise UnknownObjectError.at(f'column "{name}" of relation "{item.name}" does not exist',
-                                node)
-
-
 def _scope(item: CatalogItem, node: exp.Table, ctx: Context) -> Scope:
     """The row of table ``item`` (named by ``node``'s alias), its subqueries bound in
     ``ctx``."""
@@ -157,11 +134,6 @@ def _matching(item: CatalogItem, predicate: Scalar | None) -> Relation:
     """The rows of table ``item`` that satisfy ``predicate`` (all of them when None)."""
     rows = Get(item.name, item.fields)
     return rows if predicate is None else Linear(rows, (Filter((predicate,)),))
-
-
-def _retracted(rows: Relation) -> Relation:
-    """``rows`` retracted: each with its multiplicity negated (``repeat_row -1``)."""
-    return Linear(rows, (Repeat(Lit(-1, INT)),))
 
 
 def _from_chosen(node: exp.Update, items: list[exp.Expr], ctx: Context) -> exp.Update:

@@ -346,7 +346,8 @@ class _FromBuilder:
             from matview.sql.query import bind_view
 
             return bind_view(item, self.ctx)
-        return Query(Get(item.name, item.fields), tuple(f.name for f in item.fields))
+        return Query(Get(item.name, item.fields, item.known_keys()),
+                     tuple(f.name for f in item.fields))
 
     def _parenthesized(self, node: exp.Subquery, before: Sequence[FromItem]) -> FromItem:
         if node.alias:

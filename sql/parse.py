@@ -3,12 +3,14 @@ catalog as it is when the statement runs, or both at once (``parse``)."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Sequence
 
 import sqlglot
 from matview.sql import ddl, dml
 from matview.sql.allowlist import check_supported
+from matview.sql.as_of import bind_time
 from matview.sql.catalog import Catalog
 from matview.sql.context import Context
 from matview.sql.copy import bind_copy
@@ -17,6 +19,7 @@ from matview.sql.dialect_nodes import (
     EXPLAIN_FORMATS,
     EXPLAIN_OPTIONS,
     EXPLAIN_STAGES,
+    AsOf,
     Explain,
     Subscribe,
 )
@@ -124,6 +127,12 @@ def _bind_explain(tree: Explain, ctx: Context) -> ExplainStatement:
 def _bind(tree: exp.Expr, ctx: Context) -> Statement:
     if isinstance(tree, (exp.Query, exp.Subquery, exp.Values)):
         return bind_query(tree, ctx)
+    if isinstance(tree, AsOf):
+        query = _bind(tree.this, ctx)
+        if not isinstance(query, Query):
+            raise UnsupportedError.at(f"AS OF applies to a query, not to {_name(tree.this)}",
+                                      tree)
+        return dataclasses.replace(query, as_of=bind_time(tree.expression))
     if isinstance(tree, exp.Create) and tree.kind == "TABLE":
         return ddl.bind_create_table(tree, ctx)
     if isinstance(tree, exp.Copy):
@@ -150,10 +159,15 @@ def _bind(tree: exp.Expr, ctx: Context) -> Statement:
         if not isinstance(tree.this, exp.Table):
             raise UnsupportedError.at("SUBSCRIBE to a query is not supported yet: create a "
                                       "materialized view of it and subscribe to that", tree)
-        if tree.args.get("options"):
-            raise UnsupportedError.at(f'SUBSCRIBE {tree.args["options"].this} is not '
-                                      "supported yet: SUBSCRIBE takes a name alone", tree)
-        return SubscribeTo(relation_name(tree.this))
+        options = tree.args.get("options")
+        if options is None:
+            return SubscribeTo(relation_name(tree.this))
+        found = re.fullmatch(r"AS\s+OF\s+(.+?)\s*;?\s*", options.this, re.IGNORECASE | re.DOTALL)
+        if found is None:
+            raise UnsupportedError.at(f'SUBSCRIBE {options.this} is not supported yet: '
+                                      "SUBSCRIBE takes a name and AS OF alone", tree)
+        time = sqlglot.parse_one(found.group(1), read=Matview)
+        return SubscribeTo(relation_name(tree.this), bind_time(time))
     if isinstance(tree, exp.Condition):
         first = tree.sql(dialect=Matview).split()[0]
         raise SqlSyntaxError.at(f'syntax error at or near "{first}"', tree)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from matview.ir.relation import Field, Relation
-from matview.sql.catalog import ObjectKind
+from matview.sql.catalog import ObjectKind, UniqueKey
 
 ShowWhat = Literal["tables", "views", "materialized views", "columns", "settings",
                    "create table", "create view", "create materialized view", "indexes"]
@@ -19,11 +19,14 @@ ShowWhat = Literal["tables", "views", "materialized views", "columns", "settings
 
 @dataclass(frozen=True)
 class CreateTable:
-    """``CREATE TABLE [IF NOT EXISTS] name (fields)``."""
+    """``CREATE TABLE [IF NOT EXISTS] name (fields, constraints)``: its unique ``keys`` and
+    the positions of its ``NOT NULL`` columns (``sql.constraints``)."""
 
     name: str
     fields: tuple[Field, ...]
     if_not_exists: bool
+    keys: tuple[UniqueKey, ...] = ()
+    not_null: frozenset[int] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -33,6 +36,20 @@ class Insert:
 
     table: str
     source: Relation
+
+
+@dataclass(frozen=True)
+class Upsert:
+    """``INSERT INTO table ... ON CONFLICT``: ``changes`` insert the proposed rows that
+    conflict with no row and, for DO UPDATE, retract the conflicting rows and insert them
+    updated (``sql.upsert``); ``affected`` are the rows inserted or updated (the statement's
+    row count); ``twice``, for DO UPDATE, the keys proposed more than once (an error when
+    there are any: a row cannot be updated twice)."""
+
+    table: str
+    changes: Relation
+    affected: Relation
+    twice: Relation | None
 
 
 @dataclass(frozen=True)
@@ -65,6 +82,8 @@ class Query:
     order_by: tuple[tuple[int, bool, bool], ...] = ()
     limit: int | None = None
     offset: int | None = None
+    as_of: int | None = None
+    """``AS OF time``: read at that time instead of now (``sql.as_of``)."""
 
 
 @dataclass(frozen=True)
@@ -130,6 +149,8 @@ class SubscribeTo:
     (the cursor that runs it fetches them)."""
 
     name: str
+    as_of: int | None = None
+    """``AS OF time``: the snapshot is the contents at that time, then every later change."""
 
 
 ExplainStage = Literal["raw", "decorrelated", "optimized", "physical", "trace", "analyze"]

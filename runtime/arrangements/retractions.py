@@ -63,7 +63,7 @@ def negative_row(trace: Trace, updates: DataFrame | pa.Table,
         parts = [part.select([*names, DIFF]) for part in parts]
         spilled = [leaf for leaf, t in zip(leaves, local) if t is None]
         if spilled and retracted.num_rows:
-            parts.append(_held(trace, spilled, retracted, names, probe).cast(mine.schema))
+            parts.append(held_copies(trace, spilled, retracted, probe).cast(mine.schema))
         # rows not retracted now may sum below zero (their other copies are not
         # fetched), so a row counts only where it is retracted now
         marked = [t.append_column(_RETRACTED, pa.array(np.zeros(t.num_rows, bool)))
@@ -83,17 +83,20 @@ def negative_row(trace: Trace, updates: DataFrame | pa.Table,
     return tuple(found[0]) if found else None
 
 
-def _held(trace: Trace, spilled: list[Leaf], retracted: pa.Table, names: list[str],
-          probe: str | None) -> pa.Table:
-    """The updates (``names`` and ``_diff``) of ``spilled`` (batches held only in Spark)
-    that may copy ``retracted`` rows, fetched (``keyed_reads.fetched``): of batches read by
-    key (``trace.keyed``), the retracted rows' keys of one of the trace's keys all of them
-    are arranged by, the one whose read is expected to find the fewest rows
-    (``BatchFiles.expected_rows``; ``probe`` among equals), remembered by the batch for
-    the views stepping next (``BatchFiles.remember``), or picked from what it remembers;
-    the others whole, filtered by ``found_in_spark`` (one Spark job)."""
+def held_copies(trace: Trace, spilled: list[Leaf], retracted: pa.Table, probe: str | None,
+                keys: Sequence[str] | None = None) -> pa.Table:
+    """The updates (data columns and ``_diff``) of ``spilled`` (batches held only in Spark)
+    that may copy ``retracted`` rows (data columns), fetched (``keyed_reads.fetched``): of
+    batches read by key (``trace.keyed``), the retracted rows' values of one of ``keys``
+    (the trace's keys by default) all of them are arranged by, the one whose read is
+    expected to find the fewest rows (``BatchFiles.expected_rows``; ``probe`` among
+    equals), remembered by the batch for the views stepping next
+    (``BatchFiles.remember``), or picked from what it remembers; the others whole,
+    filtered by ``found_in_spark`` (one Spark job)."""
+    names = column_names(trace.arity)
     by_key = [leaf for leaf in spilled if keyed(leaf)]
-    counts = {k: pc.count_distinct(retracted[k], mode="all").as_py() for k in trace.keys
+    counts = {k: pc.count_distinct(retracted[k], mode="all").as_py()
+              for k in (trace.keys if keys is None else keys)
               if all(Trace.arranged(leaf, k) for leaf in by_key)}
 
     def expected(k: str) -> tuple[int, bool]:
@@ -126,19 +129,23 @@ def _held(trace: Trace, spilled: list[Leaf], retracted: pa.Table, names: list[st
 
 def found_in_spark(spark: SparkSession, held: DataFrame, retracted: pa.Table,
                    probe: str | None) -> DataFrame:
-    """Held update rows that include every copy of the ``retracted`` rows (and maybe
-    others, which ``negative_row`` does not count). When a column of integers or text
-    (``probe``) tells the retracted rows apart, a filter on its values
-    (``batch_files.holding_test``) scans the rows held in one job; otherwise a semi-join with the
-    retracted rows broadcast, which costs a second job (the broadcast)."""
-    if probe is None:
-        found = arrow_frame(spark, retracted).alias("r")
-        same = [col(f"h.{n}").eqNullSafe(col(f"r.{n}")) for n in retracted.column_names]
-        return held.alias("h").join(F.broadcast(found),
-                                    functools.reduce(Column.__and__, same), "left_semi")
-    test = holding_test(probe, retracted[probe])
-    assert test is not None  # the rows retracted are some
-    return held.where(test)
+    """Held update rows that include every row holding the ``retracted`` rows' values of
+    column ``probe`` (every copy of them when None; maybe others, which callers do not
+    count). When ``probe`` holds integers or text, a filter on its values
+    (``batch_files.holding_test``) scans the rows held in one job; otherwise a semi-join with
+    the retracted rows (on ``probe``, or on every column) broadcast, which costs a second
+    job (the broadcast)."""
+    if probe is not None:
+        kind = retracted.schema.field(probe).type
+        if pa.types.is_integer(kind) or pa.types.is_string(kind):
+            test = holding_test(probe, retracted[probe])
+            assert test is not None  # the rows retracted are some
+            return held.where(test)
+    on = retracted.column_names if probe is None else [probe]
+    found = arrow_frame(spark, retracted.select(on)).alias("r")
+    same = [col(f"h.{n}").eqNullSafe(col(f"r.{n}")) for n in on]
+    return held.alias("h").join(F.broadcast(found),
+                                functools.reduce(Column.__and__, same), "left_semi")
 
 
 def probe_column(rows: pa.Table) -> str | None:

@@ -14,6 +14,7 @@ from matview.ir.types import SqlType
 from matview.runtime.arrangements.trace import Trace
 from matview.runtime.arrangements.updates import Leaf
 from matview.runtime.io import writes
+from matview.runtime.io.constraints import Constraints
 from pyspark.sql import DataFrame, SparkSession
 
 
@@ -62,7 +63,8 @@ class Transactions:
         self.open: Transaction | None = None
 
     def write(self, name: str, trace: Trace, types: Sequence[SqlType],
-              updates: DataFrame | pa.Table, small: bool = True, own_rows: bool = False) -> int:
+              updates: DataFrame | pa.Table, small: bool = True, own_rows: bool = False,
+              constraints: Constraints | None = None) -> int:
         """Commit update rows (data columns of ``types``, then ``_diff``) to table ``name``
         (``trace``) at a new time, or stage them in the open transaction; returns the number
         of rows changed.
@@ -75,7 +77,8 @@ class Transactions:
         are checked against the table (and the transaction's staged writes to it) before
         anything is appended, Arrow updates before they are stored and DataFrames once
         computed. Only ``own_rows`` writes skip the check: SQL DELETE and UPDATE retract
-        rows just read from the table itself, which cannot go negative."""
+        rows just read from the table itself, which cannot go negative. The table's
+        ``constraints`` are checked then too (``Constraints.check``)."""
         pending = self.open
         staged = [] if pending is None else pending.staged(trace)
         checked = own_rows or isinstance(updates, pa.Table)
@@ -89,6 +92,8 @@ class Transactions:
                                      else leaf.table, staged)
         if isinstance(updates, DataFrame):  # copied to the driver while the table has room
             leaf = trace.with_copy(leaf)
+        if leaf is not None and constraints is not None:
+            constraints.check(trace, leaf, staged)
         if pending is not None:
             pending.writes.append((name, trace, leaf))
         else:

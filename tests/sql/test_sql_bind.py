@@ -331,7 +331,7 @@ ERRORS = [
     ("SUBSCRIBE (SELECT 1)", UnsupportedError, "SUBSCRIBE to a query is not supported yet: "
      "create a materialized view of it and subscribe to that", 1, 1),
     ("subscribe to M WITH (SNAPSHOT = false)", UnsupportedError, "SUBSCRIBE WITH (SNAPSHOT "
-     "= false) is not supported yet: SUBSCRIBE takes a name alone", 1, 1),
+     "= false) is not supported yet: SUBSCRIBE takes a name and AS OF alone", 1, 1),
     # arguments of statements, clauses and expressions the binder does not read are refused
     ("SELECT * EXCEPT (a) FROM t", UnsupportedError, "SELECT * EXCEPT is not supported", 1, 18),
     ("SELECT t.* REPLACE (a AS b) FROM t", UnsupportedError,

@@ -42,7 +42,7 @@ from matview.runtime.durable.records import Record, Records, Unsaved, restore
 from matview.runtime.durable.store import Store
 from matview.sql.catalog import CatalogItem
 from matview.sql.parse import bind_statement, one_statement
-from matview.sql.statements import CreateView, Statement
+from matview.sql.statements import CreateSink, CreateView, Statement
 
 if TYPE_CHECKING:
     from matview.engine import Engine
@@ -121,6 +121,8 @@ class Durability:
                      "depends": [index.on]}
                     for name, index in sorted(engine.catalog.indexes.items())
                     if not index.constraint]  # made again by its table's CREATE
+        catalog += [{"name": name, "kind": "sink", "sql": sink.create_sql(),
+                     "depends": [sink.view]} for name, sink in sorted(engine.sinks.by_name.items())]
         live = {id(e.dataflow.plan) for e in engine.catalog.entries.values() if e.dataflow}
         self._fingerprints = {k: v for k, v in self._fingerprints.items() if k in live}
         oracle = engine.oracle
@@ -188,7 +190,9 @@ class Durability:
                 later.append(item)
                 continue
             stmt = bind_statement(one_statement(item["sql"]), engine.catalog)
-            if item["kind"] != "materialized view":
+            if isinstance(stmt, CreateSink):
+                engine.sinks.resume(stmt)
+            elif item["kind"] != "materialized view":
                 engine.run(stmt)
             elif self._resumable(stmt, item.get("flow")):
                 engine.create_view(stmt, lambda plan, arity, saved=item["flow"]: self._resumed(
@@ -196,7 +200,11 @@ class Durability:
             else:
                 later.append(item)
         for item in later:
-            engine.run(bind_statement(one_statement(item["sql"]), engine.catalog))
+            stmt = bind_statement(one_statement(item["sql"]), engine.catalog)
+            if isinstance(stmt, CreateSink):
+                engine.sinks.resume(stmt)
+            else:
+                engine.run(stmt)
             if item["kind"] == "materialized view":
                 self.rebuilt.append(item["name"])
 

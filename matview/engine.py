@@ -148,7 +148,7 @@ class Engine:
             for key in stmt.keys:
                 indexes.free(self, key.name)
             item = CatalogItem(stmt.name, "table", stmt.fields, keys=stmt.keys,
-                               not_null=stmt.not_null)
+                               not_null=stmt.not_null, defaults=stmt.defaults)
             # arranged by its first column, which its writes are checked by, or its keys'
             firsts = [f"c{key.columns[0]}" for key in stmt.keys] or ["c0"]
             trace = Trace(self.spark, len(stmt.fields), copy_rows=active().table_copy_rows,
@@ -174,10 +174,11 @@ class Engine:
         return Result(rowcount=count)
 
     def _create_sink(self, stmt: CreateSink) -> Result:
-        if self.durability is not None:
-            raise NotSupportedError("CREATE SINK in a durable database (connect(path=...)) "
-                                    "is not supported yet: its sinks would not resume when "
-                                    "the database is opened again")
+        if self.durability is not None and stmt.kind == "delta":
+            raise NotSupportedError("CREATE SINK ... INTO DELTA in a durable database "
+                                    "(connect(path=...)) is not supported yet: it would not "
+                                    "resume when the database is opened again (INTO PARQUET "
+                                    "does)")
         self.sinks.create(stmt)
         return Result()
 

@@ -10,21 +10,32 @@ so the files sort in time order), ``INTO DELTA`` as one commit to a Delta Lake t
 (``deltalake``, the delta-rs binding: Spark's own Delta jars come from Maven, which these
 machines cannot reach). Replaying the files (summing ``mz_diff`` per row) gives the view's
 contents at the last batch's time. While the view holds an evaluation error its changes
-wait, and land with the first batch after the error is retracted.
+wait, and land with the first batch after the error is retracted. A Parquet file appears
+whole or not at all (written beside, synced, renamed).
+
+In a durable database a Parquet sink is kept in the manifest and resumes when the database
+is opened again (``Sinks.resume``), from its files, which may be ahead of the manifest:
+after the last file's time with the view's changes at their times when the view still
+holds them (its history back to there), else with one batch taking the files' replay to
+the view's contents now.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from matview import files
 from matview.errors import DataError, ProgrammingError
+from matview.runtime.durable.store import sync_directory, write_synced
+from matview.sql.catalog import quoted_name
 
 try:
     from deltalake import write_deltalake
@@ -41,17 +52,34 @@ class Sink:
     """Sink ``name`` of ``view`` into ``directory`` (``parquet`` files or a ``delta``
     table)."""
 
-    def __init__(self, engine: Engine, name: str, view: str, directory: Path,
-                 kind: str) -> None:
-        if directory.exists() and (not directory.is_dir() or any(directory.iterdir())):
-            raise ProgrammingError(f'sink "{name}" needs an empty or new directory, and '
+    def __init__(self, engine: Engine, stmt: CreateSink, resume: bool = False) -> None:
+        directory = files.confined(stmt.path, engine.files)
+        if not resume and directory.exists() and (
+                not directory.is_dir() or any(directory.iterdir())):
+            raise ProgrammingError(f'sink "{stmt.name}" needs an empty or new directory, and '
                                    f'"{directory}" is not one')
-        if kind == "delta" and write_deltalake is None:
+        if stmt.kind == "delta" and write_deltalake is None:
             raise ProgrammingError("sinks INTO DELTA need the deltalake package: pip install "
                                    "'matview[delta]'")
-        self.name, self.view, self.directory, self.kind = name, view, directory, kind
-        self.subscription = Subscription(engine, view, lambda: contextlib.nullcontext(engine))
+        self.stmt, self.name, self.view = stmt, stmt.name, stmt.view
+        self.directory, self.kind = directory, stmt.kind
+        written = _written(directory) if resume else []
+        last = max((int(f.name.split("-")[1].split(".")[0]) for f in written), default=None)
+        using = lambda: contextlib.nullcontext(engine)  # noqa: E731 - the engine, held
+        self.replayed: pa.Table | None = None
+        """The files' replay, which the first batch takes to the view's contents."""
+        if last is not None and engine.trace_of(stmt.view).since <= last:
+            self.subscription = Subscription(engine, stmt.view, using, last, snapshot=False)
+        else:
+            self.subscription = Subscription(engine, stmt.view, using)
+            self.replayed = pq.read_table(written) if written else None
         directory.mkdir(parents=True, exist_ok=True)
+
+    def create_sql(self) -> str:
+        """The statement creating it (a durable database keeps it)."""
+        path = self.stmt.path.replace("'", "''")
+        return (f"CREATE SINK {quoted_name(self.name)} FROM {quoted_name(self.view)} INTO "
+                f"{self.kind.upper()} '{path}'")
 
     def flush(self) -> None:
         """Append the view's changes since the last batch (none while it holds an error)."""
@@ -59,6 +87,9 @@ class Sink:
             table = self.subscription.changes()
         except DataError:
             return
+        if self.replayed is not None:
+            table = _less(table, self.replayed, self.subscription.as_of)
+            self.replayed = None
         if table is None or table.num_rows == 0:
             return
         if self.kind == "delta":
@@ -66,12 +97,39 @@ class Sink:
             return
         times = table.column("mz_timestamp")
         first, last = pc.min(times).as_py(), pc.max(times).as_py()
-        pq.write_table(table, self.directory / f"{first:020d}-{last:020d}.parquet")
+        name = f"{first:020d}-{last:020d}.parquet"
+        temporary = self.directory / f".{name}.tmp"
+        buffer = pa.BufferOutputStream()
+        pq.write_table(table, buffer)
+        write_synced(temporary, buffer.getvalue())
+        os.replace(temporary, self.directory / name)
+        sync_directory(self.directory)
 
     def close(self) -> None:
         """Stop following the view (its history may compact again)."""
         self.subscription.engine.cursors.pop(id(self.subscription), None)
 
+
+
+def _written(directory: Path) -> list[Path]:
+    """A Parquet sink's files, in time order."""
+    return sorted(directory.glob("*.parquet")) if directory.is_dir() else []
+
+
+def _less(snapshot: pa.Table | None, replayed: pa.Table, time: int) -> pa.Table:
+    """The batch at ``time`` that takes ``replayed`` (a sink's files) to ``snapshot`` (the
+    view's contents then, as changes; None: none): their difference, consolidated."""
+    columns = [c for c in replayed.column_names if c not in ("mz_timestamp", "mz_diff")]
+    parts = [replayed.select([*columns, "mz_diff"])]
+    parts[0] = parts[0].set_column(len(columns), "mz_diff", pc.negate(parts[0]["mz_diff"]))
+    if snapshot is not None:
+        parts.append(snapshot.select([*columns, "mz_diff"]).cast(parts[0].schema))
+    summed = pa.concat_tables(parts).group_by(columns, use_threads=False).aggregate(
+        [("mz_diff", "sum")])
+    summed = summed.filter(pc.not_equal(summed["mz_diff_sum"], 0))
+    times = pa.array([time] * summed.num_rows, replayed.schema.field("mz_timestamp").type)
+    return pa.table([times, summed["mz_diff_sum"], *(summed[c] for c in columns)],
+                    schema=replayed.schema)
 
 
 class Sinks:
@@ -87,10 +145,15 @@ class Sinks:
         engine = self.engine
         if stmt.name in self.by_name or engine.catalog.lookup(stmt.name) is not None:
             raise ProgrammingError(f'"{stmt.name}" already exists')
-        sink = Sink(engine, stmt.name, stmt.view, files.confined(stmt.path, engine.files),
-                    stmt.kind)
+        sink = Sink(engine, stmt)
         self.by_name[stmt.name] = sink
         sink.flush()  # the view's contents now
+
+    def resume(self, stmt: CreateSink) -> None:
+        """A durable database's sink again, from what its files hold (module docstring)."""
+        sink = Sink(self.engine, stmt, resume=True)
+        self.by_name[stmt.name] = sink
+        sink.flush()
 
     def drop(self, stmt: DropSink) -> None:
         sink = self.by_name.pop(stmt.name, None)

@@ -20,7 +20,7 @@ class Subscription:
     """Changes of ``name`` as ``(mz_timestamp, mz_diff, *columns)`` rows.
 
     The first ``fetch`` returns the snapshot at the time of subscribing (or at ``as_of``,
-    ``Engine.read_time``), then every fetch
+    ``Engine.read_time``; none without ``snapshot``: the changes after it), then every fetch
     brings the view up to date and returns the changes since the previous one, consolidated
     per timestamp and in timestamp order. While the view holds an evaluation error, ``fetch``
     raises it (``DataError``) and returns nothing; once the error is retracted, the next
@@ -30,14 +30,20 @@ class Subscription:
 
     def __init__(self, engine: Engine, name: str,
                  using: Callable[[], AbstractContextManager[Engine]],
-                 as_of: int | None = None) -> None:
+                 as_of: int | None = None, snapshot: bool = True) -> None:
         self.engine = engine
         self.name = name
         self._using = using
         """The connection's guard: the engine for this thread alone, errors translated."""
-        engine.refresh(name)
-        self.as_of = engine.read_time([name], as_of)
-        self._snapshot_pending = True
+        if as_of is not None:  # held from now: the refresh compacts the view's history
+            engine.cursors[id(self)] = (name, as_of)
+        try:
+            engine.refresh(name)
+            self.as_of = engine.read_time([name], as_of)
+        except Exception:
+            engine.cursors.pop(id(self), None)
+            raise
+        self._snapshot_pending = snapshot
         engine.cursors[id(self)] = (name, self.as_of)
         item = engine.catalog.lookup(name)
         assert item is not None

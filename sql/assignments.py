@@ -1,5 +1,6 @@
 """The ``SET column = value, ...`` lists of UPDATE and of INSERT ... ON CONFLICT DO UPDATE:
-bound against the target table's row, and applied to rows as a map and a projection.
+bound against the target table's row (``DEFAULT``: the column's default), and applied to
+rows as a map and a projection.
 
     rows with SET c = e  =>  Linear(rows, [map e; project (.., #e, ..)])
 """
@@ -13,6 +14,7 @@ from matview.ir.scalar import Scalar
 from matview.ir.steps import Map, Project
 from matview.sql.catalog import CatalogItem
 from matview.sql.coerce import assignment_cast
+from matview.sql.constraints import default_value
 from matview.sql.errors import SqlError, UnknownObjectError, UnsupportedError
 from matview.sql.names import normalize
 from matview.sql.scalars import ExprBinder
@@ -48,9 +50,17 @@ def bind_assignments(assignments: Sequence[exp.Expr], item: CatalogItem,
             raise SqlError.at(f'multiple assignments to same column "{item.fields[index].name}"',
                               column)
         field = item.fields[index]
-        bound[index] = assignment_cast(binder.bind(assignment.expression), field.type,
-                                       field.name, assignment.expression).expr
+        value = default_value(item, index) if is_default(assignment.expression) else \
+            binder.bind(assignment.expression)
+        bound[index] = assignment_cast(value, field.type, field.name,
+                                       assignment.expression).expr
     return bound
+
+
+def is_default(node: exp.Expr) -> bool:
+    """Whether ``node`` is the keyword ``DEFAULT`` (in VALUES or a SET list)."""
+    return (isinstance(node, exp.Var) or isinstance(node, exp.Column) and not node.table
+            and not node.this.quoted) and node.name.upper() == "DEFAULT"
 
 
 def assigned(rows: Relation, assignments: dict[int, Scalar], arity: int) -> Relation:

@@ -47,6 +47,8 @@ class CatalogItem:
     """A table's unique keys (``PRIMARY KEY``, ``UNIQUE``), enforced at every write."""
     not_null: frozenset[int] = frozenset()
     """The positions of a table's ``NOT NULL`` columns (a primary key's among them)."""
+    defaults: tuple[tuple[int, str], ...] = ()
+    """A table's column defaults: (position, SQL text of the expression)."""
 
     def known_keys(self) -> tuple[tuple[int, ...], ...]:
         """The columns of each unique key no NULL can break (its columns NOT NULL): what
@@ -58,7 +60,9 @@ class CatalogItem:
         types and constraints, a view's column names and query."""
         name, columns = quoted_name(self.name), [quoted_name(f.name) for f in self.fields]
         if self.kind == "table":
-            listed = [f"{c} {f.type}{' NOT NULL' if i in self.not_null else ''}"
+            defaults = dict(self.defaults)
+            listed = [f"{c} {f.type}" + (f" DEFAULT {defaults[i]}" if i in defaults else "")
+                      + (" NOT NULL" if i in self.not_null else "")
                       for i, (c, f) in enumerate(zip(columns, self.fields, strict=True))]
             listed += [key.sql(self.fields) for key in self.keys]
             return f"CREATE TABLE {name} ({', '.join(listed)})"

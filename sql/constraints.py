@@ -1,23 +1,32 @@
-"""Constraints of ``CREATE TABLE``: ``NOT NULL``, ``PRIMARY KEY`` and ``UNIQUE``, as column
-constraints (``k int PRIMARY KEY``) or table constraints (``[CONSTRAINT name] PRIMARY KEY
-(a, b)``, ``UNIQUE (a, b)``).
+"""Constraints of ``CREATE TABLE``: ``NOT NULL``, ``DEFAULT``, ``PRIMARY KEY`` and
+``UNIQUE``, as column constraints (``k int PRIMARY KEY``) or table constraints
+(``[CONSTRAINT name] PRIMARY KEY (a, b)``, ``UNIQUE (a, b)``).
 
 Unnamed keys get PostgreSQL's names: ``t_pkey`` for the primary key, ``t_a_b_key`` for a
-unique key (numbered when taken). A primary key's columns are NOT NULL. Other constraints
-(DEFAULT, CHECK, REFERENCES, ...) are refused by name.
+unique key (numbered when taken). A primary key's columns are NOT NULL. A column's
+``DEFAULT`` is an expression of no column (kept as SQL text, bound at each INSERT that
+omits the column or writes ``DEFAULT``: ``default_value``). Other constraints (CHECK,
+REFERENCES, ...) are refused by name.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+import sqlglot
 from matview.ir.relation import Field
-from matview.sql.catalog import UniqueKey
+from matview.ir.scalar import Lit
+from matview.sql.catalog import CatalogItem, UniqueKey
+from matview.sql.coerce import TypedScalar, assignment_cast
+from matview.sql.dialect import Matview
 from matview.sql.errors import SqlError, UnknownObjectError, UnsupportedError
 from matview.sql.names import normalize
+from matview.sql.scalars import ExprBinder
+from matview.sql.scope import Scope
+from matview.sql.values import rows_relation
 from sqlglot import exp
 
-_REFUSED = {exp.DefaultColumnConstraint: "DEFAULT", exp.CheckColumnConstraint: "CHECK",
+_REFUSED = {exp.CheckColumnConstraint: "CHECK",
             exp.Reference: "REFERENCES (foreign keys)", exp.ForeignKey: "FOREIGN KEY",
             exp.GeneratedAsIdentityColumnConstraint: "GENERATED ... AS IDENTITY",
             exp.CollateColumnConstraint: "COLLATE"}
@@ -25,12 +34,14 @@ _REFUSED = {exp.DefaultColumnConstraint: "DEFAULT", exp.CheckColumnConstraint: "
 
 
 def bind_constraints(table: str, fields: Sequence[Field], items: Sequence[exp.Expr]
-                     ) -> tuple[tuple[UniqueKey, ...], frozenset[int]]:
-    """The unique keys and NOT NULL column positions that ``items`` (a CREATE TABLE's column
-    definitions and table constraints, bound to ``fields``) declare for ``table``."""
+                     ) -> tuple[tuple[UniqueKey, ...], frozenset[int], tuple[tuple[int, str], ...]]:
+    """The unique keys, NOT NULL column positions and defaults (position, SQL text) that
+    ``items`` (a CREATE TABLE's column definitions and table constraints, bound to
+    ``fields``) declare for ``table``."""
     names = [f.name for f in fields]
     keys: list[tuple[str | None, tuple[int, ...], bool, exp.Expr]] = []
     not_null: set[int] = set()
+    defaults: list[tuple[int, str]] = []
     column = 0
     for item in items:
         if isinstance(item, exp.ColumnDef):
@@ -41,6 +52,10 @@ def bind_constraints(table: str, fields: Sequence[Field], items: Sequence[exp.Ex
                 if isinstance(kind, exp.NotNullColumnConstraint):
                     if not kind.args.get("allow_null"):
                         not_null.add(column)
+                elif isinstance(kind, exp.DefaultColumnConstraint):
+                    value = _bound_default(kind.this, fields[column])
+                    rows_relation([[value]], [{0: kind.this}], [kind.this])  # a constant folds
+                    defaults.append((column, kind.this.sql(dialect=Matview)))
                 elif isinstance(kind, exp.PrimaryKeyColumnConstraint | exp.UniqueColumnConstraint):
                     _plain(kind)
                     keys.append((name, (column,), isinstance(kind, exp.PrimaryKeyColumnConstraint),
@@ -76,7 +91,28 @@ def bind_constraints(table: str, fields: Sequence[Field], items: Sequence[exp.Ex
         bound.append(UniqueKey(name, columns, primary))
         if primary:
             not_null.update(columns)
-    return tuple(bound), frozenset(not_null)
+    return tuple(bound), frozenset(not_null), tuple(defaults)
+
+
+def default_value(item: CatalogItem, index: int) -> TypedScalar:
+    """The value an INSERT writes to column ``index`` of table ``item`` when it gives none
+    (or ``DEFAULT``): its default, else NULL."""
+    field = item.fields[index]
+    text = dict(item.defaults).get(index)
+    if text is None:
+        return TypedScalar(Lit(None, field.type), field.type)
+    return _bound_default(sqlglot.parse_one(text, dialect=Matview), field)
+
+
+def _bound_default(node: exp.Expr, field: Field) -> TypedScalar:
+    """A ``DEFAULT`` expression of column ``field``, bound and cast to its type."""
+    if node.find(exp.Column) is not None:
+        raise SqlError.at("cannot use column reference in DEFAULT expression", node)
+    if node.find(exp.Subquery, exp.Select) is not None:
+        raise UnsupportedError.at("cannot use subquery in DEFAULT expression", node)
+    binder = ExprBinder(Scope((), ()), "aggregate functions are not allowed in DEFAULT "
+                                       "expressions")
+    return assignment_cast(binder.bind(node), field.type, field.name, node)
 
 
 def _positions(names: list[str], identifiers: Sequence[exp.Expr], node: exp.Expr

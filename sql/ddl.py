@@ -72,8 +72,8 @@ def bind_create_table(node: exp.Create, ctx: Context) -> CreateTable | CreateTab
                    for c in columns)
     _check_unique([f.name for f in fields], columns)
     name = relation_name(schema.this)
-    keys, not_null = bind_constraints(name, fields, schema.expressions)
-    return CreateTable(name, fields, bool(node.args.get("exists")), keys, not_null)
+    keys, not_null, defaults = bind_constraints(name, fields, schema.expressions)
+    return CreateTable(name, fields, bool(node.args.get("exists")), keys, not_null, defaults)
 
 
 def _bind_create_table_as(node: exp.Create, ctx: Context) -> CreateTableAs:

@@ -29,11 +29,12 @@ from collections.abc import Sequence
 
 from matview.ir.plans import compute, negated
 from matview.ir.relation import Get, Linear, Relation, Union
-from matview.ir.scalar import Col, Lit, Scalar
+from matview.ir.scalar import Col, Scalar
 from matview.ir.steps import Filter
-from matview.sql.assignments import assigned, bind_assignments, column_index
+from matview.sql.assignments import assigned, bind_assignments, column_index, is_default
 from matview.sql.catalog import CatalogItem
 from matview.sql.coerce import TypedScalar, assignment_cast
+from matview.sql.constraints import default_value
 from matview.sql.context import Context
 from matview.sql.errors import DuplicateObjectError, SqlError, UnknownObjectError, UnsupportedError
 from matview.sql.names import normalize, relation_name
@@ -47,9 +48,10 @@ from sqlglot import exp
 
 
 def bind_insert(node: exp.Insert, ctx: Context) -> Insert | Upsert:
-    """``INSERT INTO table [(columns)] VALUES ... | query [ON CONFLICT ...]``
-    (``sql.upsert``)."""
-    _reject(node, {"returning": "RETURNING", "default": "DEFAULT VALUES"})
+    """``INSERT INTO table [(columns)] VALUES ... | query | DEFAULT VALUES [ON CONFLICT
+    ...]`` (``sql.upsert``); a column given no value, or ``DEFAULT``, gets its default
+    (``constraints.default_value``)."""
+    _reject(node, {"returning": "RETURNING"})
     target = node.this
     table_node = target.this if isinstance(target, exp.Schema) else target
     item = _table(table_node, ctx, "insert into")
@@ -63,7 +65,9 @@ def bind_insert(node: exp.Insert, ctx: Context) -> Insert | Upsert:
     else:
         targets = list(range(len(names)))
     source = node.expression
-    if isinstance(source, exp.Values):
+    if node.args.get("default"):
+        rows: Relation = rows_relation([_row(item, [], [], [], node)], [{}], [node])
+    elif isinstance(source, exp.Values):
         rows = _values(source, item, targets)
     else:
         query = subquery(source, ctx, "INSERT ... SELECT")
@@ -192,12 +196,12 @@ def _row(
     statement: exp.Expr,
 ) -> list[TypedScalar]:
     """A whole table row from ``values`` for the ``targets`` columns: each value cast to its
-    column's type, the other columns NULL."""
+    column's type, the other columns their defaults (NULL without one)."""
     if len(values) != len(targets):
         more = "expressions than target columns" if len(values) > len(targets) else (
             "target columns than expressions")
         raise SqlError.at(f"INSERT has more {more}", statement)
-    row = [TypedScalar(Lit(None, f.type), f.type) for f in item.fields]
+    row = [default_value(item, i) for i in range(len(item.fields))]
     for index, value, node in zip(targets, values, nodes, strict=True):
         field = item.fields[index]
         row[index] = assignment_cast(value, field.type, field.name, node)
@@ -209,6 +213,9 @@ def _values(source: exp.Values, item: CatalogItem, targets: Sequence[int]) -> Re
     rows, nodes = [], []
     for values in source.expressions:
         given = values.expressions
-        rows.append(_row(item, targets, [binder.bind(n) for n in given], given, values))
+        bound = [default_value(item, index) if is_default(n) else binder.bind(n)
+                 for index, n in zip(targets, given, strict=False)] + [
+                     binder.bind(n) for n in given[len(targets):]]
+        rows.append(_row(item, targets, bound, given, values))
         nodes.append(dict(zip(targets, given, strict=True)))
     return rows_relation(rows, nodes, source.expressions)

@@ -19,14 +19,16 @@ ShowWhat = Literal["tables", "views", "materialized views", "columns", "settings
 
 @dataclass(frozen=True)
 class CreateTable:
-    """``CREATE TABLE [IF NOT EXISTS] name (fields, constraints)``: its unique ``keys`` and
-    the positions of its ``NOT NULL`` columns (``sql.constraints``)."""
+    """``CREATE TABLE [IF NOT EXISTS] name (fields, constraints)``: its unique ``keys``, the
+    positions of its ``NOT NULL`` columns and its columns' ``defaults`` (position, SQL
+    text; ``sql.constraints``)."""
 
     name: str
     fields: tuple[Field, ...]
     if_not_exists: bool
     keys: tuple[UniqueKey, ...] = ()
     not_null: frozenset[int] = frozenset()
+    defaults: tuple[tuple[int, str], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ the earliest time it can read."""
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 import duckdb
 import pytest
@@ -123,3 +124,18 @@ def test_subscribe_as_of_starts_from_that_times_snapshot(spark: SparkSession) ->
                               (second, 1, 2, 7)]
     con.execute("INSERT INTO t VALUES (2, 1)")
     assert cur.fetchall() == [(con.now, -1, 2, 7), (con.now, 1, 2, 8)]
+
+
+def test_a_reopened_database_reads_its_retained_history(spark: SparkSession,
+                                                        tmp_path: Path) -> None:
+    retained = {"retain_history": 1 << 40}
+    with matview.connect(tmp_path / "db", clock=0, spark=spark, settings=retained) as con:
+        con.execute("CREATE TABLE t (k INT, v INT)")
+        con.execute("CREATE MATERIALIZED VIEW m AS SELECT k, sum(v) AS s FROM t GROUP BY k")
+        con.execute("INSERT INTO t VALUES (1, 10)")
+        first = con.now
+        con.execute("INSERT INTO t VALUES (1, 5), (2, 7)")
+        assert sorted(con.execute("SELECT * FROM m").fetchall()) == [(1, 15), (2, 7)]
+    with matview.connect(tmp_path / "db", clock=0, spark=spark, settings=retained) as con:
+        assert con.execute(f"SELECT * FROM m AS OF {first}").fetchall() == [(1, 10)]
+        assert con.execute(f"SELECT * FROM t AS OF {first}").fetchall() == [(1, 10)]

@@ -249,8 +249,8 @@ def test_a_statement_that_fails_changes_nothing_on_disk(
         before = (path / "manifest.json").read_bytes()
         with pytest.raises(DataError):
             con.delete("t", [(5,)])
-        with pytest.raises(NotSupportedError, match="CREATE SINK in a durable database"):
-            con.execute(f"CREATE SINK s FROM t INTO PARQUET '{tmp_path / 'out'}'")
+        with pytest.raises(NotSupportedError, match="INTO DELTA in a durable database"):
+            con.execute(f"CREATE SINK s FROM t INTO DELTA '{tmp_path / 'out'}'")
         assert (path / "manifest.json").read_bytes() == before
 
 

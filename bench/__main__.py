@@ -44,7 +44,8 @@ def _workloads(args: argparse.Namespace) -> list[Workload]:
     for name in names:
         if name == "w1":
             out.append(w1.make(orders=args.orders, batches=args.batches or 20,
-                               catchup=args.catchup, changes=args.changes, seed=args.seed))
+                               catchup=args.catchup, changes=args.changes, seed=args.seed,
+                               keys=args.keys))
         elif name == "w2":
             out.append(w2.make(edges=args.edges or 200_000, batches=args.batches or 20,
                                catchup=args.catchup, seed=args.seed))
@@ -130,6 +131,8 @@ def main(argv: list[str] | None = None) -> int:
                              "suite runs at most 10 for TPC-H)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--orders", type=int, default=1_000_000, help="W1 orders")
+    parser.add_argument("--keys", action="store_true",
+                        help="W1: each table's id its PRIMARY KEY (every write checked)")
     parser.add_argument("--changes", type=int, default=1_000,
                         help="W1 order changes per batch (half deletions, half new orders)")
     parser.add_argument("--refresh", choices=["auto", "incremental", "recompute"],

@@ -30,19 +30,22 @@ def _customers(ids: np.ndarray, region: np.ndarray) -> pa.Table:
 
 
 def make(orders: int = 1_000_000, customers: int = 100_000, batches: int = 20,
-         catchup: int = 0, changes: int = 1_000, moves: int = 10, seed: int = 0) -> Workload:
+         catchup: int = 0, changes: int = 1_000, moves: int = 10, seed: int = 0,
+         keys: bool = False) -> Workload:
     """The W1 workload: ``batches`` + ``catchup`` batches of ``changes`` order changes (half
-    deletions of live orders, half new orders) and ``moves`` customer region changes."""
+    deletions of live orders, half new orders) and ``moves`` customer region changes;
+    ``keys`` declares each table's ``id`` its PRIMARY KEY (every write checked)."""
     rng = np.random.default_rng(seed)
     region = rng.integers(0, REGIONS, customers)
     ids = np.arange(orders, dtype=np.int64)
     cust = rng.integers(0, customers, orders).astype(np.int32)
     amount = rng.integers(1, 10_000, orders).astype(np.int64)
+    key = " PRIMARY KEY" if keys else ""
     tables = (
-        Table("customers", "CREATE TABLE customers (id INT, region TEXT)", ("id",),
+        Table("customers", f"CREATE TABLE customers (id INT{key}, region TEXT)", ("id",),
               _customers(np.arange(customers), region)),
-        Table("orders", "CREATE TABLE orders (id BIGINT, cust INT, amount BIGINT)", ("id",),
-              _orders(ids, cust, amount)),
+        Table("orders", f"CREATE TABLE orders (id BIGINT{key}, cust INT, amount BIGINT)",
+              ("id",), _orders(ids, cust, amount)),
     )
     ids, cust, amount = ids.copy(), cust.copy(), amount.copy()
     next_id = orders
@@ -64,5 +67,6 @@ def make(orders: int = 1_000_000, customers: int = 100_000, batches: int = 20,
         out.append(Batch(inserts={"orders": inserted, "customers": after},
                          deletes={"orders": deleted, "customers": before}))
     params = {"orders": orders, "customers": customers, "batches": batches,
-              "catchup": catchup, "changes": changes, "moves": moves, "seed": seed}
+              "catchup": catchup, "changes": changes, "moves": moves, "seed": seed,
+              "keys": keys}
     return Workload("w1", tables, {"w1": VIEW}, out[:batches], out[batches:], params)

@@ -12,7 +12,8 @@ DO NOTHING inserts ``fresh(P')``, ``P'`` one row of ``P`` per key (the least, by
 column; rows with a NULL in the key all kept: ``P' = σ_{rn = 1}(row_number() over
 (partition by K))`` of the rows with no NULL there, plus the others). DO UPDATE (whose
 ``P`` may not propose a key twice: ``twice = σ_{count > 1}(γ_K(P))`` must be empty, as
-PostgreSQL's "cannot affect row a second time") retracts and updates the rows of ``t`` it
+PostgreSQL's "cannot affect row a second time"; rows with a NULL in ``K`` do not count)
+retracts and updates the rows of ``t`` it
 matches, where ``w`` holds:
 
     M        =  σ_w(t ⋈_K P)          (t's row, then the proposed one, named ``excluded``)
@@ -29,7 +30,7 @@ import functools
 from matview.ir.aggregate_call import Aggregate
 from matview.ir.plans import linear, negated
 from matview.ir.relation import Get, Join, Reduce, Relation, Union, Window
-from matview.ir.scalar import Call, Col, Lit
+from matview.ir.scalar import Call, Col, Lit, Scalar
 from matview.ir.steps import Filter, Project
 from matview.ir.types import BIGINT
 from matview.ir.window_call import WindowCall
@@ -71,7 +72,8 @@ def bind_upsert(conflict: exp.OnConflict, item: CatalogItem, proposed: Relation,
     old = linear(matched, [Project(tuple(range(arity)))])
     new = assigned(matched, assignments, arity)
     fresh = _fresh(proposed, item, key.columns)
-    counts = Reduce(proposed, tuple(Col(i) for i in key.columns), (Aggregate("count", None),))
+    counts = Reduce(linear(proposed, [Filter((Call("not", (_nulls(key.columns),)),))]),
+                    tuple(Col(i) for i in key.columns), (Aggregate("count", None),))
     twice = linear(counts, [Filter((Call("gt", (Col(len(key.columns)), Lit(1, BIGINT))),))])
     return Upsert(item.name, Union((negated(old), new, fresh)), Union((new, fresh)), twice)
 
@@ -127,13 +129,18 @@ def _one_per_key(proposed: Relation, key: tuple[int, ...]) -> Relation:
     """One row of ``proposed`` per value of ``key`` (the least; rows with a NULL in the key
     all kept)."""
     arity = proposed.arity
-    nulls = functools.reduce(lambda a, b: Call("or", (a, b)),
-                             [Call("is_null", (Col(i),)) for i in key])
+    nulls = _nulls(key)
     keyed = linear(proposed, [Filter((Call("not", (nulls,)),))])
     numbered = Window(keyed, key, (WindowCall("row_number", (), ()),))
     first = linear(numbered, [Filter((Call("eq", (Col(arity), Lit(1, BIGINT))),)),
                               Project(tuple(range(arity)))])
     return Union((first, linear(proposed, [Filter((nulls,))])))
+
+
+def _nulls(key: tuple[int, ...]) -> Scalar:
+    """Whether a row holds NULL in a column of ``key`` (it then conflicts with none)."""
+    return functools.reduce(lambda a, b: Call("or", (a, b)),
+                            [Call("is_null", (Col(i),)) for i in key])
 
 
 def _scope(item: CatalogItem, alias: str, ctx: Context) -> Scope:

@@ -12,6 +12,7 @@ is; ``retractions.held_copies``); a larger write is checked in one Spark job.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -22,7 +23,7 @@ from matview.runtime.arrangements.retractions import held_copies
 from matview.runtime.arrangements.trace import Trace
 from matview.runtime.arrangements.updates import DIFF, Leaf, union_all
 from matview.runtime.lowering.types import col, column_names
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 
@@ -45,11 +46,12 @@ class Constraints:
         """Raise ``ConstraintViolation`` unless adding batch ``leaf`` to ``trace``'s updates
         and the ``staged`` batches keeps every constraint."""
         updates = leaf.in_driver
-        for i in self.not_null:
-            if _inserts_null(leaf.df if updates is None else updates, f"c{i}"):
-                raise ConstraintViolation(
-                    f'null value in column "{self.names[i]}" of relation "{self.table}" '
-                    "violates not-null constraint")
+        found = _inserted_null(leaf.df if updates is None else updates,
+                               [f"c{i}" for i in self.not_null])
+        if found is not None:
+            raise ConstraintViolation(
+                f'null value in column "{self.names[int(found[1:])]}" of relation '
+                f'"{self.table}" violates not-null constraint')
         for name, columns in self.unique:
             keys = [f"c{i}" for i in columns]
             found = _duplicate_in_driver(trace, updates, staged, keys) if updates is not None \
@@ -62,11 +64,17 @@ class Constraints:
                     f"({listed})=({values}) already exists.")
 
 
-def _inserts_null(updates: pa.Table | DataFrame, column: str) -> bool:
+def _inserted_null(updates: pa.Table | DataFrame, columns: list[str]) -> str | None:
+    """The first of ``columns`` that a row ``updates`` insert holds NULL in, or None (a
+    DataFrame: one Spark job)."""
+    if not columns:
+        return None
     if isinstance(updates, pa.Table):
-        return updates.filter(pc.and_(pc.greater(updates[DIFF], 0),
-                                      pc.is_null(updates[column]))).num_rows > 0
-    return bool(updates.where((col(DIFF) > 0) & col(column).isNull()).limit(1).collect())
+        inserted = updates.filter(pc.greater(updates[DIFF], 0))
+        return next((c for c in columns if inserted[c].null_count), None)
+    nulls = functools.reduce(Column.__or__, [col(c).isNull() for c in columns])
+    found = updates.where((col(DIFF) > 0) & nulls).select(*columns).limit(1).collect()
+    return None if not found else next(c for c in columns if found[0][c] is None)
 
 
 def _valid(rows: pa.Table, keys: list[str]) -> pa.ChunkedArray:

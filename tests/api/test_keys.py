@@ -97,6 +97,9 @@ def test_violations_fail_and_change_nothing(spark: SparkSession,
     with pytest.raises(IntegrityError, match="t_pkey"):  # written as a Spark DataFrame
         con.insert("t", spark.createDataFrame([(3, "w", 30), (8, "w", 80)], "k int, a string, "
                                                                           "b int"))
+    with pytest.raises(IntegrityError, match='column "a" of relation "t" violates not-null'):
+        con.insert("t", spark.createDataFrame([(9, "w", 90), (10, None, 91)],
+                                              "k int, a string, b int"))
     con.begin()
     with pytest.raises(ProgrammingError, match="INSERT ... ON CONFLICT cannot run inside a "
                                                "transaction"):  # it reads the table
@@ -172,6 +175,13 @@ def test_on_conflict_refusals_and_row_counts(spark: SparkSession) -> None:
     assert cur.rowcount == 0
     assert sorted(con.execute("SELECT * FROM t").fetchall()) == [
         (1, 17, "z"), (2, 20, "b"), (3, 30, "c"), (5, 50, "e")]
+    con.execute("CREATE TABLE q (u INT UNIQUE, v INT)")  # NULL keys conflict with nothing
+    con.execute("INSERT INTO q VALUES (NULL, 1), (NULL, 2), (1, 3) ON CONFLICT (u) "
+                "DO UPDATE SET v = excluded.v")
+    con.execute("INSERT INTO q VALUES (NULL, 4), (1, 5) ON CONFLICT (u) DO UPDATE "
+                "SET v = q.v + excluded.v")
+    assert sorted(con.execute("SELECT * FROM q").fetchall(), key=repr) == [
+        (1, 8), (None, 1), (None, 2), (None, 4)]
 
 
 def _statement(rng: random.Random) -> str:

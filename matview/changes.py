@@ -38,12 +38,14 @@ def upsert(engine: Engine, stmt: Upsert) -> Result:
         if twice is not None and twice.limit(1).collect():
             raise EvalError("ON CONFLICT DO UPDATE command cannot affect row a "
                             "second time: a key is proposed more than once")
-    affected = engine.evaluate(stmt.affected)
+    affected = None if stmt.affected is None else engine.evaluate(stmt.affected)
     changes = engine.evaluate(stmt.changes)
-    count = 0 if affected is None else int(affected.select(F.sum(DIFF)).first()[0] or 0)
-    if changes is not None:
-        engine.write(stmt.table, changes.drop(TIME), own_rows=True)
-    return Result(rowcount=count)
+    written = 0 if changes is None else engine.write(stmt.table, changes.drop(TIME),
+                                                     own_rows=True)
+    if stmt.affected is None:  # DO NOTHING: it only inserts
+        return Result(rowcount=written)
+    return Result(rowcount=0 if affected is None else int(
+        affected.select(F.sum(DIFF)).first()[0] or 0))
 
 
 def delete(engine: Engine, stmt: Delete) -> Result:

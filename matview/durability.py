@@ -190,23 +190,25 @@ class Durability:
                 later.append(item)
                 continue
             stmt = bind_statement(one_statement(item["sql"]), engine.catalog)
-            if isinstance(stmt, CreateSink):
-                engine.sinks.resume(stmt)
-            elif item["kind"] != "materialized view":
-                engine.run(stmt)
+            if item["kind"] != "materialized view":
+                self._made(stmt)
             elif self._resumable(stmt, item.get("flow")):
                 engine.create_view(stmt, lambda plan, arity, saved=item["flow"]: self._resumed(
                     plan, arity, saved))
             else:
                 later.append(item)
         for item in later:
-            stmt = bind_statement(one_statement(item["sql"]), engine.catalog)
-            if isinstance(stmt, CreateSink):
-                engine.sinks.resume(stmt)
-            else:
-                engine.run(stmt)
+            self._made(bind_statement(one_statement(item["sql"]), engine.catalog))
             if item["kind"] == "materialized view":
                 self.rebuilt.append(item["name"])
+
+    def _made(self, stmt: Statement) -> None:
+        """An object the manifest names made again by its statement (a sink resumed from
+        its files: ``Sinks.resume``)."""
+        if isinstance(stmt, CreateSink):
+            self.engine.sinks.resume(stmt)
+        else:
+            self.engine.run(stmt)
 
     def _replay_log(self, saved: int) -> None:
         """Append the log's transactions after time ``saved`` (the manifest holds those

@@ -65,7 +65,7 @@ def create(engine: Engine, stmt: CreateIndex) -> Result:
     job per batch held in files lacking that copy) and from now on."""
     catalog = engine.catalog
     name = stmt.name or _free_name(engine, stmt)
-    if stmt.if_not_exists and (name in catalog.indexes or catalog.lookup(name) is not None):
+    if stmt.if_not_exists and taken(engine, name):
         return Result()
     free(engine, name)
     item = catalog.lookup(stmt.on)
@@ -76,9 +76,14 @@ def create(engine: Engine, stmt: CreateIndex) -> Result:
     return Result()
 
 
+def taken(engine: Engine, name: str) -> bool:
+    """Whether a relation or an index has ``name``."""
+    return name in engine.catalog.indexes or engine.catalog.lookup(name) is not None
+
+
 def free(engine: Engine, name: str) -> None:
-    """Refuse ``name`` when a relation or an index has it."""
-    if name in engine.catalog.indexes or engine.catalog.lookup(name) is not None:
+    """Refuse ``name`` when it is ``taken``."""
+    if taken(engine, name):
         raise ProgrammingError(f'relation "{name}" already exists')
 
 

@@ -65,16 +65,17 @@ def bind_insert(node: exp.Insert, ctx: Context) -> Insert | Upsert:
     else:
         targets = list(range(len(names)))
     source = node.expression
+    defaults = [default_value(item, i) for i in range(len(item.fields))]
     if node.args.get("default"):
-        rows: Relation = rows_relation([_row(item, [], [], [], node)], [{}], [node])
+        rows: Relation = rows_relation([_row(item, defaults, [], [], [], node)], [{}], [node])
     elif isinstance(source, exp.Values):
-        rows = _values(source, item, targets)
+        rows = _values(source, item, defaults, targets)
     else:
         query = subquery(source, ctx, "INSERT ... SELECT")
         columns = [TypedScalar(Col(i), t) for i, t in enumerate(query.plan.types)]
         items = source.expressions if isinstance(source, exp.Select) else []
         nodes = items if len(items) == len(columns) else [source] * len(columns)
-        row = _row(item, targets, columns, nodes, source)
+        row = _row(item, defaults, targets, columns, nodes, source)
         rows = compute(query.plan, [v.expr for v in row])
     conflict = node.args.get("conflict")
     if conflict is not None:
@@ -190,32 +191,34 @@ def _selecting(items: Sequence[exp.Expr], where: exp.Where | None,
 
 def _row(
     item: CatalogItem,
+    defaults: Sequence[TypedScalar],
     targets: Sequence[int],
     values: Sequence[TypedScalar],
     nodes: Sequence[exp.Expr],
     statement: exp.Expr,
 ) -> list[TypedScalar]:
     """A whole table row from ``values`` for the ``targets`` columns: each value cast to its
-    column's type, the other columns their defaults (NULL without one)."""
+    column's type, the other columns their ``defaults``."""
     if len(values) != len(targets):
         more = "expressions than target columns" if len(values) > len(targets) else (
             "target columns than expressions")
         raise SqlError.at(f"INSERT has more {more}", statement)
-    row = [default_value(item, i) for i in range(len(item.fields))]
+    row = list(defaults)
     for index, value, node in zip(targets, values, nodes, strict=True):
         field = item.fields[index]
         row[index] = assignment_cast(value, field.type, field.name, node)
     return row
 
 
-def _values(source: exp.Values, item: CatalogItem, targets: Sequence[int]) -> Relation:
+def _values(source: exp.Values, item: CatalogItem, defaults: Sequence[TypedScalar],
+            targets: Sequence[int]) -> Relation:
     binder = ExprBinder(Scope((), ()), "aggregate functions are not allowed in VALUES")
     rows, nodes = [], []
     for values in source.expressions:
         given = values.expressions
-        bound = [default_value(item, index) if is_default(n) else binder.bind(n)
+        bound = [defaults[index] if is_default(n) else binder.bind(n)
                  for index, n in zip(targets, given, strict=False)] + [
                      binder.bind(n) for n in given[len(targets):]]
-        rows.append(_row(item, targets, bound, given, values))
+        rows.append(_row(item, defaults, targets, bound, given, values))
         nodes.append(dict(zip(targets, given, strict=True)))
     return rows_relation(rows, nodes, source.expressions)

@@ -44,13 +44,14 @@ class Insert:
 class Upsert:
     """``INSERT INTO table ... ON CONFLICT``: ``changes`` insert the proposed rows that
     conflict with no row and, for DO UPDATE, retract the conflicting rows and insert them
-    updated (``sql.upsert``); ``affected`` are the rows inserted or updated (the statement's
-    row count); ``twice``, for DO UPDATE, the keys proposed more than once (an error when
-    there are any: a row cannot be updated twice)."""
+    updated (``sql.upsert``); for DO UPDATE, ``affected`` are the rows inserted or updated
+    (the statement's row count; DO NOTHING's is the rows it writes) and ``twice`` the keys
+    proposed more than once (an error when there are any: a row cannot be updated
+    twice)."""
 
     table: str
     changes: Relation
-    affected: Relation
+    affected: Relation | None
     twice: Relation | None
 
 

@@ -59,7 +59,7 @@ def bind_upsert(conflict: exp.OnConflict, item: CatalogItem, proposed: Relation,
     arity = len(item.fields)
     if action == "DO NOTHING":
         rows = _fresh(_one_per_key(proposed, key.columns), item, key.columns)
-        return Upsert(item.name, rows, rows, None)
+        return Upsert(item.name, rows, None, None)
     binder = ExprBinder(_scope(item, alias, ctx),
                         "aggregate functions are not allowed in ON CONFLICT DO UPDATE")
     assignments = bind_assignments(conflict.expressions, item, binder)

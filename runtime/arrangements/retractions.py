@@ -43,8 +43,8 @@ def negative_row(trace: Trace, updates: DataFrame | pa.Table,
 
     Updates in the driver (Arrow) are summed in Arrow with the held copies of the rows
     they retract: those of the batches held in the driver (or copied there,
-    ``Leaf.copy``), and those of batches held only in Spark (``_held``): of batches held
-    in files, only the retracted rows' keys in their copies arranged by one of the trace's
+    ``Leaf.copy``), and those of batches held only in Spark (``held_updates``): of batches
+    held in files, only the retracted rows' keys in their copies arranged by one of the trace's
     ``keys`` (read by the driver where it can), else found by a scan in one Spark job
     (``found_in_spark``). Other
     updates are summed with every held row in one Spark job."""
@@ -55,15 +55,8 @@ def negative_row(trace: Trace, updates: DataFrame | pa.Table,
         mine = updates.select([*names, DIFF])
         retracted = mine.filter(pc.less(mine[DIFF], 0)).select(names)
         probe = probe_column(retracted) if retracted.num_rows <= active().probe_values else None
-        local = [leaf.in_driver for leaf in leaves]
-        parts = [t for t in local if t is not None]
-        if probe is not None:  # the batches' own tables: their indexes kept
-            values = pc.unique(retracted[probe])
-            parts = [holding(part, probe, values) for part in parts]
-        parts = [part.select([*names, DIFF]) for part in parts]
-        spilled = [leaf for leaf, t in zip(leaves, local) if t is None]
-        if spilled and retracted.num_rows:
-            parts.append(held_copies(trace, spilled, retracted, probe).cast(mine.schema))
+        parts = [part.cast(mine.schema) for part in held_updates(trace, pending, retracted,
+                                                                 probe)]
         # rows not retracted now may sum below zero (their other copies are not
         # fetched), so a row counts only where it is retracted now
         marked = [t.append_column(_RETRACTED, pa.array(np.zeros(t.num_rows, bool)))
@@ -81,6 +74,27 @@ def negative_row(trace: Trace, updates: DataFrame | pa.Table,
     found = (both.groupBy(*names).agg(F.sum(DIFF).alias(DIFF)).where(col(DIFF) < 0)
              .select(*names).limit(1).collect())
     return tuple(found[0]) if found else None
+
+
+def held_updates(trace: Trace, pending: Sequence[Leaf], rows: pa.Table, probe: str | None,
+                 keys: Sequence[str] | None = None) -> list[pa.Table]:
+    """The updates (data columns and ``_diff``) of ``trace``'s batches and the batches
+    ``pending`` that may hold ``rows`` (data columns): of the batches the driver holds,
+    those holding ``rows``' values of column ``probe`` (every one when None; the batches'
+    own tables, their indexes kept); of the others, ``held_copies`` by one of ``keys``
+    (none when ``rows`` is empty)."""
+    names = column_names(trace.arity)
+    leaves = [b.leaf for b in trace.batches] + list(pending)
+    local = [leaf.in_driver for leaf in leaves]
+    parts = [t for t in local if t is not None]
+    if probe is not None:
+        values = pc.unique(rows[probe])
+        parts = [holding(part, probe, values) for part in parts]
+    parts = [part.select([*names, DIFF]) for part in parts]
+    spilled = [leaf for leaf, t in zip(leaves, local, strict=True) if t is None]
+    if spilled and rows.num_rows:
+        parts.append(held_copies(trace, spilled, rows, probe, keys))
+    return parts
 
 
 def held_copies(trace: Trace, spilled: list[Leaf], retracted: pa.Table, probe: str | None,

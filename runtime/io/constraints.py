@@ -7,7 +7,7 @@ Only the keys the write inserts are looked at: the rows holding them are summed 
 write's and the transaction's staged batches. A write held in the driver finds the held
 rows of its keys by the key's first column (in Arrow for batches the driver holds, by key
 in the copies of batches held in files arranged by it, which a table with keys always
-is; ``retractions.held_copies``); a larger write is checked in one Spark job.
+is; ``retractions.held_updates``); a larger write is checked in one Spark job.
 """
 
 from __future__ import annotations
@@ -18,8 +18,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from matview.runtime.arrangements.key_index import holding
-from matview.runtime.arrangements.retractions import held_copies
+from matview.runtime.arrangements.retractions import held_updates
 from matview.runtime.arrangements.trace import Trace
 from matview.runtime.arrangements.updates import DIFF, Leaf, union_all
 from matview.runtime.lowering.types import col, column_names
@@ -100,12 +99,7 @@ def _duplicate_in_driver(trace: Trace, updates: pa.Table, staged: Sequence[Leaf]
         return None
     first = keys[0]
     values = pc.unique(inserted[first])
-    leaves = [b.leaf for b in trace.batches] + list(staged)
-    local = [leaf.in_driver for leaf in leaves]
-    parts = [holding(t, first, values).select([*names, DIFF]) for t in local if t is not None]
-    spilled = [leaf for leaf, t in zip(leaves, local, strict=True) if t is None]
-    if spilled:
-        parts.append(held_copies(trace, spilled, inserted.select(names), first, [first]))
+    parts = held_updates(trace, staged, inserted.select(names), first, [first])
     parts.append(updates.select([*names, DIFF]))
     rows = pa.concat_tables([p.cast(parts[-1].schema) for p in parts])
     rows = rows.filter(pc.and_(pc.is_in(rows[first], value_set=values), _valid(rows, keys)))

@@ -45,11 +45,18 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 PAGE_ROWS = 1_000
-"""Rows of a Parquet page and row group of a copy arranged by key: the unit a keyed read
-decodes or skips. Spark skips pages by the column index, the driver row groups by the
-footer's ranges (``row_groups``): W1's 500 orders by id of 10M, in row groups of 1,000 rows
-0.05 s, of 4,096 0.15 s, of 16,384 0.40 s; a Spark read of them costs 1.3x more than from
-one row group per file (the larger footer), a scan 1.5x (0.92 s for 10M rows)."""
+"""Rows of a Parquet page of a copy arranged by key, and of a row group of a copy the
+driver reads by row groups: the unit a keyed read decodes or skips. Spark skips pages by
+the column index, the driver row groups by the footer's ranges (``row_groups``): W1's 500
+orders by id of 10M, in row groups of 1,000 rows 0.05 s, of 4,096 0.15 s, of 16,384 0.40
+s. Row groups so small slow Spark's scans down (``MAPPED_GROUP_ROWS``)."""
+
+MAPPED_GROUP_ROWS = 1 << 20
+"""Rows of a row group of a copy the driver memory-maps (``mapped_copies``), whose Parquet
+row groups only Spark reads (by pages, as the column index says): a view created over an
+index scans the copy whole, which takes W1's 10M orders 0.54 s in row groups of 1M rows
+and 2.4-3.2 s in row groups of ``PAGE_ROWS`` (a Spark read of 500 keys: 0.58 s and 0.61 s).
+Such a copy is compressed (snappy: 0.59x the bytes, a scan 1.8x the time)."""
 
 
 UNCHECKED = {"fs.file.impl": "org.apache.hadoop.fs.RawLocalFileSystem",
@@ -240,12 +247,14 @@ class BatchFiles:
     def in_driver(self, key: str, values: pa.Array) -> pa.Table | None:
         """The rows whose ``key`` holds one of ``values``, read by the driver from the copy
         arranged by it (made now if there is none): from its mapped files once they are
-        converted (``mapped_copies``), else from its row groups
-        (``row_groups``); None when the driver cannot read its files."""
+        converted (``mapped_copies``; waited for when its row groups are large), else from
+        its row groups (``row_groups``); None when the driver cannot read its files."""
         self.arranged(key)
         groups = self._driver_groups(key)
         converted = self.mapping.get(key)
-        copy = converted.result() if converted is not None and converted.done() else None
+        wait = groups is not None and groups.largest > PAGE_ROWS
+        copy = converted.result() if converted is not None and (
+            wait or converted.done()) else None
         if copy is not None:
             return copy.read(values)
         return None if groups is None else groups.read(values)
@@ -257,8 +266,9 @@ class BatchFiles:
         if key not in self.groups:
             groups = self.groups[key] = row_groups(copy_path(self.directory, key), key,
                                                    self.schema)
-            if groups is not None:
-                self.mapping[key] = mapping(groups, self.rows, active().mapped_copy_rows)
+            if groups is not None:  # large row groups: converted whatever its rows
+                least = 0 if groups.largest > PAGE_ROWS else active().mapped_copy_rows
+                self.mapping[key] = mapping(groups, self.rows, least)
         return self.groups[key]
 
     def remember(self, key: str, values: pa.Array, rows: pa.Table) -> None:
@@ -314,8 +324,10 @@ def _written(spark: SparkSession, df: DataFrame, rows: int | None, directory: st
     """The files of a copy of ``df`` (``rows`` update rows, when known) arranged by ``key``
     (None: as they are), written under ``directory``, and what was counted of ``key`` while
     writing them: about how many ``distinct`` values it holds, the ``least`` and the
-    ``greatest`` (nothing for no key). A copy arranged by key is not compressed: a keyed
-    read decodes its row groups 1.5x faster (W1's 500 orders of 10M), for 1.6x the bytes."""
+    ``greatest`` (nothing for no key). A copy arranged by key that the driver will read by
+    row groups is not compressed (a keyed read decodes them 1.5x faster: W1's 500 orders of
+    10M, for 1.6x the bytes); one it will map (``_mapped``) is, in row groups of
+    ``MAPPED_GROUP_ROWS``."""
     path = copy_path(directory, key)
     observation = Observation("key")
     if key is None:
@@ -324,12 +336,23 @@ def _written(spark: SparkSession, df: DataFrame, rows: int | None, directory: st
         files = -(-(rows or 1) // active().file_rows)
         counted = df.observe(observation, F.approx_count_distinct(key).alias("distinct"),
                              F.min(key).alias("least"), F.max(key).alias("greatest"))
+        mapped = _mapped(directory, df.schema, key, rows)
         (counted.repartitionByRange(files, F.col(key)).sortWithinPartitions(key).write
-         .options(**UNCHECKED).option("parquet.block.row.count.limit", PAGE_ROWS)
-         .option("parquet.page.row.count.limit", PAGE_ROWS).option("compression", "none")
-         .parquet(path))
+         .options(**UNCHECKED)
+         .option("parquet.block.row.count.limit", MAPPED_GROUP_ROWS if mapped else PAGE_ROWS)
+         .option("parquet.page.row.count.limit", PAGE_ROWS)
+         .option("compression", "snappy" if mapped else "none").parquet(path))
     stats = {} if key is None else dict(observation.get)
     return spark.read.schema(df.schema).options(**UNCHECKED).parquet(path), stats
+
+
+def _mapped(directory: str, schema: T.StructType, key: str, rows: int | None) -> bool:
+    """Whether the driver will read a copy of ``rows`` rows (when known) arranged by
+    ``key`` under ``directory`` from its mapped files (``mapped_copies``): of at least
+    ``mapped_copy_rows`` rows, arranged by integers, on the driver's file system."""
+    return (rows is not None and rows >= active().mapped_copy_rows
+            and isinstance(schema[key].dataType, T.ByteType | T.ShortType | T.IntegerType
+                           | T.LongType) and urlparse(directory).scheme in ("", "file"))
 
 
 def copy_path(directory: str, key: str | None) -> str:

@@ -8,14 +8,16 @@ pages by Parquet's offset index: apache/arrow#45284). So a copy of at least
 the driver's local file system, is also converted into Arrow IPC files beside them — once,
 in the background, by one driver thread, begun when the copy is written
 (``BatchFiles.copied``; W1's 30M orders: about 10 s while the next steps run); until it is
-done, reads decode row groups. The driver memory-maps them: a record batch's key column is
-then a sorted array in place, each key's rows (of the keys within the batch's range) are
-found by binary search and taken from the mapped columns, touching only their pages (the
-same read: 4-10 ms). The pages a read touched are let go of after it (``madvise``): they stay in the
-operating system's page cache, not in the driver's memory, which grows with the rows read,
-not with the copies (W1 at 10M, 40 reads: 336 MB of mapped pages kept without it; keeping
-up to 256 MiB of them halved a read's time, but not W1's step at 30M, and doubled the
-driver's resident memory).
+done, reads decode row groups (of a copy written in large row groups for Spark's scans,
+``batch_files.MAPPED_GROUP_ROWS``, they wait for it instead); the files of a copy
+converted before (a durable database opened again) are mapped as they are. The driver
+memory-maps them: a record batch's key column is then a sorted array in place, each key's
+rows (of the keys within the batch's range) are found by binary search and taken from the
+mapped columns, touching only their pages (the same read: 4-10 ms). The pages a read
+touched are let go of after it (``madvise``): they stay in the operating system's page
+cache, not in the driver's memory, which grows with the rows read, not with the copies (W1
+at 10M, 40 reads: 336 MB of mapped pages kept without it; keeping up to 256 MiB of them
+halved a read's time, but not W1's step at 30M, and doubled the driver's resident memory).
 """
 
 from __future__ import annotations
@@ -115,7 +117,8 @@ def _converted(groups: RowGroups) -> MappedCopy | None:
         os.makedirs(place, exist_ok=True)
         for i, path in enumerate(groups.paths):
             target = os.path.join(place, f"part-{i:05d}.arrow")
-            _written(path, target, groups.schema)
+            if not os.path.exists(target):  # else converted before this process opened it
+                _written(path, target, groups.schema)
             with open(target, "rb") as file:
                 maps.append(mmap.mmap(file.fileno(), 0, prot=mmap.PROT_READ))
             reader = ipc.open_file(pa.BufferReader(pa.py_buffer(maps[-1])))

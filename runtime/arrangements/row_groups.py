@@ -47,6 +47,8 @@ class RowGroups:
     greatest: tuple[np.ndarray, ...]
     known: tuple[np.ndarray, ...]
     nulls: tuple[np.ndarray, ...]
+    largest: int
+    """The rows of its largest row group."""
 
     def read(self, values: pa.Array) -> pa.Table:
         """The rows whose key holds one of ``values`` (NULL among them included): of each
@@ -87,9 +89,11 @@ def row_groups(directory: str, key: str, schema: T.StructType) -> RowGroups | No
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OSError):
         return None
     paths = tuple(sorted(f.path for f in listed if f.path.endswith(".parquet")))
-    least, greatest, known, nulls = [], [], [], []
+    least, greatest, known, nulls, largest = [], [], [], [], 0
     for file in paths:
         footer = _footer(filesystem, file)
+        largest = max([largest, *(footer.row_group(g).num_rows
+                                  for g in range(footer.num_row_groups))])
         column = footer.schema.names.index(key)
         stats = [footer.row_group(g).column(column).statistics
                  for g in range(footer.num_row_groups)]
@@ -103,7 +107,7 @@ def row_groups(directory: str, key: str, schema: T.StructType) -> RowGroups | No
     arrow = to_arrow_schema(schema, error_on_duplicated_field_names_in_struct=True,
                             timezone="UTC")
     return RowGroups(filesystem, key, arrow, paths, tuple(least), tuple(greatest),
-                     tuple(known), tuple(nulls))
+                     tuple(known), tuple(nulls), largest)
 
 
 _CHUNK_GROUPS = 8

@@ -4,6 +4,7 @@ copy's files and decode no Parquet row group; a view's steps read them so."""
 
 from __future__ import annotations
 
+import threading
 from datetime import date, datetime
 from decimal import Decimal
 from pathlib import Path
@@ -77,6 +78,44 @@ def test_copies_are_mapped_only_when_large_in_key_order_and_keyed_by_integers(
         assert in_order is not None and in_order.result() is not None
         by_text = row_groups.row_groups(f"{files.directory}/by-k", "s", df.schema)
         assert by_text is not None and mapped_copies.mapping(by_text, 12_000, 0) is None
+
+
+def test_a_copy_the_driver_maps_is_written_for_spark_and_read_once_converted(
+        spark: SparkSession, decoded: list[int]) -> None:
+    """A copy the driver will map is written in large row groups (Spark scans it whole
+    fast, and skips pages by the column index), compressed; a driver read made before its
+    conversion is done waits for it rather than decode those row groups; a copy converted
+    before (a durable database opened again) is mapped from its files as they are."""
+    df = spark.range(20_000).selectExpr("CAST(id % 5000 AS INT) AS k", "id AS n")
+    release = threading.Event()
+    with using(MAPPED):
+        mapped_copies._converter().submit(release.wait)  # the conversion waits behind it
+        files = batch_files.written(df, "k", 20_000)
+        assert files is not None
+        footers = [pq.read_metadata(f) for f in
+                   sorted(Path(f"{files.directory}/by-k").glob("*.parquet"))]
+        assert {footer.row_group(0).column(0).compression for footer in footers} == {"SNAPPY"}
+        groups = files.groups["k"]
+        assert groups is not None and groups.largest > batch_files.PAGE_ROWS
+        read: list[pa.Table | None] = []
+        reader = threading.Thread(target=lambda: read.append(
+            files.in_driver("k", pa.array([3, 4_999], pa.int64()))))
+        reader.start()
+        reader.join(0.5)
+        assert reader.is_alive() and not read  # waiting for the conversion
+        release.set()
+        reader.join()
+        converted = files.mapping["k"]
+        assert converted is not None and converted.result() is not None
+        arrow = sorted(Path(f"{files.directory}/by-k.arrow").glob("*.arrow"))
+        made = [f.stat().st_mtime_ns for f in arrow]
+        again = mapped_copies.mapping(groups, 20_000, 0)
+        assert again is not None and again.result() is not None
+    assert [f.stat().st_mtime_ns for f in arrow] == made and arrow
+    assert read[0] is not None and not decoded
+    assert sorted(read[0]["n"].to_pylist()) == [3, 4_999, 5_003, 9_999, 10_003, 14_999,
+                                                15_003, 19_999]
+    assert again.result().read(pa.array([3], pa.int64())).num_rows == 4  # type: ignore[union-attr]
 
 
 def test_a_views_steps_read_a_tables_mapped_copies(

@@ -16,8 +16,9 @@ batches, a materialized view a dataflow of the plan its SQL plans to now, given 
 state and frontier, so the view steps on from there without recomputing anything; then
 the log's transactions the manifest does not hold are appended to their tables. A view
 whose plan changed since (another matview, other settings) or whose state could not be
-saved (a recursive query's loop, values Parquet cannot hold) is rebuilt from its inputs
-instead (``rebuilt``).
+saved (values Parquet cannot hold) is rebuilt from its inputs instead (``rebuilt``). A
+recursive query's loop keeps state beside its arrangements (``runtime.recursion.state``):
+its stored collections' differences, saved as batches held in the driver.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from matview.runtime.arrangements.updates import Leaf, stored
 from matview.runtime.dataflow import Dataflow
 from matview.runtime.durable.errors import StateError
 from matview.runtime.durable.log import LOG_BYTES
-from matview.runtime.durable.records import Record, Records, Unsaved, restore
+from matview.runtime.durable.records import Record, Records, Unsaved, driver_table, restore
 from matview.runtime.durable.store import Store
 from matview.sql.catalog import CatalogItem
 from matview.sql.parse import bind_statement, one_statement
@@ -135,14 +136,15 @@ class Durability:
     def _flow(self, flow: Dataflow, trace: Trace) -> dict[str, Any] | None:
         """A materialized view's dataflow and output trace as records; None when its state
         cannot be saved (it is rebuilt when the database is opened again)."""
-        if flow.recursive:
-            return None
         try:
             return {"as_of": flow.as_of, "frontier": flow.frontier,
                     "plan": self._fingerprint(flow.plan),
                     "output": self.records.trace(trace),
                     "state": {name: self.records.trace(owned)
-                              for name, owned in flow.arrangements().items()}}
+                              for name, owned in flow.arrangements().items()},
+                    "loops": [[{"rounds": rounds,
+                                "batches": [self.records.table(t) for t in tables]}
+                               for tables, rounds in loop.state()] for loop in flow.loops()]}
         except Unsaved:
             return None
 
@@ -241,6 +243,11 @@ class Durability:
         restore(trace, saved["output"], self.store, engine.spark)
         for name, record in saved["state"].items():
             restore(owned[name], record, self.store, engine.spark)
+        loops = flow.loops()
+        assert len(loops) == len(saved["loops"]), "the plan saved has other loops"
+        for loop, state in zip(loops, saved["loops"]):
+            loop.resume([([driver_table(t, self.store) for t in stored["batches"]],
+                          stored["rounds"]) for stored in state])
         flow.frontier = saved["frontier"]
         return flow, trace
 

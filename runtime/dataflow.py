@@ -126,11 +126,10 @@ class Dataflow:
         """The traces this dataflow owns by arrangement name (``%i.output``...)."""
         return {arrangement.name: trace for arrangement, trace in self._owned}
 
-    @property
-    def recursive(self) -> bool:
-        """Whether it runs a recursive query's loop, whose state is held beside its
+    def loops(self) -> list[LetRecOp]:
+        """The recursive queries' loops it runs, whose state is held beside its
         arrangements (``runtime.recursion.state``)."""
-        return any(isinstance(op, LetRecOp) for op in operators(self.root))
+        return [op for op in operators(self.root) if isinstance(op, LetRecOp)]
 
     def temporal(self) -> list[LinearOp]:
         """The operators holding future updates (those with a temporal filter)."""

@@ -59,8 +59,9 @@ class Records:
 
     def __init__(self, store: Store) -> None:
         self.store = store
-        self._leaves: weakref.WeakKeyDictionary[Leaf, Record] = weakref.WeakKeyDictionary()
-        """The record of every batch held in the driver that was saved (written once)."""
+        self._tables: dict[int, tuple[weakref.ref[pa.Table], Record]] = {}
+        """By ``id``, every batch held in the driver that was saved (written once) and its
+        record (tables cannot be keys of a weak dictionary: they are not hashable)."""
         self._spilled: weakref.WeakKeyDictionary[Leaf, BatchFiles] = \
             weakref.WeakKeyDictionary()
         """The files written for batches held otherwise (once)."""
@@ -89,9 +90,9 @@ class Records:
         on the store's thread (``Store.remove``)."""
         self.store.remove([self.store.batches / name for name in self._written - self.files])
         self._written &= self.files
-        for leaf, record in list(self._leaves.items()):
-            if record["file"] not in self.files:
-                del self._leaves[leaf]
+        for at, (table, record) in list(self._tables.items()):
+            if record["file"] not in self.files or table() is None:
+                del self._tables[at]
 
     def trace(self, trace: Trace) -> Record:
         """``trace``'s record (its batches' files written where they are not yet)."""
@@ -102,15 +103,19 @@ class Records:
 
     def leaf(self, leaf: Leaf) -> Record:
         if leaf.table is not None:
-            record = self._leaves.get(leaf)
-            if record is None:
-                record = self._leaves[leaf] = self._arrow(leaf.table)
-            self.files.add(record["file"])
-            return record
+            return self.table(leaf.table)
         files = leaf.files if leaf.files is not None and leaf.exact else self._spill(leaf)
         record = self._files(files, leaf.copy is not None)
         self.directories.add(record["dir"])
         return record
+
+    def table(self, table: pa.Table) -> Record:
+        """A batch held in the driver (written when first saved, ``_arrow``)."""
+        kept = self._tables.get(id(table))
+        if kept is None or kept[0]() is not table:
+            kept = self._tables[id(table)] = (weakref.ref(table), self._arrow(table))
+        self.files.add(kept[1]["file"])
+        return kept[1]
 
     def _arrow(self, table: pa.Table) -> Record:
         """A batch held in the driver, written as an Arrow IPC file of its own (W1's
@@ -187,14 +192,18 @@ def restore(trace: Trace, record: Record, store: Store, spark: SparkSession) -> 
         restore(trace.errors, record["errors"], store, spark)
 
 
+def driver_table(record: Record, store: Store) -> pa.Table:
+    """The batch held in the driver of ``record`` (``Records.table``), its file checked."""
+    path = store.batches / record["file"]
+    data = _checked(path, record["bytes"])
+    if zlib.crc32(data) != record["crc"]:
+        raise StateError(f"batch file {path} is corrupted (its CRC-32 does not match)")
+    return ipc.open_file(pa.BufferReader(data)).read_all()
+
+
 def _leaf(record: Record, store: Store, spark: SparkSession) -> Leaf:
     if record["kind"] == "arrow":
-        path = store.batches / record["file"]
-        data = _checked(path, record["bytes"])
-        if zlib.crc32(data) != record["crc"]:
-            raise StateError(f"batch file {path} is corrupted (its CRC-32 does not match)")
-        return Leaf(None, record["rows"], ipc.open_file(pa.BufferReader(data)).read_all(),
-                    spark)
+        return Leaf(None, record["rows"], driver_table(record, store), spark)
     directory = str(store.state / record["dir"])
     for key, sizes in record["sizes"].items():
         copy = Path(copy_path(directory, key or None))

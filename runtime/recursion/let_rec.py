@@ -150,9 +150,25 @@ class LetRecOp(Operator):
 
     @property
     def _stored(self) -> frozenset[Relation]:
+        return self.built("stored", lambda: frozenset(self._order))
+
+    @property
+    def _order(self) -> list[Relation]:
+        """The stored collections in their stable order (``stored_nodes``)."""
         assert self.loop is not None
-        return self.built("stored", lambda: frozenset(
-            stored_nodes(self.loop, frozenset(self.invariants))))
+        return self.built("order", lambda: stored_nodes(self.loop, frozenset(self.invariants)))
+
+    def state(self) -> list[tuple[list[pa.Table], int]]:
+        """What a durable database saves of the loop: per stored collection, in their
+        stable order, its committed differences and how many rounds hold them."""
+        return [(self.batches.get(node, []), self.rounds.get(node, 0)) for node in self._order]
+
+    def resume(self, state: list[tuple[list[pa.Table], int]]) -> None:
+        """Take ``state``, saved (``state``) from a loop of the same plan."""
+        assert len(state) == len(self._order), "the loop saved stores other collections"
+        for node, (tables, rounds) in zip(self._order, state):
+            if tables:
+                self.batches[node], self.rounds[node] = list(tables), rounds
 
     def compute(self, ctx: StepContext) -> Delta | None:
         loop = self.loop

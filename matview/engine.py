@@ -25,7 +25,7 @@ from matview import changes, indexes, queries
 from matview.catalog import Entry, LiveCatalog
 from matview.clock import TimestampOracle
 from matview.durability import Durability
-from matview.errors import NotSupportedError, ProgrammingError
+from matview.errors import ProgrammingError
 from matview.ir.physical import Operator as PhysicalOperator
 from matview.ir.physical import reads
 from matview.ir.relation import Constant, Field, Relation
@@ -174,11 +174,6 @@ class Engine:
         return Result(rowcount=count)
 
     def _create_sink(self, stmt: CreateSink) -> Result:
-        if self.durability is not None and stmt.kind == "delta":
-            raise NotSupportedError("CREATE SINK ... INTO DELTA in a durable database "
-                                    "(connect(path=...)) is not supported yet: it would not "
-                                    "resume when the database is opened again (INTO PARQUET "
-                                    "does)")
         self.sinks.create(stmt)
         return Result()
 

@@ -13,11 +13,12 @@ contents at the last batch's time. While the view holds an evaluation error its 
 wait, and land with the first batch after the error is retracted. A Parquet file appears
 whole or not at all (written beside, synced, renamed).
 
-In a durable database a Parquet sink is kept in the manifest and resumes when the database
-is opened again (``Sinks.resume``), from its files, which may be ahead of the manifest:
-after the last file's time with the view's changes at their times when the view still
-holds them (its history back to there), else with one batch taking the files' replay to
-the view's contents now.
+In a durable database a sink is kept in the manifest and resumes when the database is
+opened again (``Sinks.resume``), from what it wrote, which may be ahead of the manifest:
+after the last time written (a Parquet sink's last file's, a Delta sink's last commit's,
+which carries it as the version of the sink's Delta app transaction, ``txn``) with the
+view's changes at their times when the view still holds them (its history back to there),
+else with one batch taking the replay of what it wrote to the view's contents now.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from matview.runtime.durable.store import sync_directory, write_synced
 from matview.sql.catalog import quoted_name
 
 try:
-    from deltalake import write_deltalake
+    from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 except ImportError:  # an optional dependency: matview[delta]
     write_deltalake = None
 from matview.sql.statements import CreateSink, DropSink
@@ -63,17 +64,34 @@ class Sink:
                                    "'matview[delta]'")
         self.stmt, self.name, self.view = stmt, stmt.name, stmt.view
         self.directory, self.kind = directory, stmt.kind
-        written = _written(directory) if resume else []
-        last = max((int(f.name.split("-")[1].split(".")[0]) for f in written), default=None)
+        self.app = f"matview sink {stmt.name}"
+        """The Delta app transaction whose version is the last time the sink wrote."""
+        last = self._last() if resume else None
         using = lambda: contextlib.nullcontext(engine)  # noqa: E731 - the engine, held
         self.replayed: pa.Table | None = None
-        """The files' replay, which the first batch takes to the view's contents."""
+        """The replay of what it wrote, which the first batch takes to the view's
+        contents."""
         if last is not None and engine.trace_of(stmt.view).since <= last:
             self.subscription = Subscription(engine, stmt.view, using, last, snapshot=False)
         else:
             self.subscription = Subscription(engine, stmt.view, using)
-            self.replayed = pq.read_table(written) if written else None
+            self.replayed = None if last is None else self._replay()
         directory.mkdir(parents=True, exist_ok=True)
+
+    def _last(self) -> int | None:
+        """The last time the sink wrote (None: nothing)."""
+        if self.kind == "delta":
+            if not DeltaTable.is_deltatable(str(self.directory)):
+                return None
+            return DeltaTable(str(self.directory)).transaction_version(self.app)
+        return max((int(f.name.split("-")[1].split(".")[0])
+                    for f in _written(self.directory)), default=None)
+
+    def _replay(self) -> pa.Table:
+        """Every change the sink wrote."""
+        if self.kind == "delta":
+            return DeltaTable(str(self.directory)).to_pyarrow_table()
+        return pq.read_table(_written(self.directory))
 
     def create_sql(self) -> str:
         """The statement creating it (a durable database keeps it)."""
@@ -92,11 +110,12 @@ class Sink:
             self.replayed = None
         if table is None or table.num_rows == 0:
             return
-        if self.kind == "delta":
-            write_deltalake(str(self.directory), table, mode="append")
-            return
         times = table.column("mz_timestamp")
         first, last = pc.min(times).as_py(), pc.max(times).as_py()
+        if self.kind == "delta":  # one commit, which records the time written
+            write_deltalake(str(self.directory), table, mode="append", commit_properties=(
+                CommitProperties(app_transactions=[Transaction(self.app, last)])))
+            return
         name = f"{first:020d}-{last:020d}.parquet"
         temporary = self.directory / f".{name}.tmp"
         buffer = pa.BufferOutputStream()

@@ -1,59 +1,78 @@
-"""Sinks of a durable database (``matview.sinks``): a Parquet sink is kept by the manifest
-and resumes when the database is opened again, after its last file, with every change at
-its time; a sink whose files are behind the view's history gets one batch that takes their
-replay to the view's contents."""
+"""Sinks of a durable database (``matview.sinks``): a Parquet or Delta sink is kept by the
+manifest and resumes when the database is opened again, after the last time it wrote (its
+last file's, its last Delta commit's), with every change at its time; a sink behind the
+view's history gets one batch that takes the replay of what it wrote to the view's
+contents."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from deltalake import DeltaTable
 from pyspark.sql import SparkSession
 
 import matview
-from matview.errors import NotSupportedError
 
 
-def _replay(directory: Path) -> list[tuple[object, ...]]:
-    """The rows a sink's files hold: their changes summed per row."""
-    table = pq.read_table(sorted(directory.glob("*.parquet")))
+def _written(directory: Path, kind: str) -> pa.Table:
+    """Every change a sink wrote."""
+    if kind == "delta":
+        return DeltaTable(str(directory)).to_pyarrow_table()
+    return pq.read_table(sorted(directory.glob("*.parquet")))
+
+
+def _replay(directory: Path, kind: str) -> list[tuple[object, ...]]:
+    """The rows a sink's changes hold: summed per row."""
+    table = _written(directory, kind)
     summed = table.group_by(["k", "s"]).aggregate([("mz_diff", "sum")]).to_pylist()
     return sorted((r["k"], r["s"]) for r in summed for _ in range(r["mz_diff_sum"]))
 
 
-def _times(directory: Path) -> list[int]:
-    return sorted(pq.read_table(sorted(directory.glob("*.parquet")))["mz_timestamp"]
-                  .unique().to_pylist())
+def _times(directory: Path, kind: str) -> list[int]:
+    return sorted(_written(directory, kind)["mz_timestamp"].unique().to_pylist())
 
 
-def test_a_parquet_sink_resumes_after_its_last_file(spark: SparkSession,
-                                                    tmp_path: Path) -> None:
+def _cut(directory: Path, kind: str) -> None:
+    """Take back all but the first thing the sink wrote (its files, its Delta commits), as
+    if the process had died before writing them."""
+    if kind == "delta":
+        for commit in sorted((directory / "_delta_log").glob("*.json"))[1:]:
+            commit.unlink()
+        for checkpoint in (directory / "_delta_log").glob("*checkpoint*"):
+            checkpoint.unlink()
+    else:
+        for late in sorted(directory.glob("*.parquet"))[1:]:
+            late.unlink()
+
+
+@pytest.mark.parametrize("kind", ["parquet", "delta"])
+def test_a_sink_resumes_after_the_last_time_it_wrote(spark: SparkSession, tmp_path: Path,
+                                                     kind: str) -> None:
     db, out = tmp_path / "db", tmp_path / "out"
     times = []
     with matview.connect(db, clock=0, spark=spark, files=[tmp_path]) as con:
         con.execute("CREATE TABLE t (k INT, v INT)")
         con.execute("CREATE MATERIALIZED VIEW m AS SELECT k, sum(v) AS s FROM t GROUP BY k")
-        con.execute(f"CREATE SINK snk FROM m INTO PARQUET '{out}'")
-        with pytest.raises(NotSupportedError, match="INTO DELTA in a durable database"):
-            con.execute(f"CREATE SINK d FROM m INTO DELTA '{tmp_path / 'delta'}'")
+        con.execute(f"CREATE SINK snk FROM m INTO {kind.upper()} '{out}'")
         for rows in ["(1, 1), (2, 2)", "(1, 5)"]:
             con.execute(f"INSERT INTO t VALUES {rows}")
             times.append(con.now)
-    assert _replay(out) == [(1, 6), (2, 2)] and _times(out) == times
+    assert _replay(out, kind) == [(1, 6), (2, 2)] and _times(out, kind) == times
     with matview.connect(db, clock=0, spark=spark, files=[tmp_path]) as con:
         for rows in ["(3, 3)", "(2, 1)"]:
             con.execute(f"INSERT INTO t VALUES {rows}")
             times.append(con.now)
-        assert _replay(out) == sorted(con.execute("SELECT * FROM m").fetchall())
-    assert _times(out) == times  # each transaction's changes once, at its time
+        assert _replay(out, kind) == sorted(con.execute("SELECT * FROM m").fetchall())
+    assert _times(out, kind) == times  # each transaction's changes once, at its time
     assert not list(out.glob(".*"))  # no file left half-written
-    for late in sorted(out.glob("*.parquet"))[1:]:  # the files behind the view's history
-        late.unlink()
+    _cut(out, kind)  # behind the view's history
     with matview.connect(db, clock=0, spark=spark, files=[tmp_path]) as con:
         contents = sorted(con.execute("SELECT * FROM m").fetchall())  # opens the database
-        assert _replay(out) == contents == [(1, 6), (2, 3), (3, 3)]
+        assert _replay(out, kind) == contents == [(1, 6), (2, 3), (3, 3)]
         con.execute("DROP SINK snk")
     with matview.connect(db, clock=0, spark=spark, files=[tmp_path]) as con:
         con.execute("INSERT INTO t VALUES (4, 4)")
-    assert (4, 4) not in _replay(out)  # dropped, not resumed
+    assert (4, 4) not in _replay(out, kind)  # dropped, not resumed

@@ -14,6 +14,22 @@ def _s(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
 
 
+def _first_batches(name: str, result: dict[str, Any]) -> list[str]:
+    """The first five batches after CREATE of every engine, apart from the median (a step a
+    view's first steps pay shows there), and matview's slowest batch against Spark
+    recompute's same batch."""
+    firsts = [f"{engine} " + ", ".join(f"{t:.3f}" for t in result[engine]["batch_s"][:5])
+              for engine in ("matview", "spark", "duckdb")
+              if result.get(engine, {}).get("batch_s")]
+    out = [f"{name}: first batches after CREATE (s): " + "; ".join(firsts)] if firsts else []
+    ours, spark = result["matview"].get("batch_s", []), result.get("spark", {}).get("batch_s")
+    if ours and spark:
+        worst = max(range(len(ours)), key=lambda i: ours[i] / spark[i])
+        out.append(f"{name}: slowest batch against Spark recompute's same batch: batch "
+                   f"{worst + 1}, {ours[worst] / spark[worst]:.2f}x its time")
+    return out
+
+
 def table(report: dict[str, Any]) -> str:
     """One line per workload and engine: build time, per-batch latency, ratio against
     matview; then a line per workload for catch-up and state."""
@@ -35,6 +51,7 @@ def table(report: dict[str, Any]) -> str:
                 f"| {_s(lat.get('p90'))} | {_s(lat.get('max'))} "
                 f"| {'-' if ratio is None else f'{ratio:.2f}x'} |")
         mv = result["matview"]
+        extra += _first_batches(name, result)
         catchup = mv.get("catchup")
         if catchup:
             extra.append(

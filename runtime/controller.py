@@ -162,8 +162,8 @@ class Controller:
         if choice.strategy == "recompute" and not flow.first:
             flow = self.dataflow(flow.plan, now, flow.policy)
             step = flow.prepare(now, job).less(trace, lower, now if at is None else at)
-        else:
-            step = flow.prepare(now, job)
+        else:  # none reading the times between: all at ``now``
+            step = flow.prepare(now, job, collapse=not subscribed)
         step.want()
         return _Stepping(flow, trace, step, choice, changed, held, lower, now,
                          time.perf_counter() - started)

@@ -140,15 +140,17 @@ class Dataflow:
         times = [t for t in (op.next_time() for op in self.temporal()) if t is not None]
         return min(times, default=None)
 
-    def prepare(self, upper: int, job: OneJob | None = None) -> PendingStep:
+    def prepare(self, upper: int, job: OneJob | None = None, collapse: bool = False
+                ) -> PendingStep:
         """Compute the output updates with times in ``(frontier, upper]``, consolidated.
 
         A step runs when a source changed in that range or a temporal operator holds
-        updates due in it. All input updates share one time only on the first step, or
-        when every source change has one time and no temporal operator may release or
-        emit updates at other times. ``job``: where its operators ask for the results they
-        keep, a refresh's one job shared with other dataflows (by default the step's own,
-        run when it is ``materialized``)."""
+        updates due in it. All input updates share one time on the first step, when every
+        source change has one time and no temporal operator may release or emit updates at
+        other times, or when ``collapse``: no reader sees the times before ``upper``, so
+        the step's updates are advanced to it (``StepContext.collapsed``). ``job``: where
+        its operators ask for the results they keep, a refresh's one job shared with other
+        dataflows (by default the step's own, run when it is ``materialized``)."""
         for op in operators(self.root):
             op.abandon()
             op.meter.abandon()
@@ -157,11 +159,12 @@ class Dataflow:
         temporal = self.temporal()
         waiting = sum(op.pending.rows for op in temporal if op.pending is not None)
         due = self.next_time()
-        single = (len(times) <= 1 and all(lo == hi for lo, hi in times)
-                  and (probe.first or not temporal))
+        single = collapse or (len(times) <= 1 and all(lo == hi for lo, hi in times)
+                              and (probe.first or not temporal))
         job = job or OneJob()
         ctx = StepContext(self.spark, self.frontier, upper, self.as_of,
-                          pending + waiting <= active().small_step_rows, single, job)
+                          pending + waiting <= active().small_step_rows, single, job,
+                          collapse and not probe.first)
         if not ctx.first and pending == 0 and (due is None or due > upper):
             return PendingStep(self, None, ctx.lower, upper, True)
         delta = self.root.delta(ctx)

@@ -24,7 +24,9 @@ import pyarrow as pa
 from matview.ir.types import SqlType
 from matview.runtime.arrangements.consolidation import consolidate
 from matview.runtime.arrangements.updates import (
+    TIME,
     Leaf,
+    advance_times,
     materialize,
     row_count,
     union_all,
@@ -57,6 +59,12 @@ class StepContext:
     """Whether every input update of the step has the same time (no running sums needed)."""
     job: OneJob | None = None
     """Where a small step's operators ask for the results they keep (``runtime.one_job``)."""
+    collapsed: bool = False
+    """Whether every update of the step is at ``upper``: no reader sees the times between
+    ``lower`` and ``upper`` (no subscription, no history kept for AS OF), so the updates its
+    sources read and its temporal filters emit are advanced to ``upper`` (``read_bound``'s
+    ``at``), as compaction to the read frontier would: one output row per key, not one per
+    time."""
 
     @property
     def first(self) -> bool:
@@ -217,17 +225,27 @@ class Operator:
 
     def read_bound(self, ctx: StepContext, key: object, trace: Trace,
                    after: int | None = None, upto: int | None = None,
-                   most: int | None = None) -> tuple[DataFrame | None, int | None]:
+                   most: int | None = None, at: int | None = None
+                   ) -> tuple[DataFrame | None, int | None]:
         """``trace.read_counted(after, upto)``, the updates it holds in the driver ``bound``
         into this operator's slot ``key`` when they are at most ``most`` rows (by default
         ``slot_max_rows``; else the trace's own read, which readers of the same range
-        share)."""
+        share); ``at``: every update's time advanced to it (a ``collapsed`` step's
+        ``upper``; in Arrow for the rows bound, so the plans over the slot stay the
+        same)."""
         if not templated(ctx):
-            return trace.read_counted(after, upto)
+            df, count = trace.read_counted(after, upto)
+            return (df if df is None or at is None else advance_times(df, at)), count
         local, frames, count = trace.read_parts(after, upto)
         if local is not None and local.num_rows > (
                 active().slot_max_rows if most is None else most):
-            return trace.read_counted(after, upto)
+            df, count = trace.read_counted(after, upto)
+            return (df if df is None or at is None else advance_times(df, at)), count
+        if at is not None:
+            frames = [advance_times(f, at) for f in frames]
+            if local is not None:
+                local = local.set_column(local.schema.get_field_index(TIME), TIME, pa.repeat(
+                    pa.scalar(at, local.schema.field(TIME).type), local.num_rows))
         parts = ([] if local is None else [self.bound(ctx, key, local)]) + frames
         df = self.planned(("read", key), tuple(parts), lambda: union_all(parts))
         return df, (None if df is None else count)

@@ -19,7 +19,8 @@ from pyspark.sql import DataFrame
 @dataclass
 class GetOp(Operator):
     """Reads a table's or materialized view's trace: the delta is the trace's updates in
-    ``(lower, upper]``; on the first step the snapshot at ``as_of``. A materialized view's
+    ``(lower, upper]`` (at ``upper`` in a ``collapsed`` step); on the first step the
+    snapshot at ``as_of``. A materialized view's
     errors (its trace's ``errors``) are read likewise, as this operator's errors. No state
     of its own. ``name`` is the stored collection's."""
 
@@ -55,7 +56,8 @@ class GetOp(Operator):
             df, count = trace.read_counted(upto=ctx.upper)
             return None if df is None else Delta(advance_times(df, ctx.as_of), rows,
                                                  count=count)
-        df, count = self.read_bound(ctx, what, trace, after=ctx.lower, upto=ctx.upper)
+        df, count = self.read_bound(ctx, what, trace, after=ctx.lower, upto=ctx.upper,
+                                    at=ctx.upper if ctx.collapsed else None)
         return None if df is None else Delta(df, rows, count=count)
 
     def history(self, ctx: StepContext) -> DataFrame | None:

@@ -13,7 +13,14 @@ from collections.abc import Callable
 import pyarrow as pa
 import pyarrow.compute as pc
 from matview.runtime.arrangements.trace import Trace
-from matview.runtime.arrangements.updates import TIME, Leaf, held, stored, union_all
+from matview.runtime.arrangements.updates import (
+    TIME,
+    Leaf,
+    advance_times,
+    held,
+    stored,
+    union_all,
+)
 from matview.runtime.lowering.checked import split_arrow_errors, split_errors
 from matview.runtime.lowering.types import col
 from matview.runtime.operators.base import Delta, Operator, StepContext
@@ -41,13 +48,14 @@ class PendingUpdates(Operator):
         """Release the pending updates due in ``(lower, upper]``, and split this step's
         output into the updates due now and those that must wait (staged until commit): a
         small step within the refresh's one job (``_due_now``), else by a Spark job of its
-        own."""
+        own. A ``collapsed`` step's updates due now are at ``upper``."""
         assert self.pending is not None
         parts: list[DataFrame] = []
         rows = 0
         count: int | None = 0
+        at = ctx.upper if ctx.collapsed else None
         released, released_count = (None, 0) if ctx.first else self.read_bound(
-            ctx, "released", self.pending, after=ctx.lower, upto=ctx.upper)
+            ctx, "released", self.pending, after=ctx.lower, upto=ctx.upper, at=at)
         if released is not None:
             parts.append(released)
             rows += self.pending.rows_between(ctx.lower, ctx.upper)
@@ -67,6 +75,10 @@ class PendingUpdates(Operator):
                         self.errors = Delta(None, failed.num_rows,
                                             stored(ctx.spark, failed), failed.num_rows)
                 now_rows = table.filter(pc.less_equal(table[TIME], ctx.upper))
+                if at is not None:
+                    now_rows = now_rows.set_column(now_rows.schema.get_field_index(TIME), TIME,
+                                                   pa.repeat(pa.scalar(at, pa.int64()),
+                                                             now_rows.num_rows))
                 if now_rows.num_rows:
                     leaf = stored(ctx.spark, now_rows)
                     parts.append(leaf.df)
@@ -85,7 +97,8 @@ class PendingUpdates(Operator):
                 ).first()
                 assert stats is not None
                 if stats["now"]:
-                    parts.append(leaf_df.where(due))
+                    due_now = leaf_df.where(due)
+                    parts.append(due_now if at is None else advance_times(due_now, at))
                     rows += stats["now"]
                     count = None if count is None else count + stats["now"]
                 if stats["later"]:
@@ -115,9 +128,12 @@ class PendingUpdates(Operator):
             out, failed = self.planned("split", (out,), lambda: split_errors(out))
             self.errors = Delta(failed, None)
         upper = self.clock(ctx)[1]
-        later, due = self.planned("due", (out, upper), lambda: (
+        later, due = self.planned("due", (out, upper, ctx.collapsed), lambda: (
             out.where(col(TIME) > upper), out.where(col(TIME) <= upper)))
         ctx.job.want(later, lambda rows: self._wait(ctx, rows))
+        if ctx.collapsed:  # at ``upper``
+            return self.planned("due at upper", (due, upper), lambda: due.withColumn(
+                TIME, upper.cast("bigint")))
         return due
 
     def _wait(self, ctx: StepContext, later: pa.Table) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 
+import pyarrow as pa
 import pytest
 from matview.runtime.refresh import Choice, Measured, RefreshPolicy
 from pyspark.sql import SparkSession
@@ -92,6 +93,41 @@ def test_a_subscription_sees_every_time_of_a_recomputed_view(spark: SparkSession
                                                                   ("e",)]
     assert _refresh(con, "g")["last"] == {"strategy": "recompute",
                                           "reason": "refresh=recompute"}
+
+
+def test_a_step_nobody_reads_between_puts_one_row_per_key_at_its_time(
+        spark: SparkSession, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Transactions stepped together with no subscription and no history kept for AS OF:
+    the view's step puts every update at the step's time, one row per key (the grouped
+    sums' running values at each transaction's time are never read); with a subscription
+    open, each time apart."""
+    con = matview.connect(clock=0, spark=spark, refresh="incremental")
+    con.execute("CREATE TABLE t (k TEXT, v INT)")
+    con.execute("INSERT INTO t VALUES ('a', 1), ('b', 2)")
+    con.execute("CREATE MATERIALIZED VIEW g AS SELECT k, sum(v) AS total FROM t GROUP BY k")
+
+    trace = con._engine_for_use().catalog.entries["g"].trace
+    assert trace is not None
+    appended: list[pa.Table] = []
+    append = trace.append
+    monkeypatch.setattr(trace, "append", lambda leaf, lower, upper: (
+        appended.append(leaf.in_driver), append(leaf, lower, upper)))
+    for v in (10, 20, 30):
+        con.execute(f"INSERT INTO t VALUES ('a', {v})")
+    assert sorted(con.execute("SELECT * FROM g").fetchall()) == [("a", 61), ("b", 2)]
+    step = appended[0]  # the three transactions' step (then compaction's merge)
+    assert set(step["_time"].to_pylist()) == {con.now} and sorted(
+        zip(step["c1"].to_pylist(), step["_diff"].to_pylist())) == [(1, -1), (61, 1)]
+    sub = con.subscribe("g")
+    before = con.now
+    con.execute("INSERT INTO t VALUES ('b', 5)")
+    t1 = con.now
+    con.execute("INSERT INTO t VALUES ('b', 6)")
+    t2 = con.now
+    assert sorted(sub.fetch()) == sorted([(before, 1, "a", 61), (before, 1, "b", 2),
+                                          (t1, -1, "b", 2), (t1, 1, "b", 7),
+                                          (t2, -1, "b", 7), (t2, 1, "b", 13)])
+    sub.close()
 
 
 def test_estimates_pick_the_cheaper_strategy() -> None:

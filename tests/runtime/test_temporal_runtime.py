@@ -100,6 +100,25 @@ def test_one_step_over_many_releases_equals_step_per_time(spark) -> None:  # typ
     assert together[(3, 9)] == 1 and together[(2, 9)] == -1  # count 3 from 9, 2 before
 
 
+def test_a_collapsed_step_puts_every_update_at_its_upper(spark) -> None:  # type: ignore[no-untyped-def]
+    """With no reader of the times before ``upper`` (``collapse``), the releases of a step
+    over many times and the reduce above them are at ``upper`` only: one output row per
+    key, and the result at ``upper`` is the per-time steps' (and the next step goes on from
+    there)."""
+    plan: Relation = Reduce(WINDOW, (), (Aggregate("count", None),))
+    trace = Trace(spark, 2)
+    _write(spark, trace, 1, [(1, 3, 1), (2, 6, 1), (3, 9, 1)])
+    flow = Dataflow(lower(plan), spark, {"e": trace}.__getitem__, as_of=1)
+    assert _step(flow, 1) == Counter({(0, 1): 1})
+    step = flow.prepare(10, collapse=True)  # per time: 0 -> 1 at 3, 2 at 6, 3 at 9
+    assert step.output is not None
+    rows = step.output.toArrow().to_pylist()
+    step.commit()
+    assert Counter({(r["c0"], r["_time"]): r["_diff"] for r in rows}) == Counter(
+        {(0, 10): -1, (3, 10): 1})
+    assert _step(flow, 14) == Counter({(3, 13): -1, (2, 13): 1})  # per time again
+
+
 def test_failed_step_changes_nothing(spark) -> None:  # type: ignore[no-untyped-def]
     trace = Trace(spark, 2)
     _write(spark, trace, 1, [(1, 5, 1)])

@@ -59,18 +59,30 @@ _indexes: dict[tuple[int, str], KeyIndex] = {}
 """Indexes by batch (its id, while it lives) and column."""
 
 
-def holding(table: pa.Table, column: str, values: pa.Array) -> pa.Table:
-    """The rows of ``table`` whose ``column`` holds one of ``values`` (NULL among them
-    included): through the batch's index when it is large and the column holds integers,
-    else by a hash lookup over it."""
-    values = values.cast(table.schema.field(column).type)
-    if table.num_rows < active().indexed_rows or not pa.types.is_integer(values.type):
-        return table.filter(pc.is_in(table[column], value_set=values, skip_nulls=False))
+def index(table: pa.Table, column: str) -> KeyIndex | None:
+    """The index of ``table`` by ``column``, made at the first call (kept while the batch
+    lives); None when the batch is not indexed: smaller than ``indexed_rows``, or the
+    column holds no integers. A reader that will look a batch up by a column asks for it
+    beforehand (``Trace.arrange``), so that a dataflow's first step does not make it."""
+    if table.num_rows < active().indexed_rows or not pa.types.is_integer(
+            table.schema.field(column).type):
+        return None
     key = (id(table), column)
     if key not in _indexes:
         _indexes[key] = KeyIndex.of(table, column)
         weakref.finalize(table, _indexes.pop, key, None)
-    return _indexes[key].rows(table, values)
+    return _indexes[key]
+
+
+def holding(table: pa.Table, column: str, values: pa.Array) -> pa.Table:
+    """The rows of ``table`` whose ``column`` holds one of ``values`` (NULL among them
+    included): through the batch's index when it has one (``index``), else by a hash
+    lookup over it."""
+    values = values.cast(table.schema.field(column).type)
+    indexed = index(table, column)
+    if indexed is None:
+        return table.filter(pc.is_in(table[column], value_set=values, skip_nulls=False))
+    return indexed.rows(table, values)
 
 
 def distinct_values(arrays: list[pa.Array], empty: pa.DataType | None = None) -> pa.Array:

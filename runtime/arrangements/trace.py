@@ -27,7 +27,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from matview.runtime.arrangements.batch_files import PAGE_ROWS, FileReads, keyable
 from matview.runtime.arrangements.consolidation import consolidated_arrow
-from matview.runtime.arrangements.key_index import holding
+from matview.runtime.arrangements.key_index import holding, index
 from matview.runtime.arrangements.keyed_reads import FileRead, KeyedRead
 from matview.runtime.arrangements.spine import Batch, in_driver, merged, to_merge
 from matview.runtime.arrangements.updates import (
@@ -137,12 +137,15 @@ class Trace:
     def arrange(self, column: str) -> None:
         """Arrange the batches held in files by ``column`` too (one Spark job for each
         lacking that copy), and every later one (``keys``): a reader will look the trace up
-        by it (``matching``)."""
+        by it (``matching``). The batches the driver holds are indexed by it now
+        (``key_index.index``), not at the reader's first step."""
         if column not in self.keys:
             self.keys.append(column)
         for batch in self.batches:
             if batch.leaf.in_driver is None:
                 self._arrange_batch(batch.leaf, column)
+            elif column in batch.leaf.in_driver.column_names:
+                index(batch.leaf.in_driver, column)
 
     @classmethod
     def _arrange_batch(cls, leaf: Leaf, column: str) -> None:

@@ -53,3 +53,26 @@ def test_small_batches_and_other_types_are_scanned() -> None:
     three = pa.array(["3"])
     assert sorted(holding(text, "k", three)["row"].to_pylist()) == _scanned(text, "k", three)
     assert len(key_index._indexes) == before
+
+
+def test_a_trace_indexes_its_driver_batches_when_a_reader_arranges_it(spark) -> None:  # type: ignore[no-untyped-def]
+    """``Trace.arrange``, which a dataflow's lookups call when it is built (at CREATE),
+    indexes the batches the driver holds by the column then, not at the first step's
+    lookup, which uses that index."""
+    from matview.runtime.arrangements.trace import Trace
+    from matview.runtime.arrangements.updates import stored
+
+    rows = DEFAULTS.indexed_rows
+    table = pa.table({"c0": pa.array(range(rows), pa.int64()),
+                      "c1": pa.array([i % 97 for i in range(rows)], pa.int64()),
+                      "_time": pa.array([1] * rows, pa.int64()),
+                      "_diff": pa.array([1] * rows, pa.int64())})
+    trace = Trace(spark, 2)
+    trace.append(stored(spark, table, local_rows=rows), 1, 1)
+    held = trace.batches[0].leaf.in_driver
+    assert held is not None and (id(held), "c1") not in key_index._indexes
+    trace.arrange("c1")
+    made = key_index._indexes[(id(held), "c1")]
+    found = trace.matching(1, "c1", pa.array([5], pa.int64()))
+    assert key_index._indexes[(id(held), "c1")] is made
+    assert found is not None

@@ -38,7 +38,6 @@ from matview.runtime.spark.jvm_plans import columns, select
 from matview.runtime.spark.one_job import OneJob
 from matview.runtime.spark.templates import Slot, same, slot_for
 from pyspark.sql import Column, DataFrame, SparkSession
-from pyspark.sql import functions as F
 from pyspark.sql.utils import is_remote
 
 if TYPE_CHECKING:
@@ -85,6 +84,13 @@ def templated(ctx: StepContext) -> bool:
     small step after the first, whose results all come back from the refresh's one job,
     so that no plan over a slot outlives it."""
     return ctx.small and ctx.job is not None and not ctx.first
+
+
+def kept_in_driver(ctx: StepContext) -> bool:
+    """Whether the step's plans over slots are kept and computed in the driver, with no job
+    (a ``templated`` step of a classic session: ``jvm_plans.to_arrow``), so that an operator
+    may collect a plan of its own (its output, to split in Arrow) at no job's cost."""
+    return templated(ctx) and not is_remote()
 
 
 @dataclass(frozen=True)
@@ -154,9 +160,6 @@ class Operator:
     _bound_in: tuple[StepContext, dict[object, int]] | None = field(
         default=None, init=False, repr=False, compare=False)
     """The step binding slots now, and how many batches it bound for each key."""
-    _clock_in: tuple[StepContext, tuple[Column, Column]] | None = field(
-        default=None, init=False, repr=False, compare=False)
-    """The step whose times ``clock`` bound, and its columns."""
     in_loop: bool = field(default=False, init=False, repr=False, compare=False)
     """Whether it runs in the rounds of a recursive query's loop (``run_in_loop``)."""
     _appends: list[tuple[Trace, Leaf | None, int, int]] = field(
@@ -198,22 +201,6 @@ class Operator:
             return arrow_frame(ctx.spark, table)
         slot.bind(table)
         return slot.frame
-
-    def clock(self, ctx: StepContext) -> tuple[Column, Column]:
-        """The step's ``lower`` and ``upper`` times as columns of its plans. In a
-        ``templated`` step (classic session) each is a scalar subquery over a one-row slot
-        bound with the step's times, so plans comparing times with them are the same every
-        step (Spark reads local rows for such a subquery, with no job of its own); else
-        literals."""
-        if not templated(ctx) or is_remote():
-            return F.lit(ctx.lower), F.lit(ctx.upper)
-        if self._clock_in is None or self._clock_in[0] is not ctx:
-            times = pa.table({"lower": pa.array([ctx.lower], pa.int64()),
-                              "upper": pa.array([ctx.upper], pa.int64())})
-            frame = self.bound(ctx, "clock", times)
-            self._clock_in = (ctx, self.planned("clock", (frame,), lambda: (
-                frame.select("lower").scalar(), frame.select("upper").scalar())))
-        return self._clock_in[1]
 
     def leaf_frame(self, ctx: StepContext, key: object, leaf: Leaf) -> DataFrame:
         """``leaf`` as a frame of the step: in a ``templated`` step, when the driver holds

@@ -23,7 +23,7 @@ from matview.runtime.arrangements.updates import (
 )
 from matview.runtime.lowering.checked import split_arrow_errors, split_errors
 from matview.runtime.lowering.types import col
-from matview.runtime.operators.base import Delta, Operator, StepContext
+from matview.runtime.operators.base import Delta, Operator, StepContext, kept_in_driver
 from matview.runtime.settings import active
 from matview.runtime.spark.jvm_plans import to_arrow
 from pyspark.sql import DataFrame
@@ -48,7 +48,11 @@ class PendingUpdates(Operator):
         """Release the pending updates due in ``(lower, upper]``, and split this step's
         output into the updates due now and those that must wait (staged until commit): a
         small step within the refresh's one job (``_due_now``), else by a Spark job of its
-        own. A ``collapsed`` step's updates due now are at ``upper``."""
+        own. A ``collapsed`` step's updates due now are at ``upper``. In a step whose plans
+        are kept (``kept_in_driver``) the output is computed first (in the driver, with no
+        job) and split in Arrow, its due rows bound into a slot: a split in the plan would
+        compare times with the step's ``upper``, a value the kept plans would have to take
+        at each run (ArrowCollect runs no plan with subqueries again)."""
         assert self.pending is not None
         parts: list[DataFrame] = []
         rows = 0
@@ -63,11 +67,12 @@ class PendingUpdates(Operator):
         self._staged = (None, 0, 0, ctx.upper)
         if delta is not None:
             out = self._apply(delta.df)
-            if ctx.small and ctx.job is not None and delta.leafy and not self._fallible:
+            if (ctx.small and ctx.job is not None and delta.leafy and not self._fallible
+                    and not kept_in_driver(ctx)):
                 parts.append(self._due_now(ctx, out))
                 rows += delta.rows or 0
                 count = None
-            elif ctx.small:
+            elif ctx.small:  # split in Arrow (kept plans: computed in the driver, no job)
                 table = to_arrow(out)
                 if self.checks:
                     table, failed = split_arrow_errors(table)
@@ -81,7 +86,7 @@ class PendingUpdates(Operator):
                                                              now_rows.num_rows))
                 if now_rows.num_rows:
                     leaf = stored(ctx.spark, now_rows)
-                    parts.append(leaf.df)
+                    parts.append(self.leaf_frame(ctx, "due", leaf))
                     rows += leaf.rows
                     count = None if count is None else count + leaf.rows
                 self._wait(ctx, table.filter(pc.greater(table[TIME], ctx.upper)))
@@ -127,14 +132,10 @@ class PendingUpdates(Operator):
         if self.checks:
             out, failed = self.planned("split", (out,), lambda: split_errors(out))
             self.errors = Delta(failed, None)
-        upper = self.clock(ctx)[1]
-        later, due = self.planned("due", (out, upper, ctx.collapsed), lambda: (
-            out.where(col(TIME) > upper), out.where(col(TIME) <= upper)))
+        upper = F.lit(ctx.upper).cast("bigint")
+        later, due = out.where(col(TIME) > upper), out.where(col(TIME) <= upper)
         ctx.job.want(later, lambda rows: self._wait(ctx, rows))
-        if ctx.collapsed:  # at ``upper``
-            return self.planned("due at upper", (due, upper), lambda: due.withColumn(
-                TIME, upper.cast("bigint")))
-        return due
+        return due.withColumn(TIME, upper) if ctx.collapsed else due
 
     def _wait(self, ctx: StepContext, later: pa.Table) -> None:
         """Stage ``later``, this step's updates due after ``upper``, for the pending

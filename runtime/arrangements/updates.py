@@ -54,6 +54,14 @@ def advance_times(df: DataFrame, since: int) -> DataFrame:
     return df.withColumn(TIME, F.greatest(col(TIME), F.lit(since).cast("bigint")))
 
 
+def at_time(table: pa.Table, time: int) -> pa.Table:
+    """Update rows ``table``, every one at ``time`` (a collapsed step's: its times, none
+    later, advanced to it), in Arrow."""
+    return table.set_column(table.schema.get_field_index(TIME), TIME,
+                            pa.repeat(pa.scalar(time, table.schema.field(TIME).type),
+                                      table.num_rows))
+
+
 def renamed(df: DataFrame, arity: int) -> DataFrame:
     """``df``'s first ``arity`` columns renamed positionally to ``c0..``, then time, diff."""
     names = column_names(arity)

@@ -24,9 +24,9 @@ import pyarrow as pa
 from matview.ir.types import SqlType
 from matview.runtime.arrangements.consolidation import consolidate
 from matview.runtime.arrangements.updates import (
-    TIME,
     Leaf,
     advance_times,
+    at_time,
     materialize,
     row_count,
     union_all,
@@ -220,22 +220,18 @@ class Operator:
         share); ``at``: every update's time advanced to it (a ``collapsed`` step's
         ``upper``; in Arrow for the rows bound, so the plans over the slot stay the
         same)."""
-        if not templated(ctx):
-            df, count = trace.read_counted(after, upto)
-            return (df if df is None or at is None else advance_times(df, at)), count
-        local, frames, count = trace.read_parts(after, upto)
-        if local is not None and local.num_rows > (
-                active().slot_max_rows if most is None else most):
-            df, count = trace.read_counted(after, upto)
-            return (df if df is None or at is None else advance_times(df, at)), count
-        if at is not None:
-            frames = [advance_times(f, at) for f in frames]
-            if local is not None:
-                local = local.set_column(local.schema.get_field_index(TIME), TIME, pa.repeat(
-                    pa.scalar(at, local.schema.field(TIME).type), local.num_rows))
-        parts = ([] if local is None else [self.bound(ctx, key, local)]) + frames
-        df = self.planned(("read", key), tuple(parts), lambda: union_all(parts))
-        return df, (None if df is None else count)
+        if templated(ctx):
+            local, frames, count = trace.read_parts(after, upto)
+            if local is None or local.num_rows <= (
+                    active().slot_max_rows if most is None else most):
+                if at is not None:
+                    frames = [advance_times(f, at) for f in frames]
+                    local = None if local is None else at_time(local, at)
+                parts = ([] if local is None else [self.bound(ctx, key, local)]) + frames
+                df = self.planned(("read", key), tuple(parts), lambda: union_all(parts))
+                return df, (None if df is None else count)
+        df, count = trace.read_counted(after, upto)
+        return (df if df is None or at is None else advance_times(df, at)), count
 
     def built(self, key: object, make: Callable[[], T]) -> T:
         """What ``make`` returns, made at the first step that asks for ``key`` and reused by

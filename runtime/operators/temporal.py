@@ -17,6 +17,7 @@ from matview.runtime.arrangements.updates import (
     TIME,
     Leaf,
     advance_times,
+    at_time,
     held,
     stored,
     union_all,
@@ -81,11 +82,9 @@ class PendingUpdates(Operator):
                                             stored(ctx.spark, failed), failed.num_rows)
                 now_rows = table.filter(pc.less_equal(table[TIME], ctx.upper))
                 if at is not None:
-                    now_rows = now_rows.set_column(now_rows.schema.get_field_index(TIME), TIME,
-                                                   pa.repeat(pa.scalar(at, pa.int64()),
-                                                             now_rows.num_rows))
-                if now_rows.num_rows:
-                    leaf = stored(ctx.spark, now_rows)
+                    now_rows = at_time(now_rows, at)
+                if now_rows.num_rows:  # kept in the driver, where they are
+                    leaf = stored(ctx.spark, now_rows, local_rows=active().small_step_rows)
                     parts.append(self.leaf_frame(ctx, "due", leaf))
                     rows += leaf.rows
                     count = None if count is None else count + leaf.rows

@@ -157,12 +157,15 @@ def parquet_holds(schema: T.StructType) -> bool:
     return holds(schema)
 
 
+_INTEGERS = T.ByteType | T.ShortType | T.IntegerType | T.LongType
+"""Spark's integer types: a copy arranged by one may be mapped (``_mapped``)."""
+
+
 def keyable(schema: T.StructType, column: str) -> bool:
     """Whether a batch of ``schema`` can be arranged by ``column`` (of integers or text:
     the values a keyed read asks for are then SQL literals)."""
-    return column in schema.names and isinstance(
-        schema[column].dataType,
-        T.ByteType | T.ShortType | T.IntegerType | T.LongType | T.StringType)
+    return column in schema.names and isinstance(schema[column].dataType,
+                                                 _INTEGERS | T.StringType)
 
 
 @dataclass(eq=False)
@@ -351,8 +354,8 @@ def _mapped(directory: str, schema: T.StructType, key: str, rows: int | None) ->
     ``key`` under ``directory`` from its mapped files (``mapped_copies``): of at least
     ``mapped_copy_rows`` rows, arranged by integers, on the driver's file system."""
     return (rows is not None and rows >= active().mapped_copy_rows
-            and isinstance(schema[key].dataType, T.ByteType | T.ShortType | T.IntegerType
-                           | T.LongType) and urlparse(directory).scheme in ("", "file"))
+            and isinstance(schema[key].dataType, _INTEGERS)
+            and urlparse(directory).scheme in ("", "file"))
 
 
 def copy_path(directory: str, key: str | None) -> str:

@@ -20,6 +20,12 @@ def _refresh(con: matview.Connection, view: str) -> dict[str, object]:
     return json.loads(plan)["refresh"]
 
 
+def _committed(con: matview.Connection, sql: str) -> int:
+    """The time ``sql``, a write, committed at."""
+    con.execute(sql)
+    return con.now
+
+
 def test_a_transaction_rewriting_half_the_data_is_recomputed(spark: SparkSession) -> None:
     con = matview.connect(clock=0, spark=spark)
     con.execute("CREATE TABLE t (k INT, v INT)")
@@ -72,10 +78,8 @@ def test_a_subscription_sees_every_time_of_a_recomputed_view(spark: SparkSession
     con.execute("CREATE MATERIALIZED VIEW h AS SELECT k FROM g WHERE total > 1")
     sub = con.subscribe("h")
     start = con.now
-    con.execute("INSERT INTO t VALUES ('a', 10)")
-    t1 = con.now
-    con.execute("DELETE FROM t WHERE k = 'b'")
-    t2 = con.now
+    t1 = _committed(con, "INSERT INTO t VALUES ('a', 10)")
+    t2 = _committed(con, "DELETE FROM t WHERE k = 'b'")
     assert sorted(sub.fetch()) == [(start, 1, "b"), (t1, 1, "a"), (t2, -1, "b")]
     assert _refresh(con, "g")["last"] == {
         "strategy": "incremental", "reason": "a subscription reads each of the step's times"}
@@ -120,10 +124,8 @@ def test_a_step_nobody_reads_between_puts_one_row_per_key_at_its_time(
         zip(step["c1"].to_pylist(), step["_diff"].to_pylist())) == [(1, -1), (61, 1)]
     sub = con.subscribe("g")
     before = con.now
-    con.execute("INSERT INTO t VALUES ('b', 5)")
-    t1 = con.now
-    con.execute("INSERT INTO t VALUES ('b', 6)")
-    t2 = con.now
+    t1 = _committed(con, "INSERT INTO t VALUES ('b', 5)")
+    t2 = _committed(con, "INSERT INTO t VALUES ('b', 6)")
     assert sorted(sub.fetch()) == sorted([(before, 1, "a", 61), (before, 1, "b", 2),
                                           (t1, -1, "b", 2), (t1, 1, "b", 7),
                                           (t2, -1, "b", 7), (t2, 1, "b", 13)])

@@ -24,7 +24,6 @@ else with one batch taking the replay of what it wrote to the view's contents no
 from __future__ import annotations
 
 import contextlib
-import os
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -35,7 +34,7 @@ import pyarrow.parquet as pq
 
 from matview import files
 from matview.errors import DataError, ProgrammingError
-from matview.runtime.durable.store import sync_directory, write_synced
+from matview.runtime.durable.store import replace_atomically
 from matview.sql.catalog import quoted_name
 
 try:
@@ -116,13 +115,10 @@ class Sink:
             write_deltalake(str(self.directory), table, mode="append", commit_properties=(
                 CommitProperties(app_transactions=[Transaction(self.app, last)])))
             return
-        name = f"{first:020d}-{last:020d}.parquet"
-        temporary = self.directory / f".{name}.tmp"
         buffer = pa.BufferOutputStream()
         pq.write_table(table, buffer)
-        write_synced(temporary, buffer.getvalue())
-        os.replace(temporary, self.directory / name)
-        sync_directory(self.directory)
+        replace_atomically(self.directory / f"{first:020d}-{last:020d}.parquet",
+                           buffer.getvalue())
 
     def close(self) -> None:
         """Stop following the view (its history may compact again)."""

@@ -142,7 +142,7 @@ def _remover() -> ThreadPoolExecutor:
     return ThreadPoolExecutor(1, thread_name_prefix="matview-remove")
 
 
-def replace_atomically(path: Path, data: bytes) -> None:
+def replace_atomically(path: Path, data: bytes | pa.Buffer) -> None:
     """Put ``data`` at ``path`` durably, in place of what was there in one step: written to
     a temporary file beside it, synced, renamed over it, the directory synced."""
     temporary = path.with_name(path.name + ".tmp")

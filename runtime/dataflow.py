@@ -19,7 +19,7 @@ from matview.runtime.arrangements.trace import Trace
 from matview.runtime.arrangements.updates import DIFF, TIME, union_all
 from matview.runtime.lowering.checked import ERR
 from matview.runtime.lowering.types import col
-from matview.runtime.operators.base import Delta, StepContext
+from matview.runtime.operators.base import Delta, Operator, StepContext
 from matview.runtime.operators.get import GetOp
 from matview.runtime.operators.join import DEFAULT_JOIN_ROWS
 from matview.runtime.operators.linear import LinearOp
@@ -35,12 +35,14 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 
-def _union(deltas: list[Delta]) -> Delta | None:
+def _union(root: Operator, deltas: list[Delta]) -> Delta | None:
     """The sum of ``deltas`` (None when there are none); its size is bounded when theirs are.
-    A single delta is itself (a batch stays one, held where it is)."""
+    A single delta is itself (a batch stays one, held where it is); the union of the same
+    frames is made once (kept by the ``root`` operator: ``Operator.planned``)."""
     if len(deltas) == 1:
         return deltas[0]
-    df = union_all([d.df for d in deltas])
+    frames = tuple(d.df for d in deltas)
+    df = root.planned("errors", frames, lambda: union_all(list(frames)))
     if df is None:
         return None
     sizes = [d.rows for d in deltas]
@@ -169,7 +171,7 @@ class Dataflow:
             return PendingStep(self, None, ctx.lower, upper, True)
         delta = self.root.delta(ctx)
         errors = [op.errors for op in operators(self.root) if op.errors is not None]
-        return PendingStep(self, delta, ctx.lower, upper, ctx.small, _union(errors), job)
+        return PendingStep(self, delta, ctx.lower, upper, ctx.small, _union(self.root, errors), job)
 
     def analyze(self) -> list[OperatorStats]:
         """What every operator did over the committed steps so far, in ``operators`` order

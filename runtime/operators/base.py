@@ -210,6 +210,14 @@ class Operator:
             return self.bound(ctx, key, leaf.table)
         return leaf.df
 
+    def frame_of(self, ctx: StepContext, key: object, delta: Delta) -> DataFrame:
+        """``delta.df``, but a batch the driver holds (an input's output picked or computed
+        in Arrow) bound into slot ``key`` (``leaf_frame``): a frame of its own each step
+        would have every plan over it built and planned again."""
+        if delta.frame is None and delta.leaf is not None:
+            return self.leaf_frame(ctx, key, delta.leaf)
+        return delta.df
+
     def read_bound(self, ctx: StepContext, key: object, trace: Trace,
                    after: int | None = None, upto: int | None = None,
                    most: int | None = None, at: int | None = None

@@ -301,6 +301,8 @@ class JoinOp(ArrangedWhenLookedUp, Operator):
         known = [op.history_rows(ctx) for op in self.inputs]  # None: unknown without a job
         paths: list[_PathInputs] = []
         self._known = (ctx, [])
+        frames = [None if d is None else self.frame_of(ctx, ("delta", i), d)
+                  for i, d in enumerate(deltas)]
         for i, start in enumerate(deltas):
             if start is None:
                 continue
@@ -319,9 +321,9 @@ class JoinOp(ArrangedWhenLookedUp, Operator):
             # this step unless all changes share one time (or are of one round) and j comes
             # later (Alt/Neu: those are at `< t`)
             seen = tuple(None if delta is None or j not in olds or (
-                self._alt_neu(ctx) and j > i) else delta.df for j, delta in enumerate(deltas))
+                self._alt_neu(ctx) and j > i) else frames[j] for j, delta in enumerate(deltas))
             large = tuple((size or 0) > active().large_lookup_rows for size in sizes)
-            paths.append((i, start.df, tuple(olds.get(j) for j in range(len(deltas))), seen,
+            paths.append((i, frames[i], tuple(olds.get(j) for j in range(len(deltas))), seen,
                           large))
         made = tuple(paths)
         out, failed = self.planned("output", (ctx.small, made),

@@ -100,7 +100,7 @@ class LinearOp(PendingUpdates):
                                         batch.in_driver).leaf
 
             return Delta(self._apply(delta.df), None, later=picked)
-        out = self._apply(delta.df)
+        out = self._apply(self.frame_of(ctx, "delta", delta))
         rows = None if self._fallible else delta.rows
         if self.checks:
             out, failed = self.planned("split", (out,), lambda: split_errors(out))

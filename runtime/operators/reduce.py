@@ -128,7 +128,8 @@ class ReduceOp(ReduceAccumulators, ReduceExtremes):
             return None
         if self.output is None:
             return self._over_history(ctx, source)
-        prepared = None if source is None else self._prepared(source.df)
+        prepared = None if source is None else self._prepared(
+            self.frame_of(ctx, "delta", source))
         narrow = source is not None and source.leafy
         if prepared is not None and not (ctx.small and narrow) and (
                 self._extremes() or self._restricted(ctx) or self.checks):
@@ -176,7 +177,7 @@ class ReduceOp(ReduceAccumulators, ReduceExtremes):
         min/max values its ``values`` would arrange)."""
         assert self.input is not None
         history = None if ctx.first else self.input.history(ctx)
-        changes = None if source is None else source.df
+        changes = None if source is None else self.frame_of(ctx, "delta", source)
 
         def plan() -> DataFrame:
             parts = [] if changes is None else [self._prepared(changes)]

@@ -19,14 +19,15 @@ class UnionOp(Operator):
     inputs: tuple[Operator, ...] = ()
 
     def compute(self, ctx: StepContext) -> Delta | None:
-        parts = [d for d in (op.delta(ctx) for op in self.inputs) if d is not None]
+        parts = [(i, d) for i, d in enumerate(op.delta(ctx) for op in self.inputs)
+                 if d is not None]
         if not parts:
             return None
-        frames = tuple(p.df for p in parts)
+        frames = tuple(self.frame_of(ctx, ("delta", i), p) for i, p in parts)
         df = self.planned("delta", frames, lambda: union_all(frames))
         assert df is not None
-        sizes = [p.rows for p in parts]
-        counts = [p.count for p in parts]
+        sizes = [p.rows for _, p in parts]
+        counts = [p.count for _, p in parts]
         return Delta(df, None if None in sizes else sum(s for s in sizes if s is not None),
                      count=None if None in counts else sum(c for c in counts if c is not None))
 

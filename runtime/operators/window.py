@@ -84,8 +84,9 @@ class WindowOp(ArrangedWhenLookedUp, Operator):
             if changes is None:
                 return None
             history = None if ctx.first else self.input.history(ctx)
-            return Delta(self.planned("output", (changes.df, history, ctx.small),
-                                      lambda: self._updates(ctx, changes.df, history)), None)
+            frame = self.frame_of(ctx, "delta", changes)
+            return Delta(self.planned("output", (frame, history, ctx.small),
+                                      lambda: self._updates(ctx, frame, history)), None)
         leaf = self.arranged_changes(ctx, self.input, self.values)
         if leaf is None:
             return None

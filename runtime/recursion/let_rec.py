@@ -304,7 +304,8 @@ class LetRecOp(Operator):
             else:
                 leaf = self._input_leaf(node) if node in self.invariants and small else None
                 if leaf is None:
-                    leaf = materialize(ctx.spark, consolidate(df), small)
+                    leaf = materialize(ctx.spark, self.planned(
+                        ("consolidated", node), (df,), lambda: consolidate(df)), small)
                 if leaf is None:
                     return None
                 self.held[node][r] = leaf

@@ -1,69 +1,122 @@
 import org.apache.spark.sql.api.python.PythonSQLUtils;
 import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.catalyst.expressions.Expression;
 import org.apache.spark.sql.catalyst.expressions.UnsafeProjection;
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
+import org.apache.spark.sql.catalyst.plans.logical.Filter;
+import org.apache.spark.sql.catalyst.plans.logical.LocalRelation;
+import org.apache.spark.sql.catalyst.plans.logical.Project;
+import org.apache.spark.sql.catalyst.types.DataTypeUtils$;
+import org.apache.spark.sql.classic.Dataset;
+import org.apache.spark.sql.classic.Dataset$;
+import org.apache.spark.sql.classic.SparkSession;
 import org.apache.spark.sql.execution.arrow.ArrowConverters$;
+import org.apache.spark.sql.types.DataType$;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.unsafe.Platform;
 
 /**
- * The rows of slots (runtime/templates.py) set in one JVM call: those of several slots
- * pointed at UnsafeRow bytes made in Python (point), or a slot's read from an Arrow stream
- * file (read: what PythonSQLUtils.toDataFrame does with the file's batches, without making
- * a DataFrame, and analysing its plan, only to take its rows).
+ * Slots (runtime/templates.py), each made in one JVM call (make), and their rows set in one
+ * JVM call: those of several slots pointed at UnsafeRow bytes made in Python (point), or a
+ * slot's read from an Arrow stream file (read: what PythonSQLUtils.toDataFrame does with
+ * the file's batches, without making a DataFrame, and analysing its plan, only to take its
+ * rows).
  */
 public class SlotRows {
   /**
-   * Overwrites the first entries of rows with the rows of the Arrow stream file at path, of
-   * the given schema (times in UTC). An entry that holds an UnsafeRow keeps it, pointed at
-   * the new row's bytes: Spark's optimizer copies a local relation's sequence of rows (not
-   * the rows), and a plan planned once and run again (ArrowCollect.run) reads them through
-   * its copy. An empty entry receives a row of its own.
-   */
-  public void read(String path, StructType schema, UnsafeProjection projection, Object[] rows) {
-    scala.collection.Iterator read = ArrowConverters$.MODULE$.fromBatchIterator(
-        PythonSQLUtils.readArrowStreamFromFile(path), schema, "UTC", true, false, null);
-    int n = 0;
-    while (read.hasNext()) {
-      UnsafeRow row = projection.apply((InternalRow) read.next()).copy();
-      if (rows[n] instanceof UnsafeRow) {
-        ((UnsafeRow) rows[n]).pointTo(row.getBaseObject(), row.getBaseOffset(),
-            row.getSizeInBytes());
-      } else {
-        rows[n] = row;
-      }
-      n++;
-    }
-  }
-
-  /**
-   * The rows arrays of slots (register), by number, held weakly: a slot dropped in Python
-   * lets its array go.
+   * The rows arrays of slots (make), by number, held weakly: a slot dropped in Python lets
+   * its array go; and each one's schema.
    */
   private final java.util.HashMap slots = new java.util.HashMap();
 
+  private final java.util.HashMap schemas = new java.util.HashMap();
+
+  /** The projections making UnsafeRows of a schema's rows (read), by the schema's JSON. */
+  private final java.util.HashMap projections = new java.util.HashMap();
+
   private int registered = 0;
 
-  /** Registers a slot's rows array for point, returning its number. */
-  public synchronized int register(Object[] rows) {
-    for (java.util.Iterator held = slots.values().iterator(); held.hasNext();) {
-      if (((java.lang.ref.WeakReference) held.next()).get() == null) {
+  /**
+   * A new slot of capacity rows of the schema json (a Spark StructType's JSON, whose last
+   * field is the boolean telling live rows from padding, live) in session: returns its
+   * number, the frame of its live rows' other columns (a Dataset over a local relation
+   * whose rows are the array's, wrapped without a copy, analysed once) and its rows array, every entry a
+   * padding row (every field NULL but live, false). What a local frame made of a padded
+   * empty Arrow table, its relation copied and made anew over the array, made in two dozen
+   * calls.
+   */
+  public synchronized Object[] make(SparkSession session, String json, int capacity) {
+    StructType schema = (StructType) DataType$.MODULE$.fromJson(json);
+    int fields = schema.fields().length;
+    Object[] rows = new Object[capacity];
+    for (int n = 0; n < capacity; n++) {
+      rows[n] = padding(fields);
+    }
+    LocalRelation relation = new LocalRelation(DataTypeUtils$.MODULE$.toAttributes(schema),
+        scala.collection.immutable.ArraySeq$.MODULE$.unsafeWrapArray(rows), false,
+        scala.Option.empty());
+    scala.collection.immutable.Seq output = relation.output();
+    Dataset frame = Dataset$.MODULE$.ofRows(session, new Project(
+        (scala.collection.immutable.Seq) output.take(fields - 1),
+        new Filter((Expression) output.last(), relation)));
+    for (java.util.Iterator held = slots.entrySet().iterator(); held.hasNext();) {
+      java.util.Map.Entry entry = (java.util.Map.Entry) held.next();
+      if (((java.lang.ref.WeakReference) entry.getValue()).get() == null) {
+        schemas.remove(entry.getKey());
         held.remove();
       }
     }
     registered++;
     slots.put(Integer.valueOf(registered), new java.lang.ref.WeakReference(rows));
-    return registered;
+    schemas.put(Integer.valueOf(registered), json);
+    return new Object[] {Integer.valueOf(registered), frame, rows};
+  }
+
+  /** A padding row of fields fields: every one NULL but the last, false. */
+  private static UnsafeRow padding(int fields) {
+    UnsafeRow dead = new UnsafeRow(fields);
+    dead.pointTo(new byte[UnsafeRow.calculateBitSetWidthInBytes(fields) + 8 * fields],
+        UnsafeRow.calculateBitSetWidthInBytes(fields) + 8 * fields);
+    for (int i = 0; i < fields - 1; i++) {
+      dead.setNullAt(i);
+    }
+    return dead;
   }
 
   /**
-   * Sets the rows of several registered slots in one call. data holds their rows one slot
+   * Overwrites the entries of slot's rows with the rows of the Arrow stream file at path
+   * (as many, padding included), of the slot's schema (times in UTC). An entry keeps its
+   * UnsafeRow, pointed at the new row's bytes: Spark's optimizer copies a local relation's
+   * sequence of rows (not the rows), and a plan planned once and run again
+   * (ArrowCollect.run) reads them through its copy.
+   */
+  public synchronized void read(String path, int slot) {
+    Object[] rows = (Object[]) ((java.lang.ref.WeakReference) slots.get(
+        Integer.valueOf(slot))).get();
+    String json = (String) schemas.get(Integer.valueOf(slot));
+    StructType schema = (StructType) DataType$.MODULE$.fromJson(json);
+    UnsafeProjection projection = (UnsafeProjection) projections.get(json);
+    if (projection == null) {
+      projection = UnsafeProjection.create(schema);
+      projections.put(json, projection);
+    }
+    scala.collection.Iterator read = ArrowConverters$.MODULE$.fromBatchIterator(
+        PythonSQLUtils.readArrowStreamFromFile(path), schema, "UTC", true, false, null);
+    for (int n = 0; read.hasNext(); n++) {
+      UnsafeRow row = projection.apply((InternalRow) read.next()).copy();
+      ((UnsafeRow) rows[n]).pointTo(row.getBaseObject(), row.getBaseOffset(),
+          row.getSizeInBytes());
+    }
+  }
+
+  /**
+   * Sets the rows of several slots in one call. data holds their rows one slot
    * after the other, as UnsafeRow bytes made in Python (runtime/unsafe_rows.py); parts
    * describes each slot's share as four numbers separated by spaces, parts by semicolons:
    * the slot's number, the bytes of its rows, the bytes of a row and its number of fields.
    * Each slot's entries are pointed at its rows, and the entries after them at a padding
-   * row: every field NULL but the last, false. An entry that holds an UnsafeRow keeps it,
-   * as in read; an empty entry receives a row of its own.
+   * row (every field NULL but the last, false), each entry keeping its UnsafeRow, as in
+   * read.
    */
   public synchronized void point(byte[] data, String parts) {
     long at = Platform.BYTE_ARRAY_OFFSET;
@@ -75,17 +128,9 @@ public class SlotRows {
       int length = Integer.parseInt(share[1]);
       int size = Integer.parseInt(share[2]);
       int fields = Integer.parseInt(share[3]);
-      byte[] padding = new byte[size];
-      UnsafeRow dead = new UnsafeRow(fields);
-      dead.pointTo(padding, size);
-      for (int i = 0; i < fields - 1; i++) {
-        dead.setNullAt(i);
-      }
+      byte[] padding = (byte[]) padding(fields).getBaseObject();
       int live = length / size;
       for (int n = 0; n < rows.length; n++) {
-        if (!(rows[n] instanceof UnsafeRow)) {
-          rows[n] = new UnsafeRow(fields);
-        }
         if (n < live) {
           ((UnsafeRow) rows[n]).pointTo(data, at + (long) n * size, size);
         } else {

@@ -24,21 +24,16 @@ plan whole in one call and keep no JVM objects here: there batches are plain loc
 from __future__ import annotations
 
 import pyarrow as pa
-from matview.runtime.lowering.types import col
 from matview.runtime.settings import RuntimeSettings, active
-from matview.runtime.spark.arrow_frames import arrow_file, arrow_frame
-from matview.runtime.spark.jvm_objects import java_class, jvm_helper
-from matview.runtime.spark.jvm_plans import columns, of_rows, select
+from matview.runtime.spark.arrow_frames import arrow_file
+from matview.runtime.spark.jvm_objects import jvm_helper, made_once
 from matview.runtime.spark.unsafe_rows import fixed_width, point, unsafe_rows
 from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.utils import is_remote
 
 LIVE = "_live"
 """The column telling a slot's rows (true) from its padding (false)."""
-
-
-
-
 
 
 class Slot:
@@ -57,27 +52,15 @@ class Slot:
         self.schema = schema
         self.fields = _fields(schema)
         self.capacity = capacity
-        self.number: int | None = None
-        """Its number in the JVM (``SlotRows.register``) when its rows are made as UnsafeRow
-        bytes in Python (``unsafe_rows``: its columns are of fixed width)."""
         self.held: pa.Table | None = None
         """The rows bound last."""
-        first = arrow_frame(spark, self._padded(schema.empty_table()))
-        self.rows = spark.sparkContext._gateway.new_array(  # type: ignore[union-attr]
-            java_class(spark, "java.lang.Object"), capacity)
-        relation = first._jdf.queryExecution().analyzed()
-        relation.data().copyToArray(self.rows)
-        self._schema = first._jdf.schema()
-        self._projection = java_class(
-            spark, "org.apache.spark.sql.catalyst.expressions.UnsafeProjection").create(
-                self._schema)
-        relation = java_class(spark, "org.apache.spark.sql.catalyst.plans.logical.LocalRelation")(
-            relation.output(), java_class(spark, "scala.collection.immutable.ArraySeq")
-            .unsafeWrapArray(self.rows), False, relation.stream())
-        if fixed_width(schema):
-            self.number = jvm_helper(spark, "SlotRows").register(self.rows)
-        whole = DataFrame(of_rows(spark)(spark._jsparkSession, relation), spark)
-        self.frame = select(whole.where(col(LIVE)), columns(spark, *schema.names))
+        number, frame, self.rows = jvm_helper(spark, "SlotRows").make(
+            spark._jsparkSession, _spark_schema(spark, schema), capacity)
+        self.number: int = number
+        """Its number in the JVM (``SlotRows.make``)."""
+        self.fixed = fixed_width(schema)
+        """Whether its rows are made as UnsafeRow bytes in Python (``unsafe_rows``)."""
+        self.frame = DataFrame(frame, spark)
 
     def fits(self, table: pa.Table) -> bool:
         """Whether ``table`` is bound here: its columns are the slot's, it has room, and
@@ -93,15 +76,14 @@ class Slot:
         rows it holds)."""
         if self.held is not None and self.held.equals(table):
             return
-        if self.number is not None:
+        if self.fixed:
             if table.schema.types != self.schema.types:
                 table = table.cast(_loose(self.schema))
             point(self.spark, jvm_helper(self.spark, "SlotRows"), self.number,
                   unsafe_rows(table), table.num_columns + 1)
         else:
             with arrow_file(self.spark, self._padded(table)) as (path, _):
-                jvm_helper(self.spark, "SlotRows").read(path, self._schema, self._projection,
-                                                        self.rows)
+                jvm_helper(self.spark, "SlotRows").read(path, self.number)
         self.held = table
 
     def _padded(self, table: pa.Table) -> pa.Table:
@@ -113,6 +95,14 @@ class Slot:
         dead = pa.table([*[pa.nulls(pad, f.type) for f in loose],
                          pa.repeat(pa.scalar(False), pad)], schema=live.schema)
         return pa.concat_tables([live, dead])
+
+
+def _spark_schema(spark: SparkSession, schema: pa.Schema) -> str:
+    """The JSON of the Spark schema of a slot's rows of ``schema`` (made once per schema):
+    its fields, every one nullable, then ``_live``."""
+    fields = tuple(_fields(schema))
+    return made_once(spark, ("slot schema", fields), lambda: from_arrow_schema(
+        _loose(schema).append(pa.field(LIVE, pa.bool_())), prefer_timestamp_ntz=False).json())
 
 
 def _loose(schema: pa.Schema) -> pa.Schema:

@@ -92,10 +92,7 @@ def to_arrow(df: DataFrame, nullable: bool = False) -> pa.Table:
         schema = _nullable(schema)
     send(spark)  # slots' rows waiting to be sent (``unsafe_rows.sent_together``)
     collect = jvm_helper(spark, "ArrowCollect")
-    if df not in _prepared:
-        with unwrap_spark_exception():  # a failure planning it (folding constants)
-            _prepared[df] = collect.prepare(df._jdf) or False
-    prepared = _prepared[df]
+    prepared = _prepare(df)
     if prepared:  # its physical plan run again, over the rows its slots hold now
         with scratch_file(spark) as path:
             with unwrap_spark_exception():
@@ -124,6 +121,30 @@ _prepared: weakref.WeakKeyDictionary[DataFrame, Any] = weakref.WeakKeyDictionary
 """Per frame collected in a classic session, its plan prepared to run again
 (``ArrowCollect.prepare``), or False when it cannot be: a frame collected again (a plan over
 slots, reused by a step of the same shape: ``runtime.templates``) is not planned again."""
+
+_here: weakref.WeakKeyDictionary[DataFrame, bool] = weakref.WeakKeyDictionary()
+"""Per frame prepared, whether its kept plan runs in the driver (``computed_in_driver``)."""
+
+
+def _prepare(df: DataFrame) -> Any:
+    """``df``'s plan prepared to run again (``_prepared``), prepared at its first collect."""
+    from pyspark.errors.exceptions.captured import unwrap_spark_exception
+
+    if df not in _prepared:
+        with unwrap_spark_exception():  # a failure planning it (folding constants)
+            prepared = jvm_helper(df.sparkSession, "ArrowCollect").prepare(df._jdf) or False
+        _prepared[df] = prepared
+        _here[df] = bool(prepared) and prepared[2] is not None
+    return _prepared[df]
+
+
+def computed_in_driver(df: DataFrame) -> bool:
+    """Whether a collect of ``df`` (``to_arrow``) runs its kept plan in the driver, with no
+    job (preparing it now when it is not yet). Never in Spark Connect sessions."""
+    if is_remote():
+        return False
+    _prepare(df)
+    return _here[df]
 
 
 class RowCounts:

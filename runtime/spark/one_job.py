@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 import pyarrow.compute as pc
 from matview.runtime.spark.jvm_objects import made_once
-from matview.runtime.spark.jvm_plans import Columns, columns, select, to_arrow
+from matview.runtime.spark.jvm_plans import Columns, columns, computed_in_driver, select, to_arrow
 from matview.runtime.spark.templates import same
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -40,17 +40,25 @@ class OneJob:
 
     def run(self) -> None:
         """Compute every wanted frame in one Spark job (none when nothing is wanted) and
-        hand each its rows, in the order they were wanted."""
+        hand each its rows, in the order they were wanted, once all are computed. A frame
+        whose kept plan runs in the driver (``jvm_plans.computed_in_driver``) is computed
+        alone, with no job to share: in a union with the others, each new mix of the
+        frames that a refresh's views want (some views step, some do not) would be a new
+        plan, planned anew (half a second for six TPC-H views)."""
         wanted, self.wanted = self.wanted, []
-        if len(wanted) == 1:
-            frame, then = wanted[0]
-            then(to_arrow(frame))
-            return
-        if not wanted:
-            return
-        table = to_arrow(_packed(tuple(frame for frame, _ in wanted)), nullable=True)
+        if len(wanted) > 1:
+            rest = [i for i, (frame, _) in enumerate(wanted) if not computed_in_driver(frame)]
+        else:
+            rest = []
+        tables = {i: to_arrow(frame) for i, (frame, _) in enumerate(wanted) if i not in rest}
+        if len(rest) == 1:
+            tables[rest[0]] = to_arrow(wanted[rest[0]][0])
+        elif rest:
+            table = to_arrow(_packed(tuple(wanted[i][0] for i in rest)), nullable=True)
+            for n, i in enumerate(rest):
+                tables[i] = _unpacked(table.filter(pc.equal(table[_PART], n))[f"p{n}"])
         for i, (_, then) in enumerate(wanted):
-            then(_unpacked(table.filter(pc.equal(table[_PART], i))[f"p{i}"]))
+            then(tables[i])
 
 
 def collected(frames: list[DataFrame]) -> list[pa.Table]:

@@ -113,7 +113,10 @@ class Controller:
         computed lazily by a dataflow run once (reading stored collections through
         ``trace_of``, by default the catalog's); an error the plan's evaluation holds is
         raised (``EvalError``)."""
-        step = self.dataflow(plan, now, trace_of=trace_of).prepare(now)
+        flow = Dataflow(plan, self.spark, trace_of or self.trace_of, as_of=now,
+                        limit=self.limits.table_function_rows, measure=False,
+                        max_join_rows=self.limits.join_rows)
+        step = flow.prepare(now)
         error = step.error()
         if error is not None:
             raise EvalError(error)

@@ -56,8 +56,9 @@ class PendingStep:
 
     @property
     def output(self) -> DataFrame | None:
-        """The step's output updates, consolidated (a lazy plan)."""
-        return None if self.delta is None else consolidate(self.delta.df)
+        """The step's output updates, consolidated (a lazy plan; a small step's in one
+        partition, so that a plan without a shuffle is computed in the driver)."""
+        return None if self.delta is None else consolidate(self.delta.df, self.small)
 
     def error(self) -> str | None:
         """An error the step's output holds once consolidated (one Spark job), or None."""

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import functools
 
+import pyarrow as pa
 from matview.ir.aggregates import maintained
 from matview.runtime.arrangements.updates import DIFF, TIME, key_match, lookup, union_all
 from matview.runtime.lowering.types import col
 from matview.runtime.operators.base import StepContext
 from matview.runtime.operators.reduce_state import NEVER, ReduceState
+from matview.runtime.spark.arrow_frames import arrow_frame
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
@@ -38,8 +40,9 @@ class ReduceAccumulators(ReduceState):
                     else F.lit(None).cast(self._sum_spark(int(n[1:]))).alias(n)
                     for n in self.hidden_names()]
             at = ctx.as_of if ctx.first else NEVER
-            parts.append(ctx.spark.range(1).select(F.lit(at).cast("bigint").alias(TIME),
-                                                   *zero))
+            one = self.built("one row", lambda: arrow_frame(  # a local leaf: the plan can
+                ctx.spark, pa.table({"one": pa.array([1], pa.int8())})))  # be kept
+            parts.append(one.select(F.lit(at).cast("bigint").alias(TIME), *zero))
         if old is not None:
             names = self.full_names()
             old = self.selected(old, "state", lambda: [

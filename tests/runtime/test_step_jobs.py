@@ -6,8 +6,9 @@ is held in the driver or read by it from files: its plan is computed there,
 ``runtime/spark/ArrowCollect.java``), with at most 60 py4j calls once its plans are built
 over slots; a view read from the driver copy of its contents runs no job; every view a
 small transaction changes refreshes in one plan, run in the driver when it has no shuffle,
-else in one job (temporal filters' splits of updates due now and later included), and a
-view failing to step fails only its own reads."""
+else in one job (temporal filters' splits of updates due now and later included), a view
+failing to step fails only its own reads, and an ad hoc query over tables the driver holds
+runs no job."""
 
 from __future__ import annotations
 
@@ -303,3 +304,25 @@ def test_a_small_step_of_a_temporal_filter_runs_no_job(spark: SparkSession) -> N
         con.execute("SELECT * FROM weighted").fetchall()
     assert sorted(con.execute("SELECT * FROM recent").fetchall())[0] == (
         "k0", 1 + sum(1 for _, k, ts, _ in events if k == "k0" and 120_000 < ts + 60_000))
+
+
+@pytest.mark.parametrize("query, expected", [
+    ("SELECT count(*) FROM t WHERE v > 5", [(494,)]),
+    ("SELECT k, sum(v) FROM t WHERE k < 2 GROUP BY k", [(0, 2_250), (1, 2_260)]),
+    ("SELECT t.k, u.w FROM t JOIN u ON t.k = u.k WHERE t.v = 7", [(7, "w7")])])
+def test_an_ad_hoc_query_over_small_tables_runs_no_job(
+        spark: SparkSession, query: str, expected: list[tuple[object, ...]]) -> None:
+    """A SELECT over tables whose rows the driver holds is computed by a dataflow run once
+    whose plan has no shuffle (its one small step consolidated in one partition, no
+    meters observing its rows, a global aggregate's empty-input row a local row too):
+    ``ArrowCollect`` computes it in the driver, with no Spark job."""
+    con = matview.connect(spark=spark)
+    con.execute("CREATE TABLE t (k INT, v INT)")
+    con.execute("CREATE TABLE u (k INT, w TEXT)")
+    con.insert("t", [(i % 50, i) for i in range(500)])
+    con.insert("u", [(i, f"w{i}") for i in range(50)])
+    with counted(spark, f"ad hoc {query}") as read:
+        rows = con.execute(query).fetchall()
+    assert sorted(rows) == expected
+    assert read["jobs"] == 0, read
+    con.close()

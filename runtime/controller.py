@@ -98,12 +98,14 @@ class Controller:
 
     def dataflow(self, plan: physical.Operator, as_of: int,
                  policy: RefreshPolicy | None = None,
-                 trace_of: Callable[[str], Trace] | None = None) -> Dataflow:
+                 trace_of: Callable[[str], Trace] | None = None, measure: bool = True
+                 ) -> Dataflow:
         """A dataflow of physical ``plan`` whose first step starts from the snapshot at
         ``as_of`` (``policy``: a view's, which outlives the dataflows it recomputes with;
-        ``trace_of``: where it finds stored collections, the catalog's by default)."""
+        ``trace_of``: where it finds stored collections, the catalog's by default;
+        ``measure``: whether its operators count their rows, ``Dataflow``)."""
         return Dataflow(plan, self.spark, trace_of or self.trace_of, as_of=as_of,
-                        limit=self.limits.table_function_rows,
+                        limit=self.limits.table_function_rows, measure=measure,
                         max_join_rows=self.limits.join_rows,
                         policy=policy or RefreshPolicy(self.setting))
 
@@ -111,12 +113,10 @@ class Controller:
                  trace_of: Callable[[str], Trace] | None = None) -> DataFrame | None:
         """Physical ``plan``'s contents at ``now``, as consolidated updates (None: empty),
         computed lazily by a dataflow run once (reading stored collections through
-        ``trace_of``, by default the catalog's); an error the plan's evaluation holds is
-        raised (``EvalError``)."""
-        flow = Dataflow(plan, self.spark, trace_of or self.trace_of, as_of=now,
-                        limit=self.limits.table_function_rows, measure=False,
-                        max_join_rows=self.limits.join_rows)
-        step = flow.prepare(now)
+        ``trace_of``, by default the catalog's), whose operators count no rows (no reader
+        asks: observing them would keep its plan from being computed in the driver); an
+        error the plan's evaluation holds is raised (``EvalError``)."""
+        step = self.dataflow(plan, now, trace_of=trace_of, measure=False).prepare(now)
         error = step.error()
         if error is not None:
             raise EvalError(error)

@@ -3,7 +3,8 @@ together need in the driver, computed by a single action.
 
 A small step's operators do not collect what they keep (a Reduce's new state, a dataflow's
 output and errors) one job each: they ask ``OneJob.want`` for it and get it once
-``OneJob.run`` has run. ``run`` puts every wanted frame in one union, each frame's rows as
+``OneJob.run`` has run. ``run`` computes each frame whose kept plan runs in the driver
+alone (no job to share), puts every other wanted frame in one union, each frame's rows as
 a struct column of its own beside a tag telling them apart, collects it through Arrow, and
 hands each asker its rows. A plan that several wanted frames read is computed once by each
 within that job, so an operator defers its output to the job only when its readers take

@@ -10,6 +10,7 @@
     python -m bench tpch --sf 0.1
     python -m bench tpch22 --sf 0.1            # the 22 TPC-H queries: created? RF1/RF2 steps
     python -m bench config                     # the measurements behind the Spark settings
+    python -m bench small                      # small data: CREATE, inserts, ad hoc SELECTs
 
 Prints one table and writes every figure to ``bench/results/<workload>-<session>.json``
 (and ``quick-<session>.json`` for the quick suite). Exits non-zero if any engine's answer
@@ -116,11 +117,26 @@ def _tpch22(args: argparse.Namespace, overrides: dict[str, str]) -> int:
     return 0 if tpch22.agrees(result) else 1
 
 
+def _small(args: argparse.Namespace, overrides: dict[str, str]) -> int:
+    from bench import small
+
+    spark = _session(args.session, overrides)
+    figures = small.run(spark, inserts=args.batches or 10)
+    RESULTS.mkdir(exist_ok=True)
+    path = RESULTS / f"small-{args.session}.json"
+    path.write_text(json.dumps({"environment": _environment(args.session, overrides),
+                                "args": vars(args), "figures": figures}, indent=1) + "\n")
+    print(small.table(figures))
+    print(f"\nfigures: {path}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("workload",
-                        choices=["quick", "w1", "w2", "w3", "w4", "tpch", "tpch22", "config"])
+                        choices=["quick", "w1", "w2", "w3", "w4", "tpch", "tpch22", "config",
+                                 "small"])
     parser.add_argument("--session", choices=["classic", "connect", "user"],
                         default="classic", help="user: a SparkSession with Spark's defaults, "
                         "passed to matview.connect(spark=...)")
@@ -153,6 +169,8 @@ def main(argv: list[str] | None = None) -> int:
         return _config(args.session, overrides)
     if args.workload == "tpch22":
         return _tpch22(args, overrides)
+    if args.workload == "small":
+        return _small(args, overrides)
     workloads = _workloads(args)
     spark = _session(args.session, overrides)
     results = []

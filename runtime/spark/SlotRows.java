@@ -31,7 +31,7 @@ public class SlotRows {
 
   private final java.util.HashMap schemas = new java.util.HashMap();
 
-  /** The projections making UnsafeRows of a schema's rows (read), by the schema's JSON. */
+  /** The projections making UnsafeRows of a schema's rows (read), by schema. */
   private final java.util.HashMap projections = new java.util.HashMap();
 
   private int registered = 0;
@@ -40,17 +40,19 @@ public class SlotRows {
    * A new slot of capacity rows of the schema json (a Spark StructType's JSON, whose last
    * field is the boolean telling live rows from padding, live) in session: returns its
    * number, the frame of its live rows' other columns (a Dataset over a local relation
-   * whose rows are the array's, wrapped without a copy, analysed once) and its rows array, every entry a
-   * padding row (every field NULL but live, false). What a local frame made of a padded
-   * empty Arrow table, its relation copied and made anew over the array, made in two dozen
-   * calls.
+   * whose rows are the array's, wrapped without a copy, analysed once) and its rows array,
+   * every entry a padding row (every field NULL but live, false). Made from Python, the
+   * same slot took two dozen JVM calls.
    */
   public synchronized Object[] make(SparkSession session, String json, int capacity) {
     StructType schema = (StructType) DataType$.MODULE$.fromJson(json);
     int fields = schema.fields().length;
+    byte[] dead = padding(fields);
     Object[] rows = new Object[capacity];
     for (int n = 0; n < capacity; n++) {
-      rows[n] = padding(fields);
+      UnsafeRow row = new UnsafeRow(fields);
+      row.pointTo(dead, dead.length);
+      rows[n] = row;
     }
     LocalRelation relation = new LocalRelation(DataTypeUtils$.MODULE$.toAttributes(schema),
         scala.collection.immutable.ArraySeq$.MODULE$.unsafeWrapArray(rows), false,
@@ -68,19 +70,22 @@ public class SlotRows {
     }
     registered++;
     slots.put(Integer.valueOf(registered), new java.lang.ref.WeakReference(rows));
-    schemas.put(Integer.valueOf(registered), json);
+    schemas.put(Integer.valueOf(registered), schema);
     return new Object[] {Integer.valueOf(registered), frame, rows};
   }
 
-  /** A padding row of fields fields: every one NULL but the last, false. */
-  private static UnsafeRow padding(int fields) {
+  /**
+   * The bytes of a padding row of fields fields: every one NULL but the last, false
+   * (shared by the padding entries of a slot, which are pointed elsewhere, never written).
+   */
+  private static byte[] padding(int fields) {
+    byte[] bytes = new byte[UnsafeRow.calculateBitSetWidthInBytes(fields) + 8 * fields];
     UnsafeRow dead = new UnsafeRow(fields);
-    dead.pointTo(new byte[UnsafeRow.calculateBitSetWidthInBytes(fields) + 8 * fields],
-        UnsafeRow.calculateBitSetWidthInBytes(fields) + 8 * fields);
+    dead.pointTo(bytes, bytes.length);
     for (int i = 0; i < fields - 1; i++) {
       dead.setNullAt(i);
     }
-    return dead;
+    return bytes;
   }
 
   /**
@@ -93,12 +98,11 @@ public class SlotRows {
   public synchronized void read(String path, int slot) {
     Object[] rows = (Object[]) ((java.lang.ref.WeakReference) slots.get(
         Integer.valueOf(slot))).get();
-    String json = (String) schemas.get(Integer.valueOf(slot));
-    StructType schema = (StructType) DataType$.MODULE$.fromJson(json);
-    UnsafeProjection projection = (UnsafeProjection) projections.get(json);
+    StructType schema = (StructType) schemas.get(Integer.valueOf(slot));
+    UnsafeProjection projection = (UnsafeProjection) projections.get(schema);
     if (projection == null) {
       projection = UnsafeProjection.create(schema);
-      projections.put(json, projection);
+      projections.put(schema, projection);
     }
     scala.collection.Iterator read = ArrowConverters$.MODULE$.fromBatchIterator(
         PythonSQLUtils.readArrowStreamFromFile(path), schema, "UTC", true, false, null);
@@ -128,7 +132,7 @@ public class SlotRows {
       int length = Integer.parseInt(share[1]);
       int size = Integer.parseInt(share[2]);
       int fields = Integer.parseInt(share[3]);
-      byte[] padding = (byte[]) padding(fields).getBaseObject();
+      byte[] padding = padding(fields);
       int live = length / size;
       for (int n = 0; n < rows.length; n++) {
         if (n < live) {

@@ -47,16 +47,13 @@ class OneJob:
         frames that a refresh's views want (some views step, some do not) would be a new
         plan, planned anew (half a second for six TPC-H views)."""
         wanted, self.wanted = self.wanted, []
-        if len(wanted) > 1:
-            rest = [i for i, (frame, _) in enumerate(wanted) if not computed_in_driver(frame)]
-        else:
-            rest = []
-        tables = {i: to_arrow(frame) for i, (frame, _) in enumerate(wanted) if i not in rest}
-        if len(rest) == 1:
-            tables[rest[0]] = to_arrow(wanted[rest[0]][0])
-        elif rest:
-            table = to_arrow(_packed(tuple(wanted[i][0] for i in rest)), nullable=True)
-            for n, i in enumerate(rest):
+        packed = [i for i, (frame, _) in enumerate(wanted)
+                  if len(wanted) > 1 and not computed_in_driver(frame)]
+        packed = packed if len(packed) > 1 else []  # a frame alone needs no union
+        tables = {i: to_arrow(frame) for i, (frame, _) in enumerate(wanted) if i not in packed}
+        if packed:
+            table = to_arrow(_packed(tuple(wanted[i][0] for i in packed)), nullable=True)
+            for n, i in enumerate(packed):
                 tables[i] = _unpacked(table.filter(pc.equal(table[_PART], n))[f"p{n}"])
         for i, (_, then) in enumerate(wanted):
             then(tables[i])

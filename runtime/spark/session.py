@@ -2,7 +2,8 @@
 ``SPARK_NOTES.md`` and ``bench/README.md``: few shuffle partitions, no adaptive execution,
 no constraint propagation, deep thread stacks, no UI, Arrow transfers, UTC session time zone
 (SQL TIMESTAMP has no zone) and ANSI arithmetic (overflow and division by zero are errors,
-as in PostgreSQL)."""
+as in PostgreSQL); a driver JVM it starts maps the archive of Spark's classes
+(``class_archive``)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ import shutil
 import warnings
 from collections.abc import Mapping
 
+from matview.runtime.spark.class_archive import archive_options
+from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
 DEFAULT_CONFIG: dict[str, str] = {
@@ -94,6 +97,10 @@ def start_session(master: str | None = None, config: Mapping[str, str] | None = 
     Connect server), configured for small incremental jobs; ``config`` overrides the
     defaults. ``connect`` starts a local master behind a Spark Connect server of its own."""
     settings = {**DEFAULT_CONFIG, **(config or {})}
+    if not (master and master.startswith("sc://")) and SparkContext._active_spark_context is None:
+        # a driver JVM starts: it maps the archive of its classes (or writes it)
+        java = settings.get("spark.driver.extraJavaOptions", "")
+        settings["spark.driver.extraJavaOptions"] = f"{java} {archive_options(java)}".strip()
     if master and master.startswith("sc://"):
         # Spark Connect's own builder, as SparkSession.builder.remote would, but also beside a
         # classic session of this process (which that one refuses), e.g. one whose

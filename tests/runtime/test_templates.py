@@ -296,6 +296,44 @@ def test_a_step_of_the_same_shape_reuses_its_plans(
 
 
 
+def test_a_three_way_self_join_reuses_its_plans(spark: SparkSession,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """W2's shape: triangles counted over a three-way self-join, whose step joins each of
+    the three delta paths (AltNeu: each path reads the others' history before or after its
+    own change). From the third small step on, inserting and deleting edges, each step's one
+    job computes the same frames as the step before, in the driver, and no DataFrame method
+    runs, while the count equals the triangles of the live edges."""
+    wanted = _wanted_frames(monkeypatch)
+    con = matview.connect(clock=0, spark=spark, refresh="incremental")
+    con.execute("CREATE TABLE edges (src INT, dst INT)")
+    edges = {(i % 40, (i * 7 + 3) % 40) for i in range(300)}
+    con.insert("edges", sorted(edges))
+    con.execute("CREATE MATERIALIZED VIEW triangles AS SELECT count(*) AS n FROM edges e1 "
+                "JOIN edges e2 ON e1.src = e2.src JOIN edges e3 ON e1.dst = e3.src AND "
+                "e2.dst = e3.dst")
+    previous: list[DataFrame] = []
+    for step in range(5):
+        new = {((step * 11 + j) % 40, (step * 5 + j * 3) % 40) for j in range(4)} - edges
+        gone = set(sorted(edges)[step * 3:step * 3 + 3])
+        with con.transaction():
+            con.delete("edges", sorted(gone))
+            con.insert("edges", sorted(new))
+        edges = (edges - gone) | new
+        wanted.clear()
+        with _dataframe_calls() as called:
+            rows = con.execute("SELECT n FROM triangles").fetchall()
+        assert rows == [(sum(1 for a, b in edges for c, d in edges if a == c
+                             for e, f in edges if e == b and f == d),)]
+        frames = [frame for job in wanted for frame in job]
+        if step >= 2:
+            assert called == [], (step, called)
+            assert len(frames) == len(previous) and all(
+                a is b for a, b in zip(frames, previous)), step
+            kept = [jvm_plans._prepared.get(frame) for frame in frames]
+            assert all(k and k[2] is not None for k in kept), step  # run in the driver
+        previous = frames
+    con.close()
+
 def test_views_stepping_in_a_new_mix_reuse_their_plans(spark: SparkSession) -> None:
     """Two views over two tables: once each has stepped alone a few times (its plans over
     slots kept), a refresh in which both step makes no DataFrame call. Each kept plan that

@@ -33,7 +33,10 @@ Changed:
 * ``jsonb_agg`` and ``to_jsonb`` (PostgreSQL's JSONB functions, which sqlglot reads as
   anonymous calls) are parsed into ``JsonbAggCall`` and ``ToJsonbCall``;
 * ``position(needle IN haystack)`` is the only form of ``position`` (other dialects'
-  ``position(needle, haystack[, start])`` is a syntax error), named ``position`` in messages.
+  ``position(needle, haystack[, start])`` is a syntax error), named ``position`` in messages;
+* a dollar quote's tag is an identifier, as PostgreSQL's is: ``$1,$2`` (psycopg's ``%s,%s``)
+  are two parameters, not a string quoted by ``$1,$`` (sqlglot takes any tag but digits
+  alone and text with spaces).
 
 The dialect registers itself with sqlglot under the name ``matview``. Its tokenizer is here;
 its parser is ``dialect_parser``, its generator ``dialect_generator``, the nodes it adds
@@ -42,10 +45,29 @@ its parser is ``dialect_parser``, its generator ``dialect_generator``, the nodes
 
 from __future__ import annotations
 
+import re
+
 from matview.sql.dialect_generator import MatviewGenerator
 from matview.sql.dialect_parser import MatviewParser
 from sqlglot.dialects.postgres import Postgres
+from sqlglot.tokenizer_core import TokenizerCore
 from sqlglot.tokens import TokenType
+
+_TAG = re.compile(r"(?:[^\W\d]\w*)?\$")
+"""What follows the ``$`` opening a dollar quote: a tag (an identifier) and ``$``."""
+
+
+class _Core(TokenizerCore):
+    """sqlglot's tokenizer reading a ``$`` that no tag and ``$`` follow as a parameter's
+    mark (the number after it a token of its own), as PostgreSQL does."""
+
+    __slots__ = ()
+
+    def _scan_string(self, start: str) -> bool:
+        if start == "$" and not _TAG.match(self.sql, self._current):
+            self._add(self.heredoc_string_alternative)
+            return True
+        return bool(super()._scan_string(start))
 
 
 class Matview(Postgres):
@@ -55,6 +77,11 @@ class Matview(Postgres):
         COMMANDS = Postgres.Tokenizer.COMMANDS - {TokenType.SHOW}
         KEYWORDS = {**Postgres.Tokenizer.KEYWORDS, "EXPLAIN": TokenType.DESCRIBE,
                     "SUBSCRIBE": TokenType.COMMAND}
+
+        def _init_core(self) -> TokenizerCore:
+            core = super()._init_core()
+            core.__class__ = _Core
+            return core
 
     Parser = MatviewParser
     Generator = MatviewGenerator

@@ -65,6 +65,11 @@ def test_statement_splitting_and_positional_parameters() -> None:
                                                 "-- x;\n /* ; */ SELECT $2 + $1, $2"]
     text, order = positional("SELECT '$1', $2 + $1, $10")
     assert text == "SELECT '$1', ?  + ? , ?  " and order == [2, 1, 10]
+    # a dollar quote's tag is an identifier: psycopg's %s,%s are $1,$2, two parameters
+    text, order = positional("INSERT INTO t VALUES ($1,$2) -- $3,$")
+    assert text == "INSERT INTO t VALUES (? ,? ) -- $3,$" and order == [1, 2]
+    text, order = positional("SELECT $$costs $1$$, $tag$ $2 $tag$, $_1$x$_1$,$3")
+    assert text == "SELECT $$costs $1$$, $tag$ $2 $tag$, $_1$x$_1$,? " and order == [3]
     assert [float_text(v) for v in (1.0, 0.1, 1e15, 1e-5, 123456.789, -2.5e20, float("inf"))] == [
         "1", "0.1", "1e+15", "1e-05", "123456.789", "-2.5e+20", "Infinity"]
 
@@ -123,7 +128,7 @@ def test_transactions_commit_rollback_and_failed_blocks(server: Server) -> None:
         conn.execute("CREATE TABLE acct (id INT, amount BIGINT)")
         with conn.transaction():
             conn.execute("INSERT INTO acct VALUES (%s, %s)", (1, 100))
-            conn.execute("INSERT INTO acct VALUES (%s, %s)", (2, 200))
+            conn.execute("INSERT INTO acct VALUES (%s,%s)", (2, 200))  # $1,$2: no quote
         with pytest.raises(RuntimeError), conn.transaction():
             conn.execute("INSERT INTO acct VALUES (3, 300)")
             raise RuntimeError("roll back")

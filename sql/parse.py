@@ -94,6 +94,9 @@ def split(sql: str) -> list[exp.Expr]:
 def bind_statement(tree: exp.Expr, catalog: Catalog) -> Statement:
     """The bound statement ``tree`` (from ``split``) denotes against ``catalog``; only the
     clauses the binder implements are accepted (``allowlist``)."""
+    if isinstance(tree, (exp.Condition, exp.Alias)):  # words that are no statement
+        first = tree.sql(dialect=Matview).split()[0]
+        raise SqlSyntaxError.at(f'syntax error at or near "{first}"', tree)
     check_supported(tree)
     ctx = Context(catalog)
     try:
@@ -168,9 +171,6 @@ def _bind(tree: exp.Expr, ctx: Context) -> Statement:
                                       "SUBSCRIBE takes a name and AS OF alone", tree)
         time = sqlglot.parse_one(found.group(1), read=Matview)
         return SubscribeTo(relation_name(tree.this), bind_time(time))
-    if isinstance(tree, exp.Condition):
-        first = tree.sql(dialect=Matview).split()[0]
-        raise SqlSyntaxError.at(f'syntax error at or near "{first}"', tree)
     raise UnsupportedError.at(f"{_name(tree)} is not supported", tree)
 
 

@@ -285,6 +285,7 @@ ERRORS = [
     ("SELECT b FROM t UNION SELECT a FROM u", SqlTypeError,
      "UNION types text and int cannot be matched", 1, 8),
     ("SELECT a FROM\n  WHERE", SqlSyntaxError, 'syntax error at or near "WHERE"', 2, 3),
+    ("SELEC oops", SqlSyntaxError, 'syntax error at or near "SELEC"', 1, 1),  # not ALIAS
     ("INSERT INTO t VALUES (1, 'x')", SqlError,
      "INSERT has more target columns than expressions", 1, 23),
     ("INSERT INTO t (a) VALUES (1, 2)", SqlError,

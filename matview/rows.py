@@ -4,6 +4,8 @@ tuples."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import Column, DataFrame
@@ -27,13 +29,35 @@ def update_rows(rows: object, item: CatalogItem, sign: int) -> DataFrame | pa.Ta
         if len(rows.columns) != len(types):
             raise ProgrammingError(f'rows have {len(rows.columns)} columns, table '
                                    f'"{item.name}" has {len(types)}')
+        order = by_name(rows.columns, [f.name for f in item.fields], item.name)
+        schema = [rows.schema[i] for i in order]
         return rows.select(*[checked(rows[s.name], s.dataType, f.type, item.name,
                                      f.name).alias(n)
-                             for s, f, n in zip(rows.schema, item.fields, names)],
+                             for s, f, n in zip(schema, item.fields, names)],
                            F.lit(sign).cast("bigint").alias(DIFF))
     data = arrow_rows(rows, names, update_schema(types), item.name,
                       [f.name for f in item.fields])
     return data.append_column(DIFF, pa.array([sign] * data.num_rows, pa.int64()))
+
+
+def by_name(given: Sequence[object], columns: Sequence[str], table_name: str) -> list[int]:
+    """The positions in ``given`` (the names of the columns of rows written to a table) of
+    the table's ``columns``, in order: by name when the rows' names are the table's
+    columns (in any order, case aside), by position when none of them is one (a frame's
+    names of no meaning: pandas' 0, 1, ..., Spark's _1, _2, ...). Some but not all of them
+    columns is a ``ProgrammingError`` naming the first that is not, rather than values
+    written to the wrong columns."""
+    wanted = [c.lower() for c in columns]
+    found = [str(n).lower() for n in given]
+    if not set(found) & set(wanted):
+        return list(range(len(given)))
+    for name, shown in zip(found, given):
+        if name not in wanted:
+            raise ProgrammingError(f'rows have a column "{shown}", which table "{table_name}" '
+                                   f"does not have")
+    if len(set(found)) != len(found):
+        raise ProgrammingError(f'rows name a column of table "{table_name}" twice')
+    return [found.index(c) for c in wanted]
 
 
 def rows_of(table: pa.Table) -> list[tuple[object, ...]]:
@@ -52,10 +76,11 @@ def arrow_rows(rows: object, names: list[str], schema: pa.Schema, table_name: st
     ``names`` of the schema's types; values that do not fit their column are DataErrors
     naming it, and text holding a NUL byte is refused as PostgreSQL refuses it."""
     fields = list(schema)[:len(names)]
-    if isinstance(rows, pa.Table):
-        table = rows
-    elif hasattr(rows, "to_numpy") and hasattr(rows, "columns"):
-        table = pa.Table.from_pandas(rows, preserve_index=False)
+    if isinstance(rows, pa.Table) or hasattr(rows, "to_numpy") and hasattr(rows, "columns"):
+        table = rows if isinstance(rows, pa.Table) else pa.Table.from_pandas(
+            rows, preserve_index=False)
+        if table.num_columns == len(names):  # its columns named: the table's, by name
+            table = table.select(by_name(table.column_names, columns, table_name))
     elif isinstance(rows, (list, tuple)) and all(isinstance(r, (list, tuple)) for r in rows):
         for row in rows:
             if len(row) != len(names):

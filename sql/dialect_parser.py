@@ -78,6 +78,13 @@ class MatviewParser(PostgresParser):
         "POSITION": lambda self: self._parse_position_in(),
     }
 
+    PLACEHOLDER_PARSERS = {
+        **PostgresParser.PLACEHOLDER_PARSERS,
+        # a ``?`` keeps where it was written: parameters bind in the order of the text
+        TokenType.PLACEHOLDER: lambda self: self.expression(exp.Placeholder()).update_positions(
+            self._prev),
+    }
+
     SHOW_PARSERS = {
         "TABLES": _show("TABLES"),
         "VIEWS": _show("VIEWS"),

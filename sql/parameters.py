@@ -12,8 +12,10 @@ from sqlglot import exp
 
 
 def bind_parameters(tree: exp.Expr, params: Sequence[object]) -> exp.Expr:
-    """``tree`` with its placeholders, in order, replaced by the literals of ``params``."""
-    holes = list(tree.find_all(exp.Placeholder))
+    """``tree`` with its placeholders, in the order they were written (the parser keeps
+    where: a tree's walk meets them in another order, ``a = ? AND b = ? AND c = ?``'s last
+    first), replaced by the literals of ``params``."""
+    holes = sorted(tree.find_all(exp.Placeholder), key=lambda h: h.meta.get("start", -1))
     if len(holes) != len(params):
         raise SqlError(
             f"the statement has {len(holes)} parameters but {len(params)} were given")

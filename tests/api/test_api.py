@@ -46,6 +46,10 @@ def test_cursor_protocol(con) -> None:  # type: ignore[no-untyped-def]
     assert cur.fetchall() == []
     cur.execute("SELECT id FROM orders WHERE amount > ? AND note = ?", [5, "b"])
     assert cur.fetchall() == [(2,)]
+    # parameters bind in the order written, however deep each sits in the expression
+    cur.execute("WITH c AS (SELECT ? AS k) SELECT id, ? FROM orders, c WHERE cust = k AND "
+                "amount > ? AND note = ? AND id < ?", [1, "x", 5, "b", 3])
+    assert cur.fetchall() == [(2, "x")]
     cur.execute("SELECT id FROM orders ORDER BY id LIMIT 1 OFFSET 1")
     assert cur.fetchall() == [(2,)]
     assert con.execute("UPDATE orders SET amount = amount + 1 WHERE cust = 1").rowcount == 2
@@ -150,6 +154,26 @@ def test_bulk_insert_and_delete(con) -> None:  # type: ignore[no-untyped-def]
     assert rows[0] == (333, Decimal(sum(range(3, 1000, 3))))
     assert rows[1] == (332, Decimal(sum(range(4, 1000, 3))))
     assert rows[9] == (2, Decimal(3))
+
+
+def test_named_rows_go_to_their_columns_by_name(con) -> None:  # type: ignore[no-untyped-def]
+    """Rows whose columns are named (a pandas, Arrow or Spark frame) are written by name,
+    in any order and case; unnamed ones (pandas' 0, 1, Spark's _1, _2) by position; names
+    partly the table's are refused, not written to the wrong columns."""
+    import pyarrow as pa
+
+    con.execute("CREATE TABLE pair (a INT, b TEXT)")
+    con.insert("pair", pa.table({"b": ["x"], "a": [1]}))
+    con.insert("pair", pd.DataFrame({"B": ["y"], "A": [2]}))
+    con.insert("pair", con.spark.createDataFrame([("z", 3)], "b string, a int"))
+    con.insert("pair", pd.DataFrame([[4, "w"]]))
+    con.insert("pair", con.spark.createDataFrame([(5, "v")]))
+    with pytest.raises(matview.ProgrammingError, match='column "c"'):
+        con.insert("pair", pa.table({"a": [6], "c": ["u"]}))
+    with pytest.raises(matview.ProgrammingError, match="twice"):
+        con.insert("pair", pd.DataFrame([[6, 7]], columns=["a", "A"]))
+    assert sorted(con.execute("SELECT * FROM pair").fetchall()) == [
+        (1, "x"), (2, "y"), (3, "z"), (4, "w"), (5, "v")]
 
 
 def test_types_round_trip(con) -> None:  # type: ignore[no-untyped-def]

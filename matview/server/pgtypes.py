@@ -201,17 +201,44 @@ def _array_items(text: str) -> list[str | None]:
 
 def parameter(data: bytes | None, oid: int, binary: bool) -> object:
     """A Bind parameter's value: text format read by its declared type (unknown or text
-    types stay text), binary format for integers, floats, booleans and text."""
+    types stay text), binary format for integers, floats, booleans, text, numeric, date
+    and timestamp (psycopg sends dates and times in binary)."""
     if data is None:
         return None
     if not binary:
         return from_text(data.decode(), _OID_NAMES.get(oid, "text"))
-    layouts = {21: "!h", 23: "!i", 20: "!q", 700: "!f", 701: "!d"}
+    layouts = {21: "!h", 23: "!i", 20: "!q", 700: "!f", 701: "!d", 1082: "!i", 1114: "!q",
+               1184: "!q"}
     if oid in layouts and struct.calcsize(layouts[oid]) == len(data):
-        return struct.unpack(layouts[oid], data)[0]
+        value = struct.unpack(layouts[oid], data)[0]
+        if oid == 1082:
+            return _EPOCH.date() + datetime.timedelta(days=value)
+        return _EPOCH + datetime.timedelta(microseconds=value) if oid in (1114, 1184) else value
     if oid == 16 and len(data) == 1:
         return data != b"\0"
+    if oid == 1700 and len(data) >= 8:
+        return _binary_numeric(data)
     if oid in (0, 25, 1043, UNKNOWN_OID):
         return data.decode()
     raise InvalidText(f"binary format of parameters of type {oid} is not supported; "
                       "send it in text format")
+
+
+_EPOCH = datetime.datetime(2000, 1, 1)
+"""PostgreSQL's epoch of dates and times in binary format (a TIMESTAMP WITH TIME ZONE's
+is UTC: matview's timestamps are UTC)."""
+
+
+def _binary_numeric(data: bytes) -> decimal.Decimal:
+    """A NUMERIC in PostgreSQL's binary format: its number of base-10000 digits, the weight
+    of the first, the sign, the display scale, then the digits."""
+    count, weight, sign, scale = struct.unpack("!hhHh", data[:8])
+    if sign == 0xC000:
+        return decimal.Decimal("NaN")
+    if sign not in (0, 0x4000) or len(data) != 8 + 2 * count:
+        raise InvalidText("invalid binary NUMERIC parameter")
+    digits = "".join(f"{d:04d}" for d in struct.unpack(f"!{count}h", data[8:])) or "0"
+    value = decimal.Decimal((1 if sign else 0, tuple(map(int, digits)),
+                             4 * (weight + 1 - count)))
+    with decimal.localcontext(decimal.Context(prec=1000)):
+        return value.quantize(decimal.Decimal(1).scaleb(-scale))

@@ -26,7 +26,7 @@ from psycopg import errors as pg_errors
 import matview
 from matview.cli import main
 from matview.server import Server, serve
-from matview.server.pgtypes import float_text
+from matview.server.pgtypes import float_text, parameter
 from matview.server.statements import positional, split
 
 CONCURRENT_SECONDS = float(os.environ.get("MATVIEW_SOAK_SECONDS", 20))
@@ -74,6 +74,22 @@ def test_statement_splitting_and_positional_parameters() -> None:
         "1", "0.1", "1e+15", "1e-05", "123456.789", "-2.5e+20", "Infinity"]
 
 
+def test_binary_parameters_of_numbers_dates_and_times() -> None:
+    """PostgreSQL's binary formats (psycopg sends dates and times so): a NUMERIC's base-10000
+    digits with their weight, sign and scale; days and microseconds since 2000-01-01."""
+    def numeric(weight: int, sign: int, scale: int, digits: list[int]) -> bytes:
+        return struct.pack(f"!hhHh{len(digits)}h", len(digits), weight, sign, scale, *digits)
+
+    assert str(parameter(numeric(0, 0, 2, [9, 9900]), 1700, True)) == "9.99"
+    assert parameter(numeric(1, 0x4000, 0, [12]), 1700, True) == -120_000
+    assert str(parameter(numeric(-1, 0, 4, [5]), 1700, True)) == "0.0005"
+    assert str(parameter(numeric(0, 0, 1, []), 1700, True)) == "0.0"
+    assert parameter(struct.pack("!i", 7306), 1082, True) == datetime.date(2020, 1, 2)
+    assert parameter(struct.pack("!i", -1), 1082, True) == datetime.date(1999, 12, 31)
+    assert parameter(struct.pack("!q", 768_000_000_000_123), 1114, True) == \
+        datetime.datetime(2024, 5, 2, 21, 20, 0, 123)
+
+
 # --- psycopg -------------------------------------------------------------------------------
 
 def test_psycopg_ddl_writes_reads_explain_show(server: Server) -> None:
@@ -90,6 +106,11 @@ def test_psycopg_ddl_writes_reads_explain_show(server: Server) -> None:
                                    datetime.date(2020, 1, 2),
                                    datetime.datetime(2024, 5, 6, 7, 8, 9), True)]
         assert [d.type_code for d in cur.description] == [23, 25, 701, 1700, 1082, 1114, 16]
+        # dates and times as Python values: psycopg sends them in binary
+        cur = conn.execute("SELECT id FROM pets WHERE born = %s AND seen = %s AND price = %s",
+                           (datetime.date(2020, 1, 2), datetime.datetime(2024, 5, 6, 7, 8, 9),
+                            decimal.Decimal("9.99")))
+        assert cur.fetchall() == [(1,)]
         assert conn.execute("SELECT count(*) FROM pets").fetchone() == (2,)
         conn.execute("CREATE MATERIALIZED VIEW heavy AS SELECT name FROM pets WHERE weight > 10")
         assert conn.execute("SELECT * FROM heavy").fetchall() == [("rex",)]
@@ -390,13 +411,16 @@ def test_serve_command_refusals(tmp_path: Path, capsys: pytest.CaptureFixture[st
 
 @pytest.mark.spark  # its subprocess starts a JVM of its own, without the fixture
 def test_serve_command_runs_until_sigint(tmp_path: Path) -> None:
-    """One subprocess (its own JVM): prints the chosen port, serves, exits 0 on SIGINT."""
+    """One subprocess (its own JVM): prints the chosen port, serves, exits 0 on SIGINT;
+    Spark's start prints nothing (its warnings and notices: ``MATVIEW_SPARK_LOG``), but the
+    JVM's own line about the incubator module Spark's launcher adds."""
     secret = tmp_path / "pw"
     secret.write_text("pw\n")
+    environment = {k: v for k, v in os.environ.items() if k != "MATVIEW_SPARK_LOG"}
     process = subprocess.Popen(
         [sys.executable, "-m", "matview.cli", "serve", "--port", "0", "--password-file",
-         str(secret)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-        cwd=Path(__file__).parents[2])
+         str(secret)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        cwd=Path(__file__).parents[2], env=environment)
     try:
         assert process.stdout is not None
         line = process.stdout.readline()
@@ -409,6 +433,10 @@ def test_serve_command_runs_until_sigint(tmp_path: Path) -> None:
             assert conn.execute("SELECT sum(a) FROM t").fetchone() == (3,)
         process.send_signal(signal.SIGINT)
         assert process.wait(timeout=60) == 0
+        assert process.stderr is not None
+        said = [line for line in process.stderr.read().splitlines()
+                if not line.startswith("WARNING: Using incubator modules")]
+        assert said == [], said
     finally:
         if process.poll() is None:
             process.kill()

@@ -102,7 +102,7 @@ def translated() -> Iterator[None]:
     from matview.runtime.durable.errors import StateError
     from matview.runtime.io.constraints import ConstraintViolation
     from matview.runtime.render import PlanError
-    from matview.runtime.spark.session import JavaMissingError
+    from matview.runtime.spark.session import JavaMissingError, SparkUnreachableError
     from matview.sql.errors import InvalidValueError, SqlError, UnsupportedError
 
     try:
@@ -122,7 +122,7 @@ def translated() -> Iterator[None]:
         raise IntegrityError(str(e)) from e
     except EvalError as e:
         raise DataError(str(e)) from e
-    except (JavaMissingError, StateError) as e:
+    except (JavaMissingError, SparkUnreachableError, StateError) as e:
         raise OperationalError(str(e)) from e
     except PlanError as e:
         raise NotSupportedError(str(e)) from e

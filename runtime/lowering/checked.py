@@ -59,7 +59,10 @@ def first_error(errors: Sequence[Column | None]) -> Column | None:
 
 
 def described(error: Column, row: Sequence[Column]) -> Column:
-    """The message ``error`` followed by the row it was found on: ``msg (row: (1, NULL))``."""
+    """The message ``error`` followed by the row it was found on: ``msg (row: (1, NULL))``
+    (a row of no columns, as a constant query's, is not shown)."""
+    if not row:
+        return error
     shown = F.concat_ws(", ", *[F.coalesce(c.cast("string"), F.lit("NULL")) for c in row])
     return F.concat(error, F.lit(" (row: ("), shown, F.lit("))"))
 

@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
+import urllib.parse
 import warnings
 from collections.abc import Mapping
+from pathlib import Path
 
 from matview.runtime.spark.class_archive import archive_options
 from pyspark import SparkContext
@@ -79,6 +82,24 @@ class JavaMissingError(RuntimeError):
     """No Java runtime was found to start Spark."""
 
 
+class SparkUnreachableError(RuntimeError):
+    """The Spark Connect server a session was to reach does not answer."""
+
+
+def _check_reachable(url: str, seconds: float = 5.0) -> None:
+    """Spark Connect's client retries a server that does not answer for minutes before its
+    first statement fails, saying nothing: a server that cannot be reached (nothing
+    listening there, no such host) is refused at once instead."""
+    parsed = urllib.parse.urlparse(url)
+    host, port = parsed.hostname or "localhost", parsed.port or 15002
+    try:
+        with socket.create_connection((host, port), timeout=seconds):
+            pass
+    except OSError as error:
+        raise SparkUnreachableError(f"cannot reach the Spark Connect server at {host}:{port}: "
+                                    f"{error.strerror or error}") from None
+
+
 def _check_java() -> None:
     home = os.environ.get("JAVA_HOME")
     if home and os.path.exists(os.path.join(home, "bin", "java")):
@@ -98,15 +119,22 @@ def start_session(master: str | None = None, config: Mapping[str, str] | None = 
     defaults. ``connect`` starts a local master behind a Spark Connect server of its own."""
     settings = {**DEFAULT_CONFIG, **(config or {})}
     if not (master and master.startswith("sc://")) and SparkContext._active_spark_context is None:
-        # a driver JVM starts: it maps the archive of its classes (or writes it)
+        # a driver JVM starts: it maps the archive of its classes (or writes it), and logs
+        # nothing unless asked to
         java = settings.get("spark.driver.extraJavaOptions", "")
-        settings["spark.driver.extraJavaOptions"] = f"{java} {archive_options(java)}".strip()
+        settings["spark.driver.extraJavaOptions"] = " ".join(
+            o for o in (java, archive_options(java), _logging(java)) if o)
+    if (master or "local").startswith("local") and "spark.driver.bindAddress" not in settings:
+        # a driver on this machine listens on loopback only, as matview's SQL port does
+        settings.update({"spark.driver.bindAddress": "127.0.0.1",
+                         "spark.driver.host": "127.0.0.1"})
     if master and master.startswith("sc://"):
         # Spark Connect's own builder, as SparkSession.builder.remote would, but also beside a
         # classic session of this process (which that one refuses), e.g. one whose
         # SparkContext serves the server (``SparkConnectPlugin``)
         from pyspark.sql.connect.session import SparkSession as ConnectSession
 
+        _check_reachable(master)
         os.environ["SPARK_CONNECT_MODE_ENABLED"] = "1"
         builder = ConnectSession.builder.remote(master)
         settings = {k: v for k, v in settings.items() if k in SESSION_CONFIG}
@@ -123,6 +151,21 @@ def start_session(master: str | None = None, config: Mapping[str, str] | None = 
         # warns that it cannot set them on the session
         warnings.filterwarnings("ignore", message="Failed to set")
         return builder.getOrCreate()
+
+
+def _logging(java_options: str) -> str:
+    """The JVM options giving a driver about to start matview's logging settings
+    (``log4j2.properties`` beside this module: nothing logged, so that Spark's start prints
+    none of its warnings and notices), unless ``java_options`` names a logging
+    configuration of the user's; ``MATVIEW_SPARK_LOG`` names the level shown instead
+    (``default``: Spark's own settings)."""
+    level = os.environ.get("MATVIEW_SPARK_LOG", "off").strip().lower()
+    if "log4j2.configurationFile" in java_options or level == "default":
+        return ""
+    path = Path(__file__).with_name("log4j2.properties")
+    root = level if level in ("info", "debug", "trace", "all") else "warn"
+    return (f"-Dlog4j2.configurationFile={path.as_uri()} -Dmatview.spark.log={level} "
+            f"-Dmatview.spark.root={root}")
 
 
 def isolated(spark: SparkSession) -> SparkSession:

@@ -4,6 +4,7 @@ the public API against one connection whose contents are checked after every cas
 
 from __future__ import annotations
 
+import socket
 import threading
 from collections.abc import Callable
 
@@ -128,6 +129,16 @@ def shared(spark: SparkSession) -> Connection:
     return con
 
 
+def test_an_evaluation_error_shows_the_row_it_was_found_on(shared: Connection) -> None:
+    """... when the row has columns: a constant query's error is its message alone."""
+    with pytest.raises(matview.DataError) as caught:
+        shared.execute("SELECT 1 / 0").fetchall()
+    assert "division by zero" in str(caught.value) and "(row:" not in str(caught.value)
+    with pytest.raises(matview.DataError) as caught:
+        shared.execute("SELECT x / (x - 1) FROM t").fetchall()
+    assert "division by zero (row: (1, a))" in str(caught.value)
+
+
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
 def test_bad_input_raises_its_db_api_error_and_changes_nothing(shared: Connection,
                                                                case: Case) -> None:
@@ -164,6 +175,12 @@ def test_connect_refuses_what_it_would_ignore(spark: SparkSession, tmp_path) -> 
         matview.connect(config={"spark.driver.memory": "1g"})
     with pytest.raises(matview.ProgrammingError, match="spark.some.setting"):
         matview.connect(config={"spark.some.setting": "1"})
+    # a Spark Connect server that does not answer is an error at once, not a long wait
+    with socket.socket() as unused:
+        unused.bind(("127.0.0.1", 0))
+        port = unused.getsockname()[1]
+    with pytest.raises(matview.OperationalError, match=f"cannot reach .* 127.0.0.1:{port}"):
+        matview.connect(master=f"sc://127.0.0.1:{port}").cursor()
     shuffle = spark.conf.get("spark.sql.shuffle.partitions")
     matview.connect(master=spark.sparkContext.master,
                     config={"spark.sql.shuffle.partitions": shuffle}).close()

@@ -117,9 +117,17 @@ class Cursor:
 
     def fetch_df(self) -> Any:
         """The whole result as a pandas DataFrame (None when the statement returned no
-        rows), as DuckDB's ``fetch_df``."""
+        rows), as DuckDB's ``fetch_df``; integer, boolean and floating-point columns are of
+        pandas' nullable types (``Int64``, ``boolean``, ``Float64``...), so that a NULL is
+        ``pd.NA``, not a NaN that turns a BIGINT column into float64."""
+        import pandas as pd
+
+        nullable = {pa.int8(): pd.Int8Dtype(), pa.int16(): pd.Int16Dtype(),
+                    pa.int32(): pd.Int32Dtype(), pa.int64(): pd.Int64Dtype(),
+                    pa.bool_(): pd.BooleanDtype(), pa.float32(): pd.Float32Dtype(),
+                    pa.float64(): pd.Float64Dtype()}
         table = self.fetch_arrow()
-        return None if table is None else table.to_pandas()
+        return None if table is None else table.to_pandas(types_mapper=nullable.get)
 
     def fetch_spark(self) -> DataFrame | None:
         """The whole result as a Spark DataFrame on the connection's session (None when the

@@ -165,6 +165,11 @@ def test_results_as_pandas_arrow_and_spark(con: matview.Connection) -> None:
     assert cursor.fetch_arrow().to_pylist() == [{"i": 1, "s": ""}]
     assert [tuple(r) for r in cursor.fetch_spark().collect()] == [(1, "")]
     assert con.execute("CREATE TABLE e (a INT)").fetch_df() is None
+    # a NULL in a BIGINT, BOOLEAN or DOUBLE column is pd.NA in a nullable column
+    frame = con.execute("SELECT CAST(i AS BIGINT) AS b, i = 1 AS ok, CAST(i AS DOUBLE) AS d "
+                        "FROM (VALUES (1), (NULL)) AS v(i)").fetch_df()
+    assert [str(t) for t in frame.dtypes] == ["Int64", "boolean", "Float64"]
+    assert frame["b"].tolist()[0] == 1 and frame.isna().sum().tolist() == [1, 1, 1]
 
 
 def test_copy_through_the_server(spark: SparkSession, folder: Path) -> None:

@@ -258,6 +258,17 @@ class Connection:
             engine.transactions.rollback()
             self._release()
 
+    def savepoint(self) -> int:
+        """A mark of the open transaction's writes so far (0: none is open), for
+        ``rollback_to`` (the server's SAVEPOINT)."""
+        with self._using() as engine:
+            return engine.transactions.mark()
+
+    def rollback_to(self, mark: int) -> None:
+        """Discard the open transaction's writes after ``mark`` (``savepoint``)."""
+        with self._using() as engine:
+            engine.transactions.rewind(mark)
+
     @contextlib.contextmanager
     def transaction(self) -> Iterator[Connection]:
         """``with con.transaction():`` writes inside commit together at one time on exit, or

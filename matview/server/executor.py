@@ -7,8 +7,9 @@ transaction yet; the block's first write (INSERT, DELETE, UPDATE, COPY FROM) ope
 the connection (``Connection.begin``, which makes other sessions' statements wait until it
 ends), and COMMIT or ROLLBACK ends it. Reads and DDL before the block's first write run at
 once, as statements of their own; after it, the engine refuses them (a matview transaction
-only writes). After an error in a block every statement but COMMIT and ROLLBACK is refused,
-as in PostgreSQL.
+only writes). After an error in a block every statement but COMMIT, ROLLBACK and ROLLBACK TO
+a savepoint is refused, as in PostgreSQL. A savepoint marks the block's writes so far: ROLLBACK
+TO it discards those after it (psql's ON_ERROR_ROLLBACK, psycopg's nested transactions).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from matview.server.sqlstate import IN_FAILED_TRANSACTION, PgError, pg_error
 from matview.server.statements import (
     Begin,
     End,
+    Savepoint,
     Set,
     ShowSetting,
     SubscribeTo,
@@ -78,6 +80,8 @@ class Executor:
         self.failed = False
         self.writing = False
         """Whether the block's write transaction is open on the connection."""
+        self.savepoints: list[tuple[str, int]] = []
+        """The block's savepoints, oldest first: each name with the writes before it."""
 
     @property
     def status(self) -> str:
@@ -93,13 +97,16 @@ class Executor:
         """Run statement ``sql`` with ``$n`` parameters ``params``, or, for COPY and
         SUBSCRIBE, say what the session must stream."""
         kind = special(sql)
-        if self.failed and not isinstance(kind, End):
+        if self.failed and not isinstance(kind, End) and not (
+                isinstance(kind, Savepoint) and kind.kind == "rollback"):
             raise PgError(IN_FAILED_TRANSACTION, "current transaction is aborted, commands "
                           "ignored until end of transaction block")
         if isinstance(kind, Begin):
             return self._begin()
         if isinstance(kind, End):
             return self._end(kind.commit)
+        if isinstance(kind, Savepoint):
+            return self._savepoint(kind)
         if isinstance(kind, Set):
             return self._set(kind, sql)
         if isinstance(kind, ShowSetting):
@@ -156,6 +163,7 @@ class Executor:
                            notices=["there is no transaction in progress"])
         failed, writing = self.failed, self.writing
         self.in_block = self.failed = self.writing = False
+        self.savepoints = []
         if writing:
             try:
                 if commit and not failed:
@@ -165,6 +173,34 @@ class Executor:
             except matview.Error as error:
                 raise pg_error(error) from error
         return Outcome("COMMIT" if commit and not failed else "ROLLBACK")
+
+    def _savepoint(self, statement: Savepoint) -> Outcome:
+        """SAVEPOINT marks the block's writes so far; ROLLBACK TO forgets those after its
+        mark (and ends a failure since), keeping it; RELEASE forgets the mark. Both act on
+        the latest savepoint of the name, and forget those made after it."""
+        if not self.in_block:
+            raise PgError("25P01", f"{statement.kind.upper()} can only be used in "
+                          "transaction blocks")
+        tag = {"savepoint": "SAVEPOINT", "release": "RELEASE", "rollback": "ROLLBACK"}
+        if statement.kind == "savepoint":
+            mark = self.connection.savepoint() if self.writing else 0
+            self.savepoints.append((statement.name, mark))
+            return Outcome(tag[statement.kind])
+        found = [i for i, (name, _) in enumerate(self.savepoints) if name == statement.name]
+        if not found:
+            raise PgError("3B001", f'savepoint "{statement.name}" does not exist')
+        at = found[-1]
+        if statement.kind == "release":
+            del self.savepoints[at:]
+            return Outcome(tag[statement.kind])
+        del self.savepoints[at + 1:]
+        if self.writing:
+            try:
+                self.connection.rollback_to(self.savepoints[at][1])
+            except matview.Error as error:
+                raise pg_error(error) from error
+        self.failed = False
+        return Outcome(tag[statement.kind])
 
     def abandon(self) -> None:
         """The client is gone: roll back its open transaction, if any."""

@@ -113,7 +113,11 @@ _SET = re.compile(r"SET\s+(?:SESSION\s+|LOCAL\s+)?(?!TRANSACTION\b|SESSION\b)"
 _SET_TIME_ZONE = re.compile(r"SET\s+(?:SESSION\s+|LOCAL\s+)?TIME\s+ZONE\s+(.*?)", re.I | re.S)
 _SET_OTHER = re.compile(r"SET\s+(SESSION\s+CHARACTERISTICS|TRANSACTION)\b.*", re.I | re.S)
 _RESET = re.compile(r"(RESET\s+([A-Za-z_][\w.]*|ALL)|DISCARD\s+ALL)", re.I)
-_SHOW = re.compile(r"SHOW\s+([A-Za-z_][\w.]*|TIME\s+ZONE|ALL)", re.I)
+_SHOW = re.compile(r"SHOW\s+([A-Za-z_][\w.]*|TIME\s+ZONE|TRANSACTION\s+ISOLATION\s+LEVEL|ALL)",
+                   re.I)
+_NAME = r"(\"(?:[^\"]|\"\")+\"|[A-Za-z_][\w$]*)"
+_SAVEPOINT = re.compile(r"(SAVEPOINT|RELEASE(?:\s+SAVEPOINT)?|ROLLBACK(?:\s+(?:WORK|TRANSACTION))?"
+                        r"\s+TO(?:\s+SAVEPOINT)?)\s+" + _NAME, re.I)
 _SUBSCRIBE = re.compile(r"SUBSCRIBE\s+(?:TO\s+)?(\"(?:[^\"]|\"\")+\"|[A-Za-z_][\w$]*)", re.I)
 _MATVIEW_SHOWS = {"TABLES", "VIEWS", "MATERIALIZED", "COLUMNS", "SETTINGS"}
 
@@ -128,6 +132,15 @@ class End:
     """COMMIT / END (``commit``) or ROLLBACK / ABORT."""
 
     commit: bool
+
+
+@dataclass(frozen=True)
+class Savepoint:
+    """SAVEPOINT ``name`` (``kind`` ``savepoint``), RELEASE [SAVEPOINT] it (``release``) or
+    ROLLBACK TO [SAVEPOINT] it (``rollback``)."""
+
+    kind: str
+    name: str
 
 
 @dataclass(frozen=True)
@@ -169,13 +182,15 @@ def _body(sql: str) -> str:
 def subscribed(sql: str) -> str | None:
     """The name ``SUBSCRIBE [TO] name`` follows (None: ``sql`` is no SUBSCRIBE)."""
     found = _SUBSCRIBE.fullmatch(_body(sql))
-    if found is None:
-        return None
-    name = found.group(1)
-    return name[1:-1].replace('""', '"') if name.startswith('"') else name.lower()
+    return None if found is None else _name(found.group(1))
 
 
-def special(sql: str) -> Begin | End | Set | ShowSetting | SubscribeTo | None:
+def _name(written: str) -> str:
+    """An identifier as written: quoted as it is, else in lower case."""
+    return written[1:-1].replace('""', '"') if written.startswith('"') else written.lower()
+
+
+def special(sql: str) -> Begin | End | Savepoint | Set | ShowSetting | SubscribeTo | None:
     """The statement ``sql`` is when the server answers it itself, else None."""
     body = _body(sql)
     if _BEGIN.fullmatch(body):
@@ -183,6 +198,10 @@ def special(sql: str) -> Begin | End | Set | ShowSetting | SubscribeTo | None:
     found = _END.fullmatch(body)
     if found:
         return End(found.group(1).upper() in ("COMMIT", "END"))
+    found = _SAVEPOINT.fullmatch(body)
+    if found:
+        kind = found.group(1).split()[0].lower()
+        return Savepoint("savepoint" if kind == "savepoint" else kind, _name(found.group(2)))
     if _SET_OTHER.fullmatch(body):
         return Set(None, None)
     found = _SET_TIME_ZONE.fullmatch(body)
@@ -197,7 +216,9 @@ def special(sql: str) -> Begin | End | Set | ShowSetting | SubscribeTo | None:
         return Set(name, None)
     found = _SHOW.fullmatch(body)
     if found and found.group(1).upper() not in _MATVIEW_SHOWS:
-        return ShowSetting(re.sub(r"\s+", "", found.group(1)).lower())
+        name = re.sub(r"\s+", "", found.group(1)).lower()
+        return ShowSetting("transaction_isolation" if name == "transactionisolationlevel"
+                           else name)
     name = subscribed(sql)
     if name is not None:
         return SubscribeTo(name)

@@ -119,3 +119,13 @@ class Transactions:
     def rollback(self) -> None:
         """Forget the open transaction's writes."""
         self.open = None
+
+    def mark(self) -> int:
+        """How many writes the open transaction has staged (0: none is open): a savepoint."""
+        return 0 if self.open is None else len(self.open.writes)
+
+    def rewind(self, mark: int) -> None:
+        """Forget the open transaction's writes staged after its first ``mark`` (a savepoint
+        rolled back to)."""
+        if self.open is not None:
+            del self.open.writes[mark:]

@@ -122,6 +122,8 @@ def test_psycopg_ddl_writes_reads_explain_show(server: Server) -> None:
         assert conn.execute("SHOW server_version").fetchone() == ("15.0 (matview)",)
         conn.execute("SET DateStyle = 'ISO, MDY'")
         assert conn.execute("SHOW TimeZone").fetchone() == ("UTC",)
+        # SQLAlchemy's first question on connecting
+        assert conn.execute("SHOW TRANSACTION ISOLATION LEVEL").fetchone() == ("serializable",)
         assert conn.execute("SELECT version()").fetchone()[0].startswith("PostgreSQL 15.0")
         assert conn.execute("SELECT current_database()").fetchone() == ("matview",)
         assert conn.info.parameter_status("integer_datetimes") == "on"
@@ -170,6 +172,41 @@ def test_transactions_commit_rollback_and_failed_blocks(server: Server) -> None:
         implicit.execute("INSERT INTO acct VALUES (6, 6)")
         implicit.commit()
         assert implicit.execute("SELECT count(*) FROM acct").fetchone() == (3,)
+
+
+def test_savepoints_roll_back_part_of_a_block(server: Server) -> None:
+    """psycopg's nested transactions (SAVEPOINT, then RELEASE or ROLLBACK TO), a block
+    brought back from an error by ROLLBACK TO, psql's ON_ERROR_ROLLBACK; savepoints
+    outside a block or unknown are PostgreSQL's errors."""
+    with connect(server) as conn, connect(server) as other:
+        conn.execute("CREATE TABLE sp (a INT)")
+        with conn.transaction():
+            conn.execute("INSERT INTO sp VALUES (1)")
+            with conn.transaction():
+                conn.execute("INSERT INTO sp VALUES (2)")
+            with pytest.raises(RuntimeError), conn.transaction():
+                conn.execute("INSERT INTO sp VALUES (3)")
+                raise RuntimeError("only this part")
+            conn.execute("SAVEPOINT s")
+            conn.execute("INSERT INTO sp VALUES (4)")
+            with pytest.raises(pg_errors.SyntaxError):
+                conn.execute("INSERT INTO sp VALUES (")
+            conn.execute("ROLLBACK TO SAVEPOINT s")  # the block works again, without 4
+            conn.execute("INSERT INTO sp VALUES (5)")
+        assert sorted(other.execute("SELECT a FROM sp").fetchall()) == [(1,), (2,), (5,)]
+        with pytest.raises(pg_errors.NoActiveSqlTransaction):
+            conn.execute("SAVEPOINT outside")
+        conn.execute("BEGIN")
+        with pytest.raises(pg_errors.InvalidSavepointSpecification):
+            conn.execute("RELEASE SAVEPOINT nowhere")
+        conn.execute("ROLLBACK")
+    done = psql(server, "-v", "ON_ERROR_ROLLBACK=on", "-v", "ON_ERROR_STOP=0", stdin=(
+        "BEGIN;\nINSERT INTO sp VALUES (6);\nINSERT INTO nowhere VALUES (1);\n"
+        "INSERT INTO sp VALUES (7);\nCOMMIT;\n"))
+    assert 'relation "nowhere" does not exist' in done.stderr
+    with connect(server) as conn:
+        assert sorted(conn.execute("SELECT a FROM sp").fetchall()) == [
+            (1,), (2,), (5,), (6,), (7,)]
 
 
 def test_errors_carry_sqlstate_and_position(server: Server) -> None:

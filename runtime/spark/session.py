@@ -124,7 +124,8 @@ def start_session(master: str | None = None, config: Mapping[str, str] | None = 
         java = settings.get("spark.driver.extraJavaOptions", "")
         settings["spark.driver.extraJavaOptions"] = " ".join(
             o for o in (java, archive_options(java), _logging(java)) if o)
-    if (master or "local").startswith("local") and "spark.driver.bindAddress" not in settings:
+    if (master or "local").startswith("local") and not (
+            {"spark.driver.bindAddress", "spark.driver.host"} & settings.keys()):
         # a driver on this machine listens on loopback only, as matview's SQL port does
         settings.update({"spark.driver.bindAddress": "127.0.0.1",
                          "spark.driver.host": "127.0.0.1"})

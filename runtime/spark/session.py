@@ -164,9 +164,7 @@ def _logging(java_options: str) -> str:
     if "log4j2.configurationFile" in java_options or level == "default":
         return ""
     path = Path(__file__).with_name("log4j2.properties")
-    root = level if level in ("info", "debug", "trace", "all") else "warn"
-    return (f"-Dlog4j2.configurationFile={path.as_uri()} -Dmatview.spark.log={level} "
-            f"-Dmatview.spark.root={root}")
+    return f"-Dlog4j2.configurationFile={path.as_uri()} -Dmatview.spark.log={level}"
 
 
 def isolated(spark: SparkSession) -> SparkSession:

@@ -181,18 +181,18 @@ class Executor:
         if not self.in_block:
             raise PgError("25P01", f"{statement.kind.upper()} can only be used in "
                           "transaction blocks")
-        tag = {"savepoint": "SAVEPOINT", "release": "RELEASE", "rollback": "ROLLBACK"}
+        tag = statement.kind.upper()  # SAVEPOINT, RELEASE, ROLLBACK
         if statement.kind == "savepoint":
             mark = self.connection.savepoint() if self.writing else 0
             self.savepoints.append((statement.name, mark))
-            return Outcome(tag[statement.kind])
+            return Outcome(tag)
         found = [i for i, (name, _) in enumerate(self.savepoints) if name == statement.name]
         if not found:
             raise PgError("3B001", f'savepoint "{statement.name}" does not exist')
         at = found[-1]
         if statement.kind == "release":
             del self.savepoints[at:]
-            return Outcome(tag[statement.kind])
+            return Outcome(tag)
         del self.savepoints[at + 1:]
         if self.writing:
             try:
@@ -200,7 +200,7 @@ class Executor:
             except matview.Error as error:
                 raise pg_error(error) from error
         self.failed = False
-        return Outcome(tag[statement.kind])
+        return Outcome(tag)
 
     def abandon(self) -> None:
         """The client is gone: roll back its open transaction, if any."""

@@ -200,8 +200,7 @@ def special(sql: str) -> Begin | End | Savepoint | Set | ShowSetting | Subscribe
         return End(found.group(1).upper() in ("COMMIT", "END"))
     found = _SAVEPOINT.fullmatch(body)
     if found:
-        kind = found.group(1).split()[0].lower()
-        return Savepoint("savepoint" if kind == "savepoint" else kind, _name(found.group(2)))
+        return Savepoint(found.group(1).split()[0].lower(), _name(found.group(2)))
     if _SET_OTHER.fullmatch(body):
         return Set(None, None)
     found = _SET_TIME_ZONE.fullmatch(body)

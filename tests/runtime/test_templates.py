@@ -237,6 +237,21 @@ def _wanted_frames(monkeypatch: pytest.MonkeyPatch) -> list[list[DataFrame]]:
     return wanted
 
 
+def _kept_from_the_third_step(step: int, called: list[str], wanted: list[list[DataFrame]],
+                              previous: list[DataFrame]) -> list[DataFrame]:
+    """Check a step's run: from the third step on (the second binds the slots and builds the
+    plans over them), no DataFrame method ran and the one job computed the same frames as
+    the step before, each in the driver. Returns the step's frames."""
+    frames = [frame for job in wanted for frame in job]
+    if step >= 2:
+        assert called == [], (step, called)
+        assert len(frames) == len(previous) and all(
+            a is b for a, b in zip(frames, previous)), step
+        kept = [jvm_plans._prepared.get(frame) for frame in frames]
+        assert all(k and k[2] is not None for k in kept), step  # run in the driver
+    return frames
+
+
 @pytest.mark.parametrize("aggregate", ["sum", "max", "mean"])
 def test_a_step_of_the_same_shape_reuses_its_plans(
         spark: SparkSession, monkeypatch: pytest.MonkeyPatch, aggregate: str) -> None:
@@ -279,14 +294,7 @@ def test_a_step_of_the_same_shape_reuses_its_plans(
             group[1] = max(group[1], amount) if aggregate == "max" else group[1] + amount
         assert sorted(rows) == sorted((k, n, t // n if aggregate == "mean" else t)
                                       for k, (n, t) in expected.items())
-        frames = [frame for job in wanted for frame in job]
-        if step >= 2:
-            assert called == [], (step, called)
-            assert len(frames) == len(previous) and all(
-                a is b for a, b in zip(frames, previous)), step
-            kept = [jvm_plans._prepared.get(frame) for frame in frames]
-            assert all(k and k[2] is not None for k in kept), step  # run in the driver
-        previous = frames
+        previous = _kept_from_the_third_step(step, called, wanted, previous)
     flow = con._engine_for_use().catalog.entries["v"].dataflow
     assert flow is not None
     join = [op for op in operators(flow.root) if isinstance(op, JoinOp)]
@@ -324,14 +332,7 @@ def test_a_three_way_self_join_reuses_its_plans(spark: SparkSession,
             rows = con.execute("SELECT n FROM triangles").fetchall()
         assert rows == [(sum(1 for a, b in edges for c, d in edges if a == c
                              for e, f in edges if e == b and f == d),)]
-        frames = [frame for job in wanted for frame in job]
-        if step >= 2:
-            assert called == [], (step, called)
-            assert len(frames) == len(previous) and all(
-                a is b for a, b in zip(frames, previous)), step
-            kept = [jvm_plans._prepared.get(frame) for frame in frames]
-            assert all(k and k[2] is not None for k in kept), step  # run in the driver
-        previous = frames
+        previous = _kept_from_the_third_step(step, called, wanted, previous)
     con.close()
 
 def test_views_stepping_in_a_new_mix_reuse_their_plans(spark: SparkSession) -> None:

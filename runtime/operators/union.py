@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+import pyarrow as pa
+import pyarrow.compute as pc
 from matview.runtime.arrangements.updates import union_all
 from matview.runtime.operators.base import Delta, Operator, StepContext
 from pyspark.sql import DataFrame
@@ -30,6 +32,15 @@ class UnionOp(Operator):
         counts = [p.count for _, p in parts]
         return Delta(df, None if None in sizes else sum(s for s in sizes if s is not None),
                      count=None if None in counts else sum(c for c in counts if c is not None))
+
+    def step_values(self, ctx: StepContext, column: int) -> pa.Array | None:
+        """The values of ``column`` in the deltas of the inputs that changed, when the
+        driver knows each input's."""
+        found = [op.step_values(ctx, column) for op in self.inputs
+                 if op.delta(ctx) is not None]
+        if any(v is None for v in found):
+            return None
+        return pc.unique(pa.concat_arrays(found)) if found else None
 
     def history(self, ctx: StepContext) -> DataFrame | None:
         frames = tuple(f for f in (op.history(ctx) for op in self.inputs) if f is not None)

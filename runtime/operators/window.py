@@ -25,6 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+import pyarrow as pa
 from matview.ir.window_call import WindowCall
 from matview.runtime.arrangements.consolidation import consolidate
 from matview.runtime.arrangements.trace import Trace
@@ -39,7 +40,9 @@ from matview.runtime.arrangements.updates import (
 from matview.runtime.lowering.types import col, column_names, spark_type
 from matview.runtime.lowering.window_values import window_value
 from matview.runtime.operators.base import ArrangedWhenLookedUp, Delta, Operator, StepContext
+from matview.runtime.operators.keyed_state import read_matching
 from matview.runtime.operators.reduce_state import NEVER
+from matview.runtime.settings import active
 from pyspark.sql import DataFrame
 from pyspark.sql import Window as SparkWindow
 from pyspark.sql import functions as F
@@ -91,14 +94,44 @@ class WindowOp(ArrangedWhenLookedUp, Operator):
         if leaf is None:
             return None
         new = self.leaf_frame(ctx, "changes", leaf)
-        old = None if ctx.first else self.read_bound(ctx, "values", self.values,
-                                                     upto=ctx.lower)[0]
+        old = None if ctx.first else self._values_read(ctx)
         out = self.planned("output", (new, old, ctx.small),
                            lambda: consolidate(self._updates(ctx, new, old)))
         result = materialize(ctx.spark, out, ctx.small)
         if self.output is not None:
             self.stage(self.output, result, ctx)
         return None if result is None else Delta(None, result.rows, result, count=result.rows)
+
+    def _values_read(self, ctx: StepContext) -> DataFrame | None:
+        """The arranged rows a step reads: when the arrangement is larger than
+        ``whole_state_rows`` and the driver knows the values the first partition column
+        takes in the step's changes, the rows holding one of them, read by key
+        (``keyed_state.read_matching``; a superset of the touched partitions' rows, which
+        ``_updates``'s semi-join cuts); else all of them, through a slot when the driver
+        holds them. None: nothing arranged is read."""
+        assert self.input is not None and self.values is not None
+        if self.partition_by and sum(b.leaf.rows for b in self.values.batches) > (
+                active().whole_state_rows):
+            column = self.partition_by[0]
+            values = self.input.step_values(ctx, column)
+            found = None if values is None else read_matching(
+                self, ctx, self.values, "touched values", f"c{column}", values)
+            if found is not None:
+                return found.frame
+        return self.read_bound(ctx, "values", self.values, upto=ctx.lower)[0]
+
+    def step_values(self, ctx: StepContext, column: int) -> pa.Array | None:
+        """A partition column's values in the step's output are those of its input's
+        changes (the touched partitions); of other columns the driver knows none."""
+        assert self.input is not None
+        return self.input.step_values(ctx, column) if column in self.partition_by else None
+
+    def attach(self, what: str, trace: Trace) -> None:
+        """Hold arrangement ``what`` in ``trace``; ``values`` is arranged by the first
+        partition column (``_values_read`` reads it by key)."""
+        super().attach(what, trace)
+        if what == "values" and self.partition_by:
+            trace.arrange(f"c{self.partition_by[0]}")
 
     def _updates(self, ctx: StepContext, new: DataFrame, old: DataFrame | None) -> DataFrame:
         """The plan of the step's output updates from the input's changes

@@ -10,10 +10,13 @@ times).
 from __future__ import annotations
 
 import random
+from typing import Any
 
 import pytest
 from matview.ir.parse import parse_plan
 from matview.ir.render import render_plan
+from matview.runtime.operators import window
+from matview.runtime.operators.keyed_state import StateRead
 from matview.sql.errors import SqlError, UnsupportedError
 from pyspark.sql import SparkSession
 
@@ -142,3 +145,25 @@ def test_views_match_duckdb_under_random_writes(spark: SparkSession, seed: int) 
         return f"UPDATE t SET x = {rng.choice([2, 6])} WHERE o = {rng.randint(1, 4)}"
 
     mirror.steps_grouped([change() for _ in range(12)] + ["DELETE FROM t WHERE p = 1"], rng)
+
+
+def test_a_step_reads_the_touched_partitions_rows_by_key(
+        spark: SparkSession, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past ``whole_state_rows`` arranged rows a step reads only the rows of the partitions
+    its changes touch (by key, in the driver), not every arranged row, and the values
+    equal DuckDB's."""
+    found: list[int] = []
+    read_matching = window.read_matching
+
+    def spied(*args: Any) -> StateRead | None:
+        read = read_matching(*args)
+        found.append(0 if read is None or read.table is None else read.table.num_rows)
+        return read
+
+    monkeypatch.setattr(window, "read_matching", spied)
+    mirror = Mirror(spark, "CREATE TABLE t (p INT, o INT, x INT)", whole_state_rows=10)
+    rows = ", ".join(f"({p}, {o}, {o * p})" for p in range(1, 6) for o in range(1, 7))
+    mirror.execute(f"INSERT INTO t VALUES {rows}")
+    mirror.view("numbered", VIEWS["numbered"])
+    mirror.steps(["INSERT INTO t VALUES (2, 9, 1)", "DELETE FROM t WHERE p = 3 AND o < 3"])
+    assert found == [6, 6]  # partition 2's rows, then partition 3's, of the 30 arranged

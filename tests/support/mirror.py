@@ -19,10 +19,11 @@ class Mirror:
     """A matview connection and a DuckDB database holding the same tables, each change
     applied to both; ``check`` compares every view with DuckDB's answer for its query. The
     views step incrementally (tables this small would often be recomputed), so that their
-    delta rules are what is checked."""
+    delta rules are what is checked; ``settings`` override the runtime's thresholds."""
 
-    def __init__(self, spark: SparkSession, *ddl: str) -> None:
-        self.con = matview.connect(clock=0, spark=spark, refresh="incremental")
+    def __init__(self, spark: SparkSession, *ddl: str, **settings: int) -> None:
+        self.con = matview.connect(clock=0, spark=spark, refresh="incremental",
+                                   settings=settings)
         self.db = duckdb.connect()
         self.db.execute("SET default_null_order = 'postgres'")  # NULLs first descending
         self.views: dict[str, str] = {}

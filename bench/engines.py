@@ -28,7 +28,7 @@ from matview.connection import Connection
 SparkView = Callable[[Mapping[str, DataFrame]], DataFrame]
 """How the Spark baseline computes a view whose SQL ``spark.sql`` cannot run: a function of
 the current tables (name to checkpointed DataFrame) returning the view's rows. A workload
-names its own in a ``spark_views`` attribute (view name to function; W4's recursive view)."""
+names its own in its ``spark_views`` (view name to function: W4's recursion, W5's ASOF JOIN)."""
 
 
 @contextmanager
@@ -120,7 +120,7 @@ class SparkRecompute:
         self.spark, self.load = spark, load
         self.workload = workload
         self.views: dict[str, SparkView] = dict(
-            getattr(workload, "spark_views", {}) if views is None else views)
+            workload.spark_views if views is None else views)
         self.tables: dict[str, DataFrame] = {}
         self.clock = workload.clock
 

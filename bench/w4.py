@@ -20,7 +20,6 @@ with ``reach``: semi-naive iteration of DataFrame joins.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -31,7 +30,7 @@ from pyspark.sql import functions as F
 from bench.workload import Batch, Table, Workload
 
 if TYPE_CHECKING:
-    from bench.engines import SparkView
+    pass
 
 VIEW = ("WITH RECURSIVE reach(node) AS ("
         "SELECT id FROM roots "
@@ -42,14 +41,6 @@ SHIFT = 2**32
 HOPS = 20
 """The ring is ``HOPS`` times the span of an edge: the fewest hops from the roots to the
 ring's far end."""
-
-
-@dataclass(frozen=True)
-class RecursiveWorkload(Workload):
-    """A workload with views Spark SQL cannot run: ``spark_views`` computes them for the
-    Spark baseline (``bench.engines.SparkView``)."""
-
-    spark_views: Mapping[str, SparkView] = field(default_factory=dict)
 
 
 def reach(tables: Mapping[str, DataFrame]) -> DataFrame:
@@ -144,5 +135,5 @@ def make(edges: int = 1_000_000, degree: int = 5, roots: int = 10, batches: int 
     params = {"edges": edges, "nodes": nodes, "degree": degree, "span": span,
               "roots": roots, "batches": batches, "catchup": catchup, "changes": changes,
               "seed": seed}
-    return RecursiveWorkload("w4", tables, {"w4": VIEW}, out[:batches], out[batches:], params,
-                             spark_views={"w4": reach})
+    return Workload("w4", tables, {"w4": VIEW}, out[:batches], out[batches:], params,
+                    spark_views={"w4": reach})

@@ -7,7 +7,9 @@ the work compared is the same.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import pyarrow as pa
 
@@ -48,7 +50,8 @@ class Workload:
     views were built; ``catchup`` are further batches for the catch-up measurement.
     ``params`` records the sizes and seed that generated it; ``clock`` is the logical time
     (milliseconds) when the tables are loaded and the views built, which the baselines put
-    in place of ``mz_now()``."""
+    in place of ``mz_now()``. ``spark_views`` computes the views Spark SQL cannot run (W4's
+    recursion, W5's ASOF JOIN) for the Spark baseline (``bench.engines.SparkView``)."""
 
     name: str
     tables: tuple[Table, ...]
@@ -57,3 +60,4 @@ class Workload:
     catchup: list[Batch]
     params: dict[str, object]
     clock: int = 0
+    spark_views: Mapping[str, Callable[[Mapping[str, Any]], Any]] = field(default_factory=dict)

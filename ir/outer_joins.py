@@ -112,34 +112,34 @@ def _keyed(on: Sequence[Scalar], arity: int) -> _Keyed | None:
     left_filter: list[Scalar] = []
     right_filter: list[Scalar] = []
     for pred in (c for p in on for c in conjuncts(p)):
-        sides = _sides(pred, arity)
-        pair = _key_pair(pred, arity)
+        sides = sides_read(pred, arity)
+        pair = key_pair(pred, arity)
         if pair is not None:
             left_keys.append(pair[0])
-            right_keys.append(_right_side(pair[1], arity))
+            right_keys.append(right_side(pair[1], arity))
         elif sides <= {0}:
             left_filter.append(pred)
         elif sides == {1}:
-            right_filter.append(_right_side(pred, arity))
+            right_filter.append(right_side(pred, arity))
         else:
             return None
     return _Keyed(tuple(left_keys), tuple(right_keys), tuple(left_filter), tuple(right_filter))
 
 
-def _sides(expr: Scalar, arity: int) -> set[int]:
+def sides_read(expr: Scalar, arity: int) -> set[int]:
     """The sides ``expr`` reads: 0 for the left (columns below ``arity``), 1 for the right;
     its subqueries read the columns their correlated references name."""
     read = [*columns_used(expr), *(c for s in subqueries(expr) for c in outer_columns(s.rel))]
     return {int(c >= arity) for c in read}
 
 
-def _key_pair(pred: Scalar, arity: int) -> tuple[Scalar, Scalar] | None:
+def key_pair(pred: Scalar, arity: int) -> tuple[Scalar, Scalar] | None:
     """``(k_L, k_R)`` when ``pred`` is ``k_L = k_R`` (either way round) with each operand
     reading its own side only."""
     if not (isinstance(pred, Call) and pred.func == "eq") or is_temporal(pred):
         return None
     first, second = pred.args
-    sides = (_sides(first, arity), _sides(second, arity))
+    sides = (sides_read(first, arity), sides_read(second, arity))
     if sides == ({0}, {1}):
         return first, second
     if sides == ({1}, {0}):
@@ -147,7 +147,7 @@ def _key_pair(pred: Scalar, arity: int) -> tuple[Scalar, Scalar] | None:
     return None
 
 
-def _right_side(expr: Scalar, arity: int) -> Scalar:
+def right_side(expr: Scalar, arity: int) -> Scalar:
     """``expr`` over the concatenated row, rewritten over the right side's own columns (also
     its subqueries' correlated references to that row)."""
     def shifted(ref: Outer, depth: int) -> Scalar:

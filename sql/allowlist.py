@@ -58,8 +58,8 @@ ALLOWED: dict[type[exp.Expr], frozenset[str]] = {
 }
 """Per node kind, the arguments the binder reads (the others must be unset)."""
 
-JOIN_METHODS = frozenset({"", "NATURAL"})
-"""``Join.method`` values the binder runs (``ASOF``, ``POSITIONAL``... are refused)."""
+JOIN_METHODS = frozenset({"", "NATURAL", "ASOF"})
+"""``Join.method`` values the binder runs (``POSITIONAL``... are refused)."""
 
 _WORDS = {
     "distribute": "DISTRIBUTE BY", "cluster": "CLUSTER BY", "sort": "SORT BY",

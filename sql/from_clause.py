@@ -54,6 +54,7 @@ from matview.ir.steps import Filter, FlatMap, Map, Repeat, Step
 from matview.ir.subquery import rewrite_outer
 from matview.ir.types import BIGINT, SqlType
 from matview.sql import table_functions, temporal
+from matview.sql.asof_join import asof
 from matview.sql.coerce import TypedScalar
 from matview.sql.context import Context
 from matview.sql.dialect import Matview
@@ -177,8 +178,10 @@ class _FromBuilder:
             right = right_side.item(join.this, ())
             item, on, computed = self._condition(join, left, right, hidden, side)
             at = self._column(start or 0)
-            joined = outer_join(side, self._take(start or 0), right_side._take(0),
-                                _shifted(on, at))
+            joined = (asof(join, side, self._take(start or 0), right_side._take(0),
+                           _shifted(on, at)) if side.startswith("ASOF") else
+                      outer_join(side, self._take(start or 0), right_side._take(0),
+                                 _shifted(on, at)))
         if computed:
             joined = linear(joined, [Map(tuple(_shifted([c.expr for c in computed], at)))])
             self.types.extend(c.type for c in computed)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from matview.sql.errors import SqlError, UnsupportedError
+from matview.sql.errors import SqlError, SqlSyntaxError, UnsupportedError
 from matview.sql.names import normalize
 from sqlglot import exp
 
@@ -24,9 +24,17 @@ def rename(names: Sequence[str], aliases: Sequence[str], relation: str,
 
 
 def outer_side(join: exp.Join) -> str | None:
-    """``LEFT``, ``RIGHT`` or ``FULL`` for an outer join, None for an inner or cross join
-    (or a comma); other kinds of join are refused."""
+    """``LEFT``, ``RIGHT`` or ``FULL`` for an outer join, ``ASOF`` or ``ASOF LEFT`` for an
+    ASOF join (``ir.asof_joins``), None for an inner or cross join (or a comma); other kinds
+    of join are refused."""
     side, kind = (join.side or "").upper(), (join.kind or "").upper()
+    if (join.method or "").upper() == "ASOF":
+        if side not in ("", "LEFT") or kind not in ("", "OUTER", "INNER"):
+            raise UnsupportedError.at(f"ASOF {side or kind} JOIN is not supported", join)
+        if join.args.get("on") is None:
+            raise SqlSyntaxError.at("syntax error: ASOF JOIN needs an ON clause (its keys' "
+                                    "equalities and one inequality of times)", join)
+        return "ASOF LEFT" if side else "ASOF"
     if side and kind in ("", "OUTER"):
         return side
     if side or kind not in ("", "CROSS", "INNER"):

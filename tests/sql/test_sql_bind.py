@@ -310,8 +310,8 @@ ERRORS = [
     ("SHOW DATABASES", UnsupportedError, "SHOW DATABASES is not supported", None, None),
     ("SELECT foo(a) FROM t", UnknownObjectError, "function foo does not exist", 1, 8),
     # clauses the binder does not implement are refused, never ignored (issue 12)
-    ("SELECT t.a FROM t ASOF JOIN u ON t.a = u.a AND t.c >= u.a", UnsupportedError,
-     "ASOF JOIN is not supported", 1, 29),
+    ("SELECT t.a FROM t ASOF RIGHT JOIN u ON t.a = u.a AND t.c >= u.a", UnsupportedError,
+     "ASOF RIGHT JOIN is not supported", 1, 35),
     ("SELECT a FROM t DISTRIBUTE BY a", UnsupportedError, "DISTRIBUTE BY is not supported",
      1, 31),
     ("SELECT a FROM t CLUSTER BY a", UnsupportedError, "CLUSTER BY is not supported", 1, 28),

@@ -9,26 +9,24 @@ NULLs. A NULL key or time matches nothing. Where several rows of ``R`` share the
 the first in ``R``'s total order (every column ascending, NULLs last) is taken, so the
 result is deterministic.
 
-With ``t`` the common type of ``l`` and ``r`` (and ``k`` of each key pair), ``s`` a row's
-side (asked: a row of ``L``, offered: a time of ``R``) and ``o`` an offered time:
+With ``t`` the common type of ``l`` and ``r`` (and ``k`` of each key pair), each row of
+``R`` that can match (one per key and time) holds the times ``l`` it is the best match of:
+an interval from its ``r`` to the next time of its key (``>=``: ``r <= l < next``; ``>``:
+``r < l <= next``) or from the time before (``<=``: ``prev < l <= r``; ``<``: ``prev <= l <
+r``), unbounded where there is none. The intervals of a key do not overlap, so each row of
+``L`` falls in at most one:
 
     R₁ = σ_{n = 1} Window_{k_R, r}(n = row_number() in R's total order)(σ_{k_R, r ≠ NULL} R)
          (σ_{k_R, r ≠ NULL} R itself when a unique key of R is among k_R and r)
-    W  = Window_k(b = max(o) (min for <=, <) over the rows from the partition's start to
-             the row, ordered by t (descending for <=, <) then s)(
-             π_{k_L, l, asked, NULL, L}(σ_{k_L, l ≠ NULL} L) ⊎ π_{k_R, r, offered, r, NULL} R₁)
-    L ASOF JOIN R       =  π_{L, R}(σ_{s = asked, b ≠ NULL} W ⋈_{k = k_R, b = r} R₁)
-    L ASOF LEFT JOIN R  =  L ASOF JOIN R ⊎ π_{L, NULL}(σ_{s = asked, b = NULL} W)
-                                         ⊎ π_{L, NULL}(σ_{k_L = NULL ∨ l = NULL} L)
+    I  = Window_{k_R}(b = lead(r) (lag(r) for <=, <) in the order of r)(R₁)
+    L ASOF JOIN R       =  M  =  π_{L, R} σ_{l in [r, b)}(L ⋈_{k_L = k_R} I)
+    L ASOF LEFT JOIN R  =  M ⊎ π_{L, NULL}(L ⊎ −π_L M)
 
-In the window's order an offered time equal to an asked one comes first for ``>=`` and
-``<=`` (``s``: offered 0, asked 1) and last for ``>`` and ``<`` (offered 1, asked 0), so the
-running max (min) of the offered times at an asked row is its best match ``b``; R₁ has one
-row per ``(k_R, r)``, so the join finds exactly one. Delta rule: the operators'. A change to
-either side touches its key's partition of the window at the step's times (seed 002's
-interesting times): a step's work follows the keys it changes, and a price that changes
-some rows' matches changes only those rows of the output. State: the window's input (``L``'s
-rows and ``R``'s times) arranged by key, R₁ by ``(k_R, r)``.
+Delta rule: the operators'. A new or deleted price changes the intervals of its key's
+neighbouring times (a window over that key's prices only), which the join meets with that
+key's rows of ``L``: exactly the rows whose match moves change in the output. A new row of
+``L`` looks up its key's intervals. State: ``L`` and ``I`` arranged by key (``L``'s the
+table's own, shared), R₁ and its window by key and time.
 """
 
 from __future__ import annotations
@@ -39,17 +37,14 @@ from dataclasses import dataclass
 from matview.ir.keys import unique_keys
 from matview.ir.linear_logic import is_temporal
 from matview.ir.outer_joins import key_pair, right_side, sides_read
-from matview.ir.plans import compute
+from matview.ir.plans import compute, negated
 from matview.ir.relation import Join, Relation, Union, Window
-from matview.ir.scalar import Call, Cast, Col, Lit, Scalar, balanced, conjuncts, type_of
-from matview.ir.types import BIGINT, INT, SqlType, common_type
-from matview.ir.window_call import Frame, WindowCall
+from matview.ir.scalar import Call, Cast, Col, Lit, Scalar, conjuncts, type_of
+from matview.ir.types import BIGINT, SqlType, common_type
+from matview.ir.window_call import WindowCall
 
 _MIRRORED = {"ge": "le", "gt": "lt", "le": "ge", "lt": "gt"}
 """Each inequality with its operands swapped: ``r θ l`` is ``l mirrored(θ) r``."""
-
-RUNNING = Frame("rows", None, 0)
-"""From the partition's first row to the current one."""
 
 
 @dataclass(frozen=True)
@@ -99,34 +94,26 @@ def asof_join(left: Relation, right: Relation, cond: AsOf, outer: bool) -> Relat
     keys = [_common(k_l, left.types, k_r, right.types)
             for k_l, k_r in zip(cond.left_keys, cond.right_keys)]
     time = _common(cond.left_time, left.types, cond.right_time, right.types)
-    asked_by = [k[0] for k in keys] + [time[0]]
     n, width, arity = len(keys), left.arity, right.arity
     first = _first_rows(right, [k[1] for k in keys] + [time[1]])
-    time_type = type_of(asked_by[-1], left.types)
-    asked, offered = (1, 0) if cond.op in ("ge", "le") else (0, 1)
-    asks = compute(left, [*asked_by, Lit(asked, INT), Lit(None, time_type),
-                          *(Col(i) for i in range(width))], _not_null(asked_by))
-    offers = compute(first, [*(Col(arity + i) for i in range(n + 1)), Lit(offered, INT),
-                             Col(arity + n), *(Lit(None, t) for t in left.types)])
-    descending = cond.op in ("le", "lt")
-    call = WindowCall("min" if descending else "max", (Col(n + 2),),
-                      ((n, descending, False), (n + 1, False, False)), RUNNING)
-    window = Window(Union((asks, offers)), tuple(range(n)), (call,))
-    best, rows = Col(n + 3 + width), [Col(n + 3 + i) for i in range(width)]
-    is_asked = Call("eq", (Col(n + 1), Lit(asked, INT)))
-    found = compute(window, [*rows, *(Col(i) for i in range(n)), best],
-                    [is_asked, Call("not", (Call("is_null", (best,)),))])
-    pairs = Join((found, first), tuple(
-        (Col(width + i), Col(width + n + 1 + arity + i)) for i in range(n + 1)))
-    matched = compute(pairs, [*(Col(i) for i in range(width)),
-                              *(Col(width + n + 1 + j) for j in range(arity))])
+    offered = arity + n
+    bound = WindowCall("lag" if cond.op in ("le", "lt") else "lead", (Col(offered),),
+                       ((offered, False, False),))
+    intervals = Window(first, tuple(range(arity, offered)), (bound,))
+    at, r, b = time[0], Col(width + offered), Col(width + offered + 1)
+    inside = {"ge": (("le", r, at), ("lt", at, b)), "gt": (("lt", r, at), ("le", at, b)),
+              "le": (("ge", r, at), ("gt", at, b)), "lt": (("gt", r, at), ("ge", at, b))}
+    (op, x, y), (bound_op, u, v) = inside[cond.op]
+    pairs = Join((left, intervals), tuple((k[0], Col(width + arity + i))
+                                          for i, k in enumerate(keys)))
+    matched = compute(pairs, [*(Col(i) for i in range(width + arity))], [
+        Call(op, (x, y)),
+        Call("or", (Call("is_null", (b,)), Call(bound_op, (u, v))))])
     if not outer:
         return matched
-    nulls = [Lit(None, t) for t in right.types]
-    unmatched = compute(window, [*rows, *nulls], [is_asked, Call("is_null", (best,))])
-    unkeyed = compute(left, [*(Col(i) for i in range(width)), *nulls],
-                      [balanced("or", [Call("is_null", (e,)) for e in asked_by])])
-    return Union((matched, unmatched, unkeyed))
+    unmatched = Union((left, negated(compute(matched, [Col(i) for i in range(width)]))))
+    return Union((matched, compute(unmatched, [*(Col(i) for i in range(width)),
+                                               *(Lit(None, t) for t in right.types)])))
 
 
 def _first_rows(right: Relation, offered_by: Sequence[Scalar]) -> Relation:

@@ -1,5 +1,5 @@
 """ASOF joins on data time (``L ASOF [LEFT] JOIN R ON k_L = k_R AND l θ r``), which the
-binder lowers to ``Reduce``, ``Window``, ``Join`` and ``Union`` (``ir/asof_joins.py``).
+binder lowers to ``Window``, ``Join`` and ``Union`` (``ir/asof_joins.py``).
 
 Through the reference interpreter: each query's plan, raw, optimized and physical, denotes
 what DuckDB's ``ASOF JOIN`` computes. Through ``matview.connect()``: maintained views for

@@ -47,6 +47,8 @@ CALL_NAMES: dict[type[exp.Expr], frozenset[str]] = {
     JsonbAggCall: frozenset({"jsonb_agg"}), ToJsonbCall: frozenset({"to_jsonb"}),
     exp.Explode: frozenset({"unnest"}),
     exp.ExplodingGenerateSeries: frozenset({"generate_series"}),
+    exp.CurrentTimestamp: frozenset({"now", "current_timestamp"}),
+    exp.Localtimestamp: frozenset({"localtimestamp"}),
     **{node: frozenset({name}) for node, name in WINDOW_CALLS.items()},
 }
 """The node kinds the binder binds from function calls, and the names (PostgreSQL's) under

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from matview.ir.functions import lookup
 from matview.ir.scalar import Call, Case, Cast, Lit
 from matview.ir.types import INT, TEXT, Kind, SqlType
+from matview.sql import statement_time
 from matview.sql.call_names import ARGUMENT_COUNT, CALL_NAMES, WINDOW_CALLS, WRITTEN_NAME
 from matview.sql.coerce import (
     TypedScalar,
@@ -179,6 +180,12 @@ def bind_call(binder: ExprBinder, node: exp.Expr) -> TypedScalar:
     if isinstance(node, exp.AggFunc):
         raise UnsupportedError.at(
             f"aggregate function {function_name(node)} is not supported yet", node)
+    if function_name(node) in statement_time.NAMES:  # no arguments, not even a precision
+        check_arity(node, (0, 0), len(node.expressions) if isinstance(node, exp.Anonymous)
+                    else int(node.args.get("this") is not None))
+        return statement_time.bind_now(node, function_name(node))
+    if isinstance(node, (exp.CurrentTimestamp, exp.Localtimestamp, exp.CurrentDate)):
+        return statement_time.bind_now(node, function_name(node))
     if isinstance(node, exp.Anonymous):
         raise UnknownObjectError.at(f"function {function_name(node)} does not exist", node)
     if isinstance(node, exp.Func):

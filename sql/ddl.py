@@ -28,6 +28,7 @@ from matview.sql.errors import (
 )
 from matview.sql.names import normalize, relation_name
 from matview.sql.query import bind_query, top_k
+from matview.sql.statement_time import timeless
 from matview.sql.statements import (
     CreateIndex,
     CreateSink,
@@ -111,7 +112,8 @@ def bind_create_view(node: exp.Create, ctx: Context) -> CreateView:
     columns = target.expressions if isinstance(target, exp.Schema) else []
     table = target.this if isinstance(target, exp.Schema) else target
     recording = Recording(ctx.catalog)
-    query = bind_query(node.expression, Context(recording, ctx.ctes))
+    with timeless():
+        query = bind_query(node.expression, Context(recording, ctx.ctes))
     if len(columns) > len(query.column_names):
         raise SqlError.at("CREATE VIEW specifies more column names than columns", columns[0])
     names = tuple(normalize(c) for c in columns) + query.column_names[len(columns):]

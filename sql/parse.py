@@ -28,6 +28,7 @@ from matview.sql.dialect_nodes import DropSink as DropSinkNode
 from matview.sql.errors import SqlError, SqlSyntaxError, UnknownObjectError, UnsupportedError
 from matview.sql.names import relation_name
 from matview.sql.query import bind_query
+from matview.sql.statement_time import statement_clock
 from matview.sql.statements import CreateView, Query, Statement, SubscribeTo
 from matview.sql.statements import Explain as ExplainStatement
 from sqlglot import exp
@@ -100,9 +101,10 @@ def bind_statement(tree: exp.Expr, catalog: Catalog) -> Statement:
     check_supported(tree)
     ctx = Context(catalog)
     try:
-        if isinstance(tree, Explain):
-            return _bind_explain(tree, ctx)
-        return _bind(tree, ctx)
+        with statement_clock():
+            if isinstance(tree, Explain):
+                return _bind_explain(tree, ctx)
+            return _bind(tree, ctx)
     except RecursionError:
         raise SqlError(TOO_DEEP) from None
 

@@ -40,6 +40,7 @@ from matview.sql.names import normalize
 from matview.sql.order import limit_offset, order_by
 from matview.sql.recursion import mutually_recursive, reads_itself, recursive_query
 from matview.sql.select import bind_select
+from matview.sql.statement_time import timeless
 from matview.sql.statements import Query
 from matview.sql.values import bind_values
 from sqlglot import exp
@@ -79,8 +80,9 @@ def bind_view(item: CatalogItem, ctx: Context) -> Query:
     """The stored query of view ``item``, bound in a context without CTEs."""
     assert item.query_sql is not None
     try:
-        query = bind_query(sqlglot.parse_one(item.query_sql, dialect=Matview),
-                           Context(ctx.catalog))
+        with timeless():
+            query = bind_query(sqlglot.parse_one(item.query_sql, dialect=Matview),
+                               Context(ctx.catalog))
     except SqlError as error:
         raise type(error)(f'in view "{item.name}": {error.message}') from error
     return Query(query.plan, tuple(f.name for f in item.fields))

@@ -1,0 +1,74 @@
+"""``now()``, ``current_timestamp``, ``transaction_timestamp()``, ``statement_timestamp()``,
+``localtimestamp`` and ``current_date``: the time the statement started, one constant for
+the whole statement (``TIMESTAMP`` in UTC, or its ``DATE``).
+
+PostgreSQL's ``now()`` is its transaction's start; matview binds each statement apart, so
+here it is the statement's (``statement_timestamp()``), the same within one statement. A
+statement is bound inside ``statement_clock``, which reads the wall clock once; a view's
+query is bound ``timeless``: its rows must not change with time by themselves, so these
+functions are refused there with a pointer to ``mz_now()``, the temporal filter that keeps
+a row only while a condition on the current time holds. A column's ``DEFAULT now()`` is
+bound at each INSERT, so it is that statement's time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from datetime import UTC, datetime
+
+from matview.ir.scalar import Lit
+from matview.ir.types import DATE, TIMESTAMP
+from matview.sql.coerce import TypedScalar
+from matview.sql.errors import SqlError, UnsupportedError
+from sqlglot import exp
+
+_NOW: ContextVar[datetime | None] = ContextVar("statement time", default=None)
+"""The time the statement being bound started (None: a view's query, or no statement)."""
+
+NAMES = frozenset({"now", "transaction_timestamp", "statement_timestamp"})
+"""The spellings that take no argument, not even a precision (sqlglot reads ``now()`` as a
+``CurrentTimestamp`` and leaves the other two calls of unknown functions;
+``current_timestamp [(p)]``, ``localtimestamp [(p)]`` and ``current_date`` are nodes of
+their own)."""
+
+
+@contextmanager
+def statement_clock() -> Iterator[None]:
+    """Bind a statement: the functions above read the wall clock as it is now."""
+    token = _NOW.set(datetime.now(UTC).replace(tzinfo=None))
+    try:
+        yield
+    finally:
+        _NOW.reset(token)
+
+
+@contextmanager
+def timeless() -> Iterator[None]:
+    """Bind a view's query, where the functions above are refused."""
+    token = _NOW.set(None)
+    try:
+        yield
+    finally:
+        _NOW.reset(token)
+
+
+def bind_now(node: exp.Expr, name: str) -> TypedScalar:
+    """The statement's start time as the literal ``node`` (function ``name``) denotes."""
+    now = _NOW.get()
+    if now is None:
+        raise UnsupportedError.at(
+            f"{name} cannot be used in a view: its value changes with time while the view's "
+            "rows must not; to keep rows only while a condition on the current time holds, "
+            "compare mz_now() in WHERE (a temporal filter)", node)
+    precision = None if isinstance(node, exp.Anonymous) else node.args.get("this")
+    if precision is not None:
+        if not (isinstance(precision, exp.Literal) and precision.is_int
+                and 0 <= int(precision.name) <= 6):
+            raise SqlError.at(f"{name}'s precision must be an integer from 0 to 6", precision)
+        step = 10 ** (6 - int(precision.name))
+        now = now.replace(microsecond=now.microsecond // step * step)
+    if isinstance(node, exp.CurrentDate):
+        return TypedScalar(Lit(now.date(), DATE), DATE)
+    return TypedScalar(Lit(now, TIMESTAMP), TIMESTAMP)

@@ -88,12 +88,13 @@ def test_a_tie_takes_the_first_right_row_whatever_the_order_of_writes(
     assert views == [[(10, 5), (20, 5)], [(10, 5), (20, 5)]]
 
 
+# each comparison, inner and LEFT between them (the lowering's LEFT part is the same for all)
 VIEWS = {
     f"{name}_{'left' if left else 'inner'}":
         f"SELECT t.id, t.sym, t.ts, p.ts AS pts, p.px FROM trades t "
         f"ASOF {'LEFT ' if left else ''}JOIN prices p ON t.sym = p.sym AND t.ts {op} p.ts"
-    for name, op in (("ge", ">="), ("gt", ">"), ("le", "<="), ("lt", "<"))
-    for left in (False, True)
+    for name, op, left in (("ge", ">=", False), ("gt", ">", True), ("le", "<=", True),
+                           ("lt", "<", False))
 }
 TIMES = list(range(1, 11))
 VIEWS["per_price"] = ("SELECT p.px, count(*), sum(t.id) FROM trades t "

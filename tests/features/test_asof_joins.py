@@ -3,8 +3,8 @@ binder lowers to ``Window``, ``Join`` and ``Union`` (``ir/asof_joins.py``).
 
 Through the reference interpreter: each query's plan, raw, optimized and physical, denotes
 what DuckDB's ``ASOF JOIN`` computes. Through ``matview.connect()``: maintained views for
-each of ``>=``, ``>``, ``<=``, ``<``, inner and LEFT, against DuckDB after every group of
-one to three transactions of seeded random writes to both sides (in one transaction too);
+each of ``>=``, ``>``, ``<=``, ``<`` (two inner, two LEFT), against DuckDB after every group
+of one to three transactions of seeded random writes to both sides (in one transaction too);
 the rule for ties, which DuckDB leaves open; and the conditions refused.
 """
 

@@ -4,7 +4,8 @@ meaning (used by the reference interpreter) and its Spark lowering.
 The Spark lowering is a function ``spark(F, *columns) -> Column`` that receives the
 ``pyspark.sql.functions`` module as ``F``, so this module never imports Spark. The type
 rules are in ``function_types``, the date and time fields of ``extract`` and ``date_trunc``
-in ``datetime_functions``, the text functions' meanings in ``text_functions``.
+in ``datetime_functions``, ``to_char``'s patterns in ``to_char``, the text functions'
+meanings in ``text_functions``.
 SQL NULL propagates through every function unless its Python meaning handles ``None`` itself
 (``handles_null``); AND/OR follow three-valued logic.
 """
@@ -18,7 +19,7 @@ from datetime import date, timedelta
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
-from matview.ir import jsonb
+from matview.ir import jsonb, to_char
 from matview.ir.datetime_functions import (
     EXTRACT_FIELDS,
     TRUNCATIONS,
@@ -58,6 +59,7 @@ from matview.ir.types import (
     INT,
     INTEGER_KINDS,
     MZ_TIMESTAMP,
+    TEXT,
     Kind,
     SqlType,
 )
@@ -330,6 +332,17 @@ for _field, _spec in EXTRACT_FIELDS.items():
 for _unit, _truncate in TRUNCATIONS.items():
     register(Function(f"date_trunc_{_unit}", truncation_type, _truncate, spark_truncation(_unit),
                       (1, 1)))
+
+
+def _formatted_type(types: list[SqlType]) -> SqlType:
+    if types[0].kind not in (Kind.DATE, Kind.TIMESTAMP, Kind.NULL):
+        raise TypeError(f"function to_char({types[0]}, text) is not supported")
+    return TEXT
+
+
+for _name in to_char.PATTERNS:
+    register(Function(f"to_char_{_name}", _formatted_type, to_char.python_meaning(_name),
+                      to_char.PATTERNS[_name].spark, (1, 1)))
 
 
 def _not_evaluable(*args: Any) -> Any:

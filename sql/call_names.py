@@ -6,7 +6,13 @@ PostgreSQL's names for them.
 
 from __future__ import annotations
 
-from matview.sql.dialect_nodes import DatePartCall, DateTruncCall, JsonbAggCall, ToJsonbCall
+from matview.sql.dialect_nodes import (
+    DatePartCall,
+    DateTruncCall,
+    JsonbAggCall,
+    ToCharCall,
+    ToJsonbCall,
+)
 from sqlglot import exp
 
 ARGUMENT_COUNT = "argument_count"
@@ -45,6 +51,7 @@ CALL_NAMES: dict[type[exp.Expr], frozenset[str]] = {
     exp.StddevPop: frozenset({"stddev_pop"}), exp.Grouping: frozenset({"grouping"}),
     exp.GroupConcat: frozenset({"string_agg"}), exp.ArrayAgg: frozenset({"array_agg"}),
     JsonbAggCall: frozenset({"jsonb_agg"}), ToJsonbCall: frozenset({"to_jsonb"}),
+    ToCharCall: frozenset({"to_char"}),
     exp.Explode: frozenset({"unnest"}),
     exp.ExplodingGenerateSeries: frozenset({"generate_series"}),
     exp.CurrentTimestamp: frozenset({"now", "current_timestamp"}),

@@ -14,6 +14,7 @@ import functools
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from matview.ir import to_char
 from matview.ir.functions import lookup
 from matview.ir.scalar import Call, Case, Cast, Lit
 from matview.ir.types import INT, TEXT, Kind, SqlType
@@ -30,7 +31,7 @@ from matview.sql.coerce import (
 from matview.sql.datatypes import sql_type
 from matview.sql.datetime_fields import FieldCall, bind_field_call
 from matview.sql.dialect import Matview
-from matview.sql.dialect_nodes import DatePartCall, DateTruncCall, ToJsonbCall
+from matview.sql.dialect_nodes import DatePartCall, DateTruncCall, ToCharCall, ToJsonbCall
 from matview.sql.errors import SqlTypeError, UnknownObjectError, UnsupportedError
 from sqlglot import exp
 
@@ -147,6 +148,8 @@ def bind_call(binder: ExprBinder, node: exp.Expr) -> TypedScalar:
         return bind_field_call(binder, node)
     if isinstance(node, ToJsonbCall):
         return to_jsonb(binder.bind(node.this), node)
+    if isinstance(node, ToCharCall):
+        return _to_char(binder.bind(node.this), node)
     if isinstance(node, exp.Coalesce):
         args = [binder.bind(x) for x in (node.this, *node.expressions)]
         args = unify(args, node, lambda a, b: f"COALESCE types {a} and {b} cannot be matched")
@@ -210,6 +213,26 @@ def _concat(parts: Sequence[TypedScalar], node: exp.Expr) -> TypedScalar:
     empty = TypedScalar(Lit("", TEXT), TEXT)
     texts = [call("coalesce", [part, empty], node) for part in parts]
     return functools.reduce(lambda a, b: call("concat", [a, b], node), texts)
+
+
+def _to_char(value: TypedScalar, node: ToCharCall) -> TypedScalar:
+    """``to_char(value, 'pattern')``: the pattern's parts (``ir.to_char.split``) joined by
+    ``||``; NULL when ``value`` is."""
+    pattern = node.args["format"]
+    if not (isinstance(pattern, exp.Literal) and pattern.is_string):
+        raise UnsupportedError.at("to_char's pattern must be a text constant", pattern)
+    try:
+        parts = to_char.split(pattern.name)
+    except ValueError as error:
+        raise UnsupportedError.at(str(error), pattern) from None
+    pieces = [call(f"to_char_{name}", [value], node) if kind == "pattern"
+              else TypedScalar(Lit(name, TEXT), TEXT) for kind, name in parts]
+    if any(kind == "pattern" for kind, _ in parts):
+        return functools.reduce(lambda a, b: call("concat", [a, b], node), pieces)
+    call(f"to_char_{next(iter(to_char.PATTERNS))}", [value], node)  # the argument's type
+    text = "".join(name for _, name in parts)
+    return TypedScalar(Case(((Call("is_null", (value.expr,)), Lit(None, TEXT)),),
+                            Lit(text, TEXT)), TEXT)
 
 
 def to_jsonb(value: TypedScalar, node: exp.Expr) -> TypedScalar:

@@ -55,6 +55,14 @@ class ToJsonbCall(exp.Expression, exp.Func):
     _sql_names = ["TO_JSONB"]
 
 
+class ToCharCall(exp.Expression, exp.Func):
+    """``to_char(this, format)``, its pattern as written (PostgreSQL's dialect rewrites it
+    into ``strftime``'s, which cannot say all of it)."""
+
+    arg_types = {"this": True, "format": True}
+    _sql_names = ["TO_CHAR"]
+
+
 class Subscribe(exp.Expression):
     """``SUBSCRIBE [TO] name ...``: ``this`` is the followed relation (a ``Table``; None when
     not a name, like a parenthesized query); ``options`` the text after the name (a string

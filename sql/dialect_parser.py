@@ -26,6 +26,7 @@ from matview.sql.dialect_nodes import (
     MutuallyRecursive,
     RecursiveBinding,
     Subscribe,
+    ToCharCall,
     ToJsonbCall,
 )
 from matview.sql.errors import InvalidValueError, SqlSyntaxError
@@ -70,7 +71,8 @@ class MatviewParser(PostgresParser):
 
     FUNCTIONS = {**PostgresParser.FUNCTIONS, "DATE_PART": DatePartCall.from_arg_list,
                  "DATE_TRUNC": DateTruncCall.from_arg_list,
-                 "JSONB_AGG": JsonbAggCall.from_arg_list, "TO_JSONB": ToJsonbCall.from_arg_list}
+                 "JSONB_AGG": JsonbAggCall.from_arg_list, "TO_JSONB": ToJsonbCall.from_arg_list,
+                 "TO_CHAR": ToCharCall.from_arg_list}
 
     FUNCTION_PARSERS = {
         **{name: parse for name, parse in PostgresParser.FUNCTION_PARSERS.items()

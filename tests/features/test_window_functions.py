@@ -162,8 +162,9 @@ def test_a_step_reads_the_touched_partitions_rows_by_key(
 
     monkeypatch.setattr(window, "read_matching", spied)
     mirror = Mirror(spark, "CREATE TABLE t (p INT, o INT, x INT)", whole_state_rows=10)
-    rows = ", ".join(f"({p}, {o}, {o * p})" for p in range(1, 6) for o in range(1, 7))
+    rows = ", ".join(f"({p}, {o}, {o})" for p in [*range(1, 6), "NULL"] for o in range(1, 7))
     mirror.execute(f"INSERT INTO t VALUES {rows}")
     mirror.view("numbered", VIEWS["numbered"])
-    mirror.steps(["INSERT INTO t VALUES (2, 9, 1)", "DELETE FROM t WHERE p = 3 AND o < 3"])
-    assert found == [6, 6]  # partition 2's rows, then partition 3's, of the 30 arranged
+    mirror.steps(["INSERT INTO t VALUES (2, 9, 1)", "DELETE FROM t WHERE p = 3 AND o < 3",
+                  "INSERT INTO t VALUES (NULL, 0, 7)"])
+    assert found == [6, 6, 6]  # partition 2's rows, 3's, then NULL's, of the 36 arranged

@@ -59,7 +59,6 @@ from matview.ir.types import (
     INT,
     INTEGER_KINDS,
     MZ_TIMESTAMP,
-    TEXT,
     Kind,
     SqlType,
 )
@@ -334,14 +333,8 @@ for _unit, _truncate in TRUNCATIONS.items():
                       (1, 1)))
 
 
-def _formatted_type(types: list[SqlType]) -> SqlType:
-    if types[0].kind not in (Kind.DATE, Kind.TIMESTAMP, Kind.NULL):
-        raise TypeError(f"function to_char({types[0]}, text) is not supported")
-    return TEXT
-
-
 for _name in to_char.PATTERNS:
-    register(Function(f"to_char_{_name}", _formatted_type, to_char.python_meaning(_name),
+    register(Function(f"to_char_{_name}", to_char.returns, to_char.python_meaning(_name),
                       to_char.PATTERNS[_name].spark, (1, 1)))
 
 

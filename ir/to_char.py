@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any
 
+from matview.ir.types import TEXT, Kind, SqlType
+
 _MONTHS = "Jan Feb Mar Apr May Jun Jul Aug Sep Oct Nov Dec".split()
 _DAYS = "Mon Tue Wed Thu Fri Sat Sun".split()
 
@@ -86,6 +88,13 @@ _NOT_BUILT = ("MONTH", "SSSSS", "SSSS", "IYYY", "A.M.", "P.M.", "B.C.", "A.D.", 
               "FF")
 """PostgreSQL's patterns (and modifiers) matview does not have, which must not be read as
 ones it has (``Month`` as ``Mon`` then ``th``), longest first."""
+
+
+def returns(types: list[SqlType]) -> SqlType:
+    """The type rule of every ``to_char_<name>``: TEXT of a DATE or TIMESTAMP."""
+    if types[0].kind not in (Kind.DATE, Kind.TIMESTAMP, Kind.NULL):
+        raise TypeError(f"function to_char({types[0]}, text) is not supported")
+    return TEXT
 
 
 def python_meaning(name: str) -> Callable[[date], str]:

@@ -222,14 +222,16 @@ def _to_char(value: TypedScalar, node: ToCharCall) -> TypedScalar:
     if not (isinstance(pattern, exp.Literal) and pattern.is_string):
         raise UnsupportedError.at("to_char's pattern must be a text constant", pattern)
     try:
+        to_char.returns([value.type])
         parts = to_char.split(pattern.name)
+    except TypeError as error:
+        raise SqlTypeError.at(str(error), node) from None
     except ValueError as error:
         raise UnsupportedError.at(str(error), pattern) from None
     pieces = [call(f"to_char_{name}", [value], node) if kind == "pattern"
               else TypedScalar(Lit(name, TEXT), TEXT) for kind, name in parts]
     if any(kind == "pattern" for kind, _ in parts):
         return functools.reduce(lambda a, b: call("concat", [a, b], node), pieces)
-    call(f"to_char_{next(iter(to_char.PATTERNS))}", [value], node)  # the argument's type
     text = "".join(name for _, name in parts)
     return TypedScalar(Case(((Call("is_null", (value.expr,)), Lit(None, TEXT)),),
                             Lit(text, TEXT)), TEXT)

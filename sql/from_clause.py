@@ -178,10 +178,9 @@ class _FromBuilder:
             right = right_side.item(join.this, ())
             item, on, computed = self._condition(join, left, right, hidden, side)
             at = self._column(start or 0)
-            joined = (asof(join, side, self._take(start or 0), right_side._take(0),
-                           _shifted(on, at)) if side.startswith("ASOF") else
-                      outer_join(side, self._take(start or 0), right_side._take(0),
-                                 _shifted(on, at)))
+            operands = self._take(start or 0), right_side._take(0), _shifted(on, at)
+            joined = (asof(join, side, *operands) if side.startswith("ASOF") else
+                      outer_join(side, *operands))
         if computed:
             joined = linear(joined, [Map(tuple(_shifted([c.expr for c in computed], at)))])
             self.types.extend(c.type for c in computed)

@@ -9,11 +9,11 @@ NULLs. A NULL key or time matches nothing. Where several rows of ``R`` share the
 the first in ``R``'s total order (every column ascending, NULLs last) is taken, so the
 result is deterministic.
 
-With ``t`` the common type of ``l`` and ``r`` (and ``k`` of each key pair), each row of
-``R`` that can match (one per key and time) holds the times ``l`` it is the best match of:
-an interval from its ``r`` to the next time of its key (``>=``: ``r <= l < next``; ``>``:
-``r < l <= next``) or from the time before (``<=``: ``prev < l <= r``; ``<``: ``prev <= l <
-r``), unbounded where there is none. The intervals of a key do not overlap, so each row of
+The binder has cast ``l`` and ``r`` (and each key pair) to one type. Each row of ``R`` that
+can match (one per key and time) holds the times ``l`` it is the best match of: an interval
+from its ``r`` to the next time of its key (``>=``: ``r <= l < next``; ``>``: ``r < l <=
+next``) or from the time before (``<=``: ``prev < l <= r``; ``<``: ``prev <= l < r``),
+unbounded where there is none. The intervals of a key do not overlap, so each row of
 ``L`` falls in at most one:
 
     R₁ = σ_{n = 1} Window_{k_R, r}(n = row_number() in R's total order)(σ_{k_R, r ≠ NULL} R)
@@ -39,8 +39,8 @@ from matview.ir.linear_logic import is_temporal
 from matview.ir.outer_joins import key_pair, right_side, sides_read
 from matview.ir.plans import compute, negated
 from matview.ir.relation import Join, Relation, Union, Window
-from matview.ir.scalar import Call, Cast, Col, Lit, Scalar, conjuncts, type_of
-from matview.ir.types import BIGINT, SqlType, common_type
+from matview.ir.scalar import Call, Col, Lit, Scalar, conjuncts, not_null
+from matview.ir.types import BIGINT
 from matview.ir.window_call import WindowCall
 
 _MIRRORED = {"ge": "le", "gt": "lt", "le": "ge", "lt": "gt"}
@@ -91,24 +91,19 @@ def asof_condition(on: Sequence[Scalar], arity: int) -> AsOf | None:
 def asof_join(left: Relation, right: Relation, cond: AsOf, outer: bool) -> Relation:
     """``left`` ASOF JOIN (``outer``: ASOF LEFT JOIN) ``right`` on ``cond``: the columns of
     ``left`` followed by those of ``right`` (see the module docstring)."""
-    keys = [_common(k_l, left.types, k_r, right.types)
-            for k_l, k_r in zip(cond.left_keys, cond.right_keys)]
-    time = _common(cond.left_time, left.types, cond.right_time, right.types)
-    n, width, arity = len(keys), left.arity, right.arity
-    first = _first_rows(right, [k[1] for k in keys] + [time[1]])
+    n, width, arity = len(cond.left_keys), left.arity, right.arity
+    first = _first_rows(right, [*cond.right_keys, cond.right_time])
     offered = arity + n
     bound = WindowCall("lag" if cond.op in ("le", "lt") else "lead", (Col(offered),),
                        ((offered, False, False),))
     intervals = Window(first, tuple(range(arity, offered)), (bound,))
-    at, r, b = time[0], Col(width + offered), Col(width + offered + 1)
-    inside = {"ge": (("le", r, at), ("lt", at, b)), "gt": (("lt", r, at), ("le", at, b)),
-              "le": (("ge", r, at), ("gt", at, b)), "lt": (("gt", r, at), ("ge", at, b))}
-    (op, x, y), (bound_op, u, v) = inside[cond.op]
-    pairs = Join((left, intervals), tuple((k[0], Col(width + arity + i))
-                                          for i, k in enumerate(keys)))
+    at, r, b = cond.left_time, Col(width + offered), Col(width + offered + 1)
+    pairs = Join((left, intervals), tuple((key, Col(width + arity + i))
+                                          for i, key in enumerate(cond.left_keys)))
+    # r is l's best match: l θ r holds, and l θ b (the next or previous time) does not
     matched = compute(pairs, [*(Col(i) for i in range(width + arity))], [
-        Call(op, (x, y)),
-        Call("or", (Call("is_null", (b,)), Call(bound_op, (u, v))))])
+        Call(cond.op, (at, r)),
+        Call("or", (Call("is_null", (b,)), Call("not", (Call(cond.op, (at, b)),))))])
     if not outer:
         return matched
     unmatched = Union((left, negated(compute(matched, [Col(i) for i in range(width)]))))
@@ -121,7 +116,7 @@ def _first_rows(right: Relation, offered_by: Sequence[Scalar]) -> Relation:
     those values appended, one per distinct ``offered_by`` (the first in the total order)."""
     arity, n = right.arity, len(offered_by)
     present = compute(right, [*(Col(i) for i in range(arity)), *offered_by],
-                      _not_null(offered_by))
+                      [not_null(e) for e in offered_by])
     plain = {e.index for e in offered_by if isinstance(e, Col)}
     if any(set(key) <= plain for key in unique_keys(right)):
         return present
@@ -129,16 +124,3 @@ def _first_rows(right: Relation, offered_by: Sequence[Scalar]) -> Relation:
                       (WindowCall("row_number", (), ()),))
     return compute(numbered, [Col(i) for i in range(arity + n)],
                    [Call("eq", (Col(arity + n), Lit(1, BIGINT)))])
-
-
-def _common(left: Scalar, left_types: Sequence[SqlType], right: Scalar,
-            right_types: Sequence[SqlType]) -> tuple[Scalar, Scalar]:
-    """``left`` and ``right`` cast to the type both convert to, where theirs differs."""
-    types = type_of(left, left_types), type_of(right, right_types)
-    both = common_type(*types)
-    return (left if types[0] == both else Cast(left, both),
-            right if types[1] == both else Cast(right, both))
-
-
-def _not_null(exprs: Sequence[Scalar]) -> list[Scalar]:
-    return [Call("not", (Call("is_null", (e,)),)) for e in exprs]

@@ -224,6 +224,11 @@ def conjuncts(expr: Scalar) -> list[Scalar]:
     return [expr]
 
 
+def not_null(expr: Scalar) -> Scalar:
+    """``expr IS NOT NULL``."""
+    return Call("not", (Call("is_null", (expr,)),))
+
+
 def conjoin(preds: Sequence[Scalar]) -> Scalar:
     """The AND of ``preds`` (TRUE when empty)."""
     return balanced("and", preds) if preds else TRUE

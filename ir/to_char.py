@@ -48,6 +48,28 @@ class Pattern:
     spark: Callable[[Any, Any], Any]
 
 
+def _hour12(v: datetime) -> str:
+    return f"{(v.hour - 1) % 12 + 1:02d}"
+
+
+def _meridiem(v: datetime) -> str:
+    return "PM" if v.hour >= 12 else "AM"
+
+
+_CASES: dict[str, Callable[[str], str]] = {
+    "title": lambda text: text, "upper": str.upper, "lower": str.lower}
+
+
+def _cased(name: str, title: str, python: Callable[[datetime], str], spark_pattern: str,
+           cases: tuple[str, ...] = ("title", "upper", "lower")) -> dict[str, Pattern]:
+    """A name pattern (written ``title``) in each of ``cases``: its text in that case
+    (``python`` gives the title case), as Spark's ``date_format`` gives it, re-cased."""
+    return {f"{name}_{case}": Pattern(_CASES[case](title), True,
+                                      lambda v, case=case: _CASES[case](python(v)),
+                                      _format(spark_pattern, case))
+            for case in cases}
+
+
 PATTERNS: dict[str, Pattern] = {
     "yyyy": Pattern("YYYY", False, lambda v: f"{v.year:04d}", _format("yyyy")),
     "yy": Pattern("YY", False, lambda v: f"{v.year % 100:02d}", _format("yy")),
@@ -55,28 +77,18 @@ PATTERNS: dict[str, Pattern] = {
     "ddd": Pattern("DDD", False, lambda v: f"{v.timetuple().tm_yday:03d}", _format("DDD")),
     "dd": Pattern("DD", False, lambda v: f"{v.day:02d}", _format("dd")),
     "hh24": Pattern("HH24", False, lambda v: f"{v.hour:02d}", _format("HH")),
-    "hh12": Pattern("HH12", False, lambda v: f"{(v.hour - 1) % 12 + 1:02d}", _format("hh")),
-    "hh": Pattern("HH", False, lambda v: f"{(v.hour - 1) % 12 + 1:02d}", _format("hh")),
+    "hh12": Pattern("HH12", False, _hour12, _format("hh")),
+    "hh": Pattern("HH", False, _hour12, _format("hh")),
     "mi": Pattern("MI", False, lambda v: f"{v.minute:02d}", _format("mm")),
     "ss": Pattern("SS", False, lambda v: f"{v.second:02d}", _format("ss")),
     "ms": Pattern("MS", False, lambda v: f"{v.microsecond // 1000:03d}", _format("SSS")),
     "us": Pattern("US", False, lambda v: f"{v.microsecond:06d}", _format("SSSSSS")),
     "q": Pattern("Q", False, lambda v: str((v.month - 1) // 3 + 1),
                  lambda F, v: F.quarter(v).cast("string")),
-    **{f"{m}_upper": Pattern(m.upper(), True, lambda v: "PM" if v.hour >= 12 else "AM",
-                             _format("a", "upper")) for m in ("am", "pm")},
-    **{f"{m}_lower": Pattern(m, True, lambda v: "pm" if v.hour >= 12 else "am",
-                             _format("a", "lower")) for m in ("am", "pm")},
-    "mon_title": Pattern("Mon", True, lambda v: _MONTHS[v.month - 1], _format("MMM")),
-    "mon_upper": Pattern("MON", True, lambda v: _MONTHS[v.month - 1].upper(),
-                         _format("MMM", "upper")),
-    "mon_lower": Pattern("mon", True, lambda v: _MONTHS[v.month - 1].lower(),
-                         _format("MMM", "lower")),
-    "dy_title": Pattern("Dy", True, lambda v: _DAYS[v.weekday()], _format("EEE")),
-    "dy_upper": Pattern("DY", True, lambda v: _DAYS[v.weekday()].upper(),
-                        _format("EEE", "upper")),
-    "dy_lower": Pattern("dy", True, lambda v: _DAYS[v.weekday()].lower(),
-                        _format("EEE", "lower")),
+    **_cased("am", "AM", _meridiem, "a", ("upper", "lower")),
+    **_cased("pm", "PM", _meridiem, "a", ("upper", "lower")),
+    **_cased("mon", "Mon", lambda v: _MONTHS[v.month - 1], "MMM"),
+    **_cased("dy", "Dy", lambda v: _DAYS[v.weekday()], "EEE"),
 }
 """Each pattern by the name of its function (``to_char_<name>``). Where one written form
 starts another (``HH`` and ``HH24``, ``DD`` and ``DDD``), ``split`` tries the longest first."""

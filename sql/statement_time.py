@@ -14,7 +14,7 @@ bound at each INSERT, so it is that statement's time.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from contextvars import ContextVar
 from datetime import UTC, datetime
 
@@ -35,23 +35,22 @@ their own)."""
 
 
 @contextmanager
-def statement_clock() -> Iterator[None]:
+def _bound_at(now: datetime | None) -> Iterator[None]:
+    token = _NOW.set(now)
+    try:
+        yield
+    finally:
+        _NOW.reset(token)
+
+
+def statement_clock() -> AbstractContextManager[None]:
     """Bind a statement: the functions above read the wall clock as it is now."""
-    token = _NOW.set(datetime.now(UTC).replace(tzinfo=None))
-    try:
-        yield
-    finally:
-        _NOW.reset(token)
+    return _bound_at(datetime.now(UTC).replace(tzinfo=None))
 
 
-@contextmanager
-def timeless() -> Iterator[None]:
+def timeless() -> AbstractContextManager[None]:
     """Bind a view's query, where the functions above are refused."""
-    token = _NOW.set(None)
-    try:
-        yield
-    finally:
-        _NOW.reset(token)
+    return _bound_at(None)
 
 
 def bind_now(node: exp.Expr, name: str) -> TypedScalar:

@@ -57,6 +57,7 @@ from matview.ir.scalar import (
     Outer,
     Scalar,
     conjuncts,
+    not_null,
     remap,
     transform,
     type_of,
@@ -266,7 +267,7 @@ class _Applier:
                              if isinstance(x, Outer) and x.level == 0 else x)
 
         exprs = [bound[j] for j in range(self.width)]
-        checks = [Call("not", (Call("is_null", (e,)),)) for e in exprs]
+        checks = [not_null(e) for e in exprs]
         head: list[Step] = [Filter(tuple(known(p) for p in rest) + tuple(checks)),
                             Map(tuple(exprs)),
                             Project(tuple(range(n, n + self.width)) + tuple(range(n)))]

@@ -6,6 +6,7 @@ before (``runtime.templates``); else Spark's plans reading them."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import NamedTuple
 
 import pyarrow as pa
@@ -50,6 +51,29 @@ def read_matching(op: Operator, ctx: StepContext, trace: Trace, slot: object, co
             frames = found.frames()
     held = [] if table is None or not table.num_rows else [op.bound(ctx, slot, table)]
     return StateRead(union_all(held + frames), table, bool(frames), whole, found.rows)
+
+
+def large(trace: Trace) -> bool:
+    """Whether a step reads only the touched keys' rows of ``trace`` (a GROUP BY's state, a
+    window's arranged rows): when some batch is not in the driver, or they total more than
+    ``whole_state_rows``; a small state held in the driver is read whole."""
+    return (any(b.leaf.table is None for b in trace.batches)
+            or sum(b.leaf.rows for b in trace.batches) > active().whole_state_rows)
+
+
+def read_touched(op: Operator, ctx: StepContext, trace: Trace, slot: str, column: str | None,
+                 values: Callable[[], pa.Array | None]) -> DataFrame | None:
+    """The updates of ``trace`` up to the step's ``lower`` that ``op`` reads: when
+    ``column`` is given and the driver knows the ``values`` it takes in the step's changes,
+    the rows holding one of them, read by key (``read_matching``, into slot ``touched
+    <slot>``: a superset of the touched keys' rows, which the reader's semi-join cuts);
+    else all of them, through slot ``slot`` when the driver holds them."""
+    known = None if column is None else values()
+    found = None if known is None else read_matching(op, ctx, trace, f"touched {slot}", column,
+                                                     known)
+    if found is not None:
+        return found.frame
+    return op.read_bound(ctx, slot, trace, upto=ctx.lower)[0]
 
 
 def fetched(ctx: StepContext, rows: int, whole: bool) -> bool:

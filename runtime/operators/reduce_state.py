@@ -10,6 +10,7 @@ those keys are read by key, by the driver where it can (TPC-H Q10's 38,514 group
 
 from __future__ import annotations
 
+import pyarrow as pa
 from matview.ir.physical import ReduceLayout
 from matview.ir.relation import Aggregate
 from matview.ir.scalar import Col, Scalar
@@ -17,8 +18,7 @@ from matview.ir.types import SqlType
 from matview.runtime.arrangements.trace import Trace
 from matview.runtime.lowering.types import spark_type
 from matview.runtime.operators.base import Operator, StepContext
-from matview.runtime.operators.keyed_state import read_matching
-from matview.runtime.settings import active
+from matview.runtime.operators.keyed_state import large, read_touched
 from matview.runtime.time import MIN_TIME
 from pyspark.sql import DataFrame
 from pyspark.sql import types as T
@@ -89,34 +89,28 @@ class ReduceState(Operator):
 
     def _restricted(self, ctx: StepContext) -> bool:
         """Whether the step reads the state of the touched keys only (a semi-join), rather
-        than the whole state, which it does when the state is held in the driver and small."""
+        than the whole state, which it does when the state is held in the driver and small
+        (``keyed_state.large``)."""
         assert self.output is not None
-        if not self.group_key or ctx.first:
-            return False
-        batches = self.output.batches
-        return (any(b.leaf.table is None for b in batches)
-                or sum(b.leaf.rows for b in batches) > active().whole_state_rows)
+        return bool(self.group_key) and not ctx.first and large(self.output)
 
     def _state_read(self, ctx: StepContext) -> DataFrame | None:
         """The stored state a step reads (None on the first step): when it reads the
-        touched keys' only (``_restricted``) and the driver knows the values a plain
-        column of the group key takes in the step's changes, the state's rows holding one
-        of them, read by key (``keyed_state.read_matching``: in the driver, bound into a
-        slot, where it can; a superset of the touched groups' rows, which the semi-join
-        cuts); else all of it, through a slot when the driver holds it."""
+        touched keys' only (``_restricted``), the state's rows holding a value the group
+        key's first plain column takes in the step's changes, read by key where the driver
+        knows them (``keyed_state.read_touched``); else all of it."""
         assert self.output is not None and self.input is not None
         if ctx.first:
             return None
         j = self._state_key()
-        if j is not None and self._restricted(ctx):
-            key = self.group_key[j]
-            assert isinstance(key, Col)
-            values = self.input.step_values(ctx, key.index)
-            found = None if values is None else read_matching(
-                self, ctx, self.output, "touched state", f"c{j}", values)
-            if found is not None:
-                return found.frame
-        return self.read_bound(ctx, "state", self.output, upto=ctx.lower)[0]
+        column = f"c{j}" if j is not None and self._restricted(ctx) else None
+
+        def values() -> pa.Array | None:
+            key = self.group_key[j]  # type: ignore[index]
+            assert self.input is not None and isinstance(key, Col)
+            return self.input.step_values(ctx, key.index)
+
+        return read_touched(self, ctx, self.output, "state", column, values)
 
     def _state_key(self) -> int | None:
         """The group key's first plain column (its place in the key), which the state is

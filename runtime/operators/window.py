@@ -40,9 +40,8 @@ from matview.runtime.arrangements.updates import (
 from matview.runtime.lowering.types import col, column_names, spark_type
 from matview.runtime.lowering.window_values import window_value
 from matview.runtime.operators.base import ArrangedWhenLookedUp, Delta, Operator, StepContext
-from matview.runtime.operators.keyed_state import read_matching
+from matview.runtime.operators.keyed_state import large, read_touched
 from matview.runtime.operators.reduce_state import NEVER
-from matview.runtime.settings import active
 from pyspark.sql import DataFrame
 from pyspark.sql import Window as SparkWindow
 from pyspark.sql import functions as F
@@ -94,7 +93,7 @@ class WindowOp(ArrangedWhenLookedUp, Operator):
         if leaf is None:
             return None
         new = self.leaf_frame(ctx, "changes", leaf)
-        old = None if ctx.first else self._values_read(ctx)
+        old = None if ctx.first else self._arranged(ctx)
         out = self.planned("output", (new, old, ctx.small),
                            lambda: consolidate(self._updates(ctx, new, old)))
         result = materialize(ctx.spark, out, ctx.small)
@@ -102,23 +101,15 @@ class WindowOp(ArrangedWhenLookedUp, Operator):
             self.stage(self.output, result, ctx)
         return None if result is None else Delta(None, result.rows, result, count=result.rows)
 
-    def _values_read(self, ctx: StepContext) -> DataFrame | None:
-        """The arranged rows a step reads: when the arrangement is larger than
-        ``whole_state_rows`` and the driver knows the values the first partition column
-        takes in the step's changes, the rows holding one of them, read by key
-        (``keyed_state.read_matching``; a superset of the touched partitions' rows, which
-        ``_updates``'s semi-join cuts); else all of them, through a slot when the driver
-        holds them. None: nothing arranged is read."""
+    def _arranged(self, ctx: StepContext) -> DataFrame | None:
+        """The arranged rows a step reads (``keyed_state.read_touched``): the touched
+        partitions', by the first partition column, once they are ``large``; else all."""
         assert self.input is not None and self.values is not None
-        if self.partition_by and sum(b.leaf.rows for b in self.values.batches) > (
-                active().whole_state_rows):
-            column = self.partition_by[0]
-            values = self.input.step_values(ctx, column)
-            found = None if values is None else read_matching(
-                self, ctx, self.values, "touched values", f"c{column}", values)
-            if found is not None:
-                return found.frame
-        return self.read_bound(ctx, "values", self.values, upto=ctx.lower)[0]
+        source = self.input
+        keyed = bool(self.partition_by) and large(self.values)
+        return read_touched(self, ctx, self.values, "values",
+                            f"c{self.partition_by[0]}" if keyed else None,
+                            lambda: source.step_values(ctx, self.partition_by[0]))
 
     def step_values(self, ctx: StepContext, column: int) -> pa.Array | None:
         """A partition column's values in the step's output are those of its input's
@@ -128,7 +119,8 @@ class WindowOp(ArrangedWhenLookedUp, Operator):
 
     def attach(self, what: str, trace: Trace) -> None:
         """Hold arrangement ``what`` in ``trace``; ``values`` is arranged by the first
-        partition column (``_values_read`` reads it by key)."""
+        partition column: past ``whole_state_rows`` a step reads the touched partitions'
+        rows by it (``keyed_state.read_touched``)."""
         super().attach(what, trace)
         if what == "values" and self.partition_by:
             trace.arrange(f"c{self.partition_by[0]}")

@@ -10,13 +10,16 @@ class TimestampOracle:
     write is never hidden behind a read that already happened), and the current read time.
 
     ``clock=None`` follows the wall clock; an integer starts a manual clock there, moved
-    only by ``advance``.
+    only by ``advance``. While a transaction is open (``hold``), reads stay before its
+    time: its writes land there on commit, after every read made meanwhile.
     """
 
     def __init__(self, clock: int | None) -> None:
         self.manual = clock
         self.last_write = -1
         self.last_read = -1
+        self.held: int | None = None
+        """The time of the open transaction's writes, if one is open."""
 
     def clock(self) -> int:
         return self.manual if self.manual is not None else int(time.time() * 1000)
@@ -31,7 +34,8 @@ class TimestampOracle:
     @property
     def now(self) -> int:
         """The read time: every write so far is visible at it."""
-        return max(self.clock(), self.last_write)
+        now = max(self.clock(), self.last_write)
+        return now if self.held is None else min(now, self.held - 1)
 
     def read(self) -> int:
         """The read time, remembered so that later writes come after it."""
@@ -44,3 +48,7 @@ class TimestampOracle:
 
     def commit_write(self, at: int) -> None:
         self.last_write = at
+
+    def hold(self, at: int | None) -> None:
+        """Keep reads before ``at`` (an open transaction's time; None: no longer)."""
+        self.held = at

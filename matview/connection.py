@@ -1,12 +1,12 @@
 """The DB-API 2.0 (PEP 249) connection: a matview database embedded in this process, its
 Spark session started on first use, its statements run one at a time (a thread's open
-transaction holds it until it ends)."""
+transaction holds it for writes until it ends: ``matview.turns``)."""
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
-import threading
 from collections.abc import Iterator, Mapping, Sequence
 from os import PathLike
 from pathlib import Path
@@ -35,6 +35,7 @@ from matview.runtime.refresh import STRATEGIES
 from matview.runtime.settings import DEFAULTS, RuntimeSettings, using
 from matview.runtime.spark.session import isolated, start_session
 from matview.subscription import Subscription
+from matview.turns import Turns
 
 
 class Connection:
@@ -87,10 +88,7 @@ class Connection:
         self._oracle = TimestampOracle(clock)
         self._engine: Engine | None = None
         self._closed = False
-        self._lock = threading.RLock()
-        self._idle = threading.Condition(self._lock)
-        self._owner: threading.Thread | None = None
-        """The thread whose open transaction owns the connection (None: no transaction)."""
+        self._turns = Turns(self._abandon)
 
     @property
     def closed(self) -> bool:
@@ -112,7 +110,7 @@ class Connection:
 
     def _engine_for_use(self) -> Engine:
         """The engine (Spark started on first use, by one thread only)."""
-        with self._lock, using(self._settings):
+        with self._turns.lock, using(self._settings):
             if self._closed:
                 raise InterfaceError("connection is closed")
             if self._engine is None:
@@ -125,6 +123,7 @@ class Connection:
                 place(spark, self._state_dir)
                 engine = Engine(spark, self._oracle, self._limits, self._refresh,
                                 self._files, self._progress)
+                engine.await_writer = self._await_writer
                 if self._store is not None:
                     self._resume(engine, self._store)
                 self._engine = engine
@@ -143,29 +142,29 @@ class Connection:
             raise
         engine.durability = durability
 
-    @contextlib.contextmanager
-    def _turn(self) -> Iterator[None]:
-        """This thread's turn at the connection: statements run one at a time, and while
-        another thread has a transaction open, this waits until it ends, or until that
-        thread is gone (its transaction is then rolled back, as a database does for a
-        client that went away)."""
-        with self._lock:
-            me = threading.current_thread()
-            while self._owner is not None and self._owner is not me:
-                if not self._owner.is_alive():
-                    if self._engine is not None:
-                        self._engine.transactions.rollback()
-                    self._release()
-                    break
-                self._idle.wait(timeout=1.0)
-            with using(self._settings):
-                yield
+    def _abandon(self) -> None:
+        """Roll back the open transaction of a thread that is gone."""
+        if self._engine is not None:
+            self._engine.transactions.rollback()
+
+    def _await_writer(self) -> None:
+        """Wait until no other thread's transaction is open (``Engine.await_writer``)."""
+        self._turns.await_owner()
+        if self._closed:
+            raise InterfaceError("connection is closed")
 
     @contextlib.contextmanager
-    def _using(self) -> Iterator[Engine]:
-        """The engine, used by this thread alone (see ``_turn``). Errors come out as DB-API
-        exceptions; one that lost Spark closes the connection."""
-        with self._turn():
+    def _turn(self, beside: bool = False) -> Iterator[None]:
+        """This thread's turn at the connection (``Turns.turn``)."""
+        with self._turns.turn(beside), using(self._settings):
+            yield
+
+    @contextlib.contextmanager
+    def _using(self, beside: bool = False) -> Iterator[Engine]:
+        """The engine, used by this thread alone (see ``_turn``; ``beside``: for statements
+        that may only read, which run beside another thread's open transaction). Errors
+        come out as DB-API exceptions; one that lost Spark closes the connection."""
+        with self._turn(beside):
             engine = self._engine_for_use()
             try:
                 with translated():
@@ -178,15 +177,10 @@ class Connection:
                 engine.transactions.rollback()
                 if self._store is not None:
                     self._store.close()
-                self._release()
+                self._turns.release()
                 why = "its state could not be saved" if unsaved else "Spark is gone"
                 raise OperationalError(f"{error}; {why}, so the connection is closed and "
                                        "must be reopened") from error
-
-    def _release(self) -> None:
-        """End the ownership of the connection by a transaction's thread."""
-        self._owner = None
-        self._idle.notify_all()
 
     @property
     def now(self) -> int:
@@ -227,19 +221,19 @@ class Connection:
         if isinstance(options, str):
             raise ProgrammingError("explain() takes options as a sequence of strings, "
                                    f"e.g. [{options!r}]")
-        with self._using() as engine:
+        with self._using(beside=True) as engine:
             return engine.explain(text, stage, format, options)
 
     def begin(self) -> None:
-        """Open a transaction: the writes until ``commit`` (``INSERT ... VALUES``, ``insert``,
-        ``delete``) share one logical time and become visible together. Reads inside it
-        are refused, since they could not see its writes. Until it ends, the connection
-        belongs to this thread: other threads' statements wait."""
+        """Open a transaction: its writes until ``commit`` (``INSERT``, ``UPDATE``,
+        ``DELETE``, ``COPY FROM``, ``insert``, ``delete``) share one logical time and become
+        visible together; its reads see them. Until it ends, other threads read the last
+        committed state and their writes wait."""
         with self._using() as engine:
             if engine.transactions.open is not None:
                 raise ProgrammingError("a transaction is already open")
             engine.transactions.begin()
-            self._owner = threading.current_thread()
+            self._turns.take()
 
     def commit(self) -> None:
         """Commit the open transaction, if any (every statement outside one commits on its
@@ -248,7 +242,7 @@ class Connection:
             try:
                 engine.transactions.commit()
             finally:
-                self._release()
+                self._turns.release()
 
     def rollback(self) -> None:
         """Discard the open transaction's writes."""
@@ -256,7 +250,7 @@ class Connection:
             if engine.transactions.open is None:
                 raise ProgrammingError("no transaction is open")
             engine.transactions.rollback()
-            self._release()
+            self._turns.release()
 
     def savepoint(self) -> int:
         """A mark of the open transaction's writes so far (0: none is open), for
@@ -294,7 +288,7 @@ class Connection:
                 if self._store is not None and not self._closed:
                     self._store.close()
                 self._closed = True
-                self._release()
+                self._turns.release()
 
     def _checkpoint(self) -> None:
         """A durable database's state saved whole before it closes (a reopening then
@@ -342,7 +336,8 @@ class Connection:
                 raise ProgrammingError(
                     f'cannot subscribe to view "{name}": only tables and materialized views '
                     "keep their changes (CREATE MATERIALIZED VIEW it instead)")
-            return Subscription(engine, name.lower(), self._using, as_of)
+            return Subscription(engine, name.lower(), functools.partial(
+                self._using, beside=True), as_of)
 
 
 def _spark_lost(spark: SparkSession) -> bool:

@@ -49,7 +49,7 @@ class Cursor:
         """Run one statement, with ``?`` parameters bound to ``params`` (a sequence)."""
         self._check()
         text, values = sql_text(sql, "execute"), _parameters(params)
-        with self.connection._using() as engine:
+        with self.connection._using(beside=True) as engine:
             result = engine.execute(text, values)
         self._keep(result)
         return self
@@ -59,7 +59,7 @@ class Cursor:
         at the first that fails; the result is the last one's."""
         self._check()
         text = sql_text(sql, "executescript")
-        with self.connection._using() as engine:
+        with self.connection._using(beside=True) as engine:
             result = engine.execute_script(text)
         self._keep(result)
         return self

@@ -28,7 +28,8 @@ from matview.durability import Durability
 from matview.errors import ProgrammingError
 from matview.ir.physical import Operator as PhysicalOperator
 from matview.ir.physical import reads
-from matview.ir.relation import Constant, Field, Relation
+from matview.ir.relation import Field, Get, Relation
+from matview.ir.walk import bottom_up
 from matview.planner.lower import lower
 from matview.planner.pipeline import physical
 from matview.progress import Reporter, described
@@ -87,6 +88,9 @@ class Engine:
         self.transactions = Transactions(spark, oracle, self._committed)
         self.durability: Durability | None = None
         """Where its state is saved, for a durable database (``matview.durability``)."""
+        self.await_writer: Callable[[], None] = lambda: None
+        """Waits until no other thread's transaction is open (set by the connection, whose
+        lock it releases meanwhile)."""
 
     # --- statements ---------------------------------------------------------------------
 
@@ -115,10 +119,16 @@ class Engine:
         return str(result.table.column(0)[0].as_py())
 
     def run(self, stmt: object) -> Result:
-        if self.transactions.open is not None and not isinstance(stmt, CopyFrom) and not (
-                isinstance(stmt, Insert) and isinstance(stmt.source, Constant)):
-            self._outside_transaction("INSERT ... ON CONFLICT" if isinstance(stmt, Upsert)
-                                      else type(stmt).__name__.upper())
+        """Run bound statement ``stmt``: in the calling thread's transaction, reads and
+        writes (which see its writes: ``reading``); beside another thread's, reads of the
+        last committed state, while anything else waits for it to end (``await_writer``)."""
+        if self.transactions.open is not None and not isinstance(stmt, IN_TRANSACTION):
+            raise ProgrammingError(
+                f"{described(stmt)} cannot run inside a transaction (a transaction reads "
+                "and writes tables; CREATE, DROP, SUBSCRIBE and the like run outside one): "
+                "commit it first")
+        if self.transactions.elsewhere and not isinstance(stmt, READS):
+            self.await_writer()
         with self.showing(described(stmt)):
             result = HANDLERS[type(stmt)](self, stmt)
         if not isinstance(stmt, WRITES):  # a write's commit made it durable
@@ -238,7 +248,30 @@ class Engine:
     def evaluate(self, plan: Relation) -> DataFrame | None:
         """``plan``'s contents at the current time, as consolidated updates, run once as a
         dataflow over the current snapshots (materialized views brought up to date first)."""
-        return self.evaluate_planned(physical(plan))
+        return self.evaluate_planned(self.planned(plan))
+
+    def planned(self, plan: Relation) -> Relation:
+        """``plan`` planned (``physical``) for a read now: in a transaction that wrote, each
+        materialized view built on a table it wrote is read as its query (its dataflow has
+        not seen the writes, which reach it on commit)."""
+        pending = self.transactions.open
+        if pending is not None and pending.writes:
+            stale = {v for t in pending.tables for v in self.catalog.dependents(t)}
+
+            def inline(node: Relation) -> Relation:
+                view = self.catalog.entries[node.name].plan if isinstance(node, Get) and \
+                    node.name in stale else None
+                return node if view is None else bottom_up(view, inline)
+
+            plan = bottom_up(plan, inline)
+        return physical(plan)
+
+    def reading(self, name: str) -> Trace:
+        """The trace a read of ``name`` reads: in a transaction, with its writes
+        (``Transaction.overlay``)."""
+        pending = self.transactions.open
+        trace = self.trace_of(name)
+        return trace if pending is None else pending.overlay(trace)
 
     def evaluate_planned(self, plan: Relation, as_of: int | None = None) -> DataFrame | None:
         """``evaluate`` of a plan already planned (``physical``), at time ``as_of`` (now
@@ -248,8 +281,10 @@ class Engine:
         self._refresh(reads(lowered))
         now = self.read_time(reads(lowered), as_of)
         peek = indexes.peeked(self, plan, now)
-        return self.controller.run_once(lowered, now, None if peek is None else (
-            lambda name: peek[1] if name == peek[0] else self.trace_of(name)))
+        return self.controller.run_once(lowered, now, None if peek is None and (
+            self.transactions.open is None) else (
+            lambda name: peek[1] if peek is not None and name == peek[0] else
+            self.reading(name)))
 
     def check_errors(self, name: str, at: int | None = None) -> None:
         """Raise the error that materialized view ``name`` holds now (or at ``at``), if it
@@ -261,8 +296,9 @@ class Engine:
         OF``) when every one of them still holds it: not after now, not before its
         ``since`` (times compacted away, ``retain_history``; a view's first time)."""
         now = self.oracle.read()
-        if as_of is None:
-            return now
+        if as_of is None:  # in a transaction: its time, where its writes are
+            pending = self.transactions.open
+            return now if pending is None else pending.at
         if as_of > now:
             raise ProgrammingError(f"AS OF {as_of} is later than the latest time, {now}")
         for name in names:
@@ -281,11 +317,6 @@ class Engine:
         assert entry.trace is not None, f"{name} has no trace"
         return entry.trace
 
-    def _outside_transaction(self, what: str) -> None:
-        raise ProgrammingError(
-            f"{what} cannot run inside a transaction: a transaction only writes "
-            "(INSERT ... VALUES, insert, delete); commit it first")
-
     def refresh(self, name: str) -> None:
         """Bring materialized view ``name`` (and what it reads) up to date, its progress
         shown when long."""
@@ -295,9 +326,7 @@ class Engine:
 
     def _refresh(self, names: set[str]) -> None:
         """Step the materialized views ``names`` depend on (and they) to the current time
-        (``Controller.refresh``); refused inside a transaction."""
-        if self.transactions.open is not None:
-            self._outside_transaction("a read")
+        (``Controller.refresh``)."""
         self.controller.refresh(names, self.catalog, self.oracle.read(),
                                 list(self.cursors.values()))
 
@@ -325,6 +354,12 @@ class Engine:
 
 WRITES = (Insert, Upsert, Delete, Update, CopyFrom)
 """The statements that only write (their commits are made durable as they commit)."""
+
+READS = (Query, Show, Explain, CopyTo, SubscribeTo)
+"""The statements that only read: they run beside another thread's open transaction."""
+
+IN_TRANSACTION = (*WRITES, Query, Show, Explain, CopyTo)
+"""The statements a transaction may run."""
 
 Resume = Callable[[PhysicalOperator, int], tuple[Dataflow, Trace] | None]
 """A view's resumption from saved state (``Engine.create_view``)."""

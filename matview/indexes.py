@@ -189,7 +189,7 @@ def peeked(engine: Engine, plan: Relation, now: int) -> tuple[str, Trace] | None
     if found is None:
         return None
     name, column, values = found
-    trace = engine.trace_of(name)
+    trace = engine.reading(name)
     kind = engine.catalog.entries[name].item.fields[column].type.kind
     if kind not in _ARROW:  # a key's index on other values: not arranged by them
         return None

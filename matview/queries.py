@@ -15,7 +15,6 @@ from matview.ir.relation import Get, Relation, SortKey, TopK
 from matview.ir.sort_keys import total_order
 from matview.ir.types import BIGINT, MZ_TIMESTAMP, TEXT
 from matview.planner.explain import explain_analyze, explain_plan, explain_trace
-from matview.planner.pipeline import physical
 from matview.result import Result
 from matview.runtime.io import peek
 from matview.runtime.lowering.types import column_names
@@ -28,13 +27,13 @@ if TYPE_CHECKING:
 
 def query(engine: Engine, stmt: Query) -> Result:
     """``SELECT`` (now, or ``AS OF`` a time: ``Engine.read_time``)."""
-    plan, table = physical(stmt.plan), None
+    plan, table = engine.planned(stmt.plan), None
     order = stmt.order_by or _view_order(engine, plan)
     if isinstance(plan, Get) and not (stmt.order_by or stmt.offset or stmt.limit is not None):
         engine.refresh(plan.name)  # a stored collection's rows may all be in the driver
         at = engine.read_time([plan.name], stmt.as_of)
         engine.check_errors(plan.name, at)
-        table = peek.held_rows(engine.trace_of(plan.name), plan.name, at, order)
+        table = peek.held_rows(engine.reading(plan.name), plan.name, at, order)
     if table is None:
         table = peek.rows(engine.evaluate_planned(plan, stmt.as_of), stmt.plan.types, order,
                           stmt.offset, stmt.limit)

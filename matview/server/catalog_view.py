@@ -39,7 +39,7 @@ class Relation:
 
 def relations(connection: matview.Connection) -> list[Relation]:
     """Every relation of ``connection``'s catalog, by name."""
-    with connection._using() as engine:
+    with connection._using(beside=True) as engine:
         items = [entry.item for entry in engine.catalog.entries.values()]
     return sorted((Relation(item.name, item.kind, [(f.name, str(f.type)) for f in item.fields],
                             item.query_sql, oid_of(item.name)) for item in items),

@@ -15,7 +15,7 @@ def result_columns(connection: matview.Connection, sql: str) -> list[tuple[str, 
     cannot be bound now (it then fails when it runs, with the error)."""
     text, order = positional(sql)
     try:
-        with connection._using() as engine:
+        with connection._using(beside=True) as engine:
             tree = bind_parameters(one_statement(text), [None] * len(order))
             statement = bind_statement(tree, engine.catalog)
     except matview.Error:

@@ -4,12 +4,13 @@ new cursor on the connection.
 
 Transaction blocks map onto matview's write transactions: BEGIN opens a block but no
 transaction yet; the block's first write (INSERT, DELETE, UPDATE, COPY FROM) opens one on
-the connection (``Connection.begin``, which makes other sessions' statements wait until it
-ends), and COMMIT or ROLLBACK ends it. Reads and DDL before the block's first write run at
-once, as statements of their own; after it, the engine refuses them (a matview transaction
-only writes). After an error in a block every statement but COMMIT, ROLLBACK and ROLLBACK TO
-a savepoint is refused, as in PostgreSQL. A savepoint marks the block's writes so far: ROLLBACK
-TO it discards those after it (psql's ON_ERROR_ROLLBACK, psycopg's nested transactions).
+the connection (``Connection.begin``, which makes other sessions' writes wait until it
+ends; their reads run beside it), and COMMIT or ROLLBACK ends it. Reads and DDL before the
+block's first write run at once, as statements of their own; after it, reads see the
+block's writes and the engine refuses DDL. After an error in a block every statement but
+COMMIT, ROLLBACK and ROLLBACK TO a savepoint is refused, as in PostgreSQL. A savepoint marks
+the block's writes so far: ROLLBACK TO it discards those after it (psql's ON_ERROR_ROLLBACK,
+psycopg's nested transactions).
 """
 
 from __future__ import annotations

@@ -5,12 +5,15 @@ appended or staged, so a write that fails changes nothing."""
 
 from __future__ import annotations
 
+import copy
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
 import pyarrow as pa
 from matview.ir.types import SqlType
+from matview.runtime.arrangements.spine import Batch
 from matview.runtime.arrangements.trace import Trace
 from matview.runtime.arrangements.updates import Leaf
 from matview.runtime.io import writes
@@ -26,6 +29,10 @@ class WriteTimes(Protocol):
 
     def commit_write(self, at: int) -> None: ...
 
+    def hold(self, at: int | None) -> None:
+        """Keep reads before ``at``, the time of an open transaction's writes (None: no
+        transaction is open)."""
+
 
 @dataclass
 class Transaction:
@@ -38,6 +45,22 @@ class Transaction:
         """The batches staged for ``trace``."""
         return [leaf for _, target, leaf in self.writes
                 if target is trace and leaf is not None]
+
+    def overlay(self, trace: Trace) -> Trace:
+        """``trace`` as this transaction's own reads see it: its staged batches appended at
+        the transaction's time (a copy; ``trace`` itself is unchanged until commit)."""
+        staged = self.staged(trace)
+        if not staged:
+            return trace
+        seen = copy.copy(trace)
+        seen.keys, seen.batches, seen._reads = list(trace.keys), list(trace.batches), {}
+        seen.batches += [Batch(leaf, self.at, self.at) for leaf in staged]
+        return seen
+
+    @property
+    def tables(self) -> set[str]:
+        """The tables it writes."""
+        return {name for name, _, leaf in self.writes if leaf is not None}
 
     def commit(self) -> None:
         """Append every staged batch to its trace, at the transaction's time."""
@@ -52,15 +75,32 @@ class Transaction:
 
 class Transactions:
     """The writes to one catalog's tables on ``spark``, at times from ``times``; ``open`` is
-    the open transaction (None: each write commits alone), ``committed`` is called after
-    every commit, with its batches by table name and its time."""
+    the calling thread's open transaction (None: each write commits alone), ``committed`` is
+    called after every commit, with its batches by table name and its time.
+
+    One transaction is open at a time, owned by the thread that began it; while it is open,
+    reads stay before its time (``WriteTimes.hold``), so other threads read the last
+    committed state beside it, and it alone writes."""
 
     def __init__(self, spark: SparkSession, times: WriteTimes,
                  committed: Callable[[list[tuple[str, Leaf]], int], None]) -> None:
         self.spark = spark
         self.times = times
         self.committed = committed
-        self.open: Transaction | None = None
+        self._open: Transaction | None = None
+        self._owner: threading.Thread | None = None
+
+    @property
+    def open(self) -> Transaction | None:
+        """The calling thread's open transaction (None: none is open, or another thread's
+        is)."""
+        return self._open if self._owner is threading.current_thread() else None
+
+    @property
+    def elsewhere(self) -> bool:
+        """Whether another thread's transaction is open (this thread's writes must wait
+        until it ends)."""
+        return self._open is not None and self._owner is not threading.current_thread()
 
     def write(self, name: str, trace: Trace, types: Sequence[SqlType],
               updates: DataFrame | pa.Table, small: bool = True, own_rows: bool = False,
@@ -105,20 +145,26 @@ class Transactions:
     def begin(self) -> None:
         """Open a transaction (none is open): writes until ``commit`` share one time and land
         together."""
-        assert self.open is None
-        self.open = Transaction(self.times.peek_write())
+        assert self._open is None
+        self._open = Transaction(self.times.peek_write())
+        self._owner = threading.current_thread()
+        self.times.hold(self._open.at)
 
     def commit(self) -> None:
-        """Make the open transaction's writes visible, all at its time."""
-        pending, self.open = self.open, None
-        if pending is not None and pending.writes:
-            pending.commit()
-            self.times.commit_write(pending.at)
-            self.committed(pending.batches, pending.at)
+        """Make this thread's open transaction's writes visible, all at its time."""
+        pending = self.open
+        if pending is not None:
+            self.rollback()
+            if pending.writes:
+                pending.commit()
+                self.times.commit_write(pending.at)
+                self.committed(pending.batches, pending.at)
 
     def rollback(self) -> None:
-        """Forget the open transaction's writes."""
-        self.open = None
+        """Forget the open transaction's writes (any thread's: a connection rolls back the
+        transaction of a thread that is gone)."""
+        self._open, self._owner = None, None
+        self.times.hold(None)
 
     def mark(self) -> int:
         """How many writes the open transaction has staged (0: none is open): a savepoint."""

@@ -64,17 +64,19 @@ class Matview:
     produce the same timestamps. ``refresh`` is how views step (``matview.connect``);
     ``load`` how the tables' first rows are inserted: as Arrow tables (``arrow``) or as
     Spark DataFrames reading files (``spark``, ``spark_table``); ``path`` a durable database's
-    directory (``connect(path=...)``; None: in memory)."""
+    directory (``connect(path=...)``; None: in memory); ``settings`` runtime settings
+    (``connect(settings=...)``)."""
 
     name = "matview"
 
     def __init__(self, spark: SparkSession, workload: Workload, refresh: str = "auto",
-                 load: str = "arrow", path: str | None = None) -> None:
+                 load: str = "arrow", path: str | None = None,
+                 settings: Mapping[str, int] | None = None) -> None:
         self.workload = workload
         self.refresh = refresh
         self.spark, self.load = spark, load
         self.con: Connection = matview.connect(path, spark=spark, clock=workload.clock,
-                                               refresh=refresh)
+                                               refresh=refresh, settings=dict(settings or {}))
 
     def load_tables(self) -> None:
         for table in self.workload.tables:

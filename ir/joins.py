@@ -8,14 +8,25 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+PathStep = int | tuple[int, ...]
+"""One step of a delta path's order: an input looked up, or a group of inputs extending the
+path by one attribute worst-case optimally (seed 003: count, propose, validate)."""
+
 
 @dataclass(frozen=True)
 class JoinPlan:
     """How a join runs: ``kind`` ``delta`` has one path per input, ``orders[i]`` being the
-    order in which path i (driven by input i's changes) looks up the other inputs."""
+    order in which path i (driven by input i's changes) looks up the other inputs; a step
+    that is a group of inputs looks them all up at once, in an order chosen per path row by
+    their counts (``physical.Extension``)."""
 
     kind: str
-    orders: tuple[tuple[int, ...], ...]
+    orders: tuple[tuple[PathStep, ...], ...]
+
+    def flat(self, i: int) -> tuple[int, ...]:
+        """The inputs path ``i`` looks up, in order (a group's in its own order)."""
+        return tuple(j for step in self.orders[i]
+                     for j in (step if isinstance(step, tuple) else (step,)))
 
 
 def offsets_of(arities: Sequence[int]) -> list[int]:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from lark import Token, v_args
 from matview.ir.aggregate_call import OrderedScalar
+from matview.ir.joins import PathStep
 from matview.ir.parse_scalars import Invalid, ScalarBuilder, Slot, read_value, unquote
 from matview.ir.relation import (
     Aggregate,
@@ -132,8 +133,11 @@ class PlanBuilder(ScalarBuilder):
     def join_plan(self, kind: Token, *orders: tuple[int, ...]) -> JoinPlan:
         return JoinPlan(str(kind), orders)
 
-    def order(self, *indexes: Token) -> tuple[int, ...]:
-        return tuple(int(i) for i in indexes)
+    def order(self, *steps: PathStep) -> tuple[PathStep, ...]:
+        return steps
+
+    def path_step(self, *indexes: Token) -> PathStep:
+        return int(indexes[0]) if len(indexes) == 1 else tuple(int(i) for i in indexes)
 
     def reduce(
         self, group_key: tuple[Scalar, ...], aggregates: tuple[Aggregate, ...]

@@ -15,10 +15,11 @@ what the logical plan leaves open:
   seam for persistence: the whole state of a dataflow is the state its operators declare.
 - ``reads()``: the shared arrangements it reads (a Get's stored collection).
 - ``history()``: the arrangements a lookup of its output reads.
-- a Join's implementation, a typed variant (``DeltaJoin`` now; a worst-case optimal join
-  later), with its delta paths spelled out: per input, the filters on its changes, then the
-  lookups in order, each with its stream and lookup keys, its Alt/Neu time comparison, the
-  other equalities it checks and the predicates applied after it. The runtime
+- a Join's implementation (``DeltaJoin``), with its delta paths spelled out: per input,
+  the filters on its changes, then the lookups in order, each with its stream and lookup
+  keys, its Alt/Neu time comparison, the other equalities it checks and the predicates
+  applied after it; groups of lookups that extend the path by one attribute run worst-case
+  optimally (``Extension``: count, propose, validate). The runtime
   (``runtime.operators.join``) runs exactly these and derives none of them again.
 - a Reduce's layout (``ReduceLayout``): which aggregates it accumulates, the hidden
   accumulator columns of its output arrangement, which it recomputes from its ``values``,
@@ -83,22 +84,53 @@ class Lookup:
 
 
 @dataclass(frozen=True)
+class Extension:
+    """Stages ``first`` to ``first + len(orders) - 1`` of a delta path, which look up a group
+    of inputs that each can bind the same next attribute, run worst-case optimally (seed
+    003) per path row: *count*, each input's updates matching the row by the key it would be
+    looked up by first (the first stage of its order); *propose*, the input with the fewest
+    (ties: the earliest) is looked up by that key; *validate*, the others are looked up
+    after it, by keys that now include the proposed attribute. ``orders[m]`` are the stages
+    when the group's input ``m`` proposes (its own first); ``orders[0]`` are the path's
+    ``lookups`` there. Any order gives the same rows (the Alt/Neu times are the inputs',
+    not the order's): the counts only bound the rows proposed, by the fewest any input of
+    the group offers instead of the first's."""
+
+    first: int
+    orders: tuple[tuple[Lookup, ...], ...]
+
+    @property
+    def inputs(self) -> tuple[int, ...]:
+        """The inputs of the group, in the plan's order."""
+        return tuple(order[0].input for order in self.orders)
+
+
+@dataclass(frozen=True)
 class DeltaPath:
     """Path ``input``: the changes of input ``input`` (operator ``operator``), filtered by
     ``equalities`` and ``closure`` (the equalities and predicates reading that input alone,
-    or no input), then looking the other inputs up as ``lookups`` say, in order.
-    Expressions are over the join's columns."""
+    or no input), then looking the other inputs up as ``lookups`` say, in order, save the
+    groups of stages ``extensions`` run by counts. Expressions are over the join's
+    columns."""
 
     input: int
     operator: int
     equalities: tuple[Equality, ...]
     closure: tuple[Scalar, ...]
     lookups: tuple[Lookup, ...]
+    extensions: tuple[Extension, ...] = ()
 
     @property
     def order(self) -> tuple[int, ...]:
         """The inputs looked up, in order."""
         return tuple(lookup.input for lookup in self.lookups)
+
+    @property
+    def every_lookup(self) -> tuple[Lookup, ...]:
+        """Its stages in every order it may run them in (``lookups``, then those of its
+        extensions' other orders)."""
+        return self.lookups + tuple(lk for e in self.extensions for order in e.orders[1:]
+                                    for lk in order)
 
 
 @dataclass(frozen=True)
@@ -113,7 +145,7 @@ class DeltaJoin:
 
 
 JoinImplementation = DeltaJoin
-"""How a join runs: a union of the variants once there are several (worst-case optimal next)."""
+"""How a join runs (a union of the variants once there are several)."""
 
 
 @dataclass(frozen=True)

@@ -185,7 +185,7 @@ def _render_header(rel: Relation, humanized: bool) -> str:
         if rel.predicates:
             text += f" where=({_render_scalars(rel.predicates, names)})"
         if rel.plan is not None:
-            orders = ", ".join(f"({', '.join(map(str, o))})" for o in rel.plan.orders)
+            orders = ", ".join(f"({', '.join(map(_render_path_step, o))})" for o in rel.plan.orders)
             text += f" plan={render_name(rel.plan.kind)}[{orders}]"
         return text
     if isinstance(rel, Reduce):
@@ -313,3 +313,8 @@ def render_aggregate(aggregate: Aggregate, names: Sequence[str | None] = ()) -> 
 
 def _render_scalars(exprs: tuple[Scalar, ...], names: Sequence[str | None]) -> str:
     return ", ".join(render_scalar(e, names) for e in exprs)
+
+
+def _render_path_step(step: int | tuple[int, ...]) -> str:
+    """A step of a join's delta path: an input, or a group extending it by counts."""
+    return str(step) if isinstance(step, int) else f"({', '.join(map(str, step))})"

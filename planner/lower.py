@@ -24,7 +24,9 @@ runtime executes and EXPLAIN PHYSICAL prints (``ir.physical``).
         new member equals the class's first member over the inputs bound before), those
         between a bound expression and one over the looked-up input alone as its stream and
         lookup keys, at time <= t for an input before the path's own and < t for one after
-        it (Alt/Neu), and applies the predicates it makes checkable (its closure).
+        it (Alt/Neu), and applies the predicates it makes checkable (its closure). A group of
+        the plan's order becomes an ``Extension``: the group's stages in each of its orders
+        with one of its inputs first (the plan's own first).
 
 Every decision about state and join paths is made here, once; the runtime and EXPLAIN read it.
 """
@@ -189,27 +191,42 @@ def _delta_join(join: Join, ids: list[int]) -> physical.DeltaJoin:
     none); ``ids`` are its inputs' operators."""
     plan = join.plan or JoinPlan("delta", tuple(
         tuple(j for j in range(len(ids)) if j != i) for i in range(len(ids))))
-    offsets = offsets_of([rel.arity for rel in join.inputs])
     paths = []
     for i, order in enumerate(plan.orders):
-        bound, lookups = frozenset({i}), []
-        for j in order:
-            stream_key, key, equalities = [], [], []
-            for anchor, member in _checkable(join, bound, j):
-                if _reads(join, anchor) and _reads(join, anchor) <= bound \
-                        and _reads(join, member) == {j}:
-                    stream_key.append(anchor)
-                    key.append(remap(member, lambda c, j=j: c - offsets[j]))
-                else:
-                    equalities.append((anchor, member))
-            lookups.append(physical.Lookup(
-                j, ids[j], tuple(stream_key), tuple(key), "<=" if j < i else "<",
-                tuple(equalities), _closure(join, bound, j)))
-            bound |= {j}
+        bound, lookups, extensions = frozenset({i}), [], []
+        for step in order:
+            group = step if isinstance(step, tuple) else (step,)
+            orders = tuple(_lookups(join, ids, i, bound, (m, *(j for j in group if j != m)))
+                           for m in group)
+            if len(group) > 1:
+                extensions.append(physical.Extension(len(lookups), orders))
+            lookups += orders[0]
+            bound |= set(group)
         paths.append(physical.DeltaPath(
             i, ids[i], tuple(_checkable(join, frozenset(), i)), _closure(join, frozenset(), i),
-            tuple(lookups)))
+            tuple(lookups), tuple(extensions)))
     return physical.DeltaJoin(tuple(paths))
+
+
+def _lookups(join: Join, ids: list[int], i: int, bound: frozenset[int],
+             order: tuple[int, ...]) -> tuple[physical.Lookup, ...]:
+    """The stages of path ``i`` looking up ``order`` in turn after the inputs ``bound``."""
+    offsets = offsets_of([rel.arity for rel in join.inputs])
+    out = []
+    for j in order:
+        stream_key, key, equalities = [], [], []
+        for anchor, member in _checkable(join, bound, j):
+            if _reads(join, anchor) and _reads(join, anchor) <= bound \
+                    and _reads(join, member) == {j}:
+                stream_key.append(anchor)
+                key.append(remap(member, lambda c, j=j: c - offsets[j]))
+            else:
+                equalities.append((anchor, member))
+        out.append(physical.Lookup(
+            j, ids[j], tuple(stream_key), tuple(key), "<=" if j < i else "<",
+            tuple(equalities), _closure(join, bound, j)))
+        bound |= {j}
+    return tuple(out)
 
 
 def _reads(join: Join, expr: Scalar) -> frozenset[int]:

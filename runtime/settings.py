@@ -80,6 +80,12 @@ class RuntimeSettings:
         "A small step looking up an arrangement of more rows than this broadcasts its own "
         "side (one more job) instead of reading the arrangement in one partition (-1: "
         "every lookup, of a size known or not)."), least=-1)
+    counted_extension_rows: int = _setting(100_000, (
+        "In a step that is not small, a join's group of lookups extending a delta path "
+        "by one attribute runs by counts (count, propose, "
+        "validate: worst-case optimal) when one of its inputs holds at least this many "
+        "update rows; else in the plan's first order, as binary lookups (-1: never)."),
+        least=-1)
     plans_kept: int = _setting(4, (
         "Plans an operator keeps for each of its shapes, to run again without building."))
     loop_plans_kept: int = _setting(64, (

@@ -35,8 +35,9 @@ with ``KIND`` and its attributes:
   ``{"step": "repeat_row", "count": SCALAR}``.
 - ``"Join"``: ``"equivalences"``: ``[[SCALAR, ...], ...]`` (each class's expressions over the
   concatenated input columns are all equal), ``"predicates"``: ``[SCALAR, ...]``, ``"plan"``:
-  ``{"kind": "delta", "orders": [[INT, ...], ...]}`` (``orders[i]``: the inputs path ``i``
-  looks up, in order) or ``null`` before physical planning.
+  ``{"kind": "delta", "orders": [[STEP, ...], ...]}`` (``orders[i]``: the inputs path ``i``
+  looks up, in order, each STEP an input ``INT`` or a group ``[INT, ...]`` extending the
+  path by counts) or ``null`` before physical planning.
 - ``"Reduce"``: ``"group_key"``: ``[SCALAR, ...]``, ``"aggregates"``:
   ``[{"func": "count" | "sum" | "min" | "max", "expr": SCALAR | null}, ...]`` (``null``
   for ``count(*)``).
@@ -73,9 +74,12 @@ its SCALARs) also has ``"subqueries"``: ``[PLAN, ...]``, the plan of ``@N`` at i
   and ``loop_reduces``: ``[{"text": LINE, "layout": LAYOUT}, ...]``, each reduce of its body
   with its layout (``physical.LoopReduce``); ``statistics`` only in ANALYZE.
 - PATH: ``{"input": I, "operator": ID, "equalities": [[SCALAR, SCALAR], ...], "closure":
-  [SCALAR, ...], "lookups": [LOOKUP, ...]}``: path ``I`` starts from the changes of input
-  ``I`` (operator ``ID``), keeps those on which ``equalities`` (pairs of equal expressions)
-  and ``closure`` (predicates) hold, and looks the other inputs up in order.
+  [SCALAR, ...], "lookups": [LOOKUP, ...], "extensions": [{"first": K, "orders": [[LOOKUP,
+  ...], ...]}, ...]}``: path ``I`` starts from the changes of input ``I`` (operator
+  ``ID``), keeps those on which ``equalities`` (pairs of equal expressions) and ``closure``
+  (predicates) hold, and looks the other inputs up in order; the lookups from ``K`` on that
+  an extension's first order holds run per row in the order whose first lookup counts the
+  fewest matches (``physical.Extension``).
 - LOOKUP: ``{"input": J, "operator": ID, "key": [SCALAR, ...], "stream_key": [SCALAR, ...],
   "time": "<=" | "<", "equalities": [[SCALAR, SCALAR], ...], "closure": [SCALAR, ...],
   "arrangements": [NAME, ...]}``: input ``J`` (operator ``ID``) found where ``key``
@@ -127,7 +131,7 @@ from typing import TYPE_CHECKING, Any
 
 import networkx as nx
 from matview.ir import physical
-from matview.ir.physical import DeltaPath, Equality
+from matview.ir.physical import DeltaPath, Equality, Lookup
 from matview.ir.relation import (
     Constant,
     Get,
@@ -247,7 +251,9 @@ def _attributes(rel: Relation) -> Json:
         return {"steps": [_step_json(step) for step in rel.steps]}
     if isinstance(rel, Join):
         plan = None if rel.plan is None else {
-            "kind": rel.plan.kind, "orders": [list(order) for order in rel.plan.orders]}
+            "kind": rel.plan.kind, "orders": [
+                [list(step) if isinstance(step, tuple) else step for step in order]
+                for order in rel.plan.orders]}
         return {"equivalences": [_scalars(cls) for cls in rel.equivalences],
                 "predicates": _scalars(rel.predicates), "plan": plan}
     if isinstance(rel, Reduce):
@@ -346,15 +352,20 @@ def _path_json(graph: nx.DiGraph, path: DeltaPath) -> Json:
         "operator": path.operator,
         "equalities": _equalities(path.equalities),
         "closure": _scalars(path.closure),
-        "lookups": [
-            {"input": lookup.input, "operator": lookup.operator, "key": _scalars(lookup.key),
-             "stream_key": _scalars(lookup.stream_key), "time": lookup.time,
-             "equalities": _equalities(lookup.equalities),
-             "closure": _scalars(lookup.closure),
-             "arrangements": history_arrangements(graph, lookup.operator)
-             if lookup.operator >= 0 else []}
-            for lookup in path.lookups],
+        "lookups": [_lookup_json(graph, lookup) for lookup in path.lookups],
+        "extensions": [
+            {"first": e.first,
+             "orders": [[_lookup_json(graph, lookup) for lookup in order] for order in e.orders]}
+            for e in path.extensions],
     }
+
+
+def _lookup_json(graph: nx.DiGraph, lookup: Lookup) -> Json:
+    return {"input": lookup.input, "operator": lookup.operator, "key": _scalars(lookup.key),
+            "stream_key": _scalars(lookup.stream_key), "time": lookup.time,
+            "equalities": _equalities(lookup.equalities), "closure": _scalars(lookup.closure),
+            "arrangements": history_arrangements(graph, lookup.operator)
+            if lookup.operator >= 0 else []}
 
 
 def _equalities(pairs: Sequence[Equality]) -> list[list[str]]:

@@ -16,7 +16,11 @@ describe it:
   change's time, then ``%c`` at times ``<``. After the path's start (before its colon) and
   after a stage, `` on=(A = B, ...)`` lists the other equalities it checks (a stage: with
   its lookup) and `` where=(P, ...)`` the predicates then applied to its rows (its
-  closure); expressions in them are over the join's columns.
+  closure); expressions in them are over the join's columns. A group of stages run
+  worst-case optimally (``physical.Extension``) prints as ``extend(count, propose: S1, S2;
+  validate: V1 | V2)``: per path row, each input's matches by its stage ``Si`` are counted,
+  the one with the fewest is looked up by it and the others then by their stages ``Vi``
+  (those after ``Si`` when input ``i`` proposed), which check the attribute it proposed.
 - ``lookups: %b in NAME (reused) by (KEY; ...), ...``: the arrangements each lookup reads,
   and the keys the join's paths look them up by (a stored collection's batches held in the
   executors are arranged by those columns: ``runtime.arrangements.batch_files``). ``reused``
@@ -61,7 +65,7 @@ from typing import Protocol
 
 import networkx as nx
 from matview.ir import physical
-from matview.ir.physical import DeltaPath, Equality, ReduceLayout
+from matview.ir.physical import DeltaPath, Equality, Lookup, ReduceLayout
 from matview.ir.relation import Get, Join, Linear, Reduce, Relation, TopK, Window, inputs_of
 from matview.ir.render import PLAIN, RenderOptions, render_aggregate, render_line
 from matview.ir.render_scalars import render_scalar
@@ -201,11 +205,21 @@ def render_layout(layout: ReduceLayout, reduce: Reduce) -> str:
 
 def render_path(path: DeltaPath) -> str:
     """Delta path ``path`` on one line (see the module docstring)."""
-    steps = [f"{_input(lk.input, lk.operator)}[{_scalars(lk.key)}] {lk.time} "
-             f"stream=({_scalars(lk.stream_key)}){_filters(lk.equalities, lk.closure)}"
-             for lk in path.lookups]
+    steps = [_stage(lk) for lk in path.lookups]
+    for extension in reversed(path.extensions):
+        first, orders = extension.first, extension.orders
+        proposers = ", ".join(_stage(order[0]) for order in orders)
+        validators = " | ".join(", ".join(map(_stage, order[1:])) for order in orders)
+        steps[first:first + len(orders)] = [
+            f"extend(count, propose: {proposers}; validate: {validators})"]
     return (f"path {path.input} from {_input(path.input, path.operator)}"
             f"{_filters(path.equalities, path.closure)}: " + ", ".join(steps))
+
+
+def _stage(lk: Lookup) -> str:
+    """A stage of a delta path: ``%b[KEY] <= stream=(SKEY)`` and its filters."""
+    return (f"{_input(lk.input, lk.operator)}[{_scalars(lk.key)}] {lk.time} "
+            f"stream=({_scalars(lk.stream_key)}){_filters(lk.equalities, lk.closure)}")
 
 
 def _input(index: int, operator: int) -> str:
@@ -231,7 +245,7 @@ def _lookups(graph: nx.DiGraph, op: int) -> list[str]:
     node = graph.nodes[op]
     out = []
     for i, child in enumerate(node["inputs"]):
-        keys = sorted({_scalars(lk.key) for path in node["paths"] for lk in path.lookups
+        keys = sorted({_scalars(lk.key) for path in node["paths"] for lk in path.every_lookup
                        if lk.input == i})
         by = f" by ({'; '.join(keys)})" if keys else ""
         for name in history_arrangements(graph, child):

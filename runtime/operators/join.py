@@ -8,8 +8,10 @@ when ``j < i`` and ``< t`` when ``j > i``: the Alt/Neu order, under which change
 same time are counted exactly once), where the stage's stream key equals its lookup key and
 its other equalities hold; then the stage's closure filters the joined rows. Keys, times,
 equalities and predicates all come from the plan (``planner.lower``): this module derives
-none of them. The output update of a path has the changing update's time and the product of
-the diffs. No intermediate state is kept.
+none of them. A group of stages the plan extends by counts (``physical.Extension``) runs
+worst-case optimally in a step that is not small (``join_extension``; a small step runs it
+in its first order, in the driver). The output update of a path has the changing update's
+time and the product of the diffs. No intermediate state is kept.
 
 Inside a recursive query's loop (``rounds``) the same paths run over times (transaction,
 round), product-ordered (``runtime.recursion``): in round r an input's changes are its
@@ -56,7 +58,13 @@ from matview.runtime.lowering.checked import (
 from matview.runtime.lowering.expressions import compile_scalar
 from matview.runtime.lowering.types import arrow_type, col
 from matview.runtime.operators.base import ArrangedWhenLookedUp, Delta, Operator, StepContext
-from matview.runtime.operators.join_reads import Values, keyed_histories, output_values
+from matview.runtime.operators.join_extension import by_counts, extend
+from matview.runtime.operators.join_reads import (
+    Values,
+    keyed_histories,
+    output_values,
+    unkeyed_rows,
+)
 from matview.runtime.settings import active
 from matview.runtime.spark.jvm_plans import Columns, columns, select
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -73,7 +81,7 @@ class RowLimitExceeded(EvalError):
 
 
 _PathInputs = tuple[int, DataFrame, tuple[DataFrame | None, ...],
-                    tuple[DataFrame | None, ...], tuple[bool, ...]]
+                    tuple[DataFrame | None, ...], tuple[bool, ...], tuple[bool, ...]]
 """What a path of a step is built from (``JoinOp._output``)."""
 
 _TIMES: dict[str, Callable[[Column, Column], Column]] = {"<=": operator.le, "<": operator.lt}
@@ -156,13 +164,24 @@ class JoinOp(ArrangedWhenLookedUp, Operator):
                       for s in path.lookups]]
         return self.built(("stages", i), make)
 
-    def _stage(self, i: int, j: int | None, stage: CompiledStage) -> _Stage:
+    def extension_stages(self, i: int, n: int) -> list[list[_Stage]]:
+        """The stages of each order of path ``i``'s extension ``n`` compiled (made once; not
+        recorded in ``compiled``, where the path's own stages, its first order, are)."""
+        def make() -> list[list[_Stage]]:
+            return [[self._stage(i, s.input, CompiledStage(s.stream_key, s.key, s.time,
+                                                           s.equalities, s.closure), False)
+                     for s in order] for order in self.paths[i].extensions[n].orders]
+        return self.built(("extension", i, n), make)
+
+    def _stage(self, i: int, j: int | None, stage: CompiledStage,
+               record: bool = True) -> _Stage:
         """The condition and checks of path ``i``'s stage looking input ``j`` up (``j``
         None: its start), compiled from ``stage`` and recorded in ``compiled``: the stream
         key over the path's columns equals the lookup key over input ``j``'s, the other
         equalities hold and the looked-up update's time compares with the change's as
         ``stage.time`` says (inside a loop by input order alone: the module docstring)."""
-        self.compiled[(i, j)] = stage
+        if record:
+            self.compiled[(i, j)] = stage
         refs = self._column_refs()
         equal = [self._compile(a, refs) == self._compile(b, refs) for a, b in stage.equalities]
         if j is not None:
@@ -199,30 +218,58 @@ class JoinOp(ArrangedWhenLookedUp, Operator):
         return any(may_fail(p) for p in self.predicates)
 
     def _path(self, small: bool, i: int, start: DataFrame, others: list[DataFrame | None],
-              large: tuple[bool, ...]) -> DataFrame | None:
-        (own, checks), *lookups = self.stages(i)
-        path = self._prefixed(start, i)
+              large: tuple[bool, ...], counted: tuple[bool, ...]) -> DataFrame | None:
+        (own, checks), *stages = self.stages(i)
+        found: DataFrame | None = self._prefixed(start, i)
+        assert found is not None
         if self.checks:
-            path = path.withColumn(ERR, F.lit(None).cast("string"))
+            found = found.withColumn(ERR, F.lit(None).cast("string"))
         if own is not None:
-            path = path.where(own)
+            found = found.where(own)
         if checks:
-            path = self._filter(path, checks)
-        bound = frozenset({i})
-        for stage, (condition, checks) in zip(self.paths[i].lookups, lookups, strict=True):
-            j, other = stage.input, others[stage.input]
-            if other is None:
-                return None
-            other = self._prefixed(other, j)
-            assert condition is not None
-            path = lookup(path, other, condition, "inner", small, build="left",
-                          large=large[j])
-            path = select(path, self._times_diffs(path.sparkSession, bound | {j}, i, j))
-            if checks:
-                path = self._filter(path, checks)
-            bound = bound | {j}
-        return select(path, self.built(("output", i), lambda: columns(
-            path.sparkSession, *self._new_output(i))))
+            found = self._filter(found, checks)
+        bound, k, lookups = frozenset({i}), 0, self.paths[i].lookups
+        extensions = {e.first: n for n, e in enumerate(self.paths[i].extensions) if counted[n]}
+        while k < len(lookups) and found is not None:
+            if k in extensions:
+                n = extensions[k]
+                found, k = self._extended(small, i, n, found, bound, others, large), \
+                    k + len(self.paths[i].extensions[n].orders)
+            else:
+                found, k = self._joined(small, i, found, lookups[k], stages[k], bound,
+                                        others, large), k + 1
+            bound = bound | {lk.input for lk in lookups[:k]}
+        if found is None:
+            return None
+        return select(found, self.built(("output", i), lambda: columns(
+            found.sparkSession, *self._new_output(i))))
+
+    def _joined(self, small: bool, i: int, path: DataFrame, stage: physical.Lookup,
+                compiled: _Stage, bound: frozenset[int], others: list[DataFrame | None],
+                large: tuple[bool, ...]) -> DataFrame | None:
+        """Path ``i``'s rows (of the inputs ``bound``) joined by ``stage`` (``compiled``)
+        with what the path reads of its input (None: that input holds nothing)."""
+        (condition, checks), j, other = compiled, stage.input, others[stage.input]
+        if other is None:
+            return None
+        other = self._prefixed(other, j)
+        assert condition is not None
+        path = lookup(path, other, condition, "inner", small, build="left", large=large[j])
+        path = select(path, self._times_diffs(path.sparkSession, bound | {j}, i, j))
+        return self._filter(path, checks) if checks else path
+
+    def _extended(self, small: bool, i: int, n: int, path: DataFrame, bound: frozenset[int],
+                  others: list[DataFrame | None], large: tuple[bool, ...]) -> DataFrame | None:
+        """Path ``i``'s rows extended by its extension ``n`` (``join_extension``)."""
+        extension, stages = self.paths[i].extensions[n], self.extension_stages(i, n)
+        refs = self._column_refs()
+        return extend(path, extension, bound, small, others,
+                      lambda s: [self._compile(e, refs) for e in s.stream_key],
+                      lambda j, k: compile_scalar(k, [col(f"c{c}") for c in range(
+                          self.inputs[j].arity)], self.inputs[j].types),
+                      lambda rows, m, s, seen: self._joined(
+                          small, i, rows, extension.orders[m][s], stages[m][s], seen,
+                          others, large))
 
     def _times_diffs(self, spark: SparkSession, bound: frozenset[int], i: int,
                      j: int) -> Columns:
@@ -247,22 +294,6 @@ class JoinOp(ArrangedWhenLookedUp, Operator):
                  col(f"_t{i}").alias(TIME)]
         return [*[col(n).alias(f"c{x}") for x, n in enumerate(names)], *failed, *times,
                 col(f"_d{i}").alias(DIFF)]
-
-    def _estimate(self, ctx: StepContext, i: int, deltas: list[Delta | None]) -> int | None:
-        """A bound on the rows of path ``i`` up to its first lookup by key (the lookups
-        before it, with an empty key, are cross products of known sizes), when the sizes
-        are known and those cross products make it more than the path's own changes."""
-        start = deltas[i]
-        changes = rows = None if start is None else start.rows
-        if rows is None:
-            return None
-        for stage in self.paths[i].lookups:
-            old, delta = self.inputs[stage.input].history_rows(ctx), deltas[stage.input]
-            new = 0 if delta is None else delta.rows
-            if stage.key or old is None or new is None:
-                break
-            rows *= old + new
-        return rows if rows > changes else None
 
     def step_values(self, ctx: StepContext, column: int) -> pa.Array | None:
         """The values column ``column`` of this step's output may hold, when the driver
@@ -293,7 +324,7 @@ class JoinOp(ArrangedWhenLookedUp, Operator):
     def compute(self, ctx: StepContext) -> Delta | None:
         deltas = [op.delta(ctx) for op in self.inputs]
         for i in range(len(deltas)):
-            estimate = self._estimate(ctx, i, deltas)
+            estimate = unkeyed_rows(self.inputs, self.paths[i], ctx, deltas)
             if estimate is not None and estimate > self.max_rows:
                 raise RowLimitExceeded(self._too_many(f"would produce up to {estimate:,}, more "
                                                       "than"))
@@ -324,7 +355,7 @@ class JoinOp(ArrangedWhenLookedUp, Operator):
                 self._alt_neu(ctx) and j > i) else frames[j] for j, delta in enumerate(deltas))
             large = tuple((size or 0) > active().large_lookup_rows for size in sizes)
             paths.append((i, frames[i], tuple(olds.get(j) for j in range(len(deltas))), seen,
-                          large))
+                          large, by_counts(self.paths[i], ctx.small, sizes, deltas)))
         made = tuple(paths)
         out, failed = self.planned("output", (ctx.small, made),
                                    lambda: self._output(ctx.small, made))
@@ -343,11 +374,11 @@ class JoinOp(ArrangedWhenLookedUp, Operator):
                 ) -> tuple[DataFrame | None, DataFrame | None]:
         """The step's output over its ``paths`` (each: the input it starts from, that
         input's changes, what it reads of each input's history and changes, and which
-        inputs it looks up as large), and the rows on which a predicate failed (None when
-        none can)."""
+        inputs it looks up as large, which extensions it runs by counts), and the rows on
+        which a predicate failed (None when none can)."""
         made = [self._path(small, i, start, [union_all([p for p in (old, new) if p is not None])
-                                             for old, new in zip(olds, seen)], large)
-                for i, start, olds, seen, large in paths]
+                                             for old, new in zip(olds, seen)], large, counted)
+                for i, start, olds, seen, large, counted in paths]
         out = union_all([p for p in made if p is not None])
         if out is None:
             return None, None

@@ -7,7 +7,8 @@ paired, in its stream key, with a plain column of an input whose values the driv
 when the path sees them): only its rows holding one of those values are read
 (``Operator.history_matching``, a superset of the rows the lookup can match). The values
 known on every path bound the values of the join's output (``output_values``), which a
-consumer reads by key in turn."""
+consumer reads by key in turn. Before a path runs, its rows up to its first keyed lookup
+are bounded (``unkeyed_rows``), so that a runaway cross product fails before it starts."""
 
 from __future__ import annotations
 
@@ -89,3 +90,21 @@ def output_values(inputs: tuple[Operator, ...], paths: list[dict[int, Values]], 
             return None
         arrays.append(found)
     return distinct_values(arrays, empty)
+
+
+def unkeyed_rows(inputs: tuple[Operator, ...], path: physical.DeltaPath, ctx: StepContext,
+                 deltas: list[Delta | None]) -> int | None:
+    """A bound on the rows of ``path`` up to its first lookup by key (the lookups before it,
+    with an empty key, are cross products of known sizes), when the sizes are known and
+    those cross products make it more than the path's own changes."""
+    start = deltas[path.input]
+    changes = rows = None if start is None else start.rows
+    if rows is None:
+        return None
+    for stage in path.lookups:
+        old, delta = inputs[stage.input].history_rows(ctx), deltas[stage.input]
+        new = 0 if delta is None else delta.rows
+        if stage.key or old is None or new is None:
+            break
+        rows *= old + new
+    return rows if rows > changes else None

@@ -17,6 +17,7 @@ from pyspark.sql import SparkSession
 import matview
 from matview.errors import DataError, IntegrityError, NotSupportedError, ProgrammingError
 from matview.server import serve
+from tests.support.seeds import seeds
 
 IN_FILES = {"driver_batch_rows": 1, "fetched_batch_rows": 0, "table_copy_rows": 0,
             "view_copy_rows": 0, "keyed_read_rows": 0, "driver_merge_rows": 0}
@@ -213,10 +214,15 @@ VIEWS = {"totals": "SELECT w, count(*) AS n, sum(v) AS s FROM t GROUP BY w",
          "pairs": "SELECT a.k, b.k AS k2 FROM t a JOIN t b ON a.v = b.v AND a.k < b.k"}
 
 
-@pytest.mark.parametrize("seed", [1, 2, 3])
-def test_upserts_equal_duckdb_under_random_statements(spark: SparkSession, seed: int) -> None:
+@pytest.mark.slow
+@pytest.mark.parametrize("seed, held", [*((s, "driver") for s in seeds(1)),
+                                         *((s, "files") for s in seeds(3))])
+def test_upserts_equal_duckdb_under_random_statements(spark: SparkSession, seed: int,
+                                                      held: str) -> None:
+    """The table's batches held in the driver, and in files (more seeds of each:
+    ``MATVIEW_TEST_SEEDS``)."""
     rng = random.Random(seed)
-    con = matview.connect(spark=spark, settings=IN_FILES if seed == 3 else {})
+    con = matview.connect(spark=spark, settings=IN_FILES if held == "files" else {})
     oracle = duckdb.connect()
     for db in (con, oracle):
         db.execute("CREATE TABLE t (k INT PRIMARY KEY, v INT, w TEXT)")

@@ -134,8 +134,9 @@ def _operator_from_json(doc: dict[str, Any]) -> Relation:
     if op == "Linear":
         return Linear(inputs[0], tuple(_step(s) for s in doc["steps"]))
     if op == "Join":
-        plan = doc["plan"] and JoinPlan(doc["plan"]["kind"],
-                                        tuple(tuple(o) for o in doc["plan"]["orders"]))
+        plan = doc["plan"] and JoinPlan(doc["plan"]["kind"], tuple(
+            tuple(tuple(s) if isinstance(s, list) else s for s in o)
+            for o in doc["plan"]["orders"]))
         return Join(inputs, tuple(tuple(map(parse_scalar, c)) for c in doc["equivalences"]),
                     plan, tuple(map(parse_scalar, doc["predicates"])))
     if op == "Reduce":
@@ -191,7 +192,7 @@ def test_dataflow_json_of_a_self_join() -> None:
             {"input": 1, "operator": 3, "key": ["#0"], "stream_key": ["#0"], "time": "<",
              "equalities": [], "closure": [], "arrangements": ["b"]},
             {"input": 2, "operator": 0, "key": ["#0"], "stream_key": ["#0"], "time": "<",
-             "equalities": [], "closure": [], "arrangements": ["a"]}]}
+             "equalities": [], "closure": [], "arrangements": ["a"]}], "extensions": []}
     assert [[(lk["input"], lk["time"]) for lk in p["lookups"]] for p in ops[4]["paths"]] == [
         [(1, "<"), (2, "<")], [(0, "<="), (2, "<")], [(0, "<="), (1, "<=")]]
     arrangements = {a["name"]: a for a in doc["arrangements"]}

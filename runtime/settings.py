@@ -83,7 +83,7 @@ class RuntimeSettings:
     counted_extension_rows: int = _setting(100_000, (
         "In a step that is not small, a join's group of lookups extending a delta path "
         "by one attribute runs by counts (count, propose, "
-        "validate: worst-case optimal) when one of its inputs holds at least this many "
+        "validate: worst-case optimal) when each of its inputs holds at least this many "
         "update rows; else in the plan's first order, as binary lookups (-1: never)."),
         least=-1)
     plans_kept: int = _setting(4, (

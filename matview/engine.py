@@ -281,10 +281,10 @@ class Engine:
         self._refresh(reads(lowered))
         now = self.read_time(reads(lowered), as_of)
         peek = indexes.peeked(self, plan, now)
-        return self.controller.run_once(lowered, now, None if peek is None and (
-            self.transactions.open is None) else (
-            lambda name: peek[1] if peek is not None and name == peek[0] else
-            self.reading(name)))
+        if peek is None and self.transactions.open is None:
+            return self.controller.run_once(lowered, now)
+        return self.controller.run_once(lowered, now, lambda name: peek[1] if (
+            peek is not None and name == peek[0]) else self.reading(name))
 
     def check_errors(self, name: str, at: int | None = None) -> None:
         """Raise the error that materialized view ``name`` holds now (or at ``at``), if it

@@ -20,6 +20,7 @@ Spark batches a large step appends (``view_copy_rows``), so that it is read in A
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 
 import numpy as np
@@ -133,6 +134,14 @@ class Trace:
             if leaf.in_driver is None:
                 for key in self.keys:
                     self._arrange_batch(leaf, key)
+
+    def overlaid(self, leaves: list[Leaf], at: int) -> Trace:
+        """A copy holding this trace's batches and ``leaves`` at time ``at`` (what an open
+        transaction's reads see of a table it wrote); this trace is unchanged."""
+        seen = copy.copy(self)
+        seen.keys, seen._reads = list(self.keys), {}
+        seen.batches = [*self.batches, *(Batch(leaf, at, at) for leaf in leaves)]
+        return seen
 
     def arrange(self, column: str) -> None:
         """Arrange the batches held in files by ``column`` too (one Spark job for each

@@ -5,7 +5,6 @@ appended or staged, so a write that fails changes nothing."""
 
 from __future__ import annotations
 
-import copy
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -13,7 +12,6 @@ from typing import Protocol
 
 import pyarrow as pa
 from matview.ir.types import SqlType
-from matview.runtime.arrangements.spine import Batch
 from matview.runtime.arrangements.trace import Trace
 from matview.runtime.arrangements.updates import Leaf
 from matview.runtime.io import writes
@@ -50,12 +48,7 @@ class Transaction:
         """``trace`` as this transaction's own reads see it: its staged batches appended at
         the transaction's time (a copy; ``trace`` itself is unchanged until commit)."""
         staged = self.staged(trace)
-        if not staged:
-            return trace
-        seen = copy.copy(trace)
-        seen.keys, seen.batches, seen._reads = list(trace.keys), list(trace.batches), {}
-        seen.batches += [Batch(leaf, self.at, self.at) for leaf in staged]
-        return seen
+        return trace.overlaid(staged, self.at) if staged else trace
 
     @property
     def tables(self) -> set[str]:

@@ -179,24 +179,25 @@ def test_a_block_reads_its_writes_and_other_sessions_read_beside_it(server: Serv
     materialized view over the table included); another session reads the last committed
     state at once, and its write waits until the block ends."""
     with connect(server) as conn, connect(server) as other:
-        conn.execute("CREATE TABLE stock (item TEXT, qty INT)")
-        conn.execute("INSERT INTO stock VALUES ('a', 1)")
-        conn.execute("CREATE MATERIALIZED VIEW total_stock AS SELECT sum(qty) AS q FROM stock")
+        conn.execute("CREATE TABLE inv (item TEXT, qty INT)")  # a name as short as the
+        # others: psql's \dt in test_psql_describes_and_copies pads to the longest
+        conn.execute("INSERT INTO inv VALUES ('a', 1)")
+        conn.execute("CREATE MATERIALIZED VIEW inv_total AS SELECT sum(qty) AS q FROM inv")
         conn.execute("BEGIN")
-        conn.execute("INSERT INTO stock VALUES ('b', 2)")
-        assert conn.execute("UPDATE stock SET qty = qty * 10 WHERE item = 'b'").rowcount == 1
-        assert conn.execute("SELECT * FROM total_stock").fetchone() == (21,)
-        assert other.execute("SELECT * FROM total_stock").fetchone() == (1,)
+        conn.execute("INSERT INTO inv VALUES ('b', 2)")
+        assert conn.execute("UPDATE inv SET qty = qty * 10 WHERE item = 'b'").rowcount == 1
+        assert conn.execute("SELECT * FROM inv_total").fetchone() == (21,)
+        assert other.execute("SELECT * FROM inv_total").fetchone() == (1,)
         write = threading.Thread(
-            target=lambda: other.execute("INSERT INTO stock VALUES ('c', 300)"))
+            target=lambda: other.execute("INSERT INTO inv VALUES ('c', 300)"))
         write.start()
         write.join(timeout=2)
         assert write.is_alive(), "another session wrote inside the open block"
-        conn.execute("DELETE FROM stock WHERE item = 'a'")
+        conn.execute("DELETE FROM inv WHERE item = 'a'")
         conn.execute("COMMIT")
         write.join(timeout=120)
         assert not write.is_alive()
-        assert other.execute("SELECT * FROM total_stock").fetchone() == (320,)
+        assert other.execute("SELECT * FROM inv_total").fetchone() == (320,)
 
 
 def test_savepoints_roll_back_part_of_a_block(server: Server) -> None:

@@ -23,11 +23,6 @@ class JoinPlan:
     kind: str
     orders: tuple[tuple[PathStep, ...], ...]
 
-    def flat(self, i: int) -> tuple[int, ...]:
-        """The inputs path ``i`` looks up, in order (a group's in its own order)."""
-        return tuple(j for step in self.orders[i]
-                     for j in (step if isinstance(step, tuple) else (step,)))
-
 
 def offsets_of(arities: Sequence[int]) -> list[int]:
     """The position of each part's first column when rows of ``arities`` are concatenated."""

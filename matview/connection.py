@@ -88,7 +88,9 @@ class Connection:
         self._oracle = TimestampOracle(clock)
         self._engine: Engine | None = None
         self._closed = False
-        self._turns = Turns(self._abandon)
+        self._turns = Turns(
+            lambda: None if self._engine is None else self._engine.transactions.owner,
+            self._abandon)
 
     @property
     def closed(self) -> bool:
@@ -177,7 +179,7 @@ class Connection:
                 engine.transactions.rollback()
                 if self._store is not None:
                     self._store.close()
-                self._turns.release()
+                self._turns.ended()
                 why = "its state could not be saved" if unsaved else "Spark is gone"
                 raise OperationalError(f"{error}; {why}, so the connection is closed and "
                                        "must be reopened") from error
@@ -233,7 +235,6 @@ class Connection:
             if engine.transactions.open is not None:
                 raise ProgrammingError("a transaction is already open")
             engine.transactions.begin()
-            self._turns.take()
 
     def commit(self) -> None:
         """Commit the open transaction, if any (every statement outside one commits on its
@@ -242,7 +243,7 @@ class Connection:
             try:
                 engine.transactions.commit()
             finally:
-                self._turns.release()
+                self._turns.ended()
 
     def rollback(self) -> None:
         """Discard the open transaction's writes."""
@@ -250,7 +251,7 @@ class Connection:
             if engine.transactions.open is None:
                 raise ProgrammingError("no transaction is open")
             engine.transactions.rollback()
-            self._turns.release()
+            self._turns.ended()
 
     def savepoint(self) -> int:
         """A mark of the open transaction's writes so far (0: none is open), for
@@ -288,7 +289,7 @@ class Connection:
                 if self._store is not None and not self._closed:
                     self._store.close()
                 self._closed = True
-                self._turns.release()
+                self._turns.ended()
 
     def _checkpoint(self) -> None:
         """A durable database's state saved whole before it closes (a reopening then

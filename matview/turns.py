@@ -11,15 +11,15 @@ from collections.abc import Callable, Iterator
 
 
 class Turns:
-    """The lock statements run under and the thread owning the open transaction;
-    ``abandon`` rolls back the transaction of an owner that is gone (as a database does for
-    a client that went away)."""
+    """The lock statements run under, and waiting on the thread whose transaction is open
+    (``owner``: the transactions' own record of it); ``abandon`` rolls back the transaction
+    of an owner that is gone (as a database does for a client that went away)."""
 
-    def __init__(self, abandon: Callable[[], None]) -> None:
+    def __init__(self, owner: Callable[[], threading.Thread | None],
+                 abandon: Callable[[], None]) -> None:
         self.lock = threading.RLock()
         self._idle = threading.Condition(self.lock)
-        self.owner: threading.Thread | None = None
-        """The thread whose open transaction owns the connection (None: no transaction)."""
+        self._owner = owner
         self._abandon = abandon
 
     @contextlib.contextmanager
@@ -37,19 +37,14 @@ class Turns:
         or the thread owning it is gone (its transaction then rolled back)."""
         with self.lock:
             me = threading.current_thread()
-            while self.owner is not None and self.owner is not me:
-                if not self.owner.is_alive():
+            while (owner := self._owner()) is not None and owner is not me:
+                if not owner.is_alive():
                     self._abandon()
-                    self.release()
+                    self.ended()
                     break
                 self._idle.wait(timeout=1.0)
 
-    def take(self) -> None:
-        """The calling thread's transaction owns the connection from now."""
-        self.owner = threading.current_thread()
-
-    def release(self) -> None:
-        """End the ownership of the connection by a transaction's thread."""
+    def ended(self) -> None:
+        """A transaction ended (committed, rolled back, abandoned): wake the waiting."""
         with self.lock:
-            self.owner = None
             self._idle.notify_all()

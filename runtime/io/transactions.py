@@ -81,19 +81,20 @@ class Transactions:
         self.times = times
         self.committed = committed
         self._open: Transaction | None = None
-        self._owner: threading.Thread | None = None
+        self.owner: threading.Thread | None = None
+        """The thread whose transaction is open (None: none is)."""
 
     @property
     def open(self) -> Transaction | None:
         """The calling thread's open transaction (None: none is open, or another thread's
         is)."""
-        return self._open if self._owner is threading.current_thread() else None
+        return self._open if self.owner is threading.current_thread() else None
 
     @property
     def elsewhere(self) -> bool:
         """Whether another thread's transaction is open (this thread's writes must wait
         until it ends)."""
-        return self._open is not None and self._owner is not threading.current_thread()
+        return self._open is not None and self.owner is not threading.current_thread()
 
     def write(self, name: str, trace: Trace, types: Sequence[SqlType],
               updates: DataFrame | pa.Table, small: bool = True, own_rows: bool = False,
@@ -140,7 +141,7 @@ class Transactions:
         together."""
         assert self._open is None
         self._open = Transaction(self.times.peek_write())
-        self._owner = threading.current_thread()
+        self.owner = threading.current_thread()
         self.times.hold(self._open.at)
 
     def commit(self) -> None:
@@ -156,7 +157,7 @@ class Transactions:
     def rollback(self) -> None:
         """Forget the open transaction's writes (any thread's: a connection rolls back the
         transaction of a thread that is gone)."""
-        self._open, self._owner = None, None
+        self._open, self.owner = None, None
         self.times.hold(None)
 
     def mark(self) -> int:

@@ -11,7 +11,7 @@ from datetime import date, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
-from matview.ir.types import TIMESTAMP, Kind, SqlType
+from matview.ir.types import TIMESTAMP, TIMESTAMP_KINDS, Kind, SqlType
 
 WHOLE_NUMERIC = SqlType(Kind.NUMERIC, 38, 0)
 """PostgreSQL's (unconstrained) ``numeric`` holding whole numbers, as matview types it."""
@@ -31,7 +31,8 @@ def _seconds(moment: datetime) -> Decimal:
 def _epoch(moment: date) -> Decimal | int:
     """Seconds since 1970-01-01 00:00 (the midnight that starts a date)."""
     if isinstance(moment, datetime):
-        return Decimal((moment - _EPOCH) // timedelta(microseconds=1)).scaleb(-6)
+        since = moment.replace(tzinfo=None) - _EPOCH  # a TIMESTAMPTZ's fields are UTC's
+        return Decimal(since // timedelta(microseconds=1)).scaleb(-6)
     return (moment - _EPOCH.date()).days * 86_400
 
 
@@ -65,14 +66,15 @@ EXTRACT_FIELDS = {
 }
 """``extract(field FROM x)`` as PostgreSQL computes it: ``dow`` counts from Sunday (0),
 ``second`` includes the fraction, ``epoch`` counts seconds since 1970-01-01 00:00; each is
-the function ``extract_<field>`` of one DATE or TIMESTAMP argument. The result is
+the function ``extract_<field>`` of one DATE, TIMESTAMP or TIMESTAMPTZ argument (a
+TIMESTAMPTZ's fields are those in the session time zone, UTC). The result is
 PostgreSQL's numeric: NUMERIC(38,6) for ``second`` and a timestamp's ``epoch``, else
 NUMERIC(38,0); time fields of a date are an error, as in PostgreSQL."""
 
 
 def extract_type(field: str, spec: ExtractField) -> Callable[[list[SqlType]], SqlType]:
     def returns(types: list[SqlType]) -> SqlType:
-        kinds = (Kind.TIMESTAMP, Kind.NULL) + ((Kind.DATE,) if spec.of_dates else ())
+        kinds = (*TIMESTAMP_KINDS, Kind.NULL) + ((Kind.DATE,) if spec.of_dates else ())
         if types[0].kind not in kinds:
             raise TypeError(f'unit "{field}" not supported for type {types[0]}')
         return MICROS_NUMERIC if spec.fractional and types[0].kind is not Kind.DATE else (
@@ -95,13 +97,14 @@ TRUNCATIONS: dict[str, Callable[[datetime], datetime]] = {
     "second": lambda v: v.replace(microsecond=0),
 }
 """``date_trunc('unit', ts)``: the TIMESTAMP ``ts`` with the fields below the unit at their
-first value (a week starts on Monday); each is the function ``date_trunc_<unit>``."""
+first value (a week starts on Monday); each is the function ``date_trunc_<unit>``. A
+TIMESTAMPTZ is truncated in the session time zone (UTC) and stays a TIMESTAMPTZ."""
 
 
 def truncation_type(types: list[SqlType]) -> SqlType:
-    if types[0].kind not in (Kind.TIMESTAMP, Kind.NULL):
+    if types[0].kind not in (*TIMESTAMP_KINDS, Kind.NULL):
         raise TypeError(f"function date_trunc does not accept {types[0]}")
-    return TIMESTAMP
+    return types[0] if types[0].kind is Kind.TIMESTAMPTZ else TIMESTAMP
 
 
 def spark_truncation(unit: str) -> Callable[[Any, Any], Any]:

@@ -2,8 +2,9 @@
 half that works on values).
 
 Values are Python objects: ``None`` is NULL, BOOLEAN is ``bool``, INT and BIGINT are ``int``,
-DOUBLE is ``float``, NUMERIC is ``Decimal``, TEXT is ``str``, DATE is ``datetime.date`` and
-TIMESTAMP is a naive ``datetime.datetime``. A value read from a column or produced by an
+DOUBLE is ``float``, NUMERIC is ``Decimal``, TEXT is ``str``, DATE is ``datetime.date``,
+TIMESTAMP is a naive ``datetime.datetime``, TIMESTAMPTZ one in UTC (the session time zone
+is always UTC) and TIME a ``datetime.time``. A value read from a column or produced by an
 expression is first brought to the representation of its SQL type (an ``int`` in a DOUBLE
 column becomes a ``float``), so Python's operators behave as the SQL type demands.
 
@@ -23,10 +24,10 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from datetime import date, datetime
+from datetime import date, datetime, time
 from decimal import ROUND_HALF_UP, Context, Decimal, InvalidOperation, localcontext
 
-from matview.ir import intervals, jsonb
+from matview.ir import bytea, intervals, jsonb, times, timestamps, uuids
 from matview.ir.functions import EvalError, lookup
 from matview.ir.relation import Relation
 from matview.ir.scalar import (
@@ -43,7 +44,15 @@ from matview.ir.scalar import (
     type_of,
 )
 from matview.ir.subquery import enter
-from matview.ir.types import INT_RANGE, INTEGER_KINDS, TIMESTAMP, Kind, SqlType
+from matview.ir.types import (
+    INT_RANGE,
+    INTEGER_KINDS,
+    TIMESTAMP,
+    TIMESTAMP_KINDS,
+    TIMESTAMPTZ,
+    Kind,
+    SqlType,
+)
 
 DECIMAL_CONTEXT = Context(prec=80)
 """The context of NUMERIC arithmetic: wide enough that sums and products of NUMERIC(38)
@@ -58,10 +67,6 @@ _FLOAT_WORDS = {
     "infinity": math.inf, "+infinity": math.inf, "inf": math.inf, "+inf": math.inf,
     "-infinity": -math.inf, "-inf": -math.inf,
 }
-_DATETIME_TEXT = re.compile(
-    r"([0-9]{4})-([0-9]{2})-([0-9]{2})"
-    r"(?:[ T]([0-9]{2}):([0-9]{2})(?::([0-9]{2})(?:\.([0-9]{1,6}))?)?)?"
-)
 
 
 Runner = Callable[[Relation], Counter[tuple[object, ...]]]
@@ -143,18 +148,21 @@ def _call(expr: Call, row: Sequence[object], types: Sequence[SqlType]) -> object
 
 def promote(values: Sequence[object]) -> list[object]:
     """``values`` converted as SQL converts operands to their common type: beside a DOUBLE,
-    NUMERIC values become ``float``; beside a TIMESTAMP, DATE values become ``datetime``."""
+    NUMERIC values become ``float``; beside a TIMESTAMP, DATE values become ``datetime``;
+    beside a TIMESTAMPTZ, DATE and TIMESTAMP values become instants in UTC."""
     out = list(values)
     if any(isinstance(v, float) for v in out):
         out = [float(v) if isinstance(v, Decimal) else v for v in out]
     if any(isinstance(v, datetime) for v in out):
-        out = [_conform(v, TIMESTAMP) for v in out]
+        zoned = any(isinstance(v, datetime) and v.tzinfo is not None for v in out)
+        out = [_conform(v, TIMESTAMPTZ if zoned else TIMESTAMP) for v in out]
     return out
 
 
 def _conform(value: object, sql_type: SqlType) -> object:
     """``value`` in the Python representation of ``sql_type``, for the representations that
-    widen implicitly (int or Decimal to float, int to Decimal, date to datetime)."""
+    widen implicitly (int or Decimal to float, int to Decimal, date to datetime), and a
+    timestamp with or without its zone as its type has it (UTC is the session zone)."""
     if isinstance(value, bool):
         return value
     if isinstance(value, list):
@@ -163,8 +171,8 @@ def _conform(value: object, sql_type: SqlType) -> object:
         return float(value)
     if sql_type.kind is Kind.NUMERIC and isinstance(value, int):
         return Decimal(value)
-    if sql_type.kind is Kind.TIMESTAMP and type(value) is date:
-        return datetime(value.year, value.month, value.day)
+    if sql_type.kind in TIMESTAMP_KINDS and isinstance(value, date):
+        return timestamps.conform(value, sql_type.kind)
     return value
 
 
@@ -201,21 +209,32 @@ def cast_value(value: object, to: SqlType) -> object:
         return _to_boolean(value, to)
     if kind is Kind.DATE:
         if isinstance(value, datetime):
-            return value.date()
+            return _conform(value, TIMESTAMP).date()
         if isinstance(value, date):
             return value
         if isinstance(value, str):
-            return _parse_datetime(value, to).date()
-    if kind is Kind.TIMESTAMP:
-        if isinstance(value, date):
-            return _conform(value, TIMESTAMP)
+            return timestamps.parse(value, to).date()
+    if kind in TIMESTAMP_KINDS:
+        if isinstance(value, date | time):  # a TIME on 1970-01-01 (``times``)
+            return _conform(times.on_epoch(value) if isinstance(value, time) else value, to)
         if isinstance(value, str):
-            return _parse_datetime(value, to)
+            return _conform(timestamps.parse(value, to), to)
+    if kind is Kind.TIME:
+        if isinstance(value, time | str):
+            return times.parse(value) if isinstance(value, str) else value
+        if isinstance(value, datetime):
+            return _conform(value, TIMESTAMP).time()
+    if kind is Kind.INTERVAL and isinstance(value, time):
+        return intervals.Interval(0, 0, times.micros(value))
     if kind is Kind.JSONB and isinstance(value, str):
         try:
             return jsonb.canonical(value)
         except jsonb.JsonError as error:
             raise EvalError(str(error)) from None
+    if kind is Kind.UUID and isinstance(value, str):
+        return uuids.canonical(value)
+    if kind is Kind.BYTEA and isinstance(value, str | bytes):
+        return bytea.parse(value) if isinstance(value, str) else value
     if kind is Kind.INTERVAL and isinstance(value, str):
         try:
             return intervals.parse(value)
@@ -326,10 +345,13 @@ def _to_text(value: object, to: SqlType) -> str:
     if isinstance(value, Decimal):
         return format(value, "f")
     if isinstance(value, datetime):
-        text = value.isoformat(sep=" ")
-        return text.rstrip("0") if value.microsecond else text
+        return timestamps.text_of(value)
+    if isinstance(value, time):
+        return times.text_of(value)
     if isinstance(value, date | int | str):
         return str(value)
+    if isinstance(value, bytes):
+        return bytea.text_of(value)
     raise _cannot_cast(value, to)
 
 
@@ -360,16 +382,3 @@ def _to_boolean(value: object, to: SqlType) -> bool:
         raise _invalid_text(value, "boolean")
     raise _cannot_cast(value, to)
 
-
-def _parse_datetime(value: str, to: SqlType) -> datetime:
-    """The ISO date or timestamp ``value`` (``2024-01-31``, ``2024-01-31 12:00:00.5``)."""
-    match = _DATETIME_TEXT.fullmatch(value.strip())
-    if match is None:
-        raise _invalid_text(value, str(to))
-    *fields, fraction = match.groups()
-    year, month, day, hour, minute, second = (int(f or 0) for f in fields)
-    micros = int(fraction.ljust(6, "0")) if fraction else 0
-    try:
-        return datetime(year, month, day, hour, minute, second, micros)
-    except ValueError:
-        raise EvalError(f'date/time field value out of range: "{value}"') from None

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from matview.ir.types import (
     BOOLEAN,
+    BYTEA,
     DATE,
     DOUBLE,
     INT,
@@ -14,6 +15,7 @@ from matview.ir.types import (
     NULLTYPE,
     TEXT,
     TIMESTAMP,
+    TIMESTAMPTZ,
     Kind,
     SqlType,
     array_of,
@@ -82,10 +84,12 @@ def to_jsonb_type(types: list[SqlType]) -> SqlType:
 
 def additive(types: list[SqlType]) -> SqlType:
     """``+``/``-``: numbers; a TIMESTAMP or DATE shifted by an INTERVAL (it second), a
-    TIMESTAMP (as PostgreSQL: a date plus an interval is a timestamp); a DATE shifted by an
-    INT number of days (it second), a DATE."""
+    TIMESTAMP (as PostgreSQL: a date plus an interval is a timestamp), a TIMESTAMPTZ so
+    shifted a TIMESTAMPTZ; a DATE shifted by an INT number of days (it second), a DATE."""
     kinds = [t.kind for t in types]
     if Kind.INTERVAL in kinds:
+        if kinds[0] is Kind.TIMESTAMPTZ and kinds[1] is Kind.INTERVAL:
+            return TIMESTAMPTZ
         if kinds[0] in (Kind.TIMESTAMP, Kind.DATE, Kind.NULL) and kinds[1] is Kind.INTERVAL:
             return TIMESTAMP
         raise TypeError(f"operator does not accept {types[0]} and {types[1]}")
@@ -115,3 +119,38 @@ def array_type(types: list[SqlType]) -> SqlType:
     for t in types:
         element = common_type(element, t)
     return array_of(element)
+
+
+def _text_or_bytea(types: list[SqlType], result: SqlType) -> SqlType:
+    if types[0].kind not in (Kind.TEXT, Kind.BYTEA, Kind.NULL):
+        raise TypeError(f"function does not accept {types[0]}")
+    return result
+
+
+def length(types: list[SqlType]) -> SqlType:
+    """``length``, ``octet_length``: of a TEXT or a BYTEA, an INT."""
+    return _text_or_bytea(types, INT)
+
+
+def digest(types: list[SqlType]) -> SqlType:
+    """``md5``: of a TEXT or a BYTEA, a TEXT."""
+    return _text_or_bytea(types, TEXT)
+
+
+def concatenation(types: list[SqlType]) -> SqlType:
+    """``||``: of BYTEA values a BYTEA, else a TEXT (its operands cast to text)."""
+    return BYTEA if all(t.kind is Kind.BYTEA for t in types) else TEXT
+
+
+def encoded(types: list[SqlType]) -> SqlType:
+    """``encode(bytea, format)`` (one function per format): a TEXT."""
+    if types[0].kind not in (Kind.BYTEA, Kind.NULL):
+        raise TypeError(f"function encode({types[0]}, text) does not exist")
+    return TEXT
+
+
+def decoded(types: list[SqlType]) -> SqlType:
+    """``decode(text, format)`` (one function per format): a BYTEA."""
+    if types[0].kind not in (Kind.TEXT, Kind.NULL):
+        raise TypeError(f"function decode({types[0]}, text) does not exist")
+    return BYTEA

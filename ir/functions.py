@@ -19,7 +19,7 @@ from datetime import date, timedelta
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
-from matview.ir import jsonb, to_char
+from matview.ir import bytea, jsonb, to_char
 from matview.ir.datetime_functions import (
     EXTRACT_FIELDS,
     TRUNCATIONS,
@@ -34,6 +34,11 @@ from matview.ir.function_types import (
     boolean,
     common,
     comparable,
+    concatenation,
+    decoded,
+    digest,
+    encoded,
+    length,
     numeric,
     product,
     real,
@@ -258,7 +263,7 @@ register(Function("is_null", lambda t: BOOLEAN, lambda a: a is None,
                   lambda F, a: a.isNull(), (1, 1), handles_null=True))
 register(Function("like", lambda t: BOOLEAN, like, lambda F, a, b: F.like(a, b), (2, 2), "LIKE",
                   may_fail=True, costly=True))
-register(Function("concat", text, lambda a, b: a + b,
+register(Function("concat", concatenation, lambda a, b: a + b,
                   lambda F, a, b: F.concat(a, b), (2, 2), "||"))
 register(Function("concat_ws", text, concat_ws, spark_concat_ws, (1, 10_000),
                   handles_null=True))
@@ -266,7 +271,15 @@ register(Function("replace", text, replace, lambda F, s, old, new: F.replace(s, 
                   (3, 3)))
 register(Function("lower", text, str.lower, lambda F, a: F.lower(a), (1, 1)))
 register(Function("upper", text, str.upper, lambda F, a: F.upper(a), (1, 1)))
-register(Function("length", lambda t: INT, len, lambda F, a: F.char_length(a), (1, 1)))
+register(Function("length", length, len, lambda F, a: F.char_length(a), (1, 1)))
+register(Function("octet_length", length, bytea.octet_length,
+                  lambda F, a: F.octet_length(a), (1, 1)))
+register(Function("md5", digest, bytea.md5, lambda F, a: F.md5(a), (1, 1)))
+for _format, (_encode, _spark_encode) in bytea.ENCODERS.items():
+    register(Function(f"encode_{_format}", encoded, _encode, _spark_encode, (1, 1)))
+for _format, (_decode, _spark_decode, _message) in bytea.DECODERS.items():
+    register(Function(f"decode_{_format}", decoded, _decode, bytea.strict(_spark_decode, _message),
+                      (1, 1), may_fail=True))
 register(Function("substr", text, substr, spark_substr, (2, 3), may_fail=True))
 register(Function("regexp_replace", text, regexp_replace,
                   lambda F, s, pattern, by: F.regexp_replace(s, pattern, by), (3, 3),

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import date, datetime, time
 from decimal import Decimal
 
 from lark import Token, Transformer, v_args
@@ -39,6 +39,7 @@ from matview.ir.types import (
     INTEGER_KINDS,
     NULLTYPE,
     TEXT,
+    TIMESTAMP_KINDS,
     Kind,
     SqlType,
     array_of,
@@ -110,12 +111,16 @@ def read_value(token: Token, t: SqlType) -> object:
                 return Decimal(text)
             if kind is Kind.DATE:
                 return date.fromisoformat(text)
-            if kind is Kind.TIMESTAMP:
+            if kind in TIMESTAMP_KINDS:
                 return datetime.fromisoformat(text)
+            if kind is Kind.TIME:
+                return time.fromisoformat(text)
             if kind is Kind.INTERVAL:
                 return intervals.parse(text)
-            if kind is Kind.JSONB:
+            if kind in (Kind.JSONB, Kind.UUID):
                 return text
+            if kind is Kind.BYTEA:
+                return bytes.fromhex(text.removeprefix("\\x"))
     except (ValueError, ArithmeticError):
         pass
     raise Invalid(f"{token} is not a value of type {t}", token)

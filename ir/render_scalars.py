@@ -33,10 +33,10 @@ import math
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from datetime import date, datetime
+from datetime import date, datetime, time
 from decimal import Decimal
 
-from matview.ir import intervals
+from matview.ir import bytea, intervals
 from matview.ir.column_names import name_at
 from matview.ir.functions import REGISTRY, by_symbol
 from matview.ir.parse import BARE_NAME, KEYWORDS
@@ -59,6 +59,7 @@ from matview.ir.types import (
     INTEGER_KINDS,
     NULLTYPE,
     TEXT,
+    TIMESTAMP_KINDS,
     Kind,
     SqlType,
     type_from_name,
@@ -170,12 +171,16 @@ def render_value(value: object, t: SqlType) -> str:
         return _quote(value, "'")
     if kind is Kind.DATE and type(value) is date:
         return _quote(value.isoformat(), "'")
-    if kind is Kind.TIMESTAMP and isinstance(value, datetime):
+    if kind in TIMESTAMP_KINDS and isinstance(value, datetime):
         return _quote(value.isoformat(" "), "'")
+    if kind is Kind.TIME and isinstance(value, time):
+        return _quote(value.isoformat(), "'")
     if kind is Kind.INTERVAL and isinstance(value, intervals.Interval):
         return _quote(intervals.render(value), "'")
-    if kind is Kind.JSONB and isinstance(value, str):
+    if kind in (Kind.JSONB, Kind.UUID) and isinstance(value, str):
         return _quote(value, "'")
+    if kind is Kind.BYTEA and isinstance(value, bytes):
+        return _quote(bytea.text_of(value), "'")
     raise ValueError(f"{value!r} is not a value of type {t}")
 
 

@@ -182,17 +182,21 @@ def columns_used(expr: Scalar) -> set[int]:
     return used
 
 
-def transform(expr: Scalar, fn: Callable[[Scalar], Scalar]) -> Scalar:
-    """Rebuild ``expr`` bottom-up, replacing every node ``n`` by ``fn(n)``."""
+def transform(expr: Scalar, fn: Callable[[Scalar], Scalar],
+              keep: Callable[[Scalar], bool] = lambda node: False) -> Scalar:
+    """Rebuild ``expr`` bottom-up, replacing every node ``n`` by ``fn(n)``, except the
+    nodes ``keep`` holds (and those under them), kept as they are."""
+    if keep(expr):
+        return expr
     if isinstance(expr, Call):
-        expr = Call(expr.func, tuple(transform(a, fn) for a in expr.args))
+        expr = Call(expr.func, tuple(transform(a, fn, keep) for a in expr.args))
     elif isinstance(expr, Case):
-        expr = Case(tuple((transform(c, fn), transform(v, fn)) for c, v in expr.whens),
-                    transform(expr.default, fn))
+        expr = Case(tuple((transform(c, fn, keep), transform(v, fn, keep))
+                          for c, v in expr.whens), transform(expr.default, fn, keep))
     elif isinstance(expr, Cast):
-        expr = Cast(transform(expr.expr, fn), expr.to)
+        expr = Cast(transform(expr.expr, fn, keep), expr.to)
     elif isinstance(expr, InSubquery):
-        expr = InSubquery(transform(expr.expr, fn), expr.rel)
+        expr = InSubquery(transform(expr.expr, fn, keep), expr.rel)
     return fn(expr)
 
 

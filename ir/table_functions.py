@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 from typing import Any
 
 from matview.ir import jsonb
@@ -33,6 +33,7 @@ from matview.ir.types import (
     JSONB,
     TEXT,
     TIMESTAMP,
+    TIMESTAMPTZ,
     Kind,
     SqlType,
     array_of,
@@ -106,10 +107,10 @@ def rows(call_name: str, args: Sequence[object], limit: int) -> list[tuple[objec
 
 def _series_types(types: list[SqlType]) -> tuple[SqlType, ...]:
     kinds = {t.kind for t in types[:2]} - {Kind.NULL}
-    if kinds <= {Kind.TIMESTAMP, Kind.DATE} and kinds:
+    if kinds <= {Kind.DATE, Kind.TIMESTAMP, Kind.TIMESTAMPTZ} and kinds:
         if len(types) != 3 or types[2].kind not in (Kind.INTERVAL, Kind.NULL):
             raise TypeError("generate_series over timestamps needs an interval step")
-        return (TIMESTAMP,)
+        return (TIMESTAMPTZ,) if Kind.TIMESTAMPTZ in kinds else (TIMESTAMP,)
     if not all(t.kind in INTEGER_KINDS + (Kind.NULL,) for t in types):
         shown = ", ".join(str(t) for t in types)
         raise TypeError(f"function generate_series({shown}) does not exist")
@@ -134,7 +135,7 @@ def _series(limit: int, start: Any, stop: Any, step: Any = 1) -> list[tuple[obje
         first = datetime(start.year, start.month, start.day) if type(start) is date else start
         last = datetime(stop.year, stop.month, stop.day) if type(stop) is date else stop
         approx = _approx_micros(step)
-        span = (last - first) // _MICRO
+        span = (last - first) // timedelta(microseconds=1)
         if approx != 0 and span * approx >= 0 and abs(span) // abs(approx) + 1 > limit:
             raise TooManyRows(too_many_rows_message("generate_series", limit))
         out: list[tuple[object, ...]] = []
@@ -152,12 +153,9 @@ def _series(limit: int, start: Any, stop: Any, step: Any = 1) -> list[tuple[obje
     return [(start + i * step,) for i in range(count)]
 
 
-_MICRO = datetime(2000, 1, 1, 0, 0, 0, 1) - datetime(2000, 1, 1)
-
-
 def _spark_series(F: Any, types: list[SqlType], limit: int, literals: Sequence[object],
                   start: Any, stop: Any, step: Any = None) -> Any:
-    if _series_types(types) == (TIMESTAMP,):
+    if _series_types(types)[0] in (TIMESTAMP, TIMESTAMPTZ):
         return _spark_timestamp_series(F, _literal_interval(literals[2]), limit, start, stop)
     out_type = "bigint" if _series_types(types) == (BIGINT,) else "int"
     start, stop = start.cast("bigint"), stop.cast("bigint")

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any
 
-from matview.ir.types import TEXT, Kind, SqlType
+from matview.ir.types import TEXT, TIMESTAMP_KINDS, Kind, SqlType
 
 _MONTHS = "Jan Feb Mar Apr May Jun Jul Aug Sep Oct Nov Dec".split()
 _DAYS = "Mon Tue Wed Thu Fri Sat Sun".split()
@@ -103,8 +103,9 @@ ones it has (``Month`` as ``Mon`` then ``th``), longest first."""
 
 
 def returns(types: list[SqlType]) -> SqlType:
-    """The type rule of every ``to_char_<name>``: TEXT of a DATE or TIMESTAMP."""
-    if types[0].kind not in (Kind.DATE, Kind.TIMESTAMP, Kind.NULL):
+    """The type rule of every ``to_char_<name>``: TEXT of a DATE, TIMESTAMP or TIMESTAMPTZ
+    (in the session time zone, UTC)."""
+    if types[0].kind not in (Kind.DATE, Kind.NULL, *TIMESTAMP_KINDS):
         raise TypeError(f"function to_char({types[0]}, text) is not supported")
     return TEXT
 

@@ -21,8 +21,12 @@ class Kind(Enum):
     TEXT = "text"
     DATE = "date"
     TIMESTAMP = "timestamp"
+    TIMESTAMPTZ = "timestamptz"
+    TIME = "time"
     INTERVAL = "interval"
     JSONB = "jsonb"
+    UUID = "uuid"
+    BYTEA = "bytea"
     ARRAY = "array"
     MZ_TIMESTAMP = "mz_timestamp"
     NULL = "null"
@@ -30,6 +34,9 @@ class Kind(Enum):
 
 INTEGER_KINDS = (Kind.INT, Kind.BIGINT)
 NUMERIC_KINDS = (Kind.INT, Kind.BIGINT, Kind.NUMERIC, Kind.DOUBLE)
+TIMESTAMP_KINDS = (Kind.TIMESTAMP, Kind.TIMESTAMPTZ)
+"""The kinds of timestamps: without a time zone, and with one (an instant; matview's session
+time zone is always UTC, so a TIMESTAMPTZ is read and shown in UTC)."""
 INT_RANGE = {Kind.INT: (-(2**31), 2**31 - 1), Kind.BIGINT: (-(2**63), 2**63 - 1)}
 
 
@@ -39,9 +46,13 @@ class SqlType:
     ARRAY (one-dimensional arrays, ``int[]``).
 
     INTERVAL values (``intervals.Interval``) exist in expressions only, never in a column.
-    JSONB values are JSON text in the canonical form of ``jsonb.canonical``. MZ_TIMESTAMP is
+    JSONB values are JSON text in the canonical form of ``jsonb.canonical``, UUID values
+    the canonical text of ``uuids.canonical``, BYTEA values ``bytes``, TIME values
+    ``datetime.time`` (``times``). MZ_TIMESTAMP is
     the type of ``mz_now()``, the logical time in milliseconds since the Unix epoch: it
-    compares with TIMESTAMP, DATE and integers, and appears only in temporal filters.
+    compares with TIMESTAMP, TIMESTAMPTZ, DATE and integers (as a timestamp or a bigint,
+    their common type), and appears only in temporal filters and in one-shot queries, where
+    it is the read's time (``ir.mz_now``).
     """
 
     kind: Kind
@@ -68,8 +79,12 @@ DOUBLE = SqlType(Kind.DOUBLE)
 TEXT = SqlType(Kind.TEXT)
 DATE = SqlType(Kind.DATE)
 TIMESTAMP = SqlType(Kind.TIMESTAMP)
+TIMESTAMPTZ = SqlType(Kind.TIMESTAMPTZ)
+TIME = SqlType(Kind.TIME)
 INTERVAL = SqlType(Kind.INTERVAL)
 JSONB = SqlType(Kind.JSONB)
+UUID = SqlType(Kind.UUID)
+BYTEA = SqlType(Kind.BYTEA)
 MZ_TIMESTAMP = SqlType(Kind.MZ_TIMESTAMP)
 NULLTYPE = SqlType(Kind.NULL)
 NUMERIC_MAX = SqlType(Kind.NUMERIC, 38, 0)
@@ -81,7 +96,10 @@ _BY_NAME = {
     "double": DOUBLE, "double precision": DOUBLE, "float": DOUBLE, "float8": DOUBLE,
     "text": TEXT, "varchar": TEXT, "string": TEXT, "char": TEXT,
     "date": DATE, "timestamp": TIMESTAMP, "null": NULLTYPE,
+    "timestamptz": TIMESTAMPTZ, "timestamp with time zone": TIMESTAMPTZ,
+    "time": TIME, "time without time zone": TIME,
     "interval": INTERVAL, "jsonb": JSONB, "mz_timestamp": MZ_TIMESTAMP,
+    "uuid": UUID, "bytea": BYTEA,
 }
 
 
@@ -125,11 +143,17 @@ def common_type(a: SqlType, b: SqlType) -> SqlType:
         return a if order.index(a.kind) >= order.index(b.kind) else b
     if {a.kind, b.kind} == {Kind.DATE, Kind.TIMESTAMP}:
         return TIMESTAMP
+    if Kind.TIMESTAMPTZ in (a.kind, b.kind) and {a.kind, b.kind} <= {Kind.DATE, *TIMESTAMP_KINDS}:
+        return TIMESTAMPTZ  # PostgreSQL: a timestamp converts to an instant at the session zone
     if a.kind is Kind.ARRAY and b.kind is Kind.ARRAY:
         assert a.element is not None and b.element is not None
         return array_of(common_type(a.element, b.element))
-    if Kind.MZ_TIMESTAMP in (a.kind, b.kind):
+    if Kind.MZ_TIMESTAMP in (a.kind, b.kind):  # mz_now() compared where it is a value
         other = b if a.kind is Kind.MZ_TIMESTAMP else a
-        if other.kind in (Kind.MZ_TIMESTAMP, Kind.TIMESTAMP, Kind.DATE) + INTEGER_KINDS:
-            return MZ_TIMESTAMP
+        if other.kind in (Kind.MZ_TIMESTAMP,) + TIMESTAMP_KINDS:
+            return other
+        if other.kind is Kind.DATE:
+            return TIMESTAMP
+        if other.kind in INTEGER_KINDS:
+            return BIGINT
     raise TypeError(f"types {a} and {b} cannot be matched")

@@ -33,8 +33,9 @@ from matview.runtime.durable.store import Store
 from matview.runtime.operators.join import DEFAULT_JOIN_ROWS
 from matview.runtime.refresh import STRATEGIES
 from matview.runtime.settings import DEFAULTS, RuntimeSettings, using
-from matview.runtime.spark.session import isolated, start_session
+from matview.runtime.spark.session import isolated, spark_lost, start_session
 from matview.subscription import Subscription
+from matview.transaction_sql import SqlBlock
 from matview.turns import Turns
 
 
@@ -88,6 +89,8 @@ class Connection:
         self._oracle = TimestampOracle(clock)
         self._engine: Engine | None = None
         self._closed = False
+        self.sql_block = SqlBlock()
+        """The savepoints SQL statements made (``transaction_sql``)."""
         self._turns = Turns(
             lambda: None if self._engine is None else self._engine.transactions.owner,
             self._abandon)
@@ -173,7 +176,7 @@ class Connection:
                     yield engine
             except (OperationalError, InternalError) as error:
                 unsaved = engine.durability is not None and engine.durability.failed
-                if not unsaved and not _spark_lost(engine.spark):
+                if not unsaved and not spark_lost(engine.spark):
                     raise
                 self._closed = True
                 engine.transactions.rollback()
@@ -183,6 +186,17 @@ class Connection:
                 why = "its state could not be saved" if unsaved else "Spark is gone"
                 raise OperationalError(f"{error}; {why}, so the connection is closed and "
                                        "must be reopened") from error
+
+    @property
+    def in_transaction(self) -> bool:
+        """Whether this thread has a transaction open (``begin``, or SQL ``BEGIN``)."""
+        return self.sql_block.open or self.writing
+
+    @property
+    def writing(self) -> bool:
+        """Whether this thread's transaction is open in the engine: from ``begin``, or from
+        the first write of a block SQL ``BEGIN`` opened (``transaction_sql``)."""
+        return self._engine is not None and self._engine.transactions.open is not None
 
     @property
     def now(self) -> int:
@@ -239,6 +253,7 @@ class Connection:
     def commit(self) -> None:
         """Commit the open transaction, if any (every statement outside one commits on its
         own)."""
+        self.sql_block.ended()
         with self._using() as engine:
             try:
                 engine.transactions.commit()
@@ -247,8 +262,10 @@ class Connection:
 
     def rollback(self) -> None:
         """Discard the open transaction's writes."""
+        block = self.sql_block.open
+        self.sql_block.ended()
         with self._using() as engine:
-            if engine.transactions.open is None:
+            if engine.transactions.open is None and not block:
                 raise ProgrammingError("no transaction is open")
             engine.transactions.rollback()
             self._turns.ended()
@@ -339,18 +356,6 @@ class Connection:
                     "keep their changes (CREATE MATERIALIZED VIEW it instead)")
             return Subscription(engine, name.lower(), functools.partial(
                 self._using, beside=True), as_of)
-
-
-def _spark_lost(spark: SparkSession) -> bool:
-    """Whether ``spark`` is gone: a classic session whose context stopped or whose JVM does
-    not answer, a Spark Connect session that was stopped."""
-    try:
-        if type(spark).__module__.startswith("pyspark.sql.connect"):  # no context to ask
-            return bool(spark.is_stopped)  # type: ignore[attr-defined]
-        jsc = spark.sparkContext._jsc
-        return jsc is None or bool(jsc.sc().isStopped())
-    except Exception:  # no JVM (or server) to answer
-        return True
 
 
 def _directories(files: object) -> tuple[Path, ...]:

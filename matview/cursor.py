@@ -14,6 +14,8 @@ from pyspark.sql import DataFrame
 from matview.errors import InterfaceError, ProgrammingError
 from matview.result import Result
 from matview.rows import rows_of
+from matview.statement_text import split
+from matview.transaction_sql import block_statement
 
 if TYPE_CHECKING:
     from matview.connection import Connection
@@ -49,8 +51,14 @@ class Cursor:
         """Run one statement, with ``?`` parameters bound to ``params`` (a sequence)."""
         self._check()
         text, values = sql_text(sql, "execute"), _parameters(params)
-        with self.connection._using(beside=True) as engine:
-            result = engine.execute(text, values)
+        control = block_statement(text)
+        if control is not None:
+            self.connection.sql_block.run(control, self.connection)
+            result = Result()
+        else:
+            self.connection.sql_block.before(text, self.connection)
+            with self.connection._using(beside=True) as engine:
+                result = engine.execute(text, values)
         self._keep(result)
         return self
 
@@ -59,6 +67,11 @@ class Cursor:
         at the first that fails; the result is the last one's."""
         self._check()
         text = sql_text(sql, "executescript")
+        pieces = split(text)
+        if any(block_statement(piece.text) for piece in pieces):  # BEGIN ... COMMIT
+            for piece in pieces:
+                self.execute(piece.text)
+            return self
         with self.connection._using(beside=True) as engine:
             result = engine.execute_script(text)
         self._keep(result)
@@ -85,7 +98,7 @@ class Cursor:
         subscription = None if result.subscribe is None else \
             self.connection.subscribe(result.subscribe, result.as_of)
         self._result, self._subscription = result, subscription
-        self._rows = rows_of(result.table) if result.table is not None else []
+        self._rows = [] if result.table is None else rows_of(result.table, result.types)
 
     def _check_more(self) -> None:
         """Fetch a subscription's new changes once the ones fetched are read."""

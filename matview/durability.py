@@ -112,6 +112,8 @@ class Durability:
             item: dict[str, Any] = {"name": name, "kind": entry.item.kind,
                                     "sql": _create_sql(entry.item),
                                     "depends": sorted(engine.catalog.graph.predecessors(name))}
+            if entry.item.comment is not None or entry.item.column_comments:
+                item["comments"] = entry.item.comment_sql()
             if entry.item.kind == "table":
                 assert entry.trace is not None
                 item["trace"] = records.trace(entry.trace)
@@ -203,6 +205,9 @@ class Durability:
             self._made(bind_statement(one_statement(item["sql"]), engine.catalog))
             if item["kind"] == "materialized view":
                 self.rebuilt.append(item["name"])
+        for item in body["catalog"]:
+            for sql in item.get("comments", ()):
+                engine.run(bind_statement(one_statement(sql), engine.catalog))
 
     def _made(self, stmt: Statement) -> None:
         """An object the manifest names made again by its statement (a sink resumed from

@@ -21,11 +21,12 @@ from typing import Any
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 
-from matview import changes, indexes, queries
+from matview import alter, changes, comments, indexes, queries
 from matview.catalog import Entry, LiveCatalog
 from matview.clock import TimestampOracle
 from matview.durability import Durability
 from matview.errors import ProgrammingError
+from matview.ir.mz_now import bind_mz_now, reads_mz_now
 from matview.ir.physical import Operator as PhysicalOperator
 from matview.ir.physical import reads
 from matview.ir.relation import Field, Get, Relation
@@ -47,6 +48,11 @@ from matview.sql.catalog import CatalogItem
 from matview.sql.parameters import bind_parameters
 from matview.sql.parse import bind_statement, explain_statement, one_statement, split
 from matview.sql.statements import (
+    AlterRename,
+    AlterTableAddColumn,
+    AlterTableDropColumn,
+    AlterTableRenameColumn,
+    CommentOn,
     CopyFrom,
     CopyTo,
     CreateIndex,
@@ -159,15 +165,19 @@ class Engine:
                 indexes.free(self, key.name)
             item = CatalogItem(stmt.name, "table", stmt.fields, keys=stmt.keys,
                                not_null=stmt.not_null, defaults=stmt.defaults)
-            # arranged by its first column, which its writes are checked by, or its keys'
-            firsts = [f"c{key.columns[0]}" for key in stmt.keys] or ["c0"]
-            trace = Trace(self.spark, len(stmt.fields), copy_rows=active().table_copy_rows,
-                          key=firsts[0])
-            for first in firsts[1:]:
-                trace.arrange(first)
-            self.catalog.add(Entry(item, trace=trace), set())
+            self.catalog.add(Entry(item, trace=self.table_trace(item)), set())
             indexes.backing(self.catalog, item)
         return Result()
+
+    def table_trace(self, item: CatalogItem) -> Trace:
+        """An empty trace of table ``item``, arranged by its first column, which its writes
+        are checked by, or its keys'."""
+        firsts = [f"c{key.columns[0]}" for key in item.keys] or ["c0"]
+        trace = Trace(self.spark, len(item.fields), copy_rows=active().table_copy_rows,
+                      key=firsts[0])
+        for first in firsts[1:]:
+            trace.arrange(first)
+        return trace
 
     def _create_table_as(self, stmt: CreateTableAs) -> Result:
         """The query runs first: when it fails, no table is created."""
@@ -225,7 +235,7 @@ class Engine:
             entry = Entry(item, trace=trace, dataflow=flow, plan=stmt.plan)
         if replacing:
             self.catalog.remove(stmt.name)
-            self._end_cursors(stmt.name)
+            self.end_cursors(stmt.name)
         self.catalog.add(entry, set(stmt.depends_on))
         return Result()
 
@@ -234,10 +244,10 @@ class Engine:
         self.sinks.check_drop(dropped)
         for name in dropped:
             self.catalog.remove(name)
-            self._end_cursors(name)
+            self.end_cursors(name)
         return Result()
 
-    def _end_cursors(self, name: str) -> None:
+    def end_cursors(self, name: str) -> None:
         """End the subscriptions following ``name`` (dropped or replaced)."""
         for key, (target, _) in list(self.cursors.items()):
             if target == name:
@@ -276,10 +286,13 @@ class Engine:
     def evaluate_planned(self, plan: Relation, as_of: int | None = None) -> DataFrame | None:
         """``evaluate`` of a plan already planned (``physical``), at time ``as_of`` (now
         when None; ``read_time``); one filtering a collection to some keys of an index
-        reads only their rows (``indexes.peeked``)."""
+        reads only their rows (``indexes.peeked``); ``mz_now()`` is that time."""
         lowered = lower(plan)
         self._refresh(reads(lowered))
         now = self.read_time(reads(lowered), as_of)
+        if reads_mz_now(plan):
+            plan = bind_mz_now(plan, now)
+            lowered = lower(plan)
         peek = indexes.peeked(self, plan, now)
         if peek is None and self.transactions.open is None:
             return self.controller.run_once(lowered, now)
@@ -371,6 +384,8 @@ HANDLERS: dict[type, Callable[[Engine, Any], Result]] = {
     CreateTableAs: Engine._create_table_as,
     CopyFrom: changes.copy_from, CopyTo: queries.copy_to, CreateSink: Engine._create_sink,
     DropSink: Engine._drop_sink, SubscribeTo: queries.subscribe, CreateIndex: indexes.create,
-    DropIndex: indexes.drop,
+    DropIndex: indexes.drop, AlterTableAddColumn: alter.add_column,
+    AlterTableDropColumn: alter.drop_column, AlterTableRenameColumn: alter.rename_column,
+    AlterRename: alter.rename, CommentOn: comments.comment,
 }
 """The handler of each type of bound statement."""

@@ -6,7 +6,8 @@ CSV follows PostgreSQL's COPY: an unquoted empty field (or the ``NULL`` text) is
 quoted empty field an empty string; values are converted to the table's column types as
 they are read, and one that does not convert fails the statement, which then inserts
 nothing. A CSV written by ``COPY TO`` reads back as the same rows; booleans are written
-``true``/``false`` and timestamps ``YYYY-MM-DD HH:MM:SS.ffffff``. Parquet files hold the
+``true``/``false``, timestamps ``YYYY-MM-DD HH:MM:SS.ffffff`` and bytea values in the hex
+format (``\\xdeadbeef``), as PostgreSQL writes them. Parquet files hold the
 columns by name and type (``COPY FROM`` reads the named columns, converted).
 """
 
@@ -20,6 +21,7 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from matview.errors import DataError, ProgrammingError
+from matview.ir import bytea
 from matview.ir.types import SqlType
 from matview.runtime.lowering.types import update_schema
 from matview.sql.catalog import CatalogItem
@@ -50,6 +52,12 @@ def _arrow_type(t: SqlType) -> pa.DataType:
     return update_schema([t]).field(0).type
 
 
+def _text_type(t: pa.DataType) -> pa.DataType:
+    """The Arrow type a CSV field of a column of type ``t`` is read as: a BYTEA's as its
+    text (``\\xdeadbeef``), which ``rows`` reads, others as ``t``."""
+    return pa.string() if pa.types.is_binary(t) else t
+
+
 def read_rows(path: Path, fmt: FileFormat, item: CatalogItem,
               columns: Sequence[str] | None) -> pa.Table:
     """The rows of the file at ``path`` as an Arrow table of ``item``'s columns in order
@@ -64,7 +72,8 @@ def read_rows(path: Path, fmt: FileFormat, item: CatalogItem,
                                                skip_rows=1 if fmt.header else 0),
                 parse_options=pacsv.ParseOptions(delimiter=fmt.delimiter),
                 convert_options=pacsv.ConvertOptions(
-                    column_types={n: types[n] for n in named}, null_values=[fmt.null],
+                    column_types={n: _text_type(types[n]) for n in named},
+                    null_values=[fmt.null],
                     strings_can_be_null=True, quoted_strings_can_be_null=False,
                     true_values=TRUE_TEXTS, false_values=FALSE_TEXTS))
         else:
@@ -87,6 +96,9 @@ def write_rows(table: pa.Table, names: Sequence[str], path: Path, fmt: FileForma
     for column in table.columns:
         if pa.types.is_timestamp(column.type) and column.type.tz is not None:
             column = column.cast(pa.timestamp(column.type.unit))  # SQL TIMESTAMP: no zone
+        if pa.types.is_binary(column.type) and fmt.kind == "csv":
+            column = pa.array([None if v is None else bytea.text_of(v)
+                               for v in column.to_pylist()], pa.string())
         columns.append(column)
     out = pa.table(columns, names=list(names))
     try:

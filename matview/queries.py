@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from matview import files, indexes
+from matview import comments, files, indexes
 from matview.errors import ProgrammingError
 from matview.ir.relation import Get, Relation, SortKey, TopK
 from matview.ir.sort_keys import total_order
@@ -61,6 +61,8 @@ def copy_to(engine: Engine, stmt: CopyTo) -> Result:
 def show(engine: Engine, stmt: Show) -> Result:
     if stmt.what == "indexes":
         return indexes.show(engine, stmt.name)
+    if stmt.what == "comments":
+        return comments.show(engine)
     if stmt.what == "columns":
         assert stmt.name is not None
         item = engine.catalog.lookup(stmt.name)

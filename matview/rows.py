@@ -4,18 +4,22 @@ tuples."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.types import DataType, FractionalType
+from pyspark.sql.types import DataType, FractionalType, StringType
 
 from matview.errors import DataError, ProgrammingError
-from matview.ir.types import BIGINT, INT, TEXT, SqlType, array_of
+from matview.ir import bytea, times, uuids
+from matview.ir.eval_error import EvalError
+from matview.ir.types import BIGINT, INT, TEXT, UUID, Kind, SqlType, array_of
 from matview.runtime.arrangements.updates import DIFF
-from matview.runtime.lowering.types import column_names, spark_type, update_schema
+from matview.runtime.lowering.expressions import compile_cast
+from matview.runtime.lowering.types import arrow_values, column_names, spark_type, update_schema
 from matview.sql.catalog import CatalogItem
 
 
@@ -37,6 +41,9 @@ def update_rows(rows: object, item: CatalogItem, sign: int) -> DataFrame | pa.Ta
                            F.lit(sign).cast("bigint").alias(DIFF))
     data = arrow_rows(rows, names, update_schema(types), item.name,
                       [f.name for f in item.fields])
+    for i, (field, name) in enumerate(zip(item.fields, names)):
+        if UUID in (field.type, field.type.element):
+            data = data.set_column(i, name, _uuids(data.column(i), item.name, field.name))
     return data.append_column(DIFF, pa.array([sign] * data.num_rows, pa.int64()))
 
 
@@ -60,13 +67,17 @@ def by_name(given: Sequence[object], columns: Sequence[str], table_name: str) ->
     return [found.index(c) for c in wanted]
 
 
-def rows_of(table: pa.Table) -> list[tuple[object, ...]]:
-    """Arrow rows as Python tuples (SQL TIMESTAMP has no zone: values come back naive)."""
+def rows_of(table: pa.Table, types: Sequence[SqlType]) -> list[tuple[object, ...]]:
+    """Arrow rows of columns of ``types`` as Python tuples (SQL TIMESTAMP has no zone:
+    values come back naive; a TIMESTAMPTZ's come back in UTC, the session time zone)."""
     columns = []
-    for column in table.columns:
-        if pa.types.is_timestamp(column.type) and column.type.tz is not None:
-            column = column.cast(pa.timestamp(column.type.unit))
-        columns.append(column.to_pylist())
+    for column, sql_type in zip(table.columns, types, strict=True):
+        listed = pa.types.is_list(column.type)
+        if pa.types.is_timestamp(column.type.value_type if listed else column.type):
+            zoned = (sql_type.element or sql_type).kind is Kind.TIMESTAMPTZ
+            moment = pa.timestamp("us", "UTC" if zoned else None)
+            column = column.cast(pa.list_(moment) if listed else moment)
+        columns.append(python_values(column.to_pylist(), sql_type))
     return list(zip(*columns)) if columns else [() for _ in range(table.num_rows)]
 
 
@@ -111,15 +122,19 @@ def _column(values: list[object] | pa.ChunkedArray, arrow_type: pa.DataType, tab
     """``values`` as an Arrow column of ``arrow_type`` (a DataError naming the column when
     a value does not fit it: a float with a fraction does not fit an integer column)."""
     try:
-        if isinstance(values, pa.ChunkedArray):
+        if isinstance(values, pa.ChunkedArray) and not (
+                pa.types.is_binary(arrow_type) and pa.types.is_string(values.type)):
             column = values.cast(arrow_type)
         else:
+            values = _inputs(values if isinstance(values, list) else values.to_pylist(),
+                             arrow_type)
             if pa.types.is_integer(arrow_type):
                 for value in values:
                     if isinstance(value, float) and not value.is_integer():
                         raise ValueError(f"{value!r} is not an integer")
             column = pa.array(values, arrow_type)
-    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError, ValueError) as e:
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError, ValueError,
+            EvalError) as e:
         raise DataError(f'invalid value for column "{name}" of table "{table}" '
                         f"({arrow_type}): {e}") from None
     if _holds_nul(column):
@@ -143,6 +158,8 @@ def checked(value: Column, source: DataType, sql_type: SqlType, table: str,
     computes it (a DataError naming the table and column) at a value that does not fit (a
     fraction does not fit an integer column), or at text with a NUL byte."""
     cast = value.try_cast(spark_type(sql_type))
+    if sql_type.kind in (Kind.UUID, Kind.BYTEA) and isinstance(source, StringType):
+        cast = compile_cast(value, TEXT, sql_type, safe=True)  # their text forms
     where = f'column "{name}" of table "{table}"'
     unfit = value.isNotNull() & cast.isNull()
     if sql_type in (INT, BIGINT) and isinstance(source, FractionalType):
@@ -156,3 +173,47 @@ def checked(value: Column, source: DataType, sql_type: SqlType, table: str,
         checked = checked.when(F.exists(cast, lambda text: F.instr(text, "\x00") > 0),
                                F.raise_error(nul))
     return checked.otherwise(cast)
+
+
+def python_values(values: list[object], sql_type: SqlType) -> list[object]:
+    """A column's values as Python gives them: a UUID (also in an array) as a ``uuid.UUID``,
+    a TIME's microseconds as a ``datetime.time``, other values as Arrow gives them."""
+    if sql_type.kind is Kind.UUID:
+        return [None if v is None else uuid.UUID(str(v)) for v in values]
+    if sql_type.kind is Kind.TIME:
+        return [None if v is None else times.of_micros(v) for v in values]  # type: ignore
+    if sql_type.kind is Kind.ARRAY and sql_type.element is not None and (
+            sql_type.element.kind in (Kind.UUID, Kind.TIME)):
+        return [python_values(v, sql_type.element) if isinstance(v, list) else v
+                for v in values]
+    return values
+
+
+def _inputs(values: list[object], arrow_type: pa.DataType) -> list[object]:
+    """Python values as Arrow takes them: a ``uuid.UUID`` as its text, and text for a BYTEA
+    column read as PostgreSQL reads a bytea's text (``\\xdeadbeef``)."""
+    if pa.types.is_list(arrow_type):
+        return [_inputs(list(v), arrow_type.value_type) if isinstance(v, list | tuple) else v
+                for v in values]
+    if pa.types.is_binary(arrow_type):
+        return [bytea.parse(v) if isinstance(v, str) else v for v in values]
+    if pa.types.is_string(arrow_type):
+        return [str(v) if isinstance(v, uuid.UUID) else v for v in values]
+    if pa.types.is_int64(arrow_type):  # a TIME's ``datetime.time`` as its microseconds
+        return arrow_values(values)
+    return values
+
+
+def _uuids(column: pa.ChunkedArray, table: str, name: str) -> pa.Array:
+    """The texts of UUID (or UUID[]) column ``name`` in canonical form (a DataError naming
+    the column at one that spells no UUID)."""
+    def canonical(value: object) -> object:
+        if isinstance(value, list):
+            return [canonical(v) for v in value]
+        return None if value is None else uuids.canonical(str(value))
+
+    try:
+        return pa.array([canonical(v) for v in column.to_pylist()], column.type)
+    except EvalError as e:
+        raise DataError(f'invalid value for column "{name}" of table "{table}" (uuid): {e}'
+                        ) from None

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 
 from matview.errors import InterfaceError
+from matview.ir.types import BIGINT, MZ_TIMESTAMP
 from matview.rows import rows_of
 from matview.runtime.io.peek import changes
 
@@ -49,6 +50,7 @@ class Subscription:
         assert item is not None
         self.columns = ("mz_timestamp", "mz_diff") + tuple(f.name for f in item.fields)
         self.arity = len(item.fields)
+        self.types = (MZ_TIMESTAMP, BIGINT) + tuple(f.type for f in item.fields)
 
     @property
     def closed(self) -> bool:
@@ -61,7 +63,7 @@ class Subscription:
 
     def _fetch(self) -> list[tuple[object, ...]]:
         table = self.changes()
-        return [] if table is None else rows_of(table)
+        return [] if table is None else rows_of(table, self.types)
 
     def changes(self) -> pa.Table | None:
         """``fetch``'s changes as Arrow columns named ``columns`` (None: none), for a caller

@@ -152,6 +152,20 @@ class Controller:
         job.run()
         return self._end(stepping)
 
+    def replan(self, flow: Dataflow, trace: Trace, plan: physical.Operator, now: int
+               ) -> Dataflow:
+        """A dataflow of ``plan`` taking over from ``flow`` the view it maintains into
+        ``trace``: another plan of the same rows (a relation it reads was altered:
+        ``matview.alter``), started at ``now`` as a recompute's fresh dataflow, whose rows
+        are diffed with the view's (nothing changes when they are equal)."""
+        job = OneJob()
+        fresh = self.dataflow(plan, now, flow.policy)
+        step = fresh.prepare(now, job).less(trace, flow.frontier, now)
+        step.want()
+        job.run()
+        return self._end(_Stepping(fresh, trace, step, Choice("recompute", "replanned"), 0, 0,
+                                   flow.frontier, now, 0.0))
+
     def _begin(self, flow: Dataflow, trace: Trace, now: int, subscribed: bool,
                job: OneJob) -> _Stepping | None:
         """``step`` up to its job: the step computed as plans, its results wanted from

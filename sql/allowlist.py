@@ -23,7 +23,7 @@ ALLOWED: dict[type[exp.Expr], frozenset[str]] = {
     exp.Insert: frozenset({"this", "expression", "returning", "conflict", "default"}),
     exp.Delete: frozenset({"this", "where", "using", "returning"}),
     exp.Update: frozenset({"this", "expressions", "where", "from_", "returning"}),
-    exp.ColumnDef: frozenset({"this", "kind", "constraints"}),
+    exp.ColumnDef: frozenset({"this", "kind", "constraints", "exists"}),  # ADD IF NOT EXISTS
     # queries and their clauses
     exp.Select: frozenset(_QUERY | {"expressions", "from_", "joins", "where", "group", "having",
                                     "distinct"}),

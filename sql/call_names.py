@@ -10,6 +10,7 @@ from matview.sql.dialect_nodes import (
     DatePartCall,
     DateTruncCall,
     JsonbAggCall,
+    OctetLengthCall,
     ToCharCall,
     ToJsonbCall,
 )
@@ -51,7 +52,9 @@ CALL_NAMES: dict[type[exp.Expr], frozenset[str]] = {
     exp.StddevPop: frozenset({"stddev_pop"}), exp.Grouping: frozenset({"grouping"}),
     exp.GroupConcat: frozenset({"string_agg"}), exp.ArrayAgg: frozenset({"array_agg"}),
     JsonbAggCall: frozenset({"jsonb_agg"}), ToJsonbCall: frozenset({"to_jsonb"}),
-    ToCharCall: frozenset({"to_char"}),
+    ToCharCall: frozenset({"to_char"}), OctetLengthCall: frozenset({"octet_length"}),
+    exp.MD5: frozenset({"md5"}), exp.Encode: frozenset({"encode"}),
+    exp.Decode: frozenset({"decode"}),
     exp.Explode: frozenset({"unnest"}),
     exp.ExplodingGenerateSeries: frozenset({"generate_series"}),
     exp.CurrentTimestamp: frozenset({"now", "current_timestamp"}),

@@ -14,10 +14,10 @@ import functools
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from matview.ir import to_char
+from matview.ir import bytea, to_char
 from matview.ir.functions import lookup
 from matview.ir.scalar import Call, Case, Cast, Lit
-from matview.ir.types import INT, TEXT, Kind, SqlType
+from matview.ir.types import BYTEA, INT, TEXT, Kind, SqlType
 from matview.sql import statement_time
 from matview.sql.call_names import ARGUMENT_COUNT, CALL_NAMES, WINDOW_CALLS, WRITTEN_NAME
 from matview.sql.coerce import (
@@ -31,8 +31,19 @@ from matview.sql.coerce import (
 from matview.sql.datatypes import sql_type
 from matview.sql.datetime_fields import FieldCall, bind_field_call
 from matview.sql.dialect import Matview
-from matview.sql.dialect_nodes import DatePartCall, DateTruncCall, ToCharCall, ToJsonbCall
-from matview.sql.errors import SqlTypeError, UnknownObjectError, UnsupportedError
+from matview.sql.dialect_nodes import (
+    DatePartCall,
+    DateTruncCall,
+    OctetLengthCall,
+    ToCharCall,
+    ToJsonbCall,
+)
+from matview.sql.errors import (
+    InvalidValueError,
+    SqlTypeError,
+    UnknownObjectError,
+    UnsupportedError,
+)
 from sqlglot import exp
 
 if TYPE_CHECKING:
@@ -41,7 +52,9 @@ if TYPE_CHECKING:
 _SIGNATURES: dict[type[exp.Func], tuple[str, tuple[SqlType | None, ...]]] = {
     exp.Lower: ("lower", (TEXT,)),
     exp.Upper: ("upper", (TEXT,)),
-    exp.Length: ("length", (TEXT,)),
+    exp.Length: ("length", (None,)),
+    OctetLengthCall: ("octet_length", (None,)),
+    exp.MD5: ("md5", (None,)),
     exp.Substring: ("substr", (TEXT, INT, INT)),
     exp.StrPosition: ("strpos", (TEXT, TEXT)),
     exp.Abs: ("abs", (None,)),
@@ -66,6 +79,10 @@ _REGISTERED: dict[type[exp.Expr], str] = {
 _FIELD_CALLS = (DatePartCall, DateTruncCall)
 """Calls whose function is chosen by their first argument, a field (``datetime_fields``):
 they take two arguments."""
+
+_ENCODINGS = (exp.Encode, exp.Decode)
+"""``encode`` and ``decode``, whose function is chosen by their second argument, a format
+(``_encoding``): they take two arguments."""
 
 _CONCAT_ARITY = (1, 10_000)
 """Arguments of ``concat``, which is bound as ``||`` (``_concat``)."""
@@ -100,7 +117,7 @@ def check_call(node: exp.Expr) -> None:
         raise UnsupportedError.at(f"{what} {name} is not supported yet", node)
     if type(node) in _REGISTERED:
         check_arity(node, lookup(_REGISTERED[type(node)]).arity)
-    elif type(node) in _FIELD_CALLS:
+    elif type(node) in _FIELD_CALLS + _ENCODINGS:
         check_arity(node, (2, 2))
     elif type(node) is exp.Concat:
         check_arity(node, _CONCAT_ARITY)
@@ -150,6 +167,8 @@ def bind_call(binder: ExprBinder, node: exp.Expr) -> TypedScalar:
         return to_jsonb(binder.bind(node.this), node)
     if isinstance(node, ToCharCall):
         return _to_char(binder.bind(node.this), node)
+    if isinstance(node, _ENCODINGS):
+        return _encoding(binder.bind(node.this), node)
     if isinstance(node, exp.Coalesce):
         args = [binder.bind(x) for x in (node.this, *node.expressions)]
         args = unify(args, node, lambda a, b: f"COALESCE types {a} and {b} cannot be matched")
@@ -235,6 +254,21 @@ def _to_char(value: TypedScalar, node: ToCharCall) -> TypedScalar:
     text = "".join(name for _, name in parts)
     return TypedScalar(Case(((Call("is_null", (value.expr,)), Lit(None, TEXT)),),
                             Lit(text, TEXT)), TEXT)
+
+
+def _encoding(value: TypedScalar, node: exp.Encode | exp.Decode) -> TypedScalar:
+    """``encode(bytea, format)`` and ``decode(text, format)``: the function of the format, a
+    text constant (``hex``, ``base64`` or ``escape``, in any case)."""
+    name = function_name(node)
+    given = node.args["charset"]
+    if not (isinstance(given, exp.Literal) and given.is_string):
+        raise UnsupportedError.at(f"{name}'s format must be a text constant", given)
+    if given.name.lower() not in bytea.ENCODERS:
+        raise InvalidValueError.at(f'unrecognized encoding: "{given.name}"', given)
+    argument = coerce(value, BYTEA if isinstance(node, exp.Encode) else TEXT)
+    if argument is None:
+        raise SqlTypeError.at(f"function {name}({value.type}, text) does not exist", node)
+    return call(f"{name}_{given.name.lower()}", [argument], node)
 
 
 def to_jsonb(value: TypedScalar, node: exp.Expr) -> TypedScalar:

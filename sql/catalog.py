@@ -49,6 +49,10 @@ class CatalogItem:
     """The positions of a table's ``NOT NULL`` columns (a primary key's among them)."""
     defaults: tuple[tuple[int, str], ...] = ()
     """A table's column defaults: (position, SQL text of the expression)."""
+    comment: str | None = None
+    """Its comment (``COMMENT ON``), if it has one."""
+    column_comments: tuple[tuple[int, str], ...] = ()
+    """Its columns' comments: (position, text)."""
 
     def known_keys(self) -> tuple[tuple[int, ...], ...]:
         """The columns of each unique key no NULL can break (its columns NOT NULL): what
@@ -68,6 +72,16 @@ class CatalogItem:
             return f"CREATE TABLE {name} ({', '.join(listed)})"
         return (f"CREATE {self.kind.upper()} {name} ({', '.join(columns)}) AS "
                 f"{self.query_sql}")
+
+    def comment_sql(self) -> list[str]:
+        """The ``COMMENT ON`` statements giving it its comments (a durable database's
+        saved catalog replays them)."""
+        name = quoted_name(self.name)
+        said = [] if self.comment is None else [(f"{self.kind.upper()} {name}", self.comment)]
+        said += [(f"COLUMN {name}.{quoted_name(self.fields[i].name)}", text)
+                 for i, text in self.column_comments]
+        return [f"COMMENT ON {what} IS {exp.Literal.string(text).sql(dialect=Matview)}"
+                for what, text in said]
 
 
 def quoted_name(name: str) -> str:

@@ -2,8 +2,8 @@
 
 String literals behave like PostgreSQL's literals of unknown type: next to an operand of a
 known type they are cast to that type (``date_col = '2024-01-01'``). A string literal cast to
-INTERVAL, JSONB or an array type is read at once into a constant (``'5 minutes'::interval``,
-``'{"a": 1}'::jsonb``, ``'{1,2}'::int[]``).
+INTERVAL, JSONB, UUID, BYTEA or an array type is read at once into a constant
+(``'5 minutes'::interval``, ``'{"a": 1}'::jsonb``, ``'\\xff'::bytea``, ``'{1,2}'::int[]``).
 """
 
 from __future__ import annotations
@@ -17,11 +17,21 @@ from matview.ir.functions import EvalError, lookup
 from matview.ir.plans import compute
 from matview.ir.relation import Relation
 from matview.ir.scalar import Call, Cast, Col, Lit, Scalar, type_of
-from matview.ir.types import INTEGER_KINDS, NULLTYPE, TEXT, Kind, SqlType, common_type
+from matview.ir.types import (
+    BIGINT,
+    INTEGER_KINDS,
+    NULLTYPE,
+    TEXT,
+    TIMESTAMP,
+    TIMESTAMP_KINDS,
+    Kind,
+    SqlType,
+    common_type,
+)
 from matview.sql.errors import SqlTypeError
 from sqlglot import exp
 
-_READ_AT_ONCE = (Kind.INTERVAL, Kind.JSONB, Kind.ARRAY)
+_READ_AT_ONCE = (Kind.INTERVAL, Kind.JSONB, Kind.UUID, Kind.BYTEA, Kind.ARRAY)
 """Types string literals are read into at binding time."""
 
 
@@ -39,7 +49,7 @@ def is_string_literal(value: TypedScalar) -> bool:
 
 def cast(value: TypedScalar, to: SqlType, node: exp.Expr | None = None) -> TypedScalar:
     """``value`` converted to ``to`` (unchanged when it already has that type). A string
-    literal cast to INTERVAL, JSONB or an array type is read into a constant; when its text is
+    literal cast to a type of ``_READ_AT_ONCE`` is read into a constant; when its text is
     no such value, the error is raised at ``node`` (without ``node``, the cast is kept and
     fails when evaluated)."""
     if value.type == to or to.kind is Kind.NULL:
@@ -57,13 +67,18 @@ def cast(value: TypedScalar, to: SqlType, node: exp.Expr | None = None) -> Typed
 
 
 def read_literal(text: str, to: SqlType) -> TypedScalar:
-    """The constant of type ``to`` (INTERVAL, JSONB or an array type) spelled ``text``;
-    raises ``ValueError`` when ``text`` spells none. Arrays become ``array(...)`` calls of
-    constants (the IR has no array literals)."""
+    """The constant of type ``to`` (INTERVAL, JSONB, UUID, BYTEA or an array type) spelled
+    ``text``; raises ``ValueError`` when ``text`` spells none. Arrays become ``array(...)``
+    calls of constants (the IR has no array literals)."""
     if to.kind is Kind.INTERVAL:
         return TypedScalar(Lit(intervals.parse(text), to), to)
     if to.kind is Kind.JSONB:
         return TypedScalar(Lit(jsonb.canonical(text), to), to)
+    if to.kind in (Kind.UUID, Kind.BYTEA):
+        try:
+            return TypedScalar(Lit(cast_value(text, to), to), to)
+        except EvalError as error:
+            raise ValueError(str(error)) from None
     assert to.kind is Kind.ARRAY and to.element is not None
     elements = []
     for item in array_items(text):
@@ -132,13 +147,19 @@ def _explicitly_castable(source: SqlType, target: SqlType) -> bool:
         return _explicitly_castable(source.element, target.element)
     if Kind.ARRAY in kinds:
         return source.kind in (Kind.NULL, Kind.TEXT)
-    if Kind.INTERVAL in kinds or Kind.JSONB in kinds:
+    if (source.kind, target.kind) == (Kind.TIME, Kind.INTERVAL):
+        return True
+    if kinds & {Kind.INTERVAL, Kind.JSONB, Kind.UUID, Kind.BYTEA}:
         return source.kind in (Kind.NULL, Kind.TEXT, target.kind) or target.kind is Kind.TEXT
-    if Kind.MZ_TIMESTAMP in kinds:
-        return False
+    if Kind.MZ_TIMESTAMP in kinds:  # mz_now()'s value, in a one-shot query
+        return source.kind is Kind.MZ_TIMESTAMP and (
+            target.kind in (Kind.TEXT, Kind.NUMERIC, Kind.DATE) + TIMESTAMP_KINDS
+            + INTEGER_KINDS)
     if source.kind is Kind.NULL or Kind.TEXT in kinds or source.kind is target.kind:
         return True
-    if source.is_numeric and target.is_numeric or kinds == {Kind.DATE, Kind.TIMESTAMP}:
+    if source.is_numeric and target.is_numeric or kinds <= {Kind.DATE, *TIMESTAMP_KINDS}:
+        return True
+    if source.kind in TIMESTAMP_KINDS and target.kind is Kind.TIME:  # its time of day
         return True
     return kinds == {Kind.BOOLEAN, Kind.INT}
 
@@ -180,6 +201,8 @@ def unify(
             raise SqlTypeError.at(mismatch(target, value.type), node) from None
     if target.kind is Kind.NULL and any(is_string_literal(v) for v in operands):
         target = TEXT
+    if target.kind is Kind.MZ_TIMESTAMP:  # mz_now() read as a moment, or in milliseconds
+        target = TIMESTAMP if any(is_string_literal(v) for v in operands) else BIGINT
     return [cast(value, target) for value in operands]
 
 

@@ -25,8 +25,12 @@ _NAMES = {
     DType.BOOLEAN: "boolean",
     DType.DATE: "date",
     DType.TIMESTAMP: "timestamp",
+    DType.TIMESTAMPTZ: "timestamptz",
+    DType.TIME: "time",
     DType.INTERVAL: "interval",
     DType.JSONB: "jsonb",
+    DType.UUID: "uuid",
+    DType.VARBINARY: "bytea",
 }
 """Accepted types. SMALLINT and REAL widen to INT and DOUBLE; length limits of character
 types are not enforced."""

@@ -8,7 +8,8 @@ abbreviations (``'years'``, ``'mon'``, ``'qtr'``). It must be a constant: a fiel
 computes is refused. ``extract`` gives PostgreSQL's numeric and refuses the time fields of
 a date; ``date_part`` is ``extract`` of the value as a timestamp, in double precision (so
 ``date_part('hour', date)`` is 0); ``date_trunc`` truncates a timestamp (a date as its
-midnight) to a timestamp. A string literal or NULL argument is a timestamp.
+midnight) to a timestamp. A string literal or NULL argument is a timestamp. A time has
+the fields ``hour``, ``minute``, ``second`` and ``epoch`` (seconds since midnight).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import TYPE_CHECKING
 from matview.ir import intervals
 from matview.ir.functions import REGISTRY
 from matview.ir.scalar import Call
-from matview.ir.types import DOUBLE, TIMESTAMP, Kind
+from matview.ir.types import DOUBLE, TIMESTAMP, TIMESTAMP_KINDS, Kind
 from matview.sql.call_names import WRITTEN_NAME
 from matview.sql.coerce import TypedScalar, cast, is_string_literal
 from matview.sql.dialect_nodes import DatePartCall, DateTruncCall
@@ -34,6 +35,9 @@ _FIELDS = {"quarter": "quarter", "qtr": "quarter", "dow": "dow", "doy": "doy",
            "epoch": "epoch"}
 """Field names besides the interval units (``intervals.unit_name``), as PostgreSQL spells
 them."""
+
+_TIME_FIELDS = ("hour", "minute", "second", "epoch")
+"""The fields of a TIME that matview reads."""
 
 _NOT_SUPPORTED = frozenset({
     "decade", "decades", "century", "centuries", "millennium", "millennia", "millenniums",
@@ -53,9 +57,15 @@ def bind_field_call(binder: ExprBinder, node: FieldCall) -> TypedScalar:
     source = binder.bind(node.expression)
     if is_string_literal(source) or source.type.kind is Kind.NULL:
         source = cast(source, TIMESTAMP, node)
-    if source.type.kind not in (Kind.DATE, Kind.TIMESTAMP):
+    timed = source.type.kind is Kind.TIME and not isinstance(node, DateTruncCall)
+    if source.type.kind not in (Kind.DATE, *TIMESTAMP_KINDS) and not timed:
         raise SqlTypeError.at(f"function {name}(text, {source.type}) does not exist", node)
-    if not isinstance(node, exp.Extract):
+    if timed:  # a time's fields are those of its clock on 1970-01-01
+        word = field.name.lower()
+        if (intervals.unit_name(word) or _FIELDS.get(word)) not in _TIME_FIELDS:
+            raise UnsupportedError.at(f'unit "{word}" not supported for type time', field)
+        source = cast(source, TIMESTAMP)
+    if not isinstance(node, exp.Extract) and source.type.kind is Kind.DATE:
         source = cast(source, TIMESTAMP)
     prefix = "date_trunc" if isinstance(node, DateTruncCall) else "extract"
     result = _field_function(prefix, field.name.lower(), source, field)

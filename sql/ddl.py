@@ -49,7 +49,7 @@ _DROP = frozenset({"tables", "kind", "exists", "cascade", "restrict", "materiali
 """The arguments of CREATE and DROP the binder reads (``allowlist.check_arguments``)."""
 
 _SHOW: dict[str, ShowWhat] = {
-    "TABLES": "tables", "INDEXES": "indexes", "VIEWS": "views",
+    "TABLES": "tables", "INDEXES": "indexes", "VIEWS": "views", "COMMENTS": "comments",
     "MATERIALIZED VIEWS": "materialized views",
     "COLUMNS": "columns", "SETTINGS": "settings", "CREATE TABLE": "create table",
     "CREATE VIEW": "create view", "CREATE MATERIALIZED VIEW": "create materialized view",

@@ -31,7 +31,8 @@ Changed:
   ``date_part`` as ``EXTRACT``, whose type it does not have, and takes a column naming the
   field for the field's name); ``EXTRACT``'s field keyword keeps its position;
 * ``jsonb_agg`` and ``to_jsonb`` (PostgreSQL's JSONB functions, which sqlglot reads as
-  anonymous calls) are parsed into ``JsonbAggCall`` and ``ToJsonbCall``;
+  anonymous calls) are parsed into ``JsonbAggCall`` and ``ToJsonbCall``, ``octet_length``
+  into ``OctetLengthCall``;
 * ``position(needle IN haystack)`` is the only form of ``position`` (other dialects'
   ``position(needle, haystack[, start])`` is a syntax error), named ``position`` in messages;
 * a dollar quote's tag is an identifier, as PostgreSQL's is: ``$1,$2`` (psycopg's ``%s,%s``)

@@ -1,7 +1,8 @@
 """The syntax nodes matview's SQL dialect (``dialect``) adds to sqlglot's: its statements
 (``Explain`` and the words of EXPLAIN, ``Subscribe``, ``CreateSink``, ``DropSink``, and
 ``MutuallyRecursive`` with its ``RecursiveBinding``s) and the function calls it parses into
-nodes of their own (``DatePartCall``, ``DateTruncCall``, ``JsonbAggCall``, ``ToJsonbCall``).
+nodes of their own (``DatePartCall``, ``DateTruncCall``, ``JsonbAggCall``, ``ToJsonbCall``,
+``ToCharCall``, ``OctetLengthCall``).
 """
 
 from __future__ import annotations
@@ -61,6 +62,13 @@ class ToCharCall(exp.Expression, exp.Func):
 
     arg_types = {"this": True, "format": True}
     _sql_names = ["TO_CHAR"]
+
+
+class OctetLengthCall(exp.Expression, exp.Func):
+    """``octet_length(this)``: the number of bytes of a text or a bytea."""
+
+    arg_types = {"this": True}
+    _sql_names = ["OCTET_LENGTH"]
 
 
 class Subscribe(exp.Expression):

@@ -24,6 +24,7 @@ from matview.sql.dialect_nodes import (
     Explain,
     JsonbAggCall,
     MutuallyRecursive,
+    OctetLengthCall,
     RecursiveBinding,
     Subscribe,
     ToCharCall,
@@ -72,7 +73,8 @@ class MatviewParser(PostgresParser):
     FUNCTIONS = {**PostgresParser.FUNCTIONS, "DATE_PART": DatePartCall.from_arg_list,
                  "DATE_TRUNC": DateTruncCall.from_arg_list,
                  "JSONB_AGG": JsonbAggCall.from_arg_list, "TO_JSONB": ToJsonbCall.from_arg_list,
-                 "TO_CHAR": ToCharCall.from_arg_list}
+                 "TO_CHAR": ToCharCall.from_arg_list,
+                 "OCTET_LENGTH": OctetLengthCall.from_arg_list}
 
     FUNCTION_PARSERS = {
         **{name: parse for name, parse in PostgresParser.FUNCTION_PARSERS.items()
@@ -92,6 +94,7 @@ class MatviewParser(PostgresParser):
         "VIEWS": _show("VIEWS"),
         "MATERIALIZED VIEWS": _show("MATERIALIZED VIEWS"),
         "SETTINGS": _show("SETTINGS"),
+        "COMMENTS": _show("COMMENTS"),
         "INDEXES": lambda self: self._parse_show_indexes(),
         "COLUMNS": lambda self: self._parse_show_columns(),
         **{f"CREATE {kind}": lambda self, kind=kind: self._parse_show_create(kind)
@@ -127,6 +130,9 @@ class MatviewParser(PostgresParser):
                 expression.meta[WRITTEN_NAME] = self._call_names[-1]
             if type(expression) in CALL_NAMES:
                 return expression
+        if isinstance(expression, exp.Comment) and expression.expression is None and \
+                self._match(TokenType.NULL):  # COMMENT ON ... IS NULL: the comment removed
+            expression.set("expression", exp.null())
         return super().validate_expression(expression, args)
 
     def _parse_create(self) -> exp.Expr:
@@ -215,6 +221,14 @@ class MatviewParser(PostgresParser):
         if_exists = self._match_text_seq("IF", "EXISTS")
         return self.expression(DropSink(this=self._parse_table_parts(),
                                         exists=if_exists)).update_positions(start)
+
+    def _parse_alter(self) -> exp.Alter | exp.Command:
+        """An ALTER; ``ALTER MATERIALIZED VIEW`` is an ALTER VIEW marked in its meta."""
+        materialized = self._match_text_seq("MATERIALIZED", "VIEW", advance=False)
+        self._advance(int(materialized))
+        altered = super()._parse_alter()
+        altered.meta["materialized"] = materialized
+        return altered
 
     def _parse_statement(self) -> exp.Expr | None:
         """A statement, and a query's trailing ``AS OF time``."""

@@ -1,4 +1,5 @@
-"""Literal constants: numbers, strings, booleans, NULL and intervals, typed as in PostgreSQL.
+"""Literal constants: numbers, strings, booleans, NULL, intervals and blobs, typed as in
+PostgreSQL.
 
 Integers are INT when they fit 32 bits, else BIGINT, else NUMERIC; decimals are NUMERIC with
 the written precision and scale; numbers with an exponent are DOUBLE.
@@ -9,9 +10,20 @@ from __future__ import annotations
 import re
 from decimal import Decimal
 
-from matview.ir import intervals
+from matview.ir import bytea, intervals
+from matview.ir.eval_error import EvalError
 from matview.ir.scalar import Lit
-from matview.ir.types import BOOLEAN, DOUBLE, INT_RANGE, INTERVAL, NULLTYPE, TEXT, Kind, SqlType
+from matview.ir.types import (
+    BOOLEAN,
+    BYTEA,
+    DOUBLE,
+    INT_RANGE,
+    INTERVAL,
+    NULLTYPE,
+    TEXT,
+    Kind,
+    SqlType,
+)
 from matview.sql.coerce import TypedScalar
 from matview.sql.datatypes import MAX_PRECISION
 from matview.sql.errors import InvalidValueError, SqlTypeError, UnsupportedError
@@ -65,3 +77,13 @@ def interval(node: exp.Interval) -> TypedScalar:
     except intervals.IntervalError as error:
         raise SqlTypeError.at(str(error), node) from None
     return TypedScalar(Lit(parsed, INTERVAL), INTERVAL)
+
+
+def blob(node: exp.HexString) -> TypedScalar:
+    """The blob literal ``x'0a'``: a BYTEA constant of the bytes its hexadecimal digits spell
+    (as DuckDB and SQLite read it; PostgreSQL reads a bit string, a type matview lacks)."""
+    try:
+        value = bytea.decode_hex(node.this)
+    except EvalError as error:
+        raise InvalidValueError.at(str(error), node) from None
+    return TypedScalar(Lit(value, BYTEA), BYTEA)

@@ -12,7 +12,9 @@ UNNAMED = "?column?"
 _TYPE_NAMES = {
     Kind.BOOLEAN: "bool", Kind.INT: "int4", Kind.BIGINT: "int8", Kind.DOUBLE: "float8",
     Kind.NUMERIC: "numeric", Kind.TEXT: "text", Kind.DATE: "date", Kind.TIMESTAMP: "timestamp",
+    Kind.TIMESTAMPTZ: "timestamptz", Kind.TIME: "time",
     Kind.INTERVAL: "interval", Kind.JSONB: "jsonb",
+    Kind.UUID: "uuid", Kind.BYTEA: "bytea",
 }
 
 

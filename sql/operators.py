@@ -12,7 +12,18 @@ from typing import TYPE_CHECKING
 
 from matview.ir.intervals import Interval
 from matview.ir.scalar import Case, Lit, balanced
-from matview.ir.types import BOOLEAN, DATE, INT, TEXT, TIMESTAMP, Kind, SqlType
+from matview.ir.types import (
+    BOOLEAN,
+    BYTEA,
+    DATE,
+    INT,
+    INTERVAL,
+    TEXT,
+    TIME,
+    TIMESTAMP,
+    Kind,
+    SqlType,
+)
 from matview.sql.coerce import TypedScalar, call, cast, is_string_literal, require, unify
 from matview.sql.errors import SqlTypeError, UnsupportedError
 from matview.sql.literals import literal
@@ -81,12 +92,17 @@ def binary(binder: ExprBinder, func: str, left: exp.Expr, right: exp.Expr,
 
 def _shift(func: str, values: list[TypedScalar], node: exp.Expr,
            mismatch: Callable[[SqlType, SqlType], str]) -> TypedScalar:
-    """A timestamp or date plus or minus an interval (``interval + timestamp`` too)."""
+    """A timestamp or date plus or minus an interval (``interval + timestamp`` too); a time
+    so shifted is the time of day of the shift of that time on 1970-01-01 (wrapping around
+    midnight; days and months change nothing), as in PostgreSQL."""
     if func == "add" and values[0].type.kind is Kind.INTERVAL:
         values.reverse()
     if is_string_literal(values[0]):
         values[0] = cast(values[0], TIMESTAMP, node)
-    return call(func, values, node, mismatch(values[0].type, values[1].type))
+    error = mismatch(values[0].type, values[1].type)
+    if values[0].type.kind is Kind.TIME:
+        return cast(call(func, [cast(values[0], TIMESTAMP), values[1]], node, error), TIME)
+    return call(func, values, node, error)
 
 
 def _date_arithmetic(func: str, values: list[TypedScalar], node: exp.Expr,
@@ -94,7 +110,8 @@ def _date_arithmetic(func: str, values: list[TypedScalar], node: exp.Expr,
     """PostgreSQL's operators on dates: ``date - date`` is the INT number of days
     between them (a string literal or NULL beside a date is a date there); ``date +
     int``, ``int + date`` and ``date - int`` are the DATE that many days later (or
-    earlier). Any other operand is an error."""
+    earlier); ``date ± time`` and ``time + date`` the TIMESTAMP at that time of the day.
+    Any other operand is an error."""
     error = mismatch(values[0].type, values[1].type)
     unknown = [is_string_literal(v) or v.type.kind is Kind.NULL for v in values]
     if func == "sub" and all(v.type.kind is Kind.DATE or u
@@ -103,6 +120,8 @@ def _date_arithmetic(func: str, values: list[TypedScalar], node: exp.Expr,
     if func == "add" and values[1].type.kind is Kind.DATE:
         values.reverse()
     moment, days = values
+    if moment.type.kind is Kind.DATE and days.type.kind is Kind.TIME:
+        return call(func, [cast(moment, TIMESTAMP), cast(days, INTERVAL)], node, error)
     if moment.type.kind is not Kind.DATE or days.type.kind not in (Kind.INT, Kind.NULL):
         raise SqlTypeError.at(error, node)
     return call(func, [moment, cast(days, INT)], node, error)
@@ -153,8 +172,12 @@ def bind_like(binder: ExprBinder, node: exp.Like | exp.ILike) -> TypedScalar:
 
 
 def bind_concat(binder: ExprBinder, node: exp.DPipe) -> TypedScalar:
-    args = [cast(binder.bind(x), TEXT) for x in (node.this, node.expression)]
-    return call("concat", args, node)
+    """``a || b``: of two BYTEA values (or one and a NULL or string literal) a BYTEA, else
+    the TEXT of the operands' texts."""
+    args = [binder.bind(x) for x in (node.this, node.expression)]
+    joined = BYTEA if any(a.type == BYTEA for a in args) and all(
+        a.type.kind in (Kind.BYTEA, Kind.NULL) or is_string_literal(a) for a in args) else TEXT
+    return call("concat", [cast(a, joined, node) for a in args], node)
 
 
 def bind_case(binder: ExprBinder, node: exp.Case) -> TypedScalar:

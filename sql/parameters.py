@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime
 import decimal
+import uuid
 from collections.abc import Sequence
 
 from matview.sql.errors import SqlError
@@ -25,19 +26,27 @@ def bind_parameters(tree: exp.Expr, params: Sequence[object]) -> exp.Expr:
 
 
 def _literal(value: object) -> exp.Expr:
-    """A parameter's value as a SQL literal (dates and timestamps as typed casts)."""
+    """A parameter's value as a SQL literal (dates, timestamps and UUIDs as typed casts,
+    bytes as a blob literal ``x'0a'``)."""
     if value is None:
         return exp.Null()
     if isinstance(value, bool):
         return exp.Boolean(this=value)
     if isinstance(value, (int, float, decimal.Decimal)):
         return exp.Literal.number(value)
-    if isinstance(value, datetime.datetime):
+    if isinstance(value, datetime.datetime):  # an aware one is an instant: TIMESTAMPTZ
         return exp.Cast(this=exp.Literal.string(value.isoformat(sep=" ")),
-                        to=exp.DataType.build("timestamp"))
+                        to=exp.DataType.build("timestamptz" if value.tzinfo else "timestamp"))
+    if isinstance(value, datetime.time):
+        return exp.Cast(this=exp.Literal.string(value.isoformat()),
+                        to=exp.DataType.build("time"))
     if isinstance(value, datetime.date):
         return exp.Cast(this=exp.Literal.string(value.isoformat()),
                         to=exp.DataType.build("date"))
     if isinstance(value, str):
         return exp.Literal.string(value)
+    if isinstance(value, uuid.UUID):
+        return exp.Cast(this=exp.Literal.string(str(value)), to=exp.DataType.build("uuid"))
+    if isinstance(value, bytes | bytearray | memoryview):
+        return exp.HexString(this=bytes(value).hex())
     raise SqlError(f"cannot use a parameter of type {type(value).__name__}")

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 import sqlglot
 from matview.sql import ddl, dml
 from matview.sql.allowlist import check_supported
+from matview.sql.alter import bind_alter, bind_comment
 from matview.sql.as_of import bind_time
 from matview.sql.catalog import Catalog
 from matview.sql.context import Context
@@ -101,12 +102,20 @@ def bind_statement(tree: exp.Expr, catalog: Catalog) -> Statement:
     check_supported(tree)
     ctx = Context(catalog)
     try:
-        with statement_clock():
+        with statement_clock(query=_reads_once(tree)):
             if isinstance(tree, Explain):
                 return _bind_explain(tree, ctx)
             return _bind(tree, ctx)
     except RecursionError:
         raise SqlError(TOO_DEEP) from None
+
+
+def _reads_once(tree: exp.Expr) -> bool:
+    """Whether ``tree`` is a query read once: SELECT (set operations, VALUES; AS OF a
+    time), or COPY or EXPLAIN of one."""
+    if isinstance(tree, Explain | exp.Copy | AsOf):
+        tree = tree.this.this if isinstance(tree.this, exp.Subquery) else tree.this
+    return isinstance(tree, exp.Query)
 
 
 def _bind_explain(tree: Explain, ctx: Context) -> ExplainStatement:
@@ -160,6 +169,10 @@ def _bind(tree: exp.Expr, ctx: Context) -> Statement:
         return ddl.bind_drop(tree)
     if isinstance(tree, exp.Show):
         return ddl.bind_show(tree)
+    if isinstance(tree, exp.Alter):
+        return bind_alter(tree, ctx)
+    if isinstance(tree, exp.Comment):
+        return bind_comment(tree)
     if isinstance(tree, Subscribe):
         if not isinstance(tree.this, exp.Table):
             raise UnsupportedError.at("SUBSCRIBE to a query is not supported yet: create a "

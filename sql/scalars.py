@@ -44,7 +44,7 @@ from matview.sql.coerce import TypedScalar, call, require, unify
 from matview.sql.context import Context
 from matview.sql.dialect_nodes import JsonbAggCall
 from matview.sql.errors import SqlError, SqlSyntaxError, UnknownObjectError, UnsupportedError
-from matview.sql.literals import interval, literal
+from matview.sql.literals import blob, interval, literal
 from matview.sql.operators import ARITHMETIC, COMPARISON, NEGATED, SYMBOLS
 from matview.sql.scope import Scope
 from matview.sql.statements import Query
@@ -101,7 +101,7 @@ class ExprBinder:
                 raise SqlError.at(self.srf_error, node)
             return self.table_calls.bind(found)
         if temporal.is_mz_now(node):
-            raise temporal.misuse(node)
+            return temporal.value(node)
         if type(node) in WINDOW_CALLS:
             raise SqlError.at(f"window function {WINDOW_CALLS[type(node)]} requires an OVER "
                               "clause", node)
@@ -145,6 +145,9 @@ class ExprBinder:
 
     def _interval(self, node: exp.Interval) -> TypedScalar:
         return interval(node)
+
+    def _blob(self, node: exp.HexString) -> TypedScalar:
+        return blob(node)
 
     def _comparison(self, node: exp.Binary) -> TypedScalar:
         if isinstance(node.expression, (exp.Any, exp.All)):
@@ -232,6 +235,7 @@ _HANDLERS: dict[type[exp.Expr], Callable[[ExprBinder, exp.Expr], TypedScalar]] =
     exp.Paren: ExprBinder._paren,
     exp.Neg: operators.bind_neg,
     exp.Interval: ExprBinder._interval,
+    exp.HexString: ExprBinder._blob,
     exp.Array: operators.bind_array,
     **dict.fromkeys(ARITHMETIC, operators.bind_arithmetic),
     **dict.fromkeys(COMPARISON, ExprBinder._comparison),

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from matview.ir.plans import compute
 from matview.ir.relation import Reduce, Relation
 from matview.ir.scalar import Call, Col, Lit, Scalar
-from matview.ir.types import BIGINT
+from matview.ir.types import BIGINT, Kind
 from matview.sql import table_functions, temporal
 from matview.sql.coerce import TypedScalar
 from matview.sql.context import Context
@@ -28,6 +28,7 @@ from matview.sql.names import output_name
 from matview.sql.order import limit_offset, order_by
 from matview.sql.scalars import SUBQUERIES, ExprBinder
 from matview.sql.scope import Scope
+from matview.sql.statement_time import one_shot
 from matview.sql.statements import Query
 from matview.sql.windows import SelectListWindows, calls_placed
 from sqlglot import exp
@@ -160,6 +161,8 @@ def _reject_subqueries(group: exp.Group | None, nodes: list[exp.Expr]) -> None:
 
 def _check_output_types(items: list[SelectItem], values: list[TypedScalar]) -> None:
     for item, value in zip(items, values, strict=True):
+        if value.type.kind is Kind.MZ_TIMESTAMP and one_shot():
+            continue  # mz_now(), the time a one-shot query reads at
         if not storable(value.type):
             raise SqlTypeError.at(
                 f'column "{item.name}" has type {value.type}, which a query cannot return: '

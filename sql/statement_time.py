@@ -34,23 +34,41 @@ NAMES = frozenset({"now", "transaction_timestamp", "statement_timestamp"})
 their own)."""
 
 
+_QUERY: ContextVar[bool] = ContextVar("a query read once", default=False)
+"""Whether the statement being bound is a query read once (SELECT, or COPY or EXPLAIN of
+one), not a view's query nor a write."""
+
+
 @contextmanager
-def _bound_at(now: datetime | None) -> Iterator[None]:
-    token = _NOW.set(now)
+def _bound_at(now: datetime | None, query: bool) -> Iterator[None]:
+    tokens = _NOW.set(now), _QUERY.set(query)
     try:
         yield
     finally:
-        _NOW.reset(token)
+        _NOW.reset(tokens[0])
+        _QUERY.reset(tokens[1])
 
 
-def statement_clock() -> AbstractContextManager[None]:
-    """Bind a statement: the functions above read the wall clock as it is now."""
-    return _bound_at(datetime.now(UTC).replace(tzinfo=None))
+def statement_clock(query: bool) -> AbstractContextManager[None]:
+    """Bind a statement (``query``: one that only reads, once): the functions above read
+    the wall clock as it is now."""
+    return _bound_at(datetime.now(UTC).replace(tzinfo=None), query)
 
 
 def timeless() -> AbstractContextManager[None]:
     """Bind a view's query, where the functions above are refused."""
-    return _bound_at(None)
+    return _bound_at(None, False)
+
+
+def one_shot() -> bool:
+    """Whether a query read once is being bound (not a view's query, nor a write): there
+    ``mz_now()`` is a value, the time the query reads at (``ir.mz_now``)."""
+    return _QUERY.get()
+
+
+def in_view() -> bool:
+    """Whether a view's query is being bound (not a statement of its own)."""
+    return _NOW.get() is None
 
 
 def bind_now(node: exp.Expr, name: str) -> TypedScalar:

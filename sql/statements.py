@@ -14,7 +14,8 @@ from matview.ir.relation import Field, Relation
 from matview.sql.catalog import ObjectKind, UniqueKey
 
 ShowWhat = Literal["tables", "views", "materialized views", "columns", "settings",
-                   "create table", "create view", "create materialized view", "indexes"]
+                   "create table", "create view", "create materialized view", "indexes",
+                   "comments"]
 
 
 @dataclass(frozen=True)
@@ -234,6 +235,67 @@ class DropSink:
     if_exists: bool
 
 
+@dataclass(frozen=True)
+class AlterTableAddColumn:
+    """``ALTER TABLE [IF EXISTS] name ADD [COLUMN] [IF NOT EXISTS] field [DEFAULT value]
+    [NOT NULL]`` (``default``: the value's SQL text)."""
+
+    name: str
+    if_exists: bool
+    field: Field
+    if_not_exists: bool
+    not_null: bool
+    default: str | None
+
+
+@dataclass(frozen=True)
+class AlterTableDropColumn:
+    """``ALTER TABLE [IF EXISTS] name DROP [COLUMN] [IF EXISTS] column [CASCADE]``."""
+
+    name: str
+    if_exists: bool
+    column: str
+    if_column_exists: bool
+    cascade: bool
+
+
+@dataclass(frozen=True)
+class AlterTableRenameColumn:
+    """``ALTER TABLE [IF EXISTS] name RENAME [COLUMN] column TO to``."""
+
+    name: str
+    if_exists: bool
+    column: str
+    to: str
+
+
+@dataclass(frozen=True)
+class AlterRename:
+    """``ALTER TABLE | VIEW | MATERIALIZED VIEW [IF EXISTS] name RENAME TO to``; ``kind``:
+    what the statement names (``ALTER TABLE`` renames a relation of any kind, as
+    PostgreSQL's does)."""
+
+    kind: ObjectKind
+    name: str
+    if_exists: bool
+    to: str
+
+
+@dataclass(frozen=True)
+class CommentOn:
+    """``COMMENT ON TABLE | VIEW | MATERIALIZED VIEW name | COLUMN name.column IS 'text' |
+    NULL`` (``text`` None: the comment removed)."""
+
+    kind: ObjectKind | Literal["column"]
+    name: str
+    column: str | None
+    text: str | None
+
+
+AlterStatement = (AlterTableAddColumn | AlterTableDropColumn | AlterTableRenameColumn
+                  | AlterRename)
+
+
 Statement = (CreateTable | Insert | Delete | Update | Query | CreateView | Drop | Show | Explain
              | CreateTableAs | CopyFrom | CopyTo | CreateSink | DropSink | CreateIndex
-             | DropIndex)
+             | DropIndex | AlterStatement | CommentOn)

@@ -23,7 +23,17 @@ from matview.ir.functions import REGISTRY as SCALAR_FUNCTIONS
 from matview.ir.scalar import Call, Col, Lit, Scalar
 from matview.ir.steps import FlatMap
 from matview.ir.table_functions import REGISTRY
-from matview.ir.types import INTEGER_KINDS, INTERVAL, JSONB, TEXT, TIMESTAMP, Kind, SqlType
+from matview.ir.types import (
+    INTEGER_KINDS,
+    INTERVAL,
+    JSONB,
+    TEXT,
+    TIMESTAMP,
+    TIMESTAMP_KINDS,
+    TIMESTAMPTZ,
+    Kind,
+    SqlType,
+)
 from matview.sql.calls import check_arity, check_call, function_name
 from matview.sql.coerce import TypedScalar, cast, is_string_literal
 from matview.sql.errors import SqlError, SqlTypeError, UnknownObjectError, UnsupportedError
@@ -139,13 +149,16 @@ def repeat_count(binder: ExprBinder, found: TableCall) -> Scalar:
 
 
 def _series_args(args: list[TypedScalar], found: TableCall) -> list[TypedScalar]:
-    """Timestamp bounds: string literals read as TIMESTAMP, the step a constant interval."""
+    """Timestamp bounds: string literals read as TIMESTAMP, both bounds TIMESTAMPTZ when one
+    is, the step a constant interval."""
     kinds = {a.type.kind for a in args[:2] if not is_string_literal(a)}
-    timestamps = bool(kinds & {Kind.TIMESTAMP, Kind.DATE}) or (
+    timestamps = bool(kinds & {Kind.DATE, *TIMESTAMP_KINDS}) or (
         len(args) == 3 and args[2].type.kind is Kind.INTERVAL)
     if not timestamps:
         return args
-    out = [cast(a, TIMESTAMP, found.args[i]) if is_string_literal(a) else a
+    zoned = Kind.TIMESTAMPTZ in kinds
+    out = [cast(a, TIMESTAMPTZ, found.args[i]) if zoned else
+           cast(a, TIMESTAMP, found.args[i]) if is_string_literal(a) else a
            for i, a in enumerate(args[:2])]
     if len(args) < 3:
         raise SqlTypeError.at("generate_series over timestamps needs an interval step",

@@ -4,8 +4,10 @@ conditions of WHERE (and of the ON of inner joins).
 Each such comparison is normalized to ``mz_now() OP e`` with OP one of eq, lt, le, gt, ge
 (``e <= mz_now()`` becomes ``mz_now() >= e``, ``mz_now() BETWEEN a AND b`` becomes
 ``mz_now() >= a`` and ``mz_now() <= b``), the form ``linear_logic.temporal_parts`` reads; ``e``
-is a TIMESTAMP, DATE or integer (milliseconds since the Unix epoch). Any other use of
-``mz_now()`` is an error saying why and what to write instead (``misuse``).
+is a TIMESTAMP, TIMESTAMPTZ, DATE or integer (milliseconds since the Unix epoch). Any other use of
+``mz_now()`` in a view is an error saying why and what to write instead (``misuse``). A
+one-shot statement (``statement_time.one_shot``) reads at one time, so there ``mz_now()``
+is a value like any other, anywhere (``value``), as in Materialize.
 """
 
 from __future__ import annotations
@@ -14,10 +16,11 @@ from typing import TYPE_CHECKING
 
 from matview.ir.linear_logic import MZ_NOW
 from matview.ir.scalar import Scalar
-from matview.ir.types import INTEGER_KINDS, MZ_TIMESTAMP, TIMESTAMP, Kind
+from matview.ir.types import INTEGER_KINDS, MZ_TIMESTAMP, TIMESTAMP, TIMESTAMP_KINDS, Kind
 from matview.sql.coerce import TypedScalar, call, cast, is_string_literal
 from matview.sql.errors import SqlError, SqlTypeError, UnsupportedError
 from matview.sql.operators import binary
+from matview.sql.statement_time import in_view, one_shot
 from matview.sql.walk import chain, outside_queries
 from sqlglot import exp
 
@@ -27,7 +30,7 @@ if TYPE_CHECKING:
 _COMPARISONS = {exp.EQ: "eq", exp.LT: "lt", exp.LTE: "le", exp.GT: "gt", exp.GTE: "ge"}
 _FLIPPED = {"eq": "eq", "lt": "gt", "le": "ge", "gt": "lt", "ge": "le"}
 _ALLOWED = "mz_now() can only be compared (=, <, <=, >, >=, BETWEEN) in AND-ed conditions of WHERE"
-_BOUND_KINDS = (Kind.TIMESTAMP, Kind.DATE, Kind.NULL) + INTEGER_KINDS
+_BOUND_KINDS = (Kind.DATE, Kind.NULL) + TIMESTAMP_KINDS + INTEGER_KINDS
 
 _CLAUSE_HINTS = {
     "the SELECT list": "not in the SELECT list — a row of a view cannot change with time by "
@@ -74,7 +77,7 @@ def mz_now_calls(node: exp.Expr) -> list[exp.Expr]:
 def conditions(binder: ExprBinder, node: exp.Expr, clause: str) -> list[Scalar]:
     """The predicates of the condition ``node`` of ``clause`` (WHERE, JOIN/ON): the condition
     itself when it has no ``mz_now()``, else each AND-ed conjunct, temporal ones normalized."""
-    if not mz_now_calls(node):
+    if not mz_now_calls(node) or one_shot():
         return [binder.predicate(node, clause).expr]
     out: list[Scalar] = []
     for conjunct in _conjuncts(node):
@@ -130,6 +133,19 @@ def _unparen(node: exp.Expr) -> exp.Expr:
 def _check_no_arguments(node: exp.Expr) -> None:
     if node.expressions:
         raise SqlTypeError.at("function mz_now() takes no arguments", node)
+
+
+def value(node: exp.Expr) -> TypedScalar:
+    """``mz_now()`` as a value: in a one-shot statement the time it reads at (Materialize's
+    peeks; substituted when that time is chosen, ``ir.mz_now``), in a view an error."""
+    _check_no_arguments(node)
+    if not (one_shot() or in_view()):
+        raise UnsupportedError.at(
+            "mz_now() cannot be used in INSERT, UPDATE or DELETE: they change the rows at the "
+            "current time; write a timestamp instead (now())", node)
+    if not one_shot():
+        raise misuse(node)
+    return TypedScalar(MZ_NOW, MZ_TIMESTAMP)
 
 
 def misuse(node: exp.Expr) -> SqlError:

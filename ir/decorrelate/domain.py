@@ -40,7 +40,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from datetime import date, datetime
+from datetime import UTC, date, datetime, time
 from decimal import Decimal
 
 from matview.ir.aggregate_call import Aggregate
@@ -65,12 +65,14 @@ from matview.ir.scalar import (
 from matview.ir.steps import Filter, Map, Project, Step
 from matview.ir.subquery import enter, map_step, outer_columns, rewrite_outer
 from matview.ir.types import BIGINT, INT, TEXT, Kind, SqlType
+from matview.ir.uuids import ZERO
 from matview.ir.window_call import WindowCall
 
 _ZEROS: dict[Kind, object] = {
     Kind.INT: 0, Kind.BIGINT: 0, Kind.DOUBLE: 0.0, Kind.NUMERIC: Decimal(0), Kind.TEXT: "",
     Kind.BOOLEAN: False, Kind.DATE: date(1970, 1, 1), Kind.TIMESTAMP: datetime(1970, 1, 1),
-    Kind.JSONB: "null",
+    Kind.TIMESTAMPTZ: datetime(1970, 1, 1, tzinfo=UTC), Kind.TIME: time(0),
+    Kind.JSONB: "null", Kind.UUID: ZERO, Kind.BYTEA: b"",
 }
 """A value of each type, standing for NULL in a NULL-safe key."""
 

@@ -35,6 +35,9 @@ class Relation:
     columns: list[tuple[str, str]]
     sql: str | None
     oid: int
+    comment: str | None = None
+    column_comments: tuple[str | None, ...] = ()
+    """Its columns' comments (``COMMENT ON``), None where a column has none."""
 
 
 def relations(connection: matview.Connection) -> list[Relation]:
@@ -42,7 +45,9 @@ def relations(connection: matview.Connection) -> list[Relation]:
     with connection._using(beside=True) as engine:
         items = [entry.item for entry in engine.catalog.entries.values()]
     return sorted((Relation(item.name, item.kind, [(f.name, str(f.type)) for f in item.fields],
-                            item.query_sql, oid_of(item.name)) for item in items),
+                            item.query_sql, oid_of(item.name), item.comment,
+                            tuple(map(dict(item.column_comments).get, range(len(item.fields)))))
+                   for item in items),
                   key=lambda r: r.name)
 
 

@@ -24,9 +24,6 @@ from matview.server.copy import Copy, parse_copy
 from matview.server.settings import OTHER_SETTINGS, REPORTED
 from matview.server.sqlstate import IN_FAILED_TRANSACTION, PgError, pg_error
 from matview.server.statements import (
-    Begin,
-    End,
-    Savepoint,
     Set,
     ShowSetting,
     SubscribeTo,
@@ -35,8 +32,9 @@ from matview.server.statements import (
     positional,
     special,
     subscribed,
-    words,
 )
+from matview.statement_text import words
+from matview.transaction_sql import Begin, End, Savepoint
 
 _CANONICAL = {name.lower(): name for name in (*REPORTED, *OTHER_SETTINGS)}
 _WRITES = ("INSERT", "DELETE", "UPDATE")

@@ -100,7 +100,7 @@ _LIST_VALUES = {
     "Schema": lambda r: SCHEMA, "Name": lambda r: r.name, "Type": lambda r: r.kind,
     "Owner": lambda r: OWNER, "Persistence": lambda r: "permanent",
     "Access method": lambda r: None, "Size": lambda r: "0 bytes",
-    "Description": lambda r: None,
+    "Description": lambda r: r.comment,
 }
 
 
@@ -148,8 +148,9 @@ def _attributes(sql: str, relations_: list[Relation]) -> Answer:
                                  ("attstattarget", None), ("col_description", None))
              if n in sql]
     rows = [] if target is None else [
-        (name, column_type(kind)[3], None, "f", None, "", "", *(v for _, v in extra))
-        for name, kind in target.columns]
+        (name, column_type(kind)[3], None, "f", None, "", "",
+         *(said if n == "col_description" else v for n, v in extra))
+        for (name, kind), said in zip(target.columns, target.column_comments)]
     return [(n, "text") for n in names + [n for n, _ in extra]], rows
 
 

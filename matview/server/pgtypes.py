@@ -8,7 +8,11 @@ import decimal
 import math
 import re
 import struct
+import uuid
 from dataclasses import dataclass
+
+from matview.ir import bytea
+from matview.ir.eval_error import EvalError
 
 TEXT_OID = 25
 UNKNOWN_OID = 705
@@ -34,8 +38,12 @@ TYPES = {
     "text": PgType("text", 25, -1, 1009),
     "date": PgType("date", 1082, 4, 1182),
     "timestamp": PgType("timestamp without time zone", 1114, 8, 1115),
+    "timestamptz": PgType("timestamp with time zone", 1184, 8, 1185),
+    "time": PgType("time without time zone", 1083, 8, 1183),
     "interval": PgType("interval", 1186, 16, 1187),
     "jsonb": PgType("jsonb", 3802, -1, 3807),
+    "uuid": PgType("uuid", 2950, 16, 2951),
+    "bytea": PgType("bytea", 17, -1, 1001),
     "mz_timestamp": PgType("numeric", 1700, -1, 1231),
     "null": PgType("text", 25, -1, 1009),
 }
@@ -122,10 +130,17 @@ def text_of(value: object) -> str:
         return float_text(value)
     if isinstance(value, decimal.Decimal):
         return format(value, "f")
-    if isinstance(value, datetime.datetime):
-        return value.isoformat(sep=" ")
+    if isinstance(value, datetime.datetime):  # a TIMESTAMPTZ's in UTC, the session zone
+        text = value.replace(tzinfo=None).isoformat(sep=" ")
+        text = text.rstrip("0") if value.microsecond else text
+        return text + ("+00" if value.tzinfo is not None else "")
     if isinstance(value, datetime.date):
         return value.isoformat()
+    if isinstance(value, datetime.time):
+        text = value.isoformat()
+        return text.rstrip("0") if value.microsecond else text
+    if isinstance(value, bytes):
+        return bytea.text_of(value)
     if isinstance(value, (list, tuple)):
         return "{" + ",".join(_array_element(v) for v in value) + "}"
     if isinstance(value, datetime.timedelta) or hasattr(value, "nanoseconds"):
@@ -162,10 +177,12 @@ _READERS = {
     "boolean": _boolean, "int": int, "bigint": int, "double": float,
     "numeric": decimal.Decimal, "date": datetime.date.fromisoformat,
     "timestamp": datetime.datetime.fromisoformat,
+    "timestamptz": lambda text: _instant(datetime.datetime.fromisoformat(text)),
+    "time": datetime.time.fromisoformat,
 }
 """Text readers by matview type name; any other type is kept as text."""
 _OID_NAMES = {16: "boolean", 21: "int", 23: "int", 20: "bigint", 700: "double", 701: "double",
-              1700: "numeric", 1082: "date", 1114: "timestamp", 1184: "timestamp"}
+              1700: "numeric", 1082: "date", 1114: "timestamp", 1184: "timestamptz", 1083: "time"}
 
 
 def from_text(text: str, type_name: str) -> object:
@@ -201,21 +218,35 @@ def _array_items(text: str) -> list[str | None]:
 
 def parameter(data: bytes | None, oid: int, binary: bool) -> object:
     """A Bind parameter's value: text format read by its declared type (unknown or text
-    types stay text), binary format for integers, floats, booleans, text, numeric, date
-    and timestamp (psycopg sends dates and times in binary)."""
+    types stay text, a bytea's is read as bytes), binary format for integers, floats,
+    booleans, text, numeric, date, timestamp, bytea and uuid (psycopg sends dates, times
+    and bytes in binary)."""
     if data is None:
         return None
+    if not binary and oid == 17:
+        try:
+            return bytea.parse(data.decode())
+        except EvalError as error:
+            raise InvalidText(str(error)) from None
     if not binary:
         return from_text(data.decode(), _OID_NAMES.get(oid, "text"))
     layouts = {21: "!h", 23: "!i", 20: "!q", 700: "!f", 701: "!d", 1082: "!i", 1114: "!q",
-               1184: "!q"}
+               1184: "!q", 1083: "!q"}
     if oid in layouts and struct.calcsize(layouts[oid]) == len(data):
         value = struct.unpack(layouts[oid], data)[0]
         if oid == 1082:
             return _EPOCH.date() + datetime.timedelta(days=value)
-        return _EPOCH + datetime.timedelta(microseconds=value) if oid in (1114, 1184) else value
+        if oid == 1184:
+            return _instant(_EPOCH + datetime.timedelta(microseconds=value))
+        if oid == 1083:  # microseconds since midnight
+            return (_EPOCH + datetime.timedelta(microseconds=value)).time()
+        return _EPOCH + datetime.timedelta(microseconds=value) if oid == 1114 else value
     if oid == 16 and len(data) == 1:
         return data != b"\0"
+    if oid == 17:
+        return data
+    if oid == 2950 and len(data) == 16:
+        return uuid.UUID(bytes=data)
     if oid == 1700 and len(data) >= 8:
         return _binary_numeric(data)
     if oid in (0, 25, 1043, UNKNOWN_OID):
@@ -227,6 +258,14 @@ def parameter(data: bytes | None, oid: int, binary: bool) -> object:
 _EPOCH = datetime.datetime(2000, 1, 1)
 """PostgreSQL's epoch of dates and times in binary format (a TIMESTAMP WITH TIME ZONE's
 is UTC: matview's timestamps are UTC)."""
+
+
+def _instant(moment: datetime.datetime) -> datetime.datetime:
+    """A TIMESTAMPTZ's value: ``moment`` in UTC (a naive one is read in UTC, the session
+    time zone)."""
+    if moment.tzinfo is None:
+        return moment.replace(tzinfo=datetime.UTC)
+    return moment.astimezone(datetime.UTC)
 
 
 def _binary_numeric(data: bytes) -> decimal.Decimal:

@@ -11,7 +11,8 @@ from matview.server import wire
 from matview.server.executor import Work
 from matview.server.pgtypes import TEXT_OID, InvalidText, parameter
 from matview.server.sqlstate import FEATURE_NOT_SUPPORTED, INVALID_TEXT, PROTOCOL_VIOLATION, PgError
-from matview.server.statements import parameter_count, split
+from matview.server.statements import parameter_count
+from matview.statement_text import split
 
 
 @dataclass

@@ -24,7 +24,7 @@ from matview.server.sqlstate import (
     PgError,
     pg_error,
 )
-from matview.server.statements import split
+from matview.statement_text import split
 
 log = logging.getLogger("matview.server")
 

@@ -8,54 +8,18 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from sqlglot.errors import TokenError
-from sqlglot.tokens import Token, TokenType
+from sqlglot.tokens import TokenType
 
 from matview.server.sqlstate import PgError
-from matview.sql.dialect import Matview
-
-
-@dataclass(frozen=True)
-class Piece:
-    """One statement of a query text: its text and the offset where it starts."""
-
-    text: str
-    offset: int
-
-
-def _tokens(sql: str) -> list[Token] | None:
-    """The tokens of ``sql`` by matview's own tokenizer (None when it cannot tokenize)."""
-    try:
-        return list(Matview().tokenize(sql))
-    except TokenError:
-        return None
-
-
-def split(sql: str) -> list[Piece]:
-    """The ``;``-separated statements of ``sql`` (semicolons in strings, quoted names and
-    comments do not separate); statements holding only blanks and comments are left out.
-    Text the tokenizer refuses is one statement, for the engine to report the error."""
-    tokens = _tokens(sql)
-    if tokens is None:
-        return [Piece(sql, 0)] if sql.strip() else []
-    pieces, start, seen = [], 0, False
-    for token in tokens:
-        if token.token_type == TokenType.SEMICOLON:
-            if seen:
-                pieces.append(Piece(sql[start:token.start], start))
-            start, seen = token.end + 1, False
-        else:
-            seen = True
-    if seen:
-        pieces.append(Piece(sql[start:], start))
-    return pieces
+from matview.statement_text import name_as_written, sql_tokens, statement_body, words
+from matview.transaction_sql import Begin, End, Savepoint, block_statement
 
 
 def positional(sql: str) -> tuple[str, list[int]]:
     """``sql`` with each ``$n`` outside strings and comments replaced by ``?`` padded to the
     same length (so error positions stay right), and the 1-based parameter number of each
     ``?`` in order (``$2 ... $1 ... $2`` gives ``[2, 1, 2]``)."""
-    tokens = _tokens(sql)
+    tokens = sql_tokens(sql)
     if tokens is None:
         return sql, []
     out, order, last = [], [], 0
@@ -75,18 +39,9 @@ def parameter_count(sql: str) -> int:
     return max(positional(sql)[1], default=0)
 
 
-_LEADING = re.compile(r"(\s+|--[^\n]*(\n|$)|/\*.*?\*/)*", re.S)
-
-
-def words(sql: str, n: int = 3) -> list[str]:
-    """The first ``n`` words of ``sql`` (after leading blanks and comments), upper case."""
-    body = sql[_LEADING.match(sql).end():]  # type: ignore[union-attr]
-    return [w.upper() for w in re.findall(r"[A-Za-z_]+", body[:200])][:n]
-
-
 def command_tag(sql: str, rowcount: int, returned_rows: bool) -> str:
     """The CommandComplete tag of statement ``sql``: ``SELECT n``, ``INSERT 0 n``, ``DELETE
-    n``, ``UPDATE n``, ``CREATE TABLE``, ``DROP MATERIALIZED VIEW`` ..."""
+    n``, ``UPDATE n``, ``CREATE TABLE``, ``DROP MATERIALIZED VIEW``, ``ALTER TABLE`` ..."""
     first = words(sql)
     head = first[0] if first else ""
     count = max(rowcount, 0)
@@ -98,7 +53,7 @@ def command_tag(sql: str, rowcount: int, returned_rows: bool) -> str:
         return "EXPLAIN"
     if returned_rows:
         return f"SELECT {count}"
-    if head in ("CREATE", "DROP"):
+    if head in ("CREATE", "DROP", "ALTER"):
         kind = first[1:3] if first[1:3] == ["MATERIALIZED", "VIEW"] else first[1:2]
         return " ".join([head, *kind])
     return head
@@ -106,8 +61,6 @@ def command_tag(sql: str, rowcount: int, returned_rows: bool) -> str:
 
 # --- statements the server answers itself -----------------------------------------------
 
-_BEGIN = re.compile(r"(BEGIN|START\s+TRANSACTION)\b[^;]*", re.I)
-_END = re.compile(r"(COMMIT|END|ROLLBACK|ABORT)(\s+(WORK|TRANSACTION))?", re.I)
 _SET = re.compile(r"SET\s+(?:SESSION\s+|LOCAL\s+)?(?!TRANSACTION\b|SESSION\b)"
                   r"([A-Za-z_][\w.]*)\s*(?:=|\bTO\b)\s*(.*?)", re.I | re.S)
 _SET_TIME_ZONE = re.compile(r"SET\s+(?:SESSION\s+|LOCAL\s+)?TIME\s+ZONE\s+(.*?)", re.I | re.S)
@@ -115,32 +68,8 @@ _SET_OTHER = re.compile(r"SET\s+(SESSION\s+CHARACTERISTICS|TRANSACTION)\b.*", re
 _RESET = re.compile(r"(RESET\s+([A-Za-z_][\w.]*|ALL)|DISCARD\s+ALL)", re.I)
 _SHOW = re.compile(r"SHOW\s+([A-Za-z_][\w.]*|TIME\s+ZONE|TRANSACTION\s+ISOLATION\s+LEVEL|ALL)",
                    re.I)
-_NAME = r"(\"(?:[^\"]|\"\")+\"|[A-Za-z_][\w$]*)"
-_SAVEPOINT = re.compile(r"(SAVEPOINT|RELEASE(?:\s+SAVEPOINT)?|ROLLBACK(?:\s+(?:WORK|TRANSACTION))?"
-                        r"\s+TO(?:\s+SAVEPOINT)?)\s+" + _NAME, re.I)
 _SUBSCRIBE = re.compile(r"SUBSCRIBE\s+(?:TO\s+)?(\"(?:[^\"]|\"\")+\"|[A-Za-z_][\w$]*)", re.I)
 _MATVIEW_SHOWS = {"TABLES", "VIEWS", "MATERIALIZED", "COLUMNS", "SETTINGS"}
-
-
-@dataclass(frozen=True)
-class Begin:
-    """BEGIN / START TRANSACTION."""
-
-
-@dataclass(frozen=True)
-class End:
-    """COMMIT / END (``commit``) or ROLLBACK / ABORT."""
-
-    commit: bool
-
-
-@dataclass(frozen=True)
-class Savepoint:
-    """SAVEPOINT ``name`` (``kind`` ``savepoint``), RELEASE [SAVEPOINT] it (``release``) or
-    ROLLBACK TO [SAVEPOINT] it (``rollback``)."""
-
-    kind: str
-    name: str
 
 
 @dataclass(frozen=True)
@@ -174,33 +103,18 @@ def _unquoted(value: str) -> str:
     return value
 
 
-def _body(sql: str) -> str:
-    """``sql`` without leading blanks and comments, trailing blanks and ``;``."""
-    return sql[_LEADING.match(sql).end():].rstrip().rstrip(";").rstrip()  # type: ignore[union-attr]
-
-
 def subscribed(sql: str) -> str | None:
     """The name ``SUBSCRIBE [TO] name`` follows (None: ``sql`` is no SUBSCRIBE)."""
-    found = _SUBSCRIBE.fullmatch(_body(sql))
-    return None if found is None else _name(found.group(1))
-
-
-def _name(written: str) -> str:
-    """An identifier as written: quoted as it is, else in lower case."""
-    return written[1:-1].replace('""', '"') if written.startswith('"') else written.lower()
+    found = _SUBSCRIBE.fullmatch(statement_body(sql))
+    return None if found is None else name_as_written(found.group(1))
 
 
 def special(sql: str) -> Begin | End | Savepoint | Set | ShowSetting | SubscribeTo | None:
     """The statement ``sql`` is when the server answers it itself, else None."""
-    body = _body(sql)
-    if _BEGIN.fullmatch(body):
-        return Begin()
-    found = _END.fullmatch(body)
-    if found:
-        return End(found.group(1).upper() in ("COMMIT", "END"))
-    found = _SAVEPOINT.fullmatch(body)
-    if found:
-        return Savepoint(found.group(1).split()[0].lower(), _name(found.group(2)))
+    found_block = block_statement(sql)
+    if found_block is not None:
+        return found_block
+    body = statement_body(sql)
     if _SET_OTHER.fullmatch(body):
         return Set(None, None)
     found = _SET_TIME_ZONE.fullmatch(body)

@@ -21,9 +21,10 @@ from rich.table import Table
 from rich.text import Text
 
 import matview
-from matview.server.statements import split, words
+from matview.server.statements import words
 from matview.shell.backend import Backend, Embedded, Outcome
 from matview.shell.completion import Catalog, SqlCompleter
+from matview.statement_text import split
 
 DEFAULT_HISTORY = "~/.matview_history"
 PROMPT, CONTINUATION = "matview=> ", "matview-> "

@@ -13,7 +13,7 @@ from matview.ir.types import SqlType
 from matview.runtime.arrangements.retractions import negative_row
 from matview.runtime.arrangements.trace import Trace
 from matview.runtime.arrangements.updates import DIFF, TIME, Leaf, materialize, stored
-from matview.runtime.lowering.types import column_names, update_schema
+from matview.runtime.lowering.types import arrow_values, column_names, update_schema
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -21,7 +21,7 @@ from pyspark.sql import functions as F
 def constant_updates(rows: Constant) -> pa.Table:
     """The rows of ``rows`` as Arrow update rows (data columns, then ``_diff``)."""
     schema = update_schema(rows.column_types)
-    arrays = [pa.array([values[i] for values, _ in rows.rows], schema.field(i).type)
+    arrays = [pa.array(arrow_values([values[i] for values, _ in rows.rows]), schema.field(i).type)
               for i in range(len(rows.column_types))]
     arrays.append(pa.array([m for _, m in rows.rows], pa.int64()))
     return pa.Table.from_arrays(arrays, names=column_names(len(rows.column_types)) + [DIFF])

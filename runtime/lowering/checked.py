@@ -21,11 +21,17 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.compute as pc
+from matview.ir import bytea
 from matview.ir.functions import MORE_THAN_ONE_ROW
 from matview.ir.scalar import Call, Case, Cast, Lit, Scalar, may_fail, type_of
 from matview.ir.types import INT_RANGE, INTEGER_KINDS, Kind, SqlType
 from matview.runtime.arrangements.updates import DIFF, TIME
-from matview.runtime.lowering.expressions import compile_call, compile_cast, compile_scalar
+from matview.runtime.lowering.expressions import (
+    compile_call,
+    compile_cast,
+    compile_scalar,
+    read_error,
+)
 from matview.runtime.lowering.types import col, spark_type
 from matview.runtime.spark.jvm_objects import made_once
 from matview.runtime.spark.jvm_plans import columns, select
@@ -38,7 +44,9 @@ ERR = "_err"
 
 _TYPE_NAMES = {Kind.INT: "integer", Kind.BIGINT: "bigint", Kind.DOUBLE: "double precision",
                Kind.NUMERIC: "numeric", Kind.BOOLEAN: "boolean", Kind.DATE: "date",
-               Kind.TIMESTAMP: "timestamp", Kind.JSONB: "json", Kind.TEXT: "text"}
+               Kind.TIMESTAMP: "timestamp", Kind.TIMESTAMPTZ: "timestamp with time zone",
+               Kind.TIME: "time without time zone",
+               Kind.JSONB: "json", Kind.TEXT: "text"}
 
 
 @dataclass(frozen=True)
@@ -60,10 +68,12 @@ def first_error(errors: Sequence[Column | None]) -> Column | None:
 
 def described(error: Column, row: Sequence[Column]) -> Column:
     """The message ``error`` followed by the row it was found on: ``msg (row: (1, NULL))``
-    (a row of no columns, as a constant query's, is not shown)."""
+    (a row of no columns, as a constant query's, is not shown; bytes of a bytea that are no
+    UTF-8 show as U+FFFD)."""
     if not row:
         return error
-    shown = F.concat_ws(", ", *[F.coalesce(c.cast("string"), F.lit("NULL")) for c in row])
+    shown = F.make_valid_utf8(F.concat_ws(", ", *[F.coalesce(c.cast("string"), F.lit("NULL"))
+                                                  for c in row]))
     return F.concat(error, F.lit(" (row: ("), shown, F.lit("))"))
 
 
@@ -187,6 +197,8 @@ def _out_of_range(result: SqlType) -> str:
 
 
 def _cast_message(value: Column, source: SqlType, to: SqlType) -> Column:
+    if source.kind is Kind.TEXT and to.kind in (Kind.UUID, Kind.BYTEA):
+        return read_error(value, to)
     if source.kind is Kind.TEXT:
         name = _TYPE_NAMES.get(to.kind, str(to))
         return F.concat(F.lit(f'invalid input syntax for type {name}: "'),
@@ -269,6 +281,17 @@ def _split_part(args: list[Column], arg_types: list[SqlType],
     return value, F.when(args[2] == 0, F.lit("field position must not be zero"))
 
 
+def _decoding(text_format: str) -> _Rule:
+    """``decode(text, format)`` fails where the text spells no bytes in the format."""
+    safe, message = bytea.DECODERS[text_format][1:]
+
+    def rule(args: list[Column], arg_types: list[SqlType],
+             result: SqlType) -> tuple[Column | None, Column | None]:
+        value = safe(F, args[0])
+        return value, F.when(args[0].isNotNull() & value.isNull(), message(F, args[0]))
+    return rule
+
+
 def _single_row(args: list[Column], arg_types: list[SqlType],
                 result: SqlType) -> tuple[Column | None, Column | None]:
     """A scalar subquery's value fails where the subquery has more than one row."""
@@ -278,6 +301,7 @@ def _single_row(args: list[Column], arg_types: list[SqlType],
 _RULES: dict[str, _Rule] = {
     "div": _division("try_divide"), "mod": _division("try_mod"), "abs": _absolute,
     "substr": _substring, "split_part": _split_part, "single_row": _single_row,
+    **{f"decode_{name}": _decoding(name) for name in bytea.DECODERS},
 }
 """The other functions whose failures are data (besides ``_EXACT`` arithmetic); a fallible
 function without a rule (``round``, ``like``) still raises from Spark when it fails."""

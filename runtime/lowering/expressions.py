@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import time
 from decimal import Decimal
 
+from matview.ir import bytea, times, uuids
 from matview.ir.functions import lookup
 from matview.ir.intervals import Interval
 from matview.ir.scalar import Call, Case, Cast, Col, Lit, Scalar, type_of
@@ -21,6 +23,8 @@ def compile_scalar(expr: Scalar, columns: Sequence[Column], types: Sequence[SqlT
     if isinstance(expr, Lit):
         if isinstance(expr.value, Interval):
             return interval_literal(expr.value)
+        if isinstance(expr.value, time):
+            return F.lit(times.micros(expr.value)).cast("bigint")
         return F.lit(expr.value).cast(spark_type(expr.type))
     if isinstance(expr, Cast):
         value = compile_scalar(expr.expr, columns, types)
@@ -68,8 +72,10 @@ def interval_literal(value: Interval) -> Column:
 
 def compile_cast(value: Column, source: SqlType, to: SqlType, safe: bool = False) -> Column:
     """PostgreSQL's cast: numbers round to the nearest integer (numeric half away from zero,
-    double half to even) instead of truncating as Spark does; text to JSONB parses and prints
-    the canonical form; arrays cast element by element. ``safe`` gives NULL instead of
+    double half to even) instead of truncating as Spark does; text to JSONB or UUID parses and
+    prints the canonical form, text to BYTEA reads PostgreSQL's input formats and BYTEA to
+    text prints the hex format; a TIMESTAMPTZ's text ends with the session zone's offset
+    (``+00``); arrays cast element by element. ``safe`` gives NULL instead of
     raising where the cast fails (Spark's ``try_cast``)."""
     if to.kind is Kind.ARRAY and source.kind is Kind.ARRAY:
         assert to.element is not None and source.element is not None
@@ -83,10 +89,56 @@ def compile_cast(value: Column, source: SqlType, to: SqlType, safe: bool = False
         return F.to_json(parse(value.cast("string")))
     if source.kind is Kind.JSONB and to.kind is Kind.TEXT:
         return value
+    if to.kind in (Kind.UUID, Kind.BYTEA) and source.kind is not to.kind:
+        return _read(value.cast("string"), to, safe)
+    if source.kind is Kind.UUID and to.kind is Kind.TEXT:
+        return value
+    if source.kind is Kind.BYTEA and to.kind is Kind.TEXT:
+        return bytea.spark_text(F, value)
+    if Kind.TIME in (source.kind, to.kind) and source.kind is not to.kind:
+        return _time_cast(value, source, to, safe)
     if to.kind in INTEGER_KINDS and source.kind is Kind.NUMERIC:
         value = F.round(value, 0)
     elif to.kind in INTEGER_KINDS and source.kind is Kind.DOUBLE:
         value = F.bround(value, 0)
     elif to.kind is Kind.TEXT and source.kind is Kind.BOOLEAN:
         return F.when(value, F.lit("true")).when(~value, F.lit("false"))
+    elif to.kind is Kind.TEXT and source.kind is Kind.TIMESTAMPTZ:
+        return F.concat(value.cast("string"), F.lit("+00"))  # the session zone is UTC
+    elif to.kind is Kind.TIMESTAMP and source.kind is Kind.TEXT:
+        # a TIMESTAMP's text is read ignoring a UTC offset (Spark's timestamp applies it)
+        value = value.try_cast("timestamp_ntz") if safe else value.cast("timestamp_ntz")
     return value.try_cast(spark_type(to)) if safe else value.cast(spark_type(to))
+
+
+def _time_cast(value: Column, source: SqlType, to: SqlType, safe: bool) -> Column:
+    """A cast to or from TIME, held as microseconds since midnight (``ir/times.py``)."""
+    if source.kind is Kind.TIME:
+        if to.kind is Kind.TEXT:
+            return times.spark_text(F, value)
+        if to.kind is Kind.INTERVAL:
+            seconds = (value.cast("decimal(20,0)") / 1_000_000).cast("decimal(18,6)")
+            return F.make_interval(*[F.lit(0)] * 6, seconds)
+        return F.timestamp_micros(value)  # a TIMESTAMP: the time on 1970-01-01
+    if source.kind is not Kind.TEXT:  # a timestamp's time of day
+        return F.pmod(F.unix_micros(value.cast("timestamp")), F.lit(times.MICROS_PER_DAY))
+    parsed = times.spark_parse(F, value)
+    if safe:
+        return parsed
+    return F.when(value.isNotNull() & parsed.isNull(), F.raise_error(F.concat(
+        F.lit('invalid input syntax for type time without time zone: "'), value, F.lit('"'))
+    )).otherwise(parsed)
+
+
+def _read(text: Column, to: SqlType, safe: bool) -> Column:
+    """``text`` read as a UUID or BYTEA: NULL where it spells none when ``safe``, else the
+    error ``read_error``."""
+    read = uuids.spark_canonical if to.kind is Kind.UUID else bytea.spark_parse
+    return read(F, text) if safe else bytea.strict(read, lambda F, t: read_error(t, to))(F, text)
+
+
+def read_error(text: Column, to: SqlType) -> Column:
+    """The message of the error of ``text`` read as a UUID or BYTEA (where it fails)."""
+    if to.kind is Kind.BYTEA:
+        return bytea.spark_parse_error(F, text)
+    return F.concat(F.lit('invalid input syntax for type uuid: "'), text, F.lit('"'))

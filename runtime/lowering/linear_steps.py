@@ -28,7 +28,7 @@ from matview.ir.linear_logic import is_temporal, temporal_parts
 from matview.ir.relation import Step, step_types
 from matview.ir.scalar import Call, Scalar, conjoin, type_of
 from matview.ir.steps import Filter, FlatMap, Map, Project, Repeat
-from matview.ir.types import INTEGER_KINDS, Kind, SqlType
+from matview.ir.types import INTEGER_KINDS, TIMESTAMP_KINDS, Kind, SqlType
 from matview.runtime.arrangements.updates import DIFF, TIME
 from matview.runtime.lowering.checked import ERR, compile_checked, described, first_error
 from matview.runtime.lowering.expressions import compile_scalar
@@ -187,7 +187,7 @@ def _bound(df: Batch, temporal: list[tuple[str, Scalar]], current: list[Column],
         kind = type_of(expr, types).kind
         value = compile_scalar(expr, current, types)
         checks.append(value.isNotNull())
-        if kind in (Kind.TIMESTAMP, Kind.DATE):
+        if kind in (Kind.DATE, *TIMESTAMP_KINDS):
             micros = F.unix_micros(value.cast("timestamp"))
             rest = F.pmod(micros, F.lit(1000))
             floor = F.call_function("div", micros - rest, F.lit(1000))

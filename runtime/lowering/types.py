@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
+from datetime import time
 
 import pyarrow as pa
+from matview.ir import times
 from matview.ir.types import Kind, SqlType
 from pyspark.sql import Column
 from pyspark.sql import functions as F
@@ -14,8 +16,10 @@ from pyspark.sql.utils import is_remote
 
 
 def spark_type(t: SqlType) -> T.DataType:
-    """The Spark type storing values of ``t``: JSONB as its canonical text, ARRAY as an
-    ArrayType, INTERVAL (in expressions only) as a calendar interval."""
+    """The Spark type storing values of ``t``: JSONB and UUID as their canonical text, ARRAY as an
+    ArrayType, INTERVAL (in expressions only) as a calendar interval, TIMESTAMP and
+    TIMESTAMPTZ alike as a TimestampType (the session's time zone is UTC, so a TIMESTAMP's
+    fields are those of its instant in UTC), TIME as microseconds since midnight."""
     if t.kind is Kind.NUMERIC:
         return T.DecimalType(t.precision or 38, t.scale or 0)
     if t.kind is Kind.ARRAY:
@@ -24,15 +28,19 @@ def spark_type(t: SqlType) -> T.DataType:
     return {
         Kind.BOOLEAN: T.BooleanType(), Kind.INT: T.IntegerType(), Kind.BIGINT: T.LongType(),
         Kind.DOUBLE: T.DoubleType(), Kind.TEXT: T.StringType(), Kind.DATE: T.DateType(),
-        Kind.TIMESTAMP: T.TimestampType(), Kind.NULL: T.StringType(),
+        Kind.TIMESTAMP: T.TimestampType(), Kind.TIMESTAMPTZ: T.TimestampType(),
+        Kind.TIME: T.LongType(),
+        Kind.NULL: T.StringType(),
         Kind.JSONB: T.StringType(), Kind.INTERVAL: T.CalendarIntervalType(),
+        Kind.UUID: T.StringType(), Kind.BYTEA: T.BinaryType(),
         Kind.MZ_TIMESTAMP: T.LongType(),
     }[t.kind]
 
 
 def arrow_type(t: SqlType) -> pa.DataType:
     """The Arrow type carrying values of ``t`` across the Python/JVM boundary (INTERVAL
-    values never cross it: they exist in expressions only)."""
+    values never cross it: they exist in expressions only); a TIMESTAMPTZ's is a TIMESTAMP's,
+    the instant's fields in UTC (an aware ``datetime`` converts to them)."""
     if t.kind is Kind.NUMERIC:
         return pa.decimal128(t.precision or 38, t.scale or 0)
     if t.kind is Kind.ARRAY:
@@ -41,9 +49,19 @@ def arrow_type(t: SqlType) -> pa.DataType:
     return {
         Kind.BOOLEAN: pa.bool_(), Kind.INT: pa.int32(), Kind.BIGINT: pa.int64(),
         Kind.DOUBLE: pa.float64(), Kind.TEXT: pa.string(), Kind.DATE: pa.date32(),
-        Kind.TIMESTAMP: pa.timestamp("us"), Kind.NULL: pa.string(), Kind.JSONB: pa.string(),
+        Kind.TIMESTAMP: pa.timestamp("us"), Kind.TIMESTAMPTZ: pa.timestamp("us"),
+        Kind.TIME: pa.int64(),
+        Kind.NULL: pa.string(), Kind.JSONB: pa.string(), Kind.UUID: pa.string(),
+        Kind.BYTEA: pa.binary(),
         Kind.MZ_TIMESTAMP: pa.int64(),
     }[t.kind]
+
+
+def arrow_values(values: Sequence[object]) -> list[object]:
+    """Python values (the reference interpreter's) as their column's Arrow type holds them:
+    a ``datetime.time`` (TIME) as its microseconds since midnight, also in an array."""
+    return [times.micros(v) if isinstance(v, time) else
+            arrow_values(v) if isinstance(v, tuple | list) else v for v in values]
 
 
 @functools.cache

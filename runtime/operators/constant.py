@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 import pyarrow as pa
-from matview.runtime.lowering.types import update_schema
+from matview.runtime.lowering.types import arrow_values, update_schema
 from matview.runtime.operators.base import Delta, Operator, StepContext
 from matview.runtime.spark.arrow_frames import arrow_frame
 from pyspark.sql import DataFrame
@@ -26,7 +26,7 @@ class ConstantOp(Operator):
             return None
         schema = update_schema(self.types)
         columns = list(zip(*[values + (time, diff) for values, diff in self.rows]))
-        table = pa.table([pa.array(list(c), type=f.type) for c, f in zip(columns, schema)],
+        table = pa.table([pa.array(arrow_values(c), type=f.type) for c, f in zip(columns, schema)],
                          schema=schema)
         return arrow_frame(ctx.spark, table)
 

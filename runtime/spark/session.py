@@ -176,3 +176,15 @@ def isolated(spark: SparkSession) -> SparkSession:
     for key in SESSION_CONFIG:
         own.conf.set(key, DEFAULT_CONFIG[key])
     return own
+
+
+def spark_lost(spark: SparkSession) -> bool:
+    """Whether ``spark`` is gone: a classic session whose context stopped or whose JVM does
+    not answer, a Spark Connect session that was stopped."""
+    try:
+        if type(spark).__module__.startswith("pyspark.sql.connect"):  # no context to ask
+            return bool(spark.is_stopped)  # type: ignore[attr-defined]
+        jsc = spark.sparkContext._jsc
+        return jsc is None or bool(jsc.sc().isStopped())
+    except Exception:  # no JVM (or server) to answer
+        return True

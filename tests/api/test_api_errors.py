@@ -212,11 +212,11 @@ def test_a_lost_spark_is_an_operational_error_that_closes_the_connection(
         raise Py4JNetworkError("Answer from Java side is empty")
 
     monkeypatch.setattr(engine, "execute", lost)
-    monkeypatch.setattr(connection_module, "_spark_lost", lambda spark: False)
+    monkeypatch.setattr(connection_module, "spark_lost", lambda spark: False)
     with pytest.raises(matview.OperationalError, match="JVM"):
         con.execute("SELECT * FROM u")
     assert not con.closed  # Spark still answers: the connection goes on
-    monkeypatch.setattr(connection_module, "_spark_lost", lambda spark: True)
+    monkeypatch.setattr(connection_module, "spark_lost", lambda spark: True)
     with pytest.raises(matview.OperationalError, match="reopened"):
         con.execute("SELECT * FROM u")
     assert con.closed
@@ -274,7 +274,7 @@ def test_java_errors_are_db_api_errors(spark: SparkSession, monkeypatch: pytest.
         raise _java_error(text)
 
     monkeypatch.setattr(engine, "execute", failing)
-    monkeypatch.setattr(connection_module, "_spark_lost", lambda spark: False)
+    monkeypatch.setattr(connection_module, "spark_lost", lambda spark: False)
     with pytest.raises(kind, match=fragment) as caught:
         con.execute("SELECT 1")
     assert type(caught.value) is kind
@@ -285,7 +285,7 @@ def test_an_internal_error_that_stopped_spark_closes_the_connection(
         spark: SparkSession, monkeypatch: pytest.MonkeyPatch) -> None:
     from matview import connection as connection_module
 
-    assert connection_module._spark_lost(spark) is False  # the real check, on a live session
+    assert connection_module.spark_lost(spark) is False  # the real check, on a live session
     con = matview.connect(clock=0, spark=spark)
     engine = con._engine_for_use()
 
@@ -294,7 +294,7 @@ def test_an_internal_error_that_stopped_spark_closes_the_connection(
                           "SparkContext.")
 
     monkeypatch.setattr(engine, "execute", stopped)
-    monkeypatch.setattr(connection_module, "_spark_lost", lambda spark: True)
+    monkeypatch.setattr(connection_module, "spark_lost", lambda spark: True)
     with pytest.raises(matview.OperationalError, match="reopened"):
         con.execute("SELECT 1")
     assert con.closed
@@ -317,9 +317,9 @@ class _Stopped:
 
 
 def test_a_session_whose_jvm_does_not_answer_is_lost() -> None:
-    from matview.connection import _spark_lost
+    from matview.runtime.spark.session import spark_lost
 
-    assert _spark_lost(_Stopped()) is True  # type: ignore[arg-type]
+    assert spark_lost(_Stopped()) is True  # type: ignore[arg-type]
 
 
 def test_internal_failures_are_internal_errors(spark: SparkSession,
@@ -446,7 +446,7 @@ def test_losing_spark_in_a_transaction_releases_the_waiting_threads(
         raise Py4JNetworkError("Answer from Java side is empty")
 
     monkeypatch.setattr(engine, "write", lost)
-    monkeypatch.setattr(connection_module, "_spark_lost", lambda spark: True)
+    monkeypatch.setattr(connection_module, "spark_lost", lambda spark: True)
     with pytest.raises(matview.OperationalError, match="reopened"):
         con.insert("t", [(1,)])
     outcome = _finishes(lambda: con.execute("SELECT 1"))

@@ -1,7 +1,8 @@
 """Transactions that read: a transaction's SELECTs, DELETEs, UPDATEs and INSERT ... SELECTs
 see its own writes (materialized views built on a table it wrote are read as their
 queries until it commits), and other threads read the last committed state beside it while
-their writes wait for it to end."""
+their writes wait for it to end. Transactions opened and ended by the API or by SQL
+(``BEGIN``, ``COMMIT``, ``ROLLBACK``, savepoints: ``matview.transaction_sql``)."""
 
 from __future__ import annotations
 
@@ -61,18 +62,20 @@ def test_reads_in_a_transaction_see_its_writes_as_duckdb_does(spark: SparkSessio
     for db in (con, oracle):
         db.execute("CREATE VIEW plain AS SELECT a + b AS c FROM t")
     for _ in range(3):
-        con.begin()
+        spelled = rng.random() < 0.5  # the block's control as SQL, else the API's calls
+        con.execute(rng.choice(["BEGIN", "START TRANSACTION"])) if spelled else con.begin()
         oracle.begin()
         for _ in range(3):
             statement, read = _statement(rng), rng.choice(READS)
             assert con.execute(statement).rowcount == oracle.execute(statement).fetchone()[0]
             assert _rows(con, read) == _rows(oracle, read), (statement, read)
         if rng.random() < 0.3:
-            con.rollback()
+            con.execute(rng.choice(["ROLLBACK", "ABORT"])) if spelled else con.rollback()
             oracle.rollback()
         else:
-            con.commit()
+            con.execute(rng.choice(["COMMIT", "END"])) if spelled else con.commit()
             oracle.commit()
+        assert not con.in_transaction
         for read in READS[:len(TABLES) + len(VIEWS)]:  # every table and view
             assert _rows(con, read) == _rows(oracle, read), read
 
@@ -131,3 +134,50 @@ def test_other_threads_read_beside_an_open_transaction_and_their_writes_wait(
     con.commit()
     thread.join(timeout=300)
     assert not thread.is_alive() and seen["after"] == [(111,)]
+
+
+def test_sql_blocks_follow_postgresqls_rules(spark: SparkSession) -> None:
+    """BEGIN, COMMIT, ROLLBACK and savepoints as SQL through ``execute`` and
+    ``executescript``: a second BEGIN and an end outside a block change nothing, ROLLBACK TO
+    discards the writes after its savepoint and keeps it, RELEASE forgets it, a savepoint
+    outside a block is refused; DDL runs in a block before its first write (which opens the
+    transaction), and is refused after it, the block staying open."""
+    con = matview.connect(clock=0, spark=spark)
+    con.execute("CREATE TABLE t (a INT)")
+    con.execute("CREATE MATERIALIZED VIEW n AS SELECT count(*) AS n, sum(a) AS s FROM t")
+    for end in ("COMMIT", "ROLLBACK"):
+        con.execute(end)  # PostgreSQL warns: no transaction in progress
+    with pytest.raises(matview.ProgrammingError, match="SAVEPOINT can only be used in "
+                       "transaction blocks"):
+        con.execute("SAVEPOINT s")
+    con.execute("BEGIN")
+    con.execute("BEGIN")  # PostgreSQL warns: already in progress
+    con.execute("SAVEPOINT s0")
+    con.execute("CREATE TABLE y (a INT)")
+    assert con.in_transaction and not con.writing
+    con.execute("INSERT INTO t VALUES (1)")
+    assert con.writing
+    con.execute("SAVEPOINT s")
+    con.execute("INSERT INTO t VALUES (10)")
+    con.execute("SAVEPOINT s2")
+    con.execute("INSERT INTO t VALUES (100)")
+    con.execute("ROLLBACK TO SAVEPOINT s")
+    assert con.execute("SELECT * FROM n").fetchall() == [(1, 1)]
+    with pytest.raises(matview.OperationalError, match='savepoint "s2" does not exist'):
+        con.execute("RELEASE SAVEPOINT s2")
+    con.execute("INSERT INTO t VALUES (1000)")
+    con.execute("ROLLBACK TO s")  # s is kept by the first ROLLBACK TO
+    con.execute("INSERT INTO t VALUES (2)")
+    con.execute("RELEASE s")
+    con.execute("INSERT INTO y VALUES (4)")
+    con.execute("ROLLBACK TO s0")  # before the first write: all of the block's writes
+    con.execute("INSERT INTO t VALUES (1), (2)")
+    with pytest.raises(matview.ProgrammingError, match="CREATE TABLE z cannot run inside"):
+        con.execute("CREATE TABLE z (a INT)")
+    assert con.in_transaction
+    con.execute("COMMIT")
+    assert not con.in_transaction and con.execute("SELECT * FROM n").fetchall() == [(2, 3)]
+    assert con.execute("SELECT count(*) FROM y").fetchall() == [(0,)]
+    con.executescript("BEGIN; INSERT INTO t VALUES (5); ROLLBACK; "
+                      "START TRANSACTION; INSERT INTO t VALUES (6); END;")
+    assert con.execute("SELECT * FROM n").fetchall() == [(3, 9)]

@@ -7,6 +7,7 @@ import datetime
 import decimal
 import os
 import random
+import re
 import shutil
 import signal
 import socket
@@ -27,7 +28,8 @@ import matview
 from matview.cli import main
 from matview.server import Server, serve
 from matview.server.pgtypes import float_text, parameter
-from matview.server.statements import positional, split
+from matview.server.statements import positional
+from matview.statement_text import split
 
 CONCURRENT_SECONDS = float(os.environ.get("MATVIEW_SOAK_SECONDS", 20))
 """How long the 20 concurrent clients write and read: ``MATVIEW_SOAK_SECONDS``, 20 s by default;
@@ -127,6 +129,28 @@ def test_psycopg_ddl_writes_reads_explain_show(server: Server) -> None:
         assert conn.execute("SELECT version()").fetchone()[0].startswith("PostgreSQL 15.0")
         assert conn.execute("SELECT current_database()").fetchone() == ("matview",)
         assert conn.info.parameter_status("integer_datetimes") == "on"
+
+
+def test_timestamptz_and_time_columns_in_postgresqls_text_form(server: Server) -> None:
+    """A TIMESTAMPTZ column is OID 1184, printed in UTC with its ``+00`` offset (psycopg
+    reads it back as an aware datetime; an aware parameter is that instant); a TIME column
+    is OID 1083."""
+    utc = datetime.UTC
+    with connect(server) as conn:
+        conn.execute("CREATE TABLE tz (id INT, ts TIMESTAMPTZ, t TIME)")
+        conn.execute("INSERT INTO tz VALUES (1, '2024-01-01 00:00:00+02', '07:08:09.5'), "
+                     "(2, %s, %s)", (datetime.datetime(2024, 5, 6, 7, 8, 9, 500000,
+                                                       datetime.timezone(-datetime.timedelta(
+                                                           hours=1))), datetime.time(23, 0)))
+        cur = conn.execute("SELECT id, ts, t FROM tz ORDER BY id")
+        assert cur.fetchall() == [
+            (1, datetime.datetime(2023, 12, 31, 22, tzinfo=utc), datetime.time(7, 8, 9, 500000)),
+            (2, datetime.datetime(2024, 5, 6, 8, 8, 9, 500000, utc), datetime.time(23))]
+        assert [d.type_code for d in cur.description] == [23, 1184, 1083]
+        result = conn.pgconn.exec_params(b"SELECT ts, t FROM tz ORDER BY ts", [])
+        assert result.status == psycopg.pq.ExecStatus.TUPLES_OK, result.error_message
+        assert [(result.get_value(i, 0), result.get_value(i, 1)) for i in range(2)] == [
+            (b"2023-12-31 22:00:00+00", b"07:08:09.5"), (b"2024-05-06 08:08:09.5+00", b"23:00:00")]
 
 
 def test_extended_protocol_prepared_and_positional(server: Server) -> None:
@@ -321,6 +345,11 @@ def test_psql_describes_and_copies(server: Server) -> None:
     assert [row[:2] for row in cells[1:]] == [["id", "integer"], ["name", "text"],
                                               ["total", "numeric(10,2)"]]
     assert 'Materialized view "public.pq_totals"' in psql(server, "-c", "\\d pq_totals").stdout
+    commented = psql(server, "-c", "COMMENT ON TABLE pq IS 'the orders'", "-c",
+                     "COMMENT ON COLUMN pq.name IS 'who'", "-c", "\\dt+ pq", "-c", "\\d+ pq")
+    assert commented.returncode == 0, commented.stderr
+    assert "| the orders" in commented.stdout  # psql's Description column
+    assert re.search(r"name\s+\|\s+text\s+\|.*\|\s+who\s*$", commented.stdout, re.M)
     shown = psql(server, "-A", "-t", "-c", "SELECT name, s FROM pq_totals ORDER BY name")
     assert shown.stdout.split() == ["ann|11.50", "bob|3.00", "cy|2.25"]
 

@@ -40,8 +40,10 @@ if TYPE_CHECKING:
     from matview.engine import Engine
     from matview.sql.catalog import CatalogItem
 
-_ARROW = {Kind.INT: pa.int32(), Kind.BIGINT: pa.int64(), Kind.TEXT: pa.string()}
-"""The Arrow type of an index key's values, by the key's kind."""
+_ARROW = {Kind.INT: pa.int32(), Kind.BIGINT: pa.int64(), Kind.TEXT: pa.string(),
+          Kind.UUID: pa.string()}
+"""The Arrow type of an index key's values, by the key's kind (a UUID is its canonical
+text)."""
 
 
 @dataclass(frozen=True)

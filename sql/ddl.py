@@ -186,10 +186,10 @@ def bind_create_index(node: exp.Create, ctx: Context) -> CreateIndex:
             raise SqlError.at("an index needs key columns: CREATE INDEX ON x (column, ...) "
                               "or CREATE DEFAULT INDEX ON x", node)
     first = fields[columns[0]]
-    if first.type.kind not in (Kind.INT, Kind.BIGINT, Kind.TEXT):
+    if first.type.kind not in (Kind.INT, Kind.BIGINT, Kind.TEXT, Kind.UUID):
         raise UnsupportedError.at(
             f'an index arranges its collection by its first key, and "{first.name}" is of '
-            f"type {first.type}: only integer and text keys are supported yet", keys[0])
+            f"type {first.type}: only integer, text and uuid keys are supported yet", keys[0])
     name = index.this.name if index.this is not None else None
     return CreateIndex(name and normalize(index.this), on, tuple(columns),
                        bool(node.args.get("exists")), bool(node.meta.get("default")))

@@ -1,6 +1,7 @@
 """``now()``, ``current_timestamp``, ``transaction_timestamp()``, ``statement_timestamp()``,
 ``localtimestamp`` and ``current_date``: the time the statement started, one constant for
-the whole statement (``TIMESTAMP`` in UTC, or its ``DATE``).
+the whole statement (a ``TIMESTAMPTZ``, as PostgreSQL's; ``localtimestamp`` the
+``TIMESTAMP`` in UTC, the session's zone; ``current_date`` its ``DATE``).
 
 PostgreSQL's ``now()`` is its transaction's start; matview binds each statement apart, so
 here it is the statement's (``statement_timestamp()``), the same within one statement. A
@@ -19,7 +20,7 @@ from contextvars import ContextVar
 from datetime import UTC, datetime
 
 from matview.ir.scalar import Lit
-from matview.ir.types import DATE, TIMESTAMP
+from matview.ir.types import DATE, TIMESTAMP, TIMESTAMPTZ
 from matview.sql.coerce import TypedScalar
 from matview.sql.errors import SqlError, UnsupportedError
 from sqlglot import exp
@@ -88,4 +89,6 @@ def bind_now(node: exp.Expr, name: str) -> TypedScalar:
         now = now.replace(microsecond=now.microsecond // step * step)
     if isinstance(node, exp.CurrentDate):
         return TypedScalar(Lit(now.date(), DATE), DATE)
-    return TypedScalar(Lit(now, TIMESTAMP), TIMESTAMP)
+    if isinstance(node, exp.Localtimestamp):
+        return TypedScalar(Lit(now, TIMESTAMP), TIMESTAMP)
+    return TypedScalar(Lit(now.replace(tzinfo=UTC), TIMESTAMPTZ), TIMESTAMPTZ)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
+from uuid import UUID
 
 import duckdb
 import pytest
@@ -37,7 +38,7 @@ def test_indexes_are_created_shown_and_dropped(spark: SparkSession) -> None:
     refusals = [
         ("CREATE INDEX tb ON t (a)", ProgrammingError, 'relation "tb" already exists'),
         ("CREATE INDEX m ON t (a)", ProgrammingError, 'relation "m" already exists'),
-        ("CREATE INDEX ON t (c)", NotSupportedError, 'only integer and text keys'),
+        ("CREATE INDEX ON t (c)", NotSupportedError, 'only integer, text and uuid keys'),
         ("CREATE INDEX ON t (a + 1)", NotSupportedError, "keys other than columns"),
         ("CREATE INDEX ON t (z)", ProgrammingError, 'column "z" does not exist'),
         ("CREATE INDEX i ON t", ProgrammingError, "an index needs key columns"),
@@ -112,12 +113,13 @@ def _trace(con: matview.Connection, name: str) -> Trace:
 def test_a_select_pinning_an_index_key_reads_only_those_keys(
         spark: SparkSession, settings: dict[str, int]) -> None:
     con = matview.connect(spark=spark, settings=settings)
-    con.execute("CREATE TABLE t (a BIGINT, b TEXT)")
-    con.insert("t", [(i, f"b{i % 7}") for i in range(200)] + [(None, "none")])
+    con.execute("CREATE TABLE t (a BIGINT, b TEXT, u UUID)")
+    con.insert("t", [(i, f"b{i % 7}", UUID(int=i)) for i in range(200)] + [(None, "none", None)])
     con.execute("CREATE MATERIALIZED VIEW m AS SELECT b, count(*) AS n, 100 / (min(a) + 1) AS q "
                 "FROM t GROUP BY b")
     queries = {"SELECT b FROM t WHERE a = 42": [("b0",)],
-               "SELECT * FROM t WHERE a IN (3, 4, 400)": [(3, "b3"), (4, "b4")],
+               "SELECT a, b FROM t WHERE a IN (3, 4, 400)": [(3, "b3"), (4, "b4")],
+               f"SELECT a FROM t WHERE u = '{str(UUID(int=5)).upper()}'": [(5,)],
                "SELECT a FROM t WHERE b = 'b2' AND a < 20": [(2,), (9,), (16,)],
                "SELECT n FROM m WHERE b = 'b1'": [(29,)],
                "SELECT b FROM t WHERE a = 42 OR a = 7 OR a = 99999999999": [("b0",), ("b0",)]}
@@ -131,12 +133,13 @@ def test_a_select_pinning_an_index_key_reads_only_those_keys(
     assert len(scans) == len(queries)
     con.execute("CREATE INDEX ON t (a)")
     con.execute("CREATE INDEX ON t (b)")
+    con.execute("CREATE INDEX ON t (u)")
     con.execute("CREATE INDEX ON m (b)")
     scans.clear()
     for sql, rows in queries.items():
         assert sorted(con.execute(sql).fetchall()) == rows
     assert scans == []
-    con.execute("INSERT INTO t VALUES (-1, 'b0')")  # m's min(a) + 1 is 0 for b0: 100 / 0
+    con.execute("INSERT INTO t VALUES (-1, 'b0', NULL)")  # m's min(a) + 1 is 0 for b0: 100 / 0
     with pytest.raises(DataError, match="division by zero"):
         con.execute("SELECT count(*) FROM m")  # a scan, after m steps
     scans.clear()

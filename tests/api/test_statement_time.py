@@ -25,12 +25,16 @@ def con(spark: SparkSession) -> matview.Connection:
 
 
 def test_every_spelling_is_the_statements_start(con: matview.Connection) -> None:
-    before = _utc()
-    [row] = con.execute(
+    before = datetime.now(UTC)
+    cursor = con.execute(
         "SELECT now(), current_timestamp, statement_timestamp(), transaction_timestamp(), "
-        "localtimestamp, current_date, now() - INTERVAL '1 day' < now()").fetchall()
-    after = _utc()
-    assert before <= row[0] <= after and len(set(row[:5])) == 1
+        "localtimestamp, current_date, now() - INTERVAL '1 day' < now()")
+    [row] = cursor.fetchall()
+    after = datetime.now(UTC)
+    assert [d[1] for d in cursor.description] == ["timestamptz"] * 4 + [
+        "timestamp", "date", "boolean"]
+    assert before <= row[0] <= after and len(set(row[:4])) == 1  # TIMESTAMPTZ: aware, UTC
+    assert row[4] == row[0].replace(tzinfo=None)  # localtimestamp: the same, in the zone (UTC)
     assert row[5] == row[0].date() and row[6] is True
 
 

@@ -6,8 +6,9 @@ CSV follows PostgreSQL's COPY: an unquoted empty field (or the ``NULL`` text) is
 quoted empty field an empty string; values are converted to the table's column types as
 they are read, and one that does not convert fails the statement, which then inserts
 nothing. A CSV written by ``COPY TO`` reads back as the same rows; booleans are written
-``true``/``false``, timestamps ``YYYY-MM-DD HH:MM:SS.ffffff`` and bytea values in the hex
-format (``\\xdeadbeef``), as PostgreSQL writes them. Parquet files hold the
+``true``/``false``, timestamps ``YYYY-MM-DD HH:MM:SS.ffffff`` (a TIMESTAMPTZ's with ``+00``,
+and offsets read), times of day ``HH:MM:SS.ffffff`` and bytea values in the hex format
+(``\\xdeadbeef``), as PostgreSQL writes them. Parquet files hold the
 columns by name and type (``COPY FROM`` reads the named columns, converted).
 """
 
@@ -17,12 +18,13 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from matview.errors import DataError, ProgrammingError
 from matview.ir import bytea
-from matview.ir.types import SqlType
+from matview.ir.types import Kind, SqlType
 from matview.runtime.lowering.types import update_schema
 from matview.sql.catalog import CatalogItem
 from matview.sql.statements import FileFormat
@@ -52,10 +54,18 @@ def _arrow_type(t: SqlType) -> pa.DataType:
     return update_schema([t]).field(0).type
 
 
-def _text_type(t: pa.DataType) -> pa.DataType:
-    """The Arrow type a CSV field of a column of type ``t`` is read as: a BYTEA's as its
-    text (``\\xdeadbeef``), which ``rows`` reads, others as ``t``."""
-    return pa.string() if pa.types.is_binary(t) else t
+_FILE_TYPES = {Kind.TIME: pa.time64("us"), Kind.TIMESTAMPTZ: pa.timestamp("us", tz="UTC")}
+"""The Arrow types a file holds values of these kinds as (stored otherwise: a TIME as its
+microseconds, a TIMESTAMPTZ as a UTC timestamp with no zone), which read back as them."""
+
+
+def _file_type(t: SqlType, kind: str) -> pa.DataType:
+    """The Arrow type a field of a column of type ``t`` in a file of ``kind`` is read as: a
+    BYTEA's CSV text (``\\xdeadbeef``) as text, which ``rows`` reads; a time of day as one,
+    a TIMESTAMPTZ with its zone (an offset in CSV text is read); others as stored."""
+    if t.kind is Kind.BYTEA and kind == "csv":
+        return pa.string()
+    return _FILE_TYPES.get(t.kind) or _arrow_type(t)
 
 
 def read_rows(path: Path, fmt: FileFormat, item: CatalogItem,
@@ -64,6 +74,8 @@ def read_rows(path: Path, fmt: FileFormat, item: CatalogItem,
     (NULL in those the file does not hold: the file holds ``columns``, or all)."""
     named = list(columns) if columns is not None else [f.name for f in item.fields]
     types = {f.name: _arrow_type(f.type) for f in item.fields}
+    read = {f.name: _file_type(f.type, fmt.kind) for f in item.fields}
+    converted = {f.name for f in item.fields if f.type.kind in _FILE_TYPES}
     try:
         if fmt.kind == "csv":
             table = pacsv.read_csv(
@@ -72,13 +84,15 @@ def read_rows(path: Path, fmt: FileFormat, item: CatalogItem,
                                                skip_rows=1 if fmt.header else 0),
                 parse_options=pacsv.ParseOptions(delimiter=fmt.delimiter),
                 convert_options=pacsv.ConvertOptions(
-                    column_types={n: _text_type(types[n]) for n in named},
+                    column_types={n: read[n] for n in named},
                     null_values=[fmt.null],
                     strings_can_be_null=True, quoted_strings_can_be_null=False,
                     true_values=TRUE_TEXTS, false_values=FALSE_TEXTS))
         else:
             table = pq.read_table(path, columns=named)
-            table = pa.table([table.column(n).cast(types[n]) for n in named], names=named)
+            table = pa.table([table.column(n).cast(read[n]) for n in named], names=named)
+        table = pa.table([table.column(n).cast(types[n]) if n in converted else
+                          table.column(n) for n in named], names=named)
     except FileNotFoundError:
         raise DataError(f'could not open file "{path}" for reading: No such file or '
                         "directory") from None
@@ -90,12 +104,19 @@ def read_rows(path: Path, fmt: FileFormat, item: CatalogItem,
                     names=[f.name for f in item.fields])
 
 
-def write_rows(table: pa.Table, names: Sequence[str], path: Path, fmt: FileFormat) -> None:
-    """Write a result's rows (``table``, its columns named ``names``) to ``path``."""
+def write_rows(table: pa.Table, names: Sequence[str], types: Sequence[SqlType], path: Path,
+               fmt: FileFormat) -> None:
+    """Write a result's rows (``table``, its columns named ``names``, of ``types``) to
+    ``path``."""
     columns = []
-    for column in table.columns:
-        if pa.types.is_timestamp(column.type) and column.type.tz is not None:
-            column = column.cast(pa.timestamp(column.type.unit))  # SQL TIMESTAMP: no zone
+    for column, sql_type in zip(table.columns, types, strict=True):
+        if sql_type.kind in _FILE_TYPES:
+            column = column.cast(_FILE_TYPES[sql_type.kind])
+        if sql_type.kind is Kind.TIMESTAMPTZ and fmt.kind == "csv":  # PostgreSQL's text
+            column = pc.binary_join_element_wise(
+                pc.strftime(column, format="%Y-%m-%d %H:%M:%S"), "+00", "")
+        elif pa.types.is_timestamp(column.type) and sql_type.kind is Kind.TIMESTAMP:
+            column = column.cast(pa.timestamp("us"))  # SQL TIMESTAMP: no zone
         if pa.types.is_binary(column.type) and fmt.kind == "csv":
             column = pa.array([None if v is None else bytea.text_of(v)
                                for v in column.to_pylist()], pa.string())

@@ -54,7 +54,7 @@ def copy_to(engine: Engine, stmt: CopyTo) -> Result:
     path = files.confined(stmt.path, engine.files)
     result = query(engine, stmt.query)
     assert result.table is not None
-    files.write_rows(result.table, result.columns, path, stmt.format)
+    files.write_rows(result.table, result.columns, result.types, path, stmt.format)
     return Result(rowcount=result.table.num_rows)
 
 

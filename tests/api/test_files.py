@@ -9,6 +9,7 @@ import datetime as dt
 import random
 from decimal import Decimal
 from pathlib import Path
+from uuid import UUID
 
 import psycopg
 import pyarrow as pa
@@ -20,15 +21,20 @@ from pyspark.sql import SparkSession
 import matview
 from matview.server import serve
 
-KINDS = "(i INT, b BIGINT, n NUMERIC(10,2), f DOUBLE, s TEXT, ok BOOLEAN, d DATE, ts TIMESTAMP)"
+KINDS = ("(i INT, b BIGINT, n NUMERIC(10,2), f DOUBLE, s TEXT, ok BOOLEAN, d DATE, ts TIMESTAMP, "
+         "tz TIMESTAMPTZ, tm TIME, by BYTEA, u UUID)")
+_LATER = (dt.datetime(2024, 1, 2, 1, 4, 5, 600000, tzinfo=dt.UTC), dt.time(7, 8, 9, 500000),
+          b"\x00\xff,\n", UUID(int=7))
 ROWS = [
     (1, 10**12, Decimal("1.50"), 0.25, "", True, dt.date(2024, 1, 2),
-     dt.datetime(2024, 1, 2, 3, 4, 5, 600000)),
-    (None, None, None, None, None, None, None, None),
+     dt.datetime(2024, 1, 2, 3, 4, 5, 600000), *_LATER),
+    (None, None, None, None, None, None, None, None, None, None, None, None),
     (3, -7, Decimal("-2.25"), -1e300, 'comma, "quote"\nnewline', False, dt.date(1999, 12, 31),
-     dt.datetime(1999, 12, 31, 23, 59, 59)),
+     dt.datetime(1999, 12, 31, 23, 59, 59), dt.datetime(1999, 12, 31, 23, 59, 59, tzinfo=dt.UTC),
+     dt.time(0, 0), b"", UUID(int=0)),
     (3, -7, Decimal("-2.25"), -1e300, 'comma, "quote"\nnewline', False, dt.date(1999, 12, 31),
-     dt.datetime(1999, 12, 31, 23, 59, 59)),  # a duplicate row stays two rows
+     dt.datetime(1999, 12, 31, 23, 59, 59), dt.datetime(1999, 12, 31, 23, 59, 59, tzinfo=dt.UTC),
+     dt.time(0, 0), b"", UUID(int=0)),  # a duplicate row stays two rows
 ]
 
 
@@ -74,6 +80,14 @@ def test_csv_as_postgresql_writes_it(con: matview.Connection, folder: Path) -> N
     con.execute(f"COPY (SELECT i, s FROM t WHERE i = 1 OR i IS NULL) TO '{folder}/q.csv' "
                 "(FORMAT csv, HEADER)")
     assert sorted((folder / "q.csv").read_text().splitlines()) == ['"i","s"', ",", '1,""']
+    con.execute(f"COPY (SELECT tz, tm, by FROM t WHERE i = 1) TO '{folder}/z.csv' (FORMAT csv)")
+    assert (folder / "z.csv").read_text() == \
+        '"2024-01-02 01:04:05.600000+00",07:08:09.500000,"\\x00ff2c0a"\n'
+    (folder / "z.csv").write_text("2024-06-01 12:00:00-05,23:59:59,\\x00ff\n")
+    con.execute("CREATE TABLE zoned (tz TIMESTAMPTZ, tm TIME, by BYTEA)")
+    con.execute(f"COPY zoned FROM '{folder}/z.csv' (FORMAT csv)")  # an offset, PostgreSQL's
+    assert rows(con, "SELECT * FROM zoned") == [
+        (dt.datetime(2024, 6, 1, 17, tzinfo=dt.UTC), dt.time(23, 59, 59), b"\x00\xff")]
     (folder / "in.csv").write_text("5|-\n6|x\n")
     con.execute("CREATE TABLE two (s TEXT, i INT, other DATE)")
     con.execute(f"COPY two (i, s) FROM '{folder}/in.csv' (FORMAT csv, DELIMITER '|', NULL '-')")

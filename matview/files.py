@@ -21,7 +21,7 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from matview.errors import DataError, ProgrammingError
-from matview.ir import bytea
+from matview.ir import bytea, interval_values, intervals
 from matview.ir.types import SqlType
 from matview.runtime.lowering.types import update_schema
 from matview.sql.catalog import CatalogItem
@@ -53,9 +53,10 @@ def _arrow_type(t: SqlType) -> pa.DataType:
 
 
 def _text_type(t: pa.DataType) -> pa.DataType:
-    """The Arrow type a CSV field of a column of type ``t`` is read as: a BYTEA's as its
-    text (``\\xdeadbeef``), which ``rows`` reads, others as ``t``."""
-    return pa.string() if pa.types.is_binary(t) else t
+    """The Arrow type a CSV field of a column of type ``t`` is read as: a BYTEA's and an
+    INTERVAL's as their text (``\\xdeadbeef``, ``1 day 02:00:00``), which ``rows`` reads,
+    others as ``t``."""
+    return pa.string() if pa.types.is_binary(t) or pa.types.is_struct(t) else t
 
 
 def read_rows(path: Path, fmt: FileFormat, item: CatalogItem,
@@ -99,6 +100,9 @@ def write_rows(table: pa.Table, names: Sequence[str], path: Path, fmt: FileForma
         if pa.types.is_binary(column.type) and fmt.kind == "csv":
             column = pa.array([None if v is None else bytea.text_of(v)
                                for v in column.to_pylist()], pa.string())
+        if pa.types.is_struct(column.type) and fmt.kind == "csv":  # an INTERVAL, as text
+            column = pa.array([None if v is None else intervals.render(
+                interval_values.of_arrow(v)) for v in column.to_pylist()], pa.string())
         columns.append(column)
     out = pa.table(columns, names=list(names))
     try:

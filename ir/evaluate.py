@@ -220,12 +220,14 @@ def cast_value(value: object, to: SqlType) -> object:
         if isinstance(value, str):
             return _conform(timestamps.parse(value, to), to)
     if kind is Kind.TIME:
+        if isinstance(value, intervals.Interval):  # its time field's time of day
+            return times.of_micros(value.micros % times.MICROS_PER_DAY)
         if isinstance(value, time | str):
             return times.parse(value) if isinstance(value, str) else value
         if isinstance(value, datetime):
             return _conform(value, TIMESTAMP).time()
-    if kind is Kind.INTERVAL and isinstance(value, time):
-        return intervals.Interval(0, 0, times.micros(value))
+    if kind is Kind.INTERVAL and isinstance(value, time | intervals.Interval):
+        return intervals.Interval(0, 0, times.micros(value)) if isinstance(value, time) else value
     if kind is Kind.JSONB and isinstance(value, str):
         try:
             return jsonb.canonical(value)
@@ -352,6 +354,8 @@ def _to_text(value: object, to: SqlType) -> str:
         return str(value)
     if isinstance(value, bytes):
         return bytea.text_of(value)
+    if isinstance(value, intervals.Interval):
+        return intervals.render(value)
     raise _cannot_cast(value, to)
 
 

@@ -47,6 +47,7 @@ from matview.ir.function_types import (
     to_jsonb_type,
     two_dates,
 )
+from matview.ir.interval_values import FUNCTIONS as INTERVAL_FUNCTIONS
 from matview.ir.intervals import Interval, shift
 from matview.ir.text_functions import (
     concat_ws,
@@ -230,6 +231,11 @@ register(Function("add", additive, _add, lambda F, a, b: a + b, (2, 2), "+",
 register(Function("sub", additive, _sub, lambda F, a, b: a - b, (2, 2), "-",
                   typed_spark=_spark_additive(lambda a, b: a - b, "date_sub"), may_fail=True))
 
+
+for _name, _returns, _python, _spark, _arity in INTERVAL_FUNCTIONS:
+    register(Function(_name, _returns, _python, _spark, _arity,
+                      may_fail=_name in ("interval_add", "interval_sub", "interval_neg",
+                                         "interval_mul", "interval_of")))
 
 register(Function("days_between", two_dates, lambda a, b: (a - b).days,
                   lambda F, a, b: F.datediff(a, b), (2, 2)))

@@ -21,6 +21,7 @@ from typing import Any
 from matview.ir import aggregates, windows
 from matview.ir.aggregate_call import Aggregate
 from matview.ir.evaluate import DECIMAL_CONTEXT, cast_value, evaluate, promote, subquery_runner
+from matview.ir.intervals import Interval
 from matview.ir.linear_logic import BOTTOM, join_function, steps_logic
 from matview.ir.recursion import RecursionLimit, recursion_limit_message
 from matview.ir.relation import (
@@ -227,8 +228,11 @@ def compare_rows(a: Row, b: Row, order: Sequence[SortKey]) -> int:
 
 
 def _compare_values(x: object, y: object) -> int:
-    """-1, 0 or 1 as non-NULL ``x`` is below, equal to or above ``y`` (NaN the largest)."""
+    """-1, 0 or 1 as non-NULL ``x`` is below, equal to or above ``y`` (NaN the largest,
+    intervals by their length)."""
     x_nan, y_nan = (isinstance(v, float) and math.isnan(v) for v in (x, y))
     if x_nan or y_nan:
         return int(x_nan) - int(y_nan)
+    if isinstance(x, Interval) and isinstance(y, Interval):  # by length, as PostgreSQL
+        x, y = x.length, y.length
     return int(x > y) - int(x < y)  # type: ignore[operator]

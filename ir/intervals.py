@@ -47,7 +47,9 @@ class IntervalError(ValueError):
 
 @dataclass(frozen=True, order=False)
 class Interval:
-    """``months`` months plus ``days`` days plus ``micros`` microseconds."""
+    """``months`` months plus ``days`` days plus ``micros`` microseconds. Intervals are
+    ordered by ``length`` (PostgreSQL's order), then by their fields; equal when their
+    fields are."""
 
     months: int = 0
     days: int = 0
@@ -58,6 +60,27 @@ class Interval:
 
     def scaled(self, factor: int) -> Interval:
         return Interval(self.months * factor, self.days * factor, self.micros * factor)
+
+    @property
+    def length(self) -> int:
+        """Microseconds with 30-day months and 24-hour days, by which PostgreSQL compares
+        intervals: ``'1 month'`` is as long as ``'30 days'``."""
+        return (self.months * 30 + self.days) * 86_400_000_000 + self.micros
+
+    def _order(self) -> tuple[int, int, int, int]:
+        return (self.length, self.months, self.days, self.micros)
+
+    def __lt__(self, other: Interval) -> bool:
+        return self._order() < other._order()
+
+    def __le__(self, other: Interval) -> bool:
+        return self._order() <= other._order()
+
+    def __gt__(self, other: Interval) -> bool:
+        return self._order() > other._order()
+
+    def __ge__(self, other: Interval) -> bool:
+        return self._order() >= other._order()
 
     @property
     def is_zero(self) -> bool:
@@ -112,16 +135,16 @@ def _clock(text: str) -> int:
 
 
 def render(value: Interval) -> str:
-    """PostgreSQL's output form of ``value``: ``1 year 2 mons 3 days 04:05:06.5``."""
-    parts = []
-    years, months = divmod(abs(value.months), 12)
-    sign = "-" if value.months < 0 else ""
-    if years:
-        parts.append(f"{sign}{years} year{'s' if years != 1 else ''}")
-    if months:
-        parts.append(f"{sign}{months} mon{'s' if months != 1 else ''}")
-    if value.days:
-        parts.append(f"{value.days} day{'s' if abs(value.days) != 1 else ''}")
+    """PostgreSQL's output form of ``value``: ``1 year 2 mons 3 days 04:05:06.5``; a part
+    after a negative one has its sign, ``-1 days +02:00:00``."""
+    parts, before = [], False
+    years = abs(value.months) // 12 * (1 if value.months >= 0 else -1)
+    for count, unit in ((years, "year"), (value.months - 12 * years, "mon"),
+                        (value.days, "day")):
+        if count:
+            parts.append(f"{'+' if before and count > 0 else ''}{count} {unit}"
+                         f"{'s' if count != 1 else ''}")
+            before = count < 0
     if value.micros or not parts:
         total = abs(value.micros)
         hours, rest = divmod(total, MICROS["hour"])
@@ -130,7 +153,7 @@ def render(value: Interval) -> str:
         clock = f"{hours:02d}:{minutes:02d}:{seconds:02d}"
         if fraction:
             clock += f".{fraction:06d}".rstrip("0")
-        parts.append(("-" if value.micros < 0 else "") + clock)
+        parts.append(("-" if value.micros < 0 else "+" if before else "") + clock)
     return " ".join(parts)
 
 

@@ -45,10 +45,10 @@ class SqlType:
     """A column type: a kind, with precision and scale for NUMERIC and the element type for
     ARRAY (one-dimensional arrays, ``int[]``).
 
-    INTERVAL values (``intervals.Interval``) exist in expressions only, never in a column.
-    JSONB values are JSON text in the canonical form of ``jsonb.canonical``, UUID values
-    the canonical text of ``uuids.canonical``, BYTEA values ``bytes``, TIME values
-    ``datetime.time`` (``times``). MZ_TIMESTAMP is
+    INTERVAL values are ``intervals.Interval`` (months, days and microseconds, compared by
+    length: ``interval_values``). JSONB values are JSON text in the canonical form of
+    ``jsonb.canonical``, UUID values the canonical text of ``uuids.canonical``, BYTEA values
+    ``bytes``, TIME values ``datetime.time`` (``times``). MZ_TIMESTAMP is
     the type of ``mz_now()``, the logical time in milliseconds since the Unix epoch: it
     compares with TIMESTAMP, TIMESTAMPTZ, DATE and integers (as a timestamp or a bigint,
     their common type), and appears only in temporal filters and in one-shot queries, where

@@ -23,7 +23,7 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from matview.errors import DataError, ProgrammingError
-from matview.ir import bytea
+from matview.ir import bytea, interval_values, intervals
 from matview.ir.types import Kind, SqlType
 from matview.runtime.lowering.types import update_schema
 from matview.sql.catalog import CatalogItem
@@ -61,9 +61,10 @@ microseconds, a TIMESTAMPTZ as a UTC timestamp with no zone), which read back as
 
 def _file_type(t: SqlType, kind: str) -> pa.DataType:
     """The Arrow type a field of a column of type ``t`` in a file of ``kind`` is read as: a
-    BYTEA's CSV text (``\\xdeadbeef``) as text, which ``rows`` reads; a time of day as one,
+    BYTEA's and an INTERVAL's CSV text (``\\xdeadbeef``, ``1 day 02:00:00``) as text,
+    which ``rows`` reads; a time of day as one,
     a TIMESTAMPTZ with its zone (an offset in CSV text is read); others as stored."""
-    if t.kind is Kind.BYTEA and kind == "csv":
+    if t.kind in (Kind.BYTEA, Kind.INTERVAL) and kind == "csv":
         return pa.string()
     return _FILE_TYPES.get(t.kind) or _arrow_type(t)
 
@@ -120,6 +121,9 @@ def write_rows(table: pa.Table, names: Sequence[str], types: Sequence[SqlType], 
         if pa.types.is_binary(column.type) and fmt.kind == "csv":
             column = pa.array([None if v is None else bytea.text_of(v)
                                for v in column.to_pylist()], pa.string())
+        if sql_type.kind is Kind.INTERVAL and fmt.kind == "csv":  # PostgreSQL's text
+            column = pa.array([None if v is None else intervals.render(
+                interval_values.of_arrow(v)) for v in column.to_pylist()], pa.string())
         columns.append(column)
     out = pa.table(columns, names=list(names))
     try:

@@ -14,7 +14,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import DataType, FractionalType, StringType
 
 from matview.errors import DataError, ProgrammingError
-from matview.ir import bytea, times, uuids
+from matview.ir import bytea, interval_values, times, uuids
 from matview.ir.eval_error import EvalError
 from matview.ir.types import BIGINT, INT, TEXT, UUID, Kind, SqlType, array_of
 from matview.runtime.arrangements.updates import DIFF
@@ -123,7 +123,8 @@ def _column(values: list[object] | pa.ChunkedArray, arrow_type: pa.DataType, tab
     a value does not fit it: a float with a fraction does not fit an integer column)."""
     try:
         if isinstance(values, pa.ChunkedArray) and not (
-                pa.types.is_binary(arrow_type) and pa.types.is_string(values.type)):
+                pa.types.is_binary(arrow_type) and pa.types.is_string(values.type)) and not (
+                pa.types.is_struct(arrow_type) and values.type != arrow_type):
             column = values.cast(arrow_type)
         else:
             values = _inputs(values if isinstance(values, list) else values.to_pylist(),
@@ -177,7 +178,11 @@ def checked(value: Column, source: DataType, sql_type: SqlType, table: str,
 
 def python_values(values: list[object], sql_type: SqlType) -> list[object]:
     """A column's values as Python gives them: a UUID (also in an array) as a ``uuid.UUID``,
-    a TIME's microseconds as a ``datetime.time``, other values as Arrow gives them."""
+    a TIME's microseconds as a ``datetime.time``, an INTERVAL's struct as a ``timedelta``
+    (``interval_values.PgInterval``), other values as Arrow gives them."""
+    if sql_type.kind is Kind.INTERVAL:
+        return [None if v is None else interval_values.python_value(
+            interval_values.of_arrow(v)) for v in values]  # type: ignore[arg-type]
     if sql_type.kind is Kind.UUID:
         return [None if v is None else uuid.UUID(str(v)) for v in values]
     if sql_type.kind is Kind.TIME:
@@ -190,8 +195,12 @@ def python_values(values: list[object], sql_type: SqlType) -> list[object]:
 
 
 def _inputs(values: list[object], arrow_type: pa.DataType) -> list[object]:
-    """Python values as Arrow takes them: a ``uuid.UUID`` as its text, and text for a BYTEA
-    column read as PostgreSQL reads a bytea's text (``\\xdeadbeef``)."""
+    """Python values as Arrow takes them: a ``uuid.UUID`` as its text, text for a BYTEA
+    column read as PostgreSQL reads a bytea's text (``\\xdeadbeef``), a ``timedelta`` or
+    interval text for an INTERVAL column as its struct."""
+    if pa.types.is_struct(arrow_type):
+        return [None if v is None else interval_values.arrow_value(interval_values.of_python(v))
+                for v in values]
     if pa.types.is_list(arrow_type):
         return [_inputs(list(v), arrow_type.value_type) if isinstance(v, list | tuple) else v
                 for v in values]

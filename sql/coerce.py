@@ -28,7 +28,7 @@ from matview.ir.types import (
     SqlType,
     common_type,
 )
-from matview.sql.errors import SqlTypeError
+from matview.sql.errors import SqlTypeError, UnsupportedError
 from sqlglot import exp
 
 _READ_AT_ONCE = (Kind.INTERVAL, Kind.JSONB, Kind.UUID, Kind.BYTEA, Kind.ARRAY)
@@ -147,7 +147,7 @@ def _explicitly_castable(source: SqlType, target: SqlType) -> bool:
         return _explicitly_castable(source.element, target.element)
     if Kind.ARRAY in kinds:
         return source.kind in (Kind.NULL, Kind.TEXT)
-    if (source.kind, target.kind) == (Kind.TIME, Kind.INTERVAL):
+    if kinds == {Kind.TIME, Kind.INTERVAL}:
         return True
     if kinds & {Kind.INTERVAL, Kind.JSONB, Kind.UUID, Kind.BYTEA}:
         return source.kind in (Kind.NULL, Kind.TEXT, target.kind) or target.kind is Kind.TEXT
@@ -169,6 +169,9 @@ def explicit_cast(value: TypedScalar, to: SqlType, node: exp.Expr) -> TypedScala
     text_to_array = to.kind is Kind.ARRAY and value.type == TEXT and not is_string_literal(value)
     if text_to_array or not _explicitly_castable(value.type, to):
         raise SqlTypeError.at(f"cannot cast type {value.type} to {to}", node)
+    if to.kind is Kind.INTERVAL and value.type == TEXT and not is_string_literal(value):
+        raise UnsupportedError.at("casting text to interval is supported for constants only "
+                                  "('1 day'::interval)", node)
     return cast(value, to, node)
 
 

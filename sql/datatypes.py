@@ -1,12 +1,13 @@
 """SQL type names (sqlglot ``DataType`` nodes) to matview types.
 
 ``sql_type`` accepts every type an expression may have (``CAST(x AS interval)``);
-``column_type`` only the types a stored column may have: INTERVAL exists in expressions only.
+``column_type`` only the types a stored column may have: MZ_TIMESTAMP exists in expressions
+only.
 """
 
 from __future__ import annotations
 
-from matview.ir.types import Kind, SqlType, array_of, type_from_name
+from matview.ir.types import INTERVAL, Kind, SqlType, array_of, type_from_name
 from matview.sql.errors import SqlTypeError, UnsupportedError
 from sqlglot import exp
 
@@ -37,7 +38,7 @@ types are not enforced."""
 
 MAX_PRECISION = 38
 
-NOT_STORABLE = (Kind.INTERVAL, Kind.MZ_TIMESTAMP)
+NOT_STORABLE = (Kind.MZ_TIMESTAMP,)
 """Kinds no column of a table or a query's result may have."""
 
 
@@ -73,7 +74,8 @@ def storable(sql_type: SqlType) -> bool:
     """Whether a column (of a table, a view or a query's result) may have ``sql_type``."""
     if sql_type.kind is Kind.ARRAY:
         assert sql_type.element is not None
-        return sql_type.element.kind not in NOT_STORABLE + (Kind.ARRAY, Kind.NULL)
+        return sql_type.element.kind not in NOT_STORABLE + (Kind.ARRAY, Kind.NULL,
+                                                            Kind.INTERVAL)
     return sql_type.kind not in NOT_STORABLE
 
 
@@ -81,7 +83,7 @@ def column_type(node: exp.DataType, column: str) -> SqlType:
     """The type of table column ``column`` declared as ``node``."""
     result = sql_type(node)
     if not storable(result):
-        raise UnsupportedError.at(
-            f'column "{column}" cannot have type {result}: intervals exist only in expressions '
-            "(ts + INTERVAL '5 minutes'); store a number or a timestamp instead", node)
+        reason = ("arrays of intervals are not supported" if result.element == INTERVAL
+                  else "it exists only in expressions (mz_now() in temporal filters)")
+        raise UnsupportedError.at(f'column "{column}" cannot have type {result}: {reason}', node)
     return result

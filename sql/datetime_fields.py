@@ -57,6 +57,9 @@ def bind_field_call(binder: ExprBinder, node: FieldCall) -> TypedScalar:
     source = binder.bind(node.expression)
     if is_string_literal(source) or source.type.kind is Kind.NULL:
         source = cast(source, TIMESTAMP, node)
+    if source.type.kind is Kind.INTERVAL and not isinstance(node, DateTruncCall):
+        result = _field_function("interval_extract", field.name.lower(), source, field)
+        return cast(result, DOUBLE) if isinstance(node, DatePartCall) else result
     timed = source.type.kind is Kind.TIME and not isinstance(node, DateTruncCall)
     if source.type.kind not in (Kind.DATE, *TIMESTAMP_KINDS) and not timed:
         raise SqlTypeError.at(f"function {name}(text, {source.type}) does not exist", node)

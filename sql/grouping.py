@@ -30,8 +30,8 @@ from matview.ir.aggregate_call import Aggregate, OrderedScalar
 from matview.ir.plans import compute
 from matview.ir.relation import Reduce, Relation, Union
 from matview.ir.scalar import Call, Case, Col, Lit, Scalar, type_of
-from matview.ir.types import BIGINT, BOOLEAN, INT, JSONB, Kind, SqlType
-from matview.sql import calls
+from matview.ir.types import BIGINT, BOOLEAN, INT, INTERVAL, JSONB, NUMERIC_MAX, Kind, SqlType
+from matview.sql import calls, interval_keys
 from matview.sql.coerce import TypedScalar
 from matview.sql.errors import SqlError, SqlTypeError, UnknownObjectError, UnsupportedError
 from matview.sql.names import normalize
@@ -154,7 +154,7 @@ class GroupedBinder(ExprBinder):
     def row_types(self) -> list[SqlType]:
         """The keys' types, the grouping set's index, the aggregates' types."""
         sets = [] if self.sets is None else [BIGINT]
-        return [*self.key_types, *sets,
+        return [*map(interval_keys.grouped_type, self.key_types), *sets,
                 *(a.type(self.scope.types) for a, _ in self.aggregates)]
 
     def bind(self, node: exp.Expr) -> TypedScalar:
@@ -162,13 +162,21 @@ class GroupedBinder(ExprBinder):
             # grouping() is an aggregate call to sqlglot
             inner = self.inner.bind(node)
             if inner.expr in self.keys:
-                return TypedScalar(Col(self.keys.index(inner.expr)), inner.type)
+                return self._key(self.keys.index(inner.expr))
         return super().bind(node)
+
+    def _key(self, position: int) -> TypedScalar:
+        """The value of GROUP BY key ``position`` in its group (an interval's: the smallest
+        of the group's values, ``interval_keys``)."""
+        key_type = self.key_types[position]
+        if key_type != INTERVAL:
+            return TypedScalar(Col(position), key_type)
+        smallest = self._add(Aggregate("min", self.keys[position]), False).expr
+        return TypedScalar(interval_keys.chosen(position, smallest), key_type)
 
     def column(self, index: int, node: exp.Expr) -> TypedScalar:
         if Col(index) in self.keys:
-            position = self.keys.index(Col(index))
-            return TypedScalar(Col(position), self.key_types[position])
+            return self._key(self.keys.index(Col(index)))
         raise SqlError.at(
             f'column "{self.scope.qualified_name(index)}" must appear in the GROUP BY clause '
             "or be used in an aggregate function", node)
@@ -213,11 +221,17 @@ class GroupedBinder(ExprBinder):
             arg = TypedScalar(Call("coalesce", (json.expr, Lit("null", JSONB))), JSONB)
         else:
             arg = self.inner.bind(argument)
-        if not fn.accepts(arg.type):
+        summed = arg.type == INTERVAL and fn.name == "sum" and not distinct
+        if not (fn.accepts(arg.type) or summed):
             raise SqlTypeError.at(f"function {name}({arg.type}) does not exist", node)
         if condition is not None:
             arg = TypedScalar(Case(((condition.expr, arg.expr),), Lit(None, arg.type)),
                               arg.type)
+        if arg.type == INTERVAL and distinct:  # equal lengths are one value
+            arg = TypedScalar(interval_keys.grouped(arg.expr, arg.type), NUMERIC_MAX)
+        if summed:
+            return TypedScalar(interval_keys.summed(
+                arg.expr, lambda e: self._add(Aggregate("sum", e), False).expr), INTERVAL)
         if fn.derive is None:
             separator = self._separator(node) if fn.name == "string_agg" else None
             return self._add(Aggregate(fn.name, arg.expr, order, separator), distinct)
@@ -268,13 +282,14 @@ class GroupedBinder(ExprBinder):
         union when some read distinct values: see the module docstring); with grouping sets,
         the union of one per set, each row padded to the keys with NULLs and marked with its
         set's index."""
+        keys = [interval_keys.grouped(k, t) for k, t in zip(self.keys, self.key_types)]
         if self.sets is None:
-            return self._reduce(rel, tuple(self.keys))
+            return self._reduce(rel, tuple(keys))
         parts: list[Relation] = []
         for i, grouped in enumerate(self.sets):
-            part = self._reduce(rel, tuple(self.keys[p] for p in grouped))
+            part = self._reduce(rel, tuple(keys[p] for p in grouped))
             row: list[Scalar] = [Col(grouped.index(k)) if k in grouped
-                                 else Lit(None, self.key_types[k])
+                                 else Lit(None, interval_keys.grouped_type(self.key_types[k]))
                                  for k in range(len(self.keys))]
             row += [Lit(i, BIGINT), *[Col(len(grouped) + j)
                                       for j in range(len(self.aggregates))]]

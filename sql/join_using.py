@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from matview.ir.scalar import Col, Scalar
-from matview.ir.types import SqlType
+from matview.ir.types import INTERVAL, SqlType
 from matview.sql.coerce import TypedScalar, call, unify
 from matview.sql.errors import SqlError, UnknownObjectError
 from matview.sql.scope import FromItem
@@ -29,7 +29,8 @@ def using_join(left: FromItem, right: FromItem, names: Sequence[str], node: exp.
         right_col = _using_column(right, name, "right", node)
         operands = unify([TypedScalar(Col(i), types[i]) for i in (left_col, right_col)],
                          node, lambda a, b: f'JOIN/USING types {a} and {b} cannot be matched')
-        conditions.append(call("eq", operands, node).expr)
+        keys = [call("interval_key", [o], node) if o.type == INTERVAL else o for o in operands]
+        conditions.append(call("eq", keys, node).expr)  # intervals: by length
         if side == "FULL":
             computed.append(call("coalesce", operands, node))
             merged.append((name, len(types) + len(computed) - 1))

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from matview.ir.intervals import Interval
 from matview.ir.scalar import Case, Lit, balanced
 from matview.ir.types import (
+    BIGINT,
     BOOLEAN,
     BYTEA,
     DATE,
@@ -48,7 +49,7 @@ def bind_neg(binder: ExprBinder, node: exp.Neg) -> TypedScalar:
     value = binder.bind(node.this)
     if isinstance(value.expr, Lit) and isinstance(value.expr.value, Interval):
         return TypedScalar(Lit(-value.expr.value, value.type), value.type)
-    return call("neg", [value], node)
+    return call("interval_neg" if value.type == INTERVAL else "neg", [value], node)
 
 
 def bind_array(binder: ExprBinder, node: exp.Array) -> TypedScalar:
@@ -86,15 +87,34 @@ def binary(binder: ExprBinder, func: str, left: exp.Expr, right: exp.Expr,
         return _shift(func, values, node, mismatch)
     if func in ("add", "sub") and any(v.type.kind is Kind.DATE for v in values):
         return _date_arithmetic(func, values, node, mismatch)
+    if func == "mul" and any(v.type.kind is Kind.INTERVAL for v in values):
+        return _scaled(values, node, mismatch)
     operands = unify(values, node, mismatch)
+    if func in COMPARISON.values() and operands[0].type == INTERVAL:
+        # PostgreSQL compares intervals by length: '1 month' = '30 days'
+        operands = [call("interval_key", [v], node) for v in operands]
     return call(func, operands, node, mismatch(operands[0].type, operands[1].type))
+
+
+def _scaled(values: list[TypedScalar], node: exp.Expr,
+            mismatch: Callable[[SqlType, SqlType], str]) -> TypedScalar:
+    """An interval times an integer (either first): each of its fields multiplied."""
+    if values[1].type.kind is Kind.INTERVAL:
+        values.reverse()
+    error = mismatch(values[0].type, values[1].type)
+    if values[1].type.kind not in (Kind.INT, Kind.BIGINT, Kind.NULL):
+        raise SqlTypeError.at(error, node)
+    return call("interval_mul", [values[0], cast(values[1], BIGINT)], node, error)
 
 
 def _shift(func: str, values: list[TypedScalar], node: exp.Expr,
            mismatch: Callable[[SqlType, SqlType], str]) -> TypedScalar:
     """A timestamp or date plus or minus an interval (``interval + timestamp`` too); a time
     so shifted is the time of day of the shift of that time on 1970-01-01 (wrapping around
-    midnight; days and months change nothing), as in PostgreSQL."""
+    midnight; days and months change nothing), as in PostgreSQL. Two intervals add (or
+    subtract) field by field."""
+    if all(v.type.kind is Kind.INTERVAL for v in values):
+        return call(f"interval_{func}", values, node, mismatch(INTERVAL, INTERVAL))
     if func == "add" and values[0].type.kind is Kind.INTERVAL:
         values.reverse()
     if is_string_literal(values[0]):

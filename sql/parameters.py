@@ -8,6 +8,7 @@ import decimal
 import uuid
 from collections.abc import Sequence
 
+from matview.ir import interval_values, intervals
 from matview.sql.errors import SqlError
 from sqlglot import exp
 
@@ -26,7 +27,8 @@ def bind_parameters(tree: exp.Expr, params: Sequence[object]) -> exp.Expr:
 
 
 def _literal(value: object) -> exp.Expr:
-    """A parameter's value as a SQL literal (dates, timestamps and UUIDs as typed casts,
+    """A parameter's value as a SQL literal (dates, timestamps, intervals and UUIDs as typed
+    casts,
     bytes as a blob literal ``x'0a'``)."""
     if value is None:
         return exp.Null()
@@ -43,6 +45,9 @@ def _literal(value: object) -> exp.Expr:
     if isinstance(value, datetime.date):
         return exp.Cast(this=exp.Literal.string(value.isoformat()),
                         to=exp.DataType.build("date"))
+    if isinstance(value, datetime.timedelta):  # an INTERVAL of its days and microseconds
+        text = intervals.render(interval_values.of_python(value))
+        return exp.Cast(this=exp.Literal.string(text), to=exp.DataType.build("interval"))
     if isinstance(value, str):
         return exp.Literal.string(value)
     if isinstance(value, uuid.UUID):

@@ -29,6 +29,7 @@ from matview.ir.relation import Linear, Reduce, Relation, TopK, Union
 from matview.ir.scalar import Call, Case, Col, Lit, Scalar, conjoin
 from matview.ir.steps import Filter, Map, Project, Repeat
 from matview.ir.types import BIGINT, BOOLEAN, Kind, common_type
+from matview.sql import interval_keys
 from matview.sql.catalog import CatalogItem
 from matview.sql.coerce import cast_columns
 from matview.sql.context import Context
@@ -126,7 +127,7 @@ def _bind_union(node: exp.Union, ctx: Context) -> Query:
     plans, names = _bound_operands(node, _operands(node), ctx)
     plan: Relation = Union(plans)
     if node.args.get("distinct"):
-        plan = Reduce(plan, tuple(Col(i) for i in range(len(names))), ())
+        plan = interval_keys.distinct(plan, plan.types)
     return _ordered(node, plan, names)
 
 

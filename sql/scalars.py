@@ -37,7 +37,7 @@ from matview.ir.scalar import (
     ScalarSubquery,
     balanced,
 )
-from matview.ir.types import BIGINT, BOOLEAN, SqlType
+from matview.ir.types import BIGINT, BOOLEAN, INTERVAL, SqlType
 from matview.sql import calls, operators, temporal
 from matview.sql.call_names import WINDOW_CALLS
 from matview.sql.coerce import TypedScalar, call, require, unify
@@ -182,6 +182,8 @@ class ExprBinder:
             plan = self.subquery(query, node, "IN")
             values = unify([self.bind(node.this), TypedScalar(Col(0), plan.types[0])], node,
                            lambda a, b: f"operator does not exist: {a} = {b}")
+            if values[0].type == INTERVAL:  # intervals are equal by length
+                values = [call("interval_key", [v], node) for v in values]
             return TypedScalar(InSubquery(values[0].expr, compute(plan, [values[1].expr])),
                                BOOLEAN)
         if not node.expressions:  # PostgreSQL's grammar has no empty list

@@ -6,7 +6,8 @@ are the inner joins'; an outer join's is part of ``from`` (``from_clause``), bel
 which so sees the NULLs of its padded rows. With GROUP BY,
 aggregates or HAVING: ``Linear(from) [Filter] -> Reduce(keys, aggregates) -> Linear
 [Filter(HAVING), Map, Project]``. DISTINCT adds a ``Reduce`` over all output columns.
-No output column may have a type that only exists in expressions (INTERVAL).
+No output column may have a type that only exists in expressions (MZ_TIMESTAMP, but in a
+one-shot query).
 """
 
 from __future__ import annotations
@@ -14,10 +15,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from matview.ir.plans import compute
-from matview.ir.relation import Reduce, Relation
+from matview.ir.relation import Relation
 from matview.ir.scalar import Call, Col, Lit, Scalar
 from matview.ir.types import BIGINT, Kind
-from matview.sql import table_functions, temporal
+from matview.sql import interval_keys, table_functions, temporal
 from matview.sql.coerce import TypedScalar
 from matview.sql.context import Context
 from matview.sql.datatypes import storable
@@ -109,7 +110,7 @@ def bind_select(select: exp.Select, ctx: Context) -> Query:
             conditions = [Call("eq", (calls_placed(kept, placed), Lit(1, BIGINT)))]
     plan: Relation = compute(row, exprs, conditions, step)
     if distinct is not None and on is None:
-        plan = Reduce(plan, tuple(Col(i) for i in range(len(exprs))), ())
+        plan = interval_keys.distinct(plan, plan.types)
     limit, offset = limit_offset(select)
     return Query(plan, names, order_keys, limit, offset)
 
@@ -166,7 +167,7 @@ def _check_output_types(items: list[SelectItem], values: list[TypedScalar]) -> N
         if not storable(value.type):
             raise SqlTypeError.at(
                 f'column "{item.name}" has type {value.type}, which a query cannot return: '
-                "intervals exist only in expressions (ts + INTERVAL '5 minutes')", item.node)
+                "mz_now() is a value only in one-shot queries and temporal filters", item.node)
 
 
 def _select_items(select: exp.Select, scope: Scope) -> list[SelectItem]:

@@ -11,7 +11,7 @@ import struct
 import uuid
 from dataclasses import dataclass
 
-from matview.ir import bytea
+from matview.ir import bytea, interval_values
 from matview.ir.eval_error import EvalError
 
 TEXT_OID = 25
@@ -143,6 +143,8 @@ def text_of(value: object) -> str:
         return bytea.text_of(value)
     if isinstance(value, (list, tuple)):
         return "{" + ",".join(_array_element(v) for v in value) + "}"
+    if isinstance(value, interval_values.PgInterval):  # an INTERVAL column's
+        return str(value)
     if isinstance(value, datetime.timedelta) or hasattr(value, "nanoseconds"):
         return _interval_text(value)
     return str(value)

@@ -39,10 +39,33 @@ def consolidated_arrow(table: pa.Table) -> pa.Table:
     if all(pa.types.is_integer(table.schema.field(c).type) and not table[c].null_count
            for c in table.column_names):
         return _consolidated_integers(table, keys)
-    summed = table.group_by(keys, use_threads=False).aggregate([(DIFF, "sum")])
-    summed = summed.rename_columns(keys + [DIFF])
+    summed = grouped(table, keys, [(DIFF, "sum")]).rename_columns(keys + [DIFF])
     summed = summed.filter(pc.not_equal(summed[DIFF], 0))
     return summed.select(table.column_names)
+
+
+def grouped(table: pa.Table, keys: list[str], aggregations: list[tuple[str, str]]
+            ) -> pa.Table:
+    """``table.group_by(keys).aggregate(aggregations)``, also by struct columns (INTERVAL
+    values), which Arrow cannot group by: by their fields, the struct made again."""
+    structs = [k for k in keys if pa.types.is_struct(table.schema.field(k).type)]
+    flat: list[str] = []
+    for key in keys:
+        if key not in structs:
+            flat.append(key)
+            continue
+        for field in table.schema.field(key).type:
+            flat.append(f"{key}.{field.name}")
+            table = table.append_column(flat[-1], pc.struct_field(table[key], field.name))
+    out = table.group_by(flat, use_threads=False).aggregate(aggregations)
+    for key in structs:
+        kind = table.schema.field(key).type
+        names = [f"{key}.{f.name}" for f in kind]
+        fields = [out[n].combine_chunks() for n in names]
+        made = pa.StructArray.from_arrays(fields, fields=list(kind), mask=pc.is_null(fields[0]))
+        at = out.column_names.index(names[0])
+        out = out.drop_columns(names).add_column(at, key, made)
+    return out
 
 
 def _consolidated_integers(table: pa.Table, keys: list[str]) -> pa.Table:

@@ -48,7 +48,7 @@ def rows(updates: DataFrame | None, types: Sequence[SqlType], order_by: Ordering
     copies = F.explode(F.array_repeat(F.lit(1), _checked_diff().cast("int")))
     out = updates.select(*names, copies.alias("_copy"))
     if order_by:
-        out = out.orderBy(*spark_order(names, order_by))
+        out = out.orderBy(*spark_order(names, order_by, types))
     if offset:
         out = out.offset(offset)
     if limit is not None:

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import time
-from decimal import Decimal
 
-from matview.ir import bytea, times, uuids
+from matview.ir import bytea, interval_values, times, uuids
 from matview.ir.functions import lookup
 from matview.ir.intervals import Interval
 from matview.ir.scalar import Call, Case, Cast, Col, Lit, Scalar, type_of
@@ -22,7 +21,7 @@ def compile_scalar(expr: Scalar, columns: Sequence[Column], types: Sequence[SqlT
         return columns[expr.index]
     if isinstance(expr, Lit):
         if isinstance(expr.value, Interval):
-            return interval_literal(expr.value)
+            return interval_values.spark_literal(F, expr.value)
         if isinstance(expr.value, time):
             return F.lit(times.micros(expr.value)).cast("bigint")
         return F.lit(expr.value).cast(spark_type(expr.type))
@@ -47,8 +46,9 @@ def compile_call(func: str, args: list[Column], arg_types: list[SqlType]) -> Col
     fn = lookup(func)
     result_type = fn.returns(arg_types)
     if func in ("add", "sub") and arg_types[1].kind is Kind.INTERVAL:
-        # a DATE shifted by an interval is a TIMESTAMP (PostgreSQL), not a DATE (Spark)
-        args = [args[0].cast(spark_type(TIMESTAMP)), *args[1:]]
+        # a DATE shifted by an interval is a TIMESTAMP (PostgreSQL), not a DATE (Spark);
+        # Spark shifts by a calendar interval as PostgreSQL: months, then days, then time
+        args = [args[0].cast(spark_type(TIMESTAMP)), interval_values.spark_calendar(F, args[1])]
     if func == "array":
         assert result_type.element is not None
         element = spark_type(result_type.element)
@@ -60,14 +60,6 @@ def compile_call(func: str, args: list[Column], arg_types: list[SqlType]) -> Col
     if result_type.is_numeric or result_type.kind is Kind.ARRAY:
         return out.cast(spark_type(result_type))
     return out
-
-
-def interval_literal(value: Interval) -> Column:
-    """An INTERVAL constant as a Spark calendar interval (months, days and microseconds kept
-    apart, so adding it to a timestamp shifts months first, then days, then time)."""
-    seconds = F.lit(str(Decimal(value.micros).scaleb(-6))).cast("decimal(18,6)")
-    return F.make_interval(F.lit(0), F.lit(value.months), F.lit(0), F.lit(value.days),
-                           F.lit(0), F.lit(0), seconds)
 
 
 def compile_cast(value: Column, source: SqlType, to: SqlType, safe: bool = False) -> Column:
@@ -97,6 +89,8 @@ def compile_cast(value: Column, source: SqlType, to: SqlType, safe: bool = False
         return bytea.spark_text(F, value)
     if Kind.TIME in (source.kind, to.kind) and source.kind is not to.kind:
         return _time_cast(value, source, to, safe)
+    if source.kind is Kind.INTERVAL and to.kind is Kind.TEXT:
+        return interval_values.spark_text(F, value)
     if to.kind in INTEGER_KINDS and source.kind is Kind.NUMERIC:
         value = F.round(value, 0)
     elif to.kind in INTEGER_KINDS and source.kind is Kind.DOUBLE:
@@ -117,9 +111,10 @@ def _time_cast(value: Column, source: SqlType, to: SqlType, safe: bool) -> Colum
         if to.kind is Kind.TEXT:
             return times.spark_text(F, value)
         if to.kind is Kind.INTERVAL:
-            seconds = (value.cast("decimal(20,0)") / 1_000_000).cast("decimal(18,6)")
-            return F.make_interval(*[F.lit(0)] * 6, seconds)
+            return interval_values.spark_struct(F, F.lit(0), F.lit(0), value)
         return F.timestamp_micros(value)  # a TIMESTAMP: the time on 1970-01-01
+    if source.kind is Kind.INTERVAL:  # its time field's time of day, as PostgreSQL
+        return F.pmod(value["micros"], F.lit(times.MICROS_PER_DAY))
     if source.kind is not Kind.TEXT:  # a timestamp's time of day
         return F.pmod(F.unix_micros(value.cast("timestamp")), F.lit(times.MICROS_PER_DAY))
     parsed = times.spark_parse(F, value)

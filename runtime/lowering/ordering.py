@@ -2,7 +2,8 @@
 
 A key is (column, descending, nulls first), as ``sort_keys.SortKey``. Both orders place NULLs
 first or last as the key says and a NaN above every other number (Spark's order, and
-PostgreSQL's); text compares by its UTF-8 bytes, the other types by value. Arrow's sort
+PostgreSQL's); text compares by its UTF-8 bytes, an INTERVAL by its length (its struct's
+``key``: ``interval_values``), the other types by value. Arrow's sort
 places NULLs and NaNs together at one end for all keys, so the Arrow sort orders each key
 by whether the value is NULL, then (for floating point) whether it is NaN, then the value.
 """
@@ -14,25 +15,34 @@ from collections.abc import Sequence
 import pyarrow as pa
 import pyarrow.compute as pc
 from matview.ir.sort_keys import SortKey
+from matview.ir.types import INTERVAL, SqlType
 from matview.runtime.lowering.types import col
 from pyspark.sql import Column
 
 
-def spark_order(names: Sequence[str], keys: Sequence[SortKey]) -> list[Column]:
-    """The sort columns of ``keys`` over the columns ``names`` (key column i is
-    ``names[i]``)."""
+def spark_order(names: Sequence[str], keys: Sequence[SortKey], types: Sequence[SqlType],
+                total: bool = False) -> list[Column]:
+    """The sort columns of ``keys`` over the columns ``names`` of ``types`` (key column i is
+    ``names[i]``). ``total``: the keys are a total order (``sort_keys.total_order``), whose
+    ties of equally long intervals spelled apart are broken by their fields, last."""
     out = []
     for column, desc, nulls_first in keys:
         value = col(names[column])
+        if types[column] == INTERVAL:
+            value = value["key"]
         if desc:
             out.append(value.desc_nulls_first() if nulls_first else value.desc_nulls_last())
         else:
             out.append(value.asc_nulls_first() if nulls_first else value.asc_nulls_last())
+    if total:
+        out += [col(names[c]).asc() for c, _, _ in keys if types[c] == INTERVAL]
     return out
 
 
-def arrow_order(table: pa.Table, names: Sequence[str], keys: Sequence[SortKey]) -> pa.Array:
-    """The indices that sort the rows of ``table`` by ``keys`` over its columns ``names``."""
+def arrow_order(table: pa.Table, names: Sequence[str], keys: Sequence[SortKey],
+                total: bool = False) -> pa.Array:
+    """The indices that sort the rows of ``table`` by ``keys`` over its columns ``names``
+    (``total`` as ``spark_order``'s)."""
     parts: list[pa.ChunkedArray] = []
     sort_keys: list[tuple[str, str]] = []
 
@@ -40,12 +50,19 @@ def arrow_order(table: pa.Table, names: Sequence[str], keys: Sequence[SortKey]) 
         sort_keys.append((f"k{len(parts)}", "descending" if descending else "ascending"))
         parts.append(values)
 
+    intervals = []
     for column, desc, nulls_first in keys:
         values = table[names[column]]
         by(pc.is_null(values), nulls_first)
+        if pa.types.is_struct(values.type):  # an INTERVAL, ordered by its length
+            intervals.append(values)
+            values = pc.struct_field(values, "key")
         if pa.types.is_floating(values.type):
             by(pc.fill_null(pc.is_nan(values), False), desc)
         by(values, desc)
+    for values in intervals if total else []:
+        for field in ("months", "days", "micros"):
+            by(pc.struct_field(values, field), False)
     if not parts:
         return pa.array(range(table.num_rows), pa.uint64())
     return pc.sort_indices(pa.table(parts, names=[name for name, _ in sort_keys]),

@@ -7,19 +7,29 @@ from collections.abc import Sequence
 from datetime import time
 
 import pyarrow as pa
-from matview.ir import times
+from matview.ir import interval_values, times
+from matview.ir.intervals import Interval
 from matview.ir.types import Kind, SqlType
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from pyspark.sql.utils import is_remote
 
+INTERVAL_STRUCT = T.StructType([
+    T.StructField("key", T.DecimalType(38, 0)), T.StructField("months", T.IntegerType()),
+    T.StructField("days", T.IntegerType()), T.StructField("micros", T.LongType())])
+"""An INTERVAL's Spark type (``interval_values``)."""
+ARROW_INTERVAL = pa.struct([("key", pa.decimal128(38, 0)), ("months", pa.int32()),
+                            ("days", pa.int32()), ("micros", pa.int64())])
+"""An INTERVAL's Arrow type."""
+
 
 def spark_type(t: SqlType) -> T.DataType:
     """The Spark type storing values of ``t``: JSONB and UUID as their canonical text, ARRAY as an
-    ArrayType, INTERVAL (in expressions only) as a calendar interval, TIMESTAMP and
-    TIMESTAMPTZ alike as a TimestampType (the session's time zone is UTC, so a TIMESTAMP's
-    fields are those of its instant in UTC), TIME as microseconds since midnight."""
+    ArrayType, INTERVAL as the struct of ``interval_values`` (its ordering key, months, days
+    and microseconds), TIMESTAMP and TIMESTAMPTZ alike as a TimestampType (the session's
+    time zone is UTC, so a TIMESTAMP's fields are those of its instant in UTC), TIME as
+    microseconds since midnight."""
     if t.kind is Kind.NUMERIC:
         return T.DecimalType(t.precision or 38, t.scale or 0)
     if t.kind is Kind.ARRAY:
@@ -31,16 +41,16 @@ def spark_type(t: SqlType) -> T.DataType:
         Kind.TIMESTAMP: T.TimestampType(), Kind.TIMESTAMPTZ: T.TimestampType(),
         Kind.TIME: T.LongType(),
         Kind.NULL: T.StringType(),
-        Kind.JSONB: T.StringType(), Kind.INTERVAL: T.CalendarIntervalType(),
+        Kind.JSONB: T.StringType(), Kind.INTERVAL: INTERVAL_STRUCT,
         Kind.UUID: T.StringType(), Kind.BYTEA: T.BinaryType(),
         Kind.MZ_TIMESTAMP: T.LongType(),
     }[t.kind]
 
 
 def arrow_type(t: SqlType) -> pa.DataType:
-    """The Arrow type carrying values of ``t`` across the Python/JVM boundary (INTERVAL
-    values never cross it: they exist in expressions only); a TIMESTAMPTZ's is a TIMESTAMP's,
-    the instant's fields in UTC (an aware ``datetime`` converts to them)."""
+    """The Arrow type carrying values of ``t`` across the Python/JVM boundary; a
+    TIMESTAMPTZ's is a TIMESTAMP's, the instant's fields in UTC (an aware ``datetime``
+    converts to them)."""
     if t.kind is Kind.NUMERIC:
         return pa.decimal128(t.precision or 38, t.scale or 0)
     if t.kind is Kind.ARRAY:
@@ -50,7 +60,7 @@ def arrow_type(t: SqlType) -> pa.DataType:
         Kind.BOOLEAN: pa.bool_(), Kind.INT: pa.int32(), Kind.BIGINT: pa.int64(),
         Kind.DOUBLE: pa.float64(), Kind.TEXT: pa.string(), Kind.DATE: pa.date32(),
         Kind.TIMESTAMP: pa.timestamp("us"), Kind.TIMESTAMPTZ: pa.timestamp("us"),
-        Kind.TIME: pa.int64(),
+        Kind.TIME: pa.int64(), Kind.INTERVAL: ARROW_INTERVAL,
         Kind.NULL: pa.string(), Kind.JSONB: pa.string(), Kind.UUID: pa.string(),
         Kind.BYTEA: pa.binary(),
         Kind.MZ_TIMESTAMP: pa.int64(),
@@ -59,8 +69,10 @@ def arrow_type(t: SqlType) -> pa.DataType:
 
 def arrow_values(values: Sequence[object]) -> list[object]:
     """Python values (the reference interpreter's) as their column's Arrow type holds them:
-    a ``datetime.time`` (TIME) as its microseconds since midnight, also in an array."""
+    a ``datetime.time`` (TIME) as its microseconds since midnight, an ``Interval`` as its
+    struct, also in an array."""
     return [times.micros(v) if isinstance(v, time) else
+            interval_values.arrow_value(v) if isinstance(v, Interval) else
             arrow_values(v) if isinstance(v, tuple | list) else v for v in values]
 
 

@@ -30,9 +30,10 @@ def window_value(call: WindowCall, types: Sequence[SqlType], partition: Sequence
     input rows of ``types`` (columns ``c0``, ``c1``, ...), each row once per copy."""
     names = column_names(len(types))
     fn = windows.lookup(call.func)
+    order = total_order(call.order_by, len(names))
     ordered = SparkWindow.partitionBy(*partition).orderBy(
-        *spark_order(names, total_order(call.order_by, len(names))))
-    peers = spark_order(names, call.order_by) or [F.lit(0)]
+        *spark_order(names, order, types, total=True))
+    peers = spark_order(names, call.order_by, types) or [F.lit(0)]
     by_peers = SparkWindow.partitionBy(*partition).orderBy(*peers)
     arg = col(names[call.args[0].index]) if call.args and isinstance(
         call.args[0], Col) else None
@@ -64,17 +65,17 @@ def window_value(call: WindowCall, types: Sequence[SqlType], partition: Sequence
         if call.func == "nth_value":
             return F.nth_value(arg, windows.constant(call.args[1])).over(spec)
         return (F.first if call.func == "first_value" else F.last)(arg, False).over(spec)
-    return _value_over_range(call, names, arg, partition, by_peers)
+    return _value_over_range(call, names, types, arg, partition, by_peers)
 
 
-def _value_over_range(call: WindowCall, names: list[str], arg: Column,
+def _value_over_range(call: WindowCall, names: list[str], types: Sequence[SqlType], arg: Column,
                       partition: Sequence[Column], by_peers: WindowSpec) -> Column:
     """A value function over a ``range`` frame: the frame is the partition's rows from
     its first row or the current row's first peer, to its last row or the current
     row's last peer; its rows in the total order are the partition's (or the peers')
     rows in that order."""
     frame = call.frame
-    order = spark_order(names, total_order(call.order_by, len(names)))
+    order = spark_order(names, total_order(call.order_by, len(names)), types, total=True)
     whole = SparkWindow.partitionBy(*partition).orderBy(*order).rowsBetween(
         SparkWindow.unboundedPreceding, SparkWindow.unboundedFollowing)
     peer_keys = [col(names[c]) for c, _, _ in call.order_by]

@@ -37,7 +37,7 @@ from typing import ClassVar
 import pyarrow as pa
 import pyarrow.compute as pc
 from matview.ir.sort_keys import SortKey, total_order
-from matview.runtime.arrangements.consolidation import consolidate, consolidated_arrow
+from matview.runtime.arrangements.consolidation import consolidate, consolidated_arrow, grouped
 from matview.runtime.arrangements.trace import Trace
 from matview.runtime.arrangements.updates import (
     DIFF,
@@ -166,7 +166,7 @@ class TopKOp(ArrangedWhenLookedUp, Operator):
 
     def _sorted(self, rows: pa.Table) -> pa.Table:
         """``rows`` (data columns and ``_diff``) sorted by the total order."""
-        return rows.take(arrow_order(rows, self._names, self._order)).combine_chunks()
+        return rows.take(arrow_order(rows, self._names, self._order, total=True)).combine_chunks()
 
     def _advanced(self, prefix: pa.Table, changes: pa.Table) -> pa.Table | None:
         """W after ``changes`` (data columns and ``_diff``, at one time), or None when
@@ -177,8 +177,7 @@ class TopKOp(ArrangedWhenLookedUp, Operator):
             prefix.append_column(_IN_PREFIX, pa.array([True] * prefix.num_rows, pa.bool_())),
             changes.append_column(_IN_PREFIX, pa.array([False] * changes.num_rows, pa.bool_())),
         ], promote_options="permissive")
-        summed = marked.group_by(self._names, use_threads=False).aggregate(
-            [(DIFF, "sum"), (_IN_PREFIX, "any")])
+        summed = grouped(marked, self._names, [(DIFF, "sum"), (_IN_PREFIX, "any")])
         summed = self._sorted(summed.rename_columns([*self._names, DIFF, _IN_PREFIX]))
         if not whole:  # rows after W's last row stay after position k: dropped
             inside = summed[_IN_PREFIX].to_numpy(zero_copy_only=False)
@@ -220,7 +219,7 @@ class TopKOp(ArrangedWhenLookedUp, Operator):
         contents = union_all(frames)
         assert contents is not None
         first = (contents.groupBy(*names).agg(F.sum(DIFF).alias(DIFF)).where(col(DIFF) > 0)
-                 .orderBy(*spark_order(names, self._order)).limit(depth))
+                 .orderBy(*spark_order(names, self._order, self.types, total=True)).limit(depth))
         return self._cut(self._sorted(normalized(to_arrow(first))))
 
     def _history(self, ctx: StepContext) -> tuple[pa.Table | None, DataFrame | None]:

@@ -2,7 +2,8 @@
 
 Values match when both are NULL; numbers (int, Decimal, float; never bool) match by value,
 exactly when both are integral and else within a relative tolerance of 1e-9; everything else
-(text, booleans, dates, timestamps) matches by equality. Rows match when all their values
+(text, booleans, dates, timestamps, intervals: matview's ``PgInterval`` is a ``timedelta``)
+matches by equality. Rows match when all their values
 do, and two results match when they hold the same rows with the same multiplicities.
 """
 
@@ -12,7 +13,7 @@ import math
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from decimal import Decimal
 
 from tests.support.oracle.workload import Row, Value
@@ -37,6 +38,8 @@ def values_match(a: Value, b: Value) -> bool:
         if _is_integral(a) and _is_integral(b):
             return a == b
         return a == b or math.isclose(float(a), float(b), rel_tol=REL_TOL)  # type: ignore[arg-type]
+    if isinstance(a, timedelta) and isinstance(b, timedelta):
+        return a == b
     if type(a) is not type(b):
         return False
     return a == b

@@ -21,6 +21,7 @@ from matview.errors import (
     NotSupportedError,
     OperationalError,
     ProgrammingError,
+    QueryCanceled,
     Warning,
 )
 from matview.runtime.settings import RuntimeSettings, active
@@ -119,6 +120,6 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "Connection", "Cursor", "DataError", "DatabaseError", "Error", "IntegrityError",
     "InterfaceError", "InternalError", "NotSupportedError", "OperationalError",
-    "ProgrammingError", "Subscription", "Warning", "apilevel", "connect", "paramstyle",
-    "threadsafety",
+    "ProgrammingError", "QueryCanceled", "Subscription", "Warning", "apilevel", "connect",
+    "paramstyle", "threadsafety",
 ]

@@ -9,10 +9,10 @@ import functools
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from os import PathLike
-from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
 
+from matview import files as files_module
 from matview.clock import TimestampOracle
 from matview.cursor import Cursor, sql_text
 from matview.durability import Durability
@@ -24,6 +24,7 @@ from matview.errors import (
     ProgrammingError,
     translated,
 )
+from matview.interrupts import Interrupts
 from matview.ir.table_functions import DEFAULT_ROW_LIMIT
 from matview.rows import update_rows
 from matview.runtime.arrangements.batch_files import place
@@ -66,7 +67,7 @@ class Connection:
                                    f"{refresh!r}")
         if clock is not None and not _is_int(clock):
             raise ProgrammingError("clock must be an integer (milliseconds) or None")
-        self._files = _directories(files)
+        self._files = files_module.directories(files)
         self._progress = bool(progress)
         if spark is None:
             with translated():
@@ -91,6 +92,7 @@ class Connection:
         self._closed = False
         self.sql_block = SqlBlock()
         """The savepoints SQL statements made (``transaction_sql``)."""
+        self._interrupts = Interrupts()
         self._turns = Turns(
             lambda: None if self._engine is None else self._engine.transactions.owner,
             self._abandon)
@@ -172,7 +174,7 @@ class Connection:
         with self._turn(beside):
             engine = self._engine_for_use()
             try:
-                with translated():
+                with translated(), self._interrupts.statement(engine.spark):
                     yield engine
             except (OperationalError, InternalError) as error:
                 unsaved = engine.durability is not None and engine.durability.failed
@@ -197,6 +199,12 @@ class Connection:
         """Whether this thread's transaction is open in the engine: from ``begin``, or from
         the first write of a block SQL ``BEGIN`` opened (``transaction_sql``)."""
         return self._engine is not None and self._engine.transactions.open is not None
+
+    def interrupt(self, thread: int | None = None, *, why: str = "user request") -> None:
+        """Stop the statements running now (only thread ``thread``'s, by its
+        ``threading.get_ident()``): each fails with ``QueryCanceled`` (``matview.interrupts``),
+        changing nothing, and the connection goes on."""
+        self._interrupts.interrupt(thread, why)
 
     @property
     def now(self) -> int:
@@ -356,19 +364,6 @@ class Connection:
                     "keep their changes (CREATE MATERIALIZED VIEW it instead)")
             return Subscription(engine, name.lower(), functools.partial(
                 self._using, beside=True), as_of)
-
-
-def _directories(files: object) -> tuple[Path, ...]:
-    """``connect(files=...)``: existing directories, resolved."""
-    if isinstance(files, (str, PathLike)) or not isinstance(files, (list, tuple)):
-        raise ProgrammingError("files must be a list of directories")
-    out = []
-    for entry in files:
-        directory = Path(entry).expanduser().resolve()
-        if not directory.is_dir():
-            raise ProgrammingError(f'files: "{entry}" is not a directory')
-        out.append(directory)
-    return tuple(out)
 
 
 def _is_int(value: object) -> bool:

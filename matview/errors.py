@@ -35,6 +35,11 @@ class OperationalError(DatabaseError):
     """The engine could not run (e.g. no Java to start Spark)."""
 
 
+class QueryCanceled(OperationalError):
+    """A statement stopped by ``Connection.interrupt``, a cancel request or
+    ``statement_timeout`` (SQLSTATE 57014)."""
+
+
 class IntegrityError(DatabaseError):
     """A relational integrity rule was broken."""
 

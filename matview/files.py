@@ -15,6 +15,7 @@ columns by name and type (``COPY FROM`` reads the named columns, converted).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from os import PathLike
 from pathlib import Path
 
 import pyarrow as pa
@@ -32,6 +33,19 @@ from matview.sql.statements import FileFormat
 TRUE_TEXTS = ["t", "true", "y", "yes", "on", "1", "TRUE", "True"]
 FALSE_TEXTS = ["f", "false", "n", "no", "off", "0", "FALSE", "False"]
 """The boolean spellings COPY FROM reads, as PostgreSQL's boolean input."""
+
+
+def directories(files: object) -> tuple[Path, ...]:
+    """``connect(files=...)``: existing directories, resolved."""
+    if isinstance(files, (str, PathLike)) or not isinstance(files, (list, tuple)):
+        raise ProgrammingError("files must be a list of directories")
+    out = []
+    for entry in files:
+        directory = Path(entry).expanduser().resolve()
+        if not directory.is_dir():
+            raise ProgrammingError(f'files: "{entry}" is not a directory')
+        out.append(directory)
+    return tuple(out)
 
 
 def confined(path: str, directories: Sequence[Path]) -> Path:

@@ -15,13 +15,14 @@ psycopg's nested transactions).
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import matview
 from matview.server import pg_catalog
 from matview.server.copy import Copy, parse_copy
-from matview.server.settings import OTHER_SETTINGS, REPORTED
+from matview.server.settings import OTHER_SETTINGS, REPORTED, seconds
 from matview.server.sqlstate import IN_FAILED_TRANSACTION, PgError, pg_error
 from matview.server.statements import (
     Set,
@@ -129,10 +130,17 @@ class Executor:
         values = check_parameters(order, list(params))
         if words(sql, 1) and words(sql, 1)[0] in _WRITES:
             self.will_write()
+        limit = seconds("statement_timeout", self.settings["statement_timeout"])
+        timer = threading.Timer(limit, self.connection.interrupt, (threading.get_ident(),),
+                                {"why": "statement timeout"})
+        if limit:
+            timer.start()
         try:
             cursor = self.connection.cursor().execute(text, values or None)
         except matview.Error as error:
             raise pg_error(error, sql) from error
+        finally:
+            timer.cancel()
         description = cursor.description
         columns = None if description is None else [(d[0], d[1]) for d in description]
         rows = cursor.fetchall() if columns is not None else []
@@ -224,6 +232,11 @@ class Executor:
         if name == "client_encoding" and value.upper().replace("-", "") not in (
                 "UTF8", "UNICODE"):
             raise PgError("0A000", f"client_encoding {value} is not supported (UTF8 is)")
+        if name == "statement_timeout":
+            try:
+                seconds(name, value)
+            except ValueError as error:
+                raise PgError("22023", str(error)) from None
         self._assign(name, value)
         return Outcome(tag)
 

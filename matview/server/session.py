@@ -49,6 +49,8 @@ class Session:
         self.pid, self.secret = 0, 0
         self.cancelled = threading.Event()
         self._busy = False
+        self.thread = threading.get_ident()
+        """The thread running the session's statements (set again when it starts)."""
         self._out = bytearray()
         self.executor: Executor | None = None
         self.statements: dict[str, Prepared] = {}
@@ -87,9 +89,12 @@ class Session:
 
     def cancel(self) -> None:
         """A CancelRequest for this session: its running statement stops where it can
-        (a SUBSCRIBE at its next poll)."""
+        (its Spark jobs cancelled: ``Connection.interrupt``; a SUBSCRIBE at its next
+        poll)."""
         if self._busy:
             self.cancelled.set()
+            if self.executor is not None:
+                self.executor.connection.interrupt(self.thread)
 
     def check_cancel(self) -> None:
         """Raise 57014 if a CancelRequest arrived for this statement."""
@@ -221,6 +226,7 @@ class Session:
 
     def _loop(self) -> None:
         """Dispatch the client's messages until Terminate."""
+        self.thread = threading.get_ident()
         handlers = {b"Q": self._query, b"P": self._parse, b"B": self._bind,
                     b"D": self._describe, b"E": self._execute, b"C": self._close,
                     b"S": self._sync, b"H": lambda _: self.flush()}

@@ -1,4 +1,7 @@
-"""The session settings the server reports and shows, with their starting values."""
+"""The session settings the server reports and shows, with their starting values, and the
+time settings' values read (``statement_timeout``)."""
+
+import re
 
 SERVER_VERSION = "15.0 (matview)"
 REPORTED = {
@@ -15,3 +18,18 @@ OTHER_SETTINGS = {
     "lc_monetary": "C", "lc_numeric": "C", "lc_time": "C", "statement_timeout": "0",
     "lock_timeout": "0", "idle_in_transaction_session_timeout": "0",
 }
+
+_UNITS = {"us": 1e-6, "ms": 1e-3, "s": 1.0, "min": 60.0, "h": 3600.0, "d": 86400.0}
+"""The units of a time setting, in seconds (PostgreSQL's; none: milliseconds)."""
+
+
+def seconds(name: str, value: str) -> float:
+    """A time setting's ``value`` (``5000``, ``'5s'``, ``'1min'``...: PostgreSQL's forms, in
+    milliseconds without a unit) in seconds, 0 meaning none; ``ValueError`` naming the
+    setting when it is no such time."""
+    found = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-z]*)\s*", value.lower())
+    if found is None or found.group(2) not in ("", *_UNITS):
+        raise ValueError(f'invalid value for parameter "{name}": "{value}"'
+                         + ('' if found is None else
+                            '; valid units are "us", "ms", "s", "min", "h", and "d"'))
+    return float(found.group(1)) * _UNITS.get(found.group(2), 1e-3)

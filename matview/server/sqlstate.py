@@ -68,7 +68,8 @@ _BY_MESSAGE = [
 _BY_CLASS: list[tuple[type[Exception], str]] = [
     (errors.DataError, "22000"), (errors.IntegrityError, "23000"),
     (errors.NotSupportedError, FEATURE_NOT_SUPPORTED), (errors.ProgrammingError, "42000"),
-    (errors.OperationalError, "58000"), (errors.InterfaceError, "08000"),
+    (errors.QueryCanceled, QUERY_CANCELED), (errors.OperationalError, "58000"),
+    (errors.InterfaceError, "08000"),
 ]
 _POSITION_SUFFIX = re.compile(r" \(line \d+, column \d+\)$")
 

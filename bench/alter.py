@@ -14,17 +14,14 @@ the views' creation.
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from typing import Any
 
-from matview.runtime.spark.session import start_session
 from pyspark.sql import SparkSession
 
-from bench import w1
+from bench import w1_session
 from bench.engines import Matview
-from bench.report import saved
 from bench.workload import Workload
 
 ALTERS = {"add column": "ALTER TABLE orders ADD COLUMN note TEXT DEFAULT 'x'",
@@ -77,17 +74,7 @@ def report(figures: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.alter", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--orders", type=int, default=1_000_000)
-    parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args(argv)
-    workload = w1.make(orders=args.orders, batches=2, seed=args.seed)
-    spark = start_session()
-    print(f"running the ALTER bench {workload.params}", file=sys.stderr, flush=True)
-    figures = measure(spark, workload)
-    saved(f"alter-orders{args.orders}", args, figures, report(figures))
-    return 0
+    return w1_session.main(argv, "alter", __doc__, measure, report)
 
 
 if __name__ == "__main__":

@@ -14,18 +14,15 @@ a live arrangement instead of building it), and computes its contents. Reported:
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from matview.runtime.spark.session import start_session
 from pyspark.sql import SparkSession
 
-from bench import w1
+from bench import w1_session
 from bench.engines import Matview
-from bench.report import saved
 from bench.workload import Workload
 
 RESULTS = Path(__file__).parent / "results"
@@ -85,17 +82,7 @@ def report(figures: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.indexes", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--orders", type=int, default=1_000_000)
-    parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args(argv)
-    workload = w1.make(orders=args.orders, batches=2, seed=args.seed)
-    spark = start_session()
-    print(f"running the index bench {workload.params}", file=sys.stderr, flush=True)
-    figures = measure(spark, workload)
-    saved(f"indexes-orders{args.orders}", args, figures, report(figures))
-    return 0
+    return w1_session.main(argv, "indexes", __doc__, measure, report)
 
 
 if __name__ == "__main__":

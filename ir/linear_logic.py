@@ -155,11 +155,17 @@ def is_temporal_steps(steps: Sequence[Step]) -> bool:
                for s in steps)
 
 
+def is_temporal_predicate(pred: Scalar) -> bool:
+    """Whether ``pred`` is a normalized temporal predicate ``mz_now() OP e``."""
+    return (isinstance(pred, Call) and pred.func in TEMPORAL_OPERATORS and len(pred.args) == 2
+            and pred.args[0] == MZ_NOW and not is_temporal(pred.args[1]))
+
+
 def temporal_parts(pred: Scalar) -> tuple[str, Scalar]:
     """``(OP, e)`` of a normalized temporal predicate ``mz_now() OP e``."""
-    if (not isinstance(pred, Call) or pred.func not in TEMPORAL_OPERATORS
-            or pred.args[0] != MZ_NOW or is_temporal(pred.args[1])):
+    if not is_temporal_predicate(pred):
         raise ValueError(f"not a normalized temporal predicate: {pred!r}")
+    assert isinstance(pred, Call)
     return pred.func, pred.args[1]
 
 

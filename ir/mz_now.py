@@ -13,10 +13,9 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from matview.ir.evaluate import cast_value
-from matview.ir.linear_logic import MZ_NOW, TEMPORAL_OPERATORS, is_temporal
+from matview.ir.linear_logic import MZ_NOW, is_temporal_predicate
 from matview.ir.relation import Relation, inputs_of
 from matview.ir.scalar import (
-    Call,
     Cast,
     Exists,
     InSubquery,
@@ -43,7 +42,7 @@ def reads_mz_now(plan: Relation) -> bool:
 
 
 def _reads(expr: Scalar) -> bool:
-    if _temporal_filter(expr):
+    if is_temporal_predicate(expr):
         return False
     return expr == MZ_NOW or any(reads_mz_now(s.rel) for s in subqueries(expr)) or any(
         _reads(c) for c in children(expr))
@@ -67,16 +66,10 @@ def bind_mz_now(plan: Relation, at: int) -> Relation:
             return with_rel(node, bind_mz_now(node.rel, at))
         return node
 
+    # a temporal filter of a view the query reads (a one-shot query's own comparisons cast
+    # mz_now()) reads the time it is evaluated at already: kept
     return bottom_up(plan, lambda rel: map_own_scalars(
-        rel, lambda e: transform(e, scalar, keep=_temporal_filter)))
-
-
-def _temporal_filter(node: Scalar) -> bool:
-    """Whether ``node`` is a temporal filter's ``mz_now() OP e`` (of a view the query reads:
-    a one-shot query's own comparisons cast ``mz_now()``), which reads the time it is
-    evaluated at already."""
-    return isinstance(node, Call) and node.func in TEMPORAL_OPERATORS and len(node.args) == 2 \
-        and node.args[0] == MZ_NOW and not is_temporal(node.args[1])
+        rel, lambda e: transform(e, scalar, keep=is_temporal_predicate)))
 
 
 def _read_as(at: int, to: SqlType) -> object:

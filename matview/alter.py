@@ -29,8 +29,7 @@ from sqlglot import exp
 
 from matview.catalog import Entry
 from matview.errors import IntegrityError, ProgrammingError
-from matview.ir.relation import Field, Get, Relation
-from matview.ir.walk import bottom_up
+from matview.ir.relation import Field, gets
 from matview.planner.lower import lower
 from matview.planner.pipeline import physical
 from matview.result import Result
@@ -208,9 +207,10 @@ def _alter(engine: Engine, name: str, new: CatalogItem, change: Rewrite,
              for view in catalog.graph.successors(name)}
     dropping = doomed()
     engine.sinks.check_drop(dropping)
-    replanned = [view for view in catalog.dependents(name) if view not in dropping
-                 and catalog.entries[view].dataflow is not None
-                 and _reads(catalog.entries[view].plan, name)]
+    flows = {view: catalog.entries[view] for view in catalog.dependents(name)
+             if view not in dropping and catalog.entries[view].dataflow is not None}
+    replanned = [view for view, entry in flows.items() if entry.plan is not None
+                 and any(g.name == name for g in gets(entry.plan))]
     for view in replanned:  # up to date: the new dataflow takes over from now
         engine.refresh(view)
     at = engine.oracle.peek_write()
@@ -265,20 +265,6 @@ def _bound(engine: Engine, item: CatalogItem) -> CreateView:
     stmt = bind_statement(one_statement(item.create_sql()), engine.catalog)
     assert isinstance(stmt, CreateView)
     return stmt
-
-
-def _reads(plan: Relation | None, name: str) -> bool:
-    """Whether ``plan`` reads stored collection ``name``."""
-    found: list[Relation] = []
-
-    def seen(node: Relation) -> Relation:
-        if isinstance(node, Get) and node.name == name:
-            found.append(node)
-        return node
-
-    if plan is not None:
-        bottom_up(plan, seen)
-    return bool(found)
 
 
 def _rows(engine: Engine, name: str, table: CatalogItem, rows: Sequence[str], at: int,

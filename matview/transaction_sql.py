@@ -65,6 +65,12 @@ def block_statement(sql: str) -> Begin | End | Savepoint | None:
     return None
 
 
+def writes(sql: str) -> bool:
+    """Whether statement ``sql`` writes (INSERT, UPDATE, DELETE, COPY FROM; a COPY TO too,
+    which a block's transaction also runs): in a block, its first opens the transaction."""
+    return words(sql, 1)[:1] in (["INSERT"], ["UPDATE"], ["DELETE"], ["COPY"])
+
+
 @dataclass
 class SqlBlock:
     """A connection's block opened by SQL through the Python API: whether one is open
@@ -102,8 +108,7 @@ class SqlBlock:
     def before(self, sql: str, connection: Connection) -> None:
         """``sql`` is about to run: in an open block, a write opens its transaction first
         (reads and DDL before the block's first write run on their own)."""
-        if self.open and not connection.writing and words(sql, 1)[:1] in (
-                ["INSERT"], ["UPDATE"], ["DELETE"], ["COPY"]):
+        if self.open and not connection.writing and writes(sql):
             connection.begin()
 
     def ended(self) -> None:

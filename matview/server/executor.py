@@ -35,10 +35,9 @@ from matview.server.statements import (
     subscribed,
 )
 from matview.statement_text import words
-from matview.transaction_sql import Begin, End, Savepoint
+from matview.transaction_sql import Begin, End, Savepoint, writes
 
 _CANONICAL = {name.lower(): name for name in (*REPORTED, *OTHER_SETTINGS)}
-_WRITES = ("INSERT", "DELETE", "UPDATE")
 
 
 @dataclass
@@ -128,7 +127,7 @@ class Executor:
         """Run ``sql`` on a new cursor of the connection (``$n`` made ``?``)."""
         text, order = positional(sql)
         values = check_parameters(order, list(params))
-        if words(sql, 1) and words(sql, 1)[0] in _WRITES:
+        if writes(sql):
             self.will_write()
         limit = seconds("statement_timeout", self.settings["statement_timeout"])
         timer = threading.Timer(limit, self.connection.interrupt, (threading.get_ident(),),

@@ -20,6 +20,8 @@ from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
 from matview.ir import bytea, jsonb, to_char
+from matview.ir.array_quantifiers import FUNCTIONS as QUANTIFIED_FUNCTIONS
+from matview.ir.array_sizes import FUNCTIONS as SIZE_FUNCTIONS
 from matview.ir.datetime_functions import (
     EXTRACT_FIELDS,
     TRUNCATIONS,
@@ -49,6 +51,7 @@ from matview.ir.function_types import (
 )
 from matview.ir.interval_values import FUNCTIONS as INTERVAL_FUNCTIONS
 from matview.ir.intervals import Interval, shift
+from matview.ir.object_ids import FUNCTIONS as OID_FUNCTIONS
 from matview.ir.text_functions import (
     concat_ws,
     like,
@@ -65,6 +68,7 @@ from matview.ir.types import (
     INT,
     INTEGER_KINDS,
     MZ_TIMESTAMP,
+    TEXT,
     Kind,
     SqlType,
 )
@@ -237,6 +241,13 @@ for _name, _returns, _python, _spark, _arity in INTERVAL_FUNCTIONS:
                       may_fail=_name in ("interval_add", "interval_sub", "interval_neg",
                                          "interval_mul", "interval_of")))
 
+for _name, _returns, _python, _spark, _arity in QUANTIFIED_FUNCTIONS:
+    register(Function(_name, _returns, _python, _spark, _arity, handles_null=True))
+
+for _name, _returns, _python, _spark, _arity in [*OID_FUNCTIONS, *SIZE_FUNCTIONS]:
+    register(Function(_name, _returns, _python, _spark, _arity,
+                      handles_null=_name == "format_type"))
+
 register(Function("days_between", two_dates, lambda a, b: (a - b).days,
                   lambda F, a, b: F.datediff(a, b), (2, 2)))
 register(Function("mul", product, lambda a, b: a * b, lambda F, a, b: a * b, (2, 2), "*",
@@ -296,6 +307,9 @@ register(Function("split_part", text, split_part,
 register(Function("strpos", lambda t: INT, strpos, lambda F, s, sub: F.instr(s, sub), (2, 2)))
 register(Function("to_jsonb", to_jsonb_type, jsonb.of_scalar, lambda F, a: a,
                   (1, 1), typed_spark=_spark_to_jsonb))
+register(Function("jsonb_canonical", lambda t: TEXT, lambda a: a, lambda F, a: a, (1, 1)))
+"""A JSONB value's canonical text (``ir.jsonb``), which is how it is held: the pieces of a
+built object (``sql.json_objects``)."""
 register(Function("abs", same, abs, lambda F, a: F.abs(a), (1, 1), may_fail=True))
 register(Function("round", same, _round,
                   lambda F, a, d=None: F.round(a) if d is None else F.round(a, d), (1, 2),

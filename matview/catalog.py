@@ -14,6 +14,7 @@ from matview.runtime.arrangements.trace import Trace
 from matview.runtime.dataflow import Dataflow
 from matview.sql.catalog import CatalogItem
 from matview.sql.statements import Drop
+from matview.system_catalog import catalog_item, catalog_name
 
 
 @dataclass
@@ -38,6 +39,9 @@ class LiveCatalog:
         """The indexes by name (``matview.indexes``), dropped with their collection."""
 
     def lookup(self, name: str) -> CatalogItem | None:
+        system = catalog_name(name)
+        if system is not None:  # pg_catalog is searched first, as in PostgreSQL
+            return catalog_item(system, [entry.item for entry in self.entries.values()])
         entry = self.entries.get(name)
         return None if entry is None else entry.item
 

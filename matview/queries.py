@@ -37,8 +37,9 @@ def query(engine: Engine, stmt: Query) -> Result:
     if table is None:
         table = peek.rows(engine.evaluate_planned(plan, stmt.as_of), stmt.plan.types, order,
                           stmt.offset, stmt.limit)
-    table = table.rename_columns(column_names(len(stmt.column_names)))
-    return Result(stmt.column_names, stmt.plan.types, table, table.num_rows)
+    shown = len(stmt.column_names)  # without the columns only sorted by
+    table = table.select(list(range(shown))).rename_columns(column_names(shown))
+    return Result(stmt.column_names, stmt.plan.types[:shown], table, table.num_rows)
 
 
 def _view_order(engine: Engine, plan: Relation) -> tuple[SortKey, ...]:

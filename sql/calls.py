@@ -19,7 +19,14 @@ from matview.ir.functions import lookup
 from matview.ir.scalar import Call, Case, Cast, Lit
 from matview.ir.types import BYTEA, INT, TEXT, Kind, SqlType
 from matview.sql import statement_time
-from matview.sql.call_names import ARGUMENT_COUNT, CALL_NAMES, WINDOW_CALLS, WRITTEN_NAME
+from matview.sql.call_names import (
+    ARGUMENT_COUNT,
+    CALL_NAMES,
+    CATALOG_FUNCTIONS,
+    JSON_OBJECTS,
+    WINDOW_CALLS,
+    WRITTEN_NAME,
+)
 from matview.sql.coerce import (
     TypedScalar,
     call,
@@ -152,6 +159,10 @@ def check_arity(node: exp.Expr, arity: tuple[int, int], given: int | None = None
 
 def bind_call(binder: ExprBinder, node: exp.Expr) -> TypedScalar:
     """The scalar a function call (or other expression without an operator rule) denotes."""
+    if type(node) is exp.Cast and _object_cast(node):
+        from matview.sql import catalog_functions
+
+        return catalog_functions.bind_object_cast(binder, node)
     if type(node) is exp.Cast:
         to = sql_type(node.to)
         if isinstance(node.this, exp.Array) and not node.this.expressions:
@@ -208,12 +219,34 @@ def bind_call(binder: ExprBinder, node: exp.Expr) -> TypedScalar:
         return statement_time.bind_now(node, function_name(node))
     if isinstance(node, (exp.CurrentTimestamp, exp.Localtimestamp, exp.CurrentDate)):
         return statement_time.bind_now(node, function_name(node))
+    if isinstance(node, exp.ArraySize) or (isinstance(node, exp.Anonymous)
+                                            and node.name.lower() == "cardinality"):
+        from matview.sql.array_sizes import bind_size
+
+        return bind_size(binder, node)
+    if isinstance(node, exp.Anonymous) and node.name.lower() in JSON_OBJECTS:
+        from matview.sql.json_objects import bind_build_object
+
+        return bind_build_object(binder, node)
+    if isinstance(node, exp.Anonymous) and node.name.lower() in CATALOG_FUNCTIONS:
+        from matview.sql import catalog_functions
+
+        return catalog_functions.bind_function(binder, node)
     if isinstance(node, exp.Anonymous):
         raise UnknownObjectError.at(f"function {function_name(node)} does not exist", node)
     if isinstance(node, exp.Func):
         raise UnsupportedError.at(f"function {function_name(node)} is not supported yet", node)
     raise UnsupportedError.at(f"expression {node.sql(dialect=Matview)} is not supported yet",
                               node)
+
+
+def _object_cast(node: exp.Cast) -> bool:
+    """Whether ``node`` casts to an object identifier type (``oid``, ``regclass``,
+    ``regtype``) or casts such a cast to text (``sql.catalog_functions``)."""
+    inner = node.this
+    return isinstance(node.to, exp.ObjectIdentifier) or (
+        node.to.is_type(*exp.DataType.TEXT_TYPES) and isinstance(inner, exp.Cast)
+        and isinstance(inner.to, exp.ObjectIdentifier))
 
 
 def _text(value: TypedScalar, node: exp.Expr) -> TypedScalar:

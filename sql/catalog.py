@@ -14,7 +14,7 @@ from matview.ir.relation import Field
 from matview.sql.dialect import Matview
 from sqlglot import exp
 
-ObjectKind = Literal["table", "view", "materialized view"]
+ObjectKind = Literal["table", "view", "materialized view", "system catalog"]
 
 
 @dataclass(frozen=True)
@@ -37,7 +37,8 @@ class UniqueKey:
 @dataclass(frozen=True)
 class CatalogItem:
     """A stored object: a table, a view (``query_sql`` is its defining SELECT, re-bound at each
-    use) or a materialized view (read as a stored collection, ``query_sql`` kept for display)."""
+    use), a materialized view (read as a stored collection, ``query_sql`` kept for display) or
+    a system catalog (``pg_catalog.pg_class``: a constant of the catalog's state)."""
 
     name: str
     kind: ObjectKind
@@ -53,6 +54,9 @@ class CatalogItem:
     """Its comment (``COMMENT ON``), if it has one."""
     column_comments: tuple[tuple[int, str], ...] = ()
     """Its columns' comments: (position, text)."""
+    rows: tuple[tuple[tuple[object, ...], int], ...] = ()
+    """A system catalog's rows, with their multiplicities (``matview.system_catalog``): it
+    is read as a constant, made when the statement reading it is bound."""
 
     def known_keys(self) -> tuple[tuple[int, ...], ...]:
         """The columns of each unique key no NULL can break (its columns NOT NULL): what
@@ -101,14 +105,16 @@ class Catalog(Protocol):
 
 class Recording:
     """A ``Catalog`` that remembers the names of the objects found through it (``found``):
-    what a statement bound through it depends on."""
+    what a statement bound through it depends on; and the system catalogs (``system``)."""
 
     def __init__(self, catalog: Catalog) -> None:
         self.catalog = catalog
         self.found: set[str] = set()
+        self.system: set[str] = set()
+        """The system catalogs found (not objects anything can depend on)."""
 
     def lookup(self, name: str) -> CatalogItem | None:
         item = self.catalog.lookup(name)
         if item is not None:
-            self.found.add(item.name)
+            (self.system if item.kind == "system catalog" else self.found).add(item.name)
         return item

@@ -49,7 +49,7 @@ def bind_copy(node: exp.Copy, ctx: Context) -> CopyFrom | CopyTo:
                                       written)
         return CopyFrom(name, columns, path, fmt)
     if isinstance(target, exp.Subquery):
-        query = bind_query(target.this, ctx)
+        query = bind_query(target.this, ctx, sorting=True)
     elif isinstance(target, exp.Table):
         query = bind_query(exp.select("*").from_(target.copy()), ctx)
     else:

@@ -7,8 +7,8 @@ only.
 
 from __future__ import annotations
 
-from matview.ir.types import INTERVAL, Kind, SqlType, array_of, type_from_name
-from matview.sql.errors import SqlTypeError, UnsupportedError
+from matview.ir.types import INTERVAL, TEXT, Kind, SqlType, array_of, type_from_name
+from matview.sql.errors import SqlTypeError, UnknownObjectError, UnsupportedError
 from sqlglot import exp
 
 DType = exp.DataType.Type
@@ -32,9 +32,10 @@ _NAMES = {
     DType.JSONB: "jsonb",
     DType.UUID: "uuid",
     DType.VARBINARY: "bytea",
+    DType.NAME: "text",
 }
 """Accepted types. SMALLINT and REAL widen to INT and DOUBLE; length limits of character
-types are not enforced."""
+types are not enforced; ``name`` (and ``"char"``) are text."""
 
 MAX_PRECISION = 38
 
@@ -53,6 +54,11 @@ def sql_type(node: exp.DataType) -> SqlType:
         return array_of(element)
     if node.this == DType.JSON:
         raise UnsupportedError.at("type json is not supported; use jsonb", node)
+    if node.this == DType.USERDEFINED:  # PostgreSQL's "char" is a one-byte text
+        written = node.args["kind"]
+        if isinstance(written, exp.Identifier) and written.quoted and written.this == "char":
+            return TEXT
+        raise UnknownObjectError.at(f'type "{written.name}" does not exist', node)
     name = _NAMES.get(node.this)
     if name is None:
         raise UnsupportedError.at(f"type {node.this.value.lower()} is not supported", node)

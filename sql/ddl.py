@@ -113,7 +113,15 @@ def bind_create_view(node: exp.Create, ctx: Context) -> CreateView:
     table = target.this if isinstance(target, exp.Schema) else target
     recording = Recording(ctx.catalog)
     with timeless():
-        query = bind_query(node.expression, Context(recording, ctx.ctes))
+        query = bind_query(node.expression, Context(recording, ctx.ctes), sorting=True)
+    if query.hidden:
+        order = node.expression.args.get("order")
+        raise UnsupportedError.at("ORDER BY expressions that are not in the select list are "
+                                  "not supported in views yet", order or node)
+    if materialized and recording.system:
+        raise UnsupportedError.at(
+            f'a materialized view cannot read system catalog "{min(recording.system)}": '
+            "it changes with DDL, not with transactions (use a view)", node.expression)
     if len(columns) > len(query.column_names):
         raise SqlError.at("CREATE VIEW specifies more column names than columns", columns[0])
     names = tuple(normalize(c) for c in columns) + query.column_names[len(columns):]

@@ -48,7 +48,7 @@ from collections.abc import Sequence
 from matview.ir.decorrelate.lateral import lateral_join
 from matview.ir.outer_joins import lateral_left_join, outer_join
 from matview.ir.plans import UNIT, linear
-from matview.ir.relation import Get, Join, Linear, Relation
+from matview.ir.relation import Constant, Get, Join, Linear, Relation
 from matview.ir.scalar import Call, Outer, Scalar, remap
 from matview.ir.steps import Filter, FlatMap, Map, Repeat, Step
 from matview.ir.subquery import rewrite_outer
@@ -69,7 +69,7 @@ from matview.sql.from_items import (
     table_function,
 )
 from matview.sql.join_using import using_join
-from matview.sql.names import normalize, relation_name
+from matview.sql.names import normalize, read_name
 from matview.sql.scalars import ExprBinder
 from matview.sql.scope import FromItem, RangeVar, Scope
 from matview.sql.statements import Query
@@ -243,9 +243,8 @@ class _FromBuilder:
         """One FROM item: a relation, a subquery, a table function, or a parenthesized join;
         ``before`` are the items to its left."""
         if isinstance(node, exp.Table) and isinstance(node.this, exp.Identifier):
-            name = relation_name(node)
-            query = self._relation(name, node)
-            return self._add(query, item_alias(node) or name, node)
+            query = self._relation(read_name(node), node)
+            return self._add(query, item_alias(node) or normalize(node.this), node)
         if isinstance(node, exp.Table) and node.args.get("rows_from"):
             raise UnsupportedError.at("ROWS FROM is not supported yet", node)
         function = table_function(node)
@@ -344,6 +343,9 @@ class _FromBuilder:
         item = self.ctx.catalog.lookup(name)
         if item is None:
             raise UnknownObjectError.at(f'relation "{name}" does not exist', node)
+        if item.kind == "system catalog":
+            return Query(Constant(item.rows, tuple(f.type for f in item.fields)),
+                         tuple(f.name for f in item.fields))
         if item.kind == "view":
             from matview.sql.query import bind_view
 

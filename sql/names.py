@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from matview.ir.types import Kind, SqlType
 from matview.sql.datatypes import sql_type
-from matview.sql.errors import SqlSyntaxError, UnsupportedError
+from matview.sql.errors import SqlSyntaxError, UnknownObjectError, UnsupportedError
 from sqlglot import exp
 
 UNNAMED = "?column?"
@@ -27,11 +27,31 @@ def normalize(identifier: exp.Identifier) -> str:
     return identifier.this if identifier.quoted else identifier.this.lower()
 
 
+SYSTEM_SCHEMAS = ("pg_catalog", "information_schema")
+"""The schemas of the system catalogs, read-only (``matview.system_catalog``)."""
+
+
 def relation_name(table: exp.Table) -> str:
-    """The normalized name of a table reference, which must not be schema-qualified."""
-    if table.args.get("db") or table.args.get("catalog"):
-        raise UnsupportedError.at("schema-qualified names are not supported", table)
-    return normalize(table.this)
+    """The normalized name of a stored object's reference: the user's objects are in schema
+    ``public``, which may be written (``public.t``); no other schema is."""
+    name = read_name(table)
+    if "." in name:
+        raise UnsupportedError.at(f'"{name}" is a system catalog: it can only be read', table)
+    return name
+
+
+def read_name(table: exp.Table) -> str:
+    """The normalized name of a relation a query reads: a user's (``t``, ``public.t``) or a
+    system catalog, ``pg_catalog.pg_class`` (which the binder's catalog also finds as
+    ``pg_class``, as PostgreSQL searches ``pg_catalog`` first)."""
+    if table.args.get("catalog"):
+        raise UnsupportedError.at("database-qualified names are not supported", table)
+    name, schema = normalize(table.this), table.args.get("db")
+    if schema is None or normalize(schema) == "public":
+        return name
+    if normalize(schema) in SYSTEM_SCHEMAS:
+        return f"{normalize(schema)}.{name}"
+    raise UnknownObjectError.at(f'schema "{normalize(schema)}" does not exist', table)
 
 
 def type_name(sql_type: SqlType) -> str:
@@ -53,7 +73,11 @@ def output_name(node: exp.Expr) -> str:
         return output_name(node.this)
     if isinstance(node, exp.Cast):
         inner = output_name(node.this)
-        return type_name(sql_type(node.to)) if inner == UNNAMED else inner
+        if inner != UNNAMED:
+            return inner
+        if isinstance(node.to, exp.ObjectIdentifier):  # oid, regclass, regtype
+            return node.to.name.lower()
+        return type_name(sql_type(node.to))
     if isinstance(node, exp.Boolean):
         return "bool"
     if isinstance(node, exp.Case):

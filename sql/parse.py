@@ -11,6 +11,7 @@ import sqlglot
 from matview.sql import ddl, dml
 from matview.sql.allowlist import check_supported
 from matview.sql.alter import bind_alter, bind_comment
+from matview.sql.array_sizes import subscripts_as_series
 from matview.sql.as_of import bind_time
 from matview.sql.catalog import Catalog
 from matview.sql.context import Context
@@ -29,6 +30,7 @@ from matview.sql.dialect_nodes import DropSink as DropSinkNode
 from matview.sql.errors import SqlError, SqlSyntaxError, UnknownObjectError, UnsupportedError
 from matview.sql.names import relation_name
 from matview.sql.query import bind_query
+from matview.sql.schemas import unqualified
 from matview.sql.statement_time import statement_clock
 from matview.sql.statements import CreateView, Query, Statement, SubscribeTo
 from matview.sql.statements import Explain as ExplainStatement
@@ -99,7 +101,7 @@ def bind_statement(tree: exp.Expr, catalog: Catalog) -> Statement:
     if isinstance(tree, (exp.Condition, exp.Alias)):  # words that are no statement
         first = tree.sql(dialect=Matview).split()[0]
         raise SqlSyntaxError.at(f'syntax error at or near "{first}"', tree)
-    check_supported(tree)
+    check_supported(subscripts_as_series(unqualified(tree)))
     ctx = Context(catalog)
     try:
         with statement_clock(query=_reads_once(tree)):
@@ -140,7 +142,7 @@ def _bind_explain(tree: Explain, ctx: Context) -> ExplainStatement:
 
 def _bind(tree: exp.Expr, ctx: Context) -> Statement:
     if isinstance(tree, (exp.Query, exp.Subquery, exp.Values)):
-        return bind_query(tree, ctx)
+        return bind_query(tree, ctx, sorting=True)
     if isinstance(tree, AsOf):
         query = _bind(tree.this, ctx)
         if not isinstance(query, Query):

@@ -47,8 +47,21 @@ from matview.sql.values import bind_values
 from sqlglot import exp
 
 
-def bind_query(node: exp.Expr, ctx: Context) -> Query:
-    """The query ``node`` denotes, with its ORDER BY, LIMIT and OFFSET."""
+def bind_query(node: exp.Expr, ctx: Context, sorting: bool = False) -> Query:
+    """The query ``node`` denotes, with its ORDER BY, LIMIT and OFFSET; with ``sorting`` (a
+    statement's query, whose rows are returned in order) it may keep columns it sorts by
+    only (``Query.hidden``), else they are dropped (after its ``TopK`` if it has one)."""
+    query = _bound(node, ctx)
+    if sorting or not query.hidden:
+        return query
+    shown = len(query.column_names)
+    plan = top_k(node, query, "a query") if query.limit is not None or query.offset else \
+        query.plan
+    return Query(compute(plan, [Col(i) for i in range(shown)]), query.column_names,
+                 tuple(k for k in query.order_by if k[0] < shown))
+
+
+def _bound(node: exp.Expr, ctx: Context) -> Query:
     ctx = _with_ctes(node, ctx)
     if isinstance(node, exp.Select):
         return bind_select(node, ctx)

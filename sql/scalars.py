@@ -37,10 +37,10 @@ from matview.ir.scalar import (
     ScalarSubquery,
     balanced,
 )
-from matview.ir.types import BIGINT, BOOLEAN, INTERVAL, SqlType
+from matview.ir.types import BIGINT, BOOLEAN, INTERVAL, Kind, SqlType, array_of
 from matview.sql import calls, operators, temporal
 from matview.sql.call_names import WINDOW_CALLS
-from matview.sql.coerce import TypedScalar, call, require, unify
+from matview.sql.coerce import TypedScalar, call, coerce, require, unify
 from matview.sql.context import Context
 from matview.sql.dialect_nodes import JsonbAggCall
 from matview.sql.errors import SqlError, SqlSyntaxError, UnknownObjectError, UnsupportedError
@@ -150,8 +150,12 @@ class ExprBinder:
         return blob(node)
 
     def _comparison(self, node: exp.Binary) -> TypedScalar:
-        if isinstance(node.expression, (exp.Any, exp.All)):
-            return self._quantified(node, node.expression)
+        right = node.expression
+        if isinstance(right, exp.Anonymous) and right.name.lower() == "all" and len(
+                right.expressions) == 1:  # sqlglot reads ALL (array) as a call
+            right = exp.All(this=right.expressions[0])
+        if isinstance(right, (exp.Any, exp.All)):
+            return self._quantified(node, right)
         return operators.binary(self, COMPARISON[type(node)], node.this, node.expression, node)
 
     def _quantified(self, node: exp.Binary, quantifier: exp.Any | exp.All) -> TypedScalar:
@@ -161,7 +165,8 @@ class ExprBinder:
         every = isinstance(quantifier, exp.All)
         word = f"{SYMBOLS[func]} {'ALL' if every else 'ANY'}"
         if not isinstance(quantifier.this, (exp.Subquery, exp.Query)):
-            raise UnsupportedError.at(f"{word} over an array is not supported yet", node)
+            return self._over_array(node, quantifier, f"{'all' if every else 'any'}_{func}",
+                                    word)
         plan = self.subquery(quantifier.this, node, word)
 
         def mismatch(a: SqlType, b: SqlType) -> str:
@@ -173,6 +178,21 @@ class ExprBinder:
         value = quantified(NEGATED[func] if every else func, needle.expr,
                            compute(plan, [column.expr]))
         return TypedScalar(Call("not", (value,)) if every else value, BOOLEAN)
+
+    def _over_array(self, node: exp.Binary, quantifier: exp.Any | exp.All, func: str,
+                    word: str) -> TypedScalar:
+        """``x op ANY (array)`` and ``x op ALL (array)`` (``ir.array_quantifiers``): ``x``
+        cast to the elements' type, or else the array to an array of ``x``'s."""
+        value, array = self.bind(node.this), self.bind(quantifier.this)
+        mismatch = f"operator does not exist: {value.type} {word} ({array.type})"
+        if array.type.kind is Kind.ARRAY and array.type.element != value.type:
+            assert array.type.element is not None
+            cast_value = coerce(value, array.type.element)
+            if cast_value is not None:
+                value = cast_value
+            else:
+                array = coerce(array, array_of(value.type)) or array
+        return call(func, [value, array], node, mismatch)
 
     def _in(self, node: exp.In) -> TypedScalar:
         """``x IN (a, b, ...)``: ``x = a OR x = b ...``, a balanced tree however long;

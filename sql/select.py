@@ -86,11 +86,23 @@ def bind_select(select: exp.Select, ctx: Context) -> Query:
     _check_output_types(items, values)
     exprs = [v.expr for v in values]
 
+    hidden: list[Scalar] = []
+
     def match(node: exp.Expr) -> int | None:
+        """The output column sorting by ``node``: a select item's, or one added to sort by
+        (not with DISTINCT, whose rows are the select list's)."""
         expr = binder.bind(node).expr
-        return exprs.index(expr) if expr in exprs else None
+        if expr in exprs:
+            return exprs.index(expr)
+        if distinct is not None:
+            raise SqlError.at("for SELECT DISTINCT, ORDER BY expressions must appear in "
+                              "select list", node)
+        if expr not in hidden:
+            hidden.append(expr)
+        return len(exprs) + hidden.index(expr)
 
     order_keys = order_by(order, names, exprs, match)
+    exprs = exprs + hidden
     kept = None if on is None else _distinct_on(on, binder, windows, exprs, order_keys, order)
     binder.windows = None  # not in HAVING
     if isinstance(binder, GroupedBinder):
@@ -112,7 +124,7 @@ def bind_select(select: exp.Select, ctx: Context) -> Query:
     if distinct is not None and on is None:
         plan = interval_keys.distinct(plan, plan.types)
     limit, offset = limit_offset(select)
-    return Query(plan, names, order_keys, limit, offset)
+    return Query(plan, names, order_keys, limit, offset, hidden=len(hidden))
 
 
 def _distinct_on(on: exp.Expr, binder: ExprBinder, windows: SelectListWindows,

@@ -88,6 +88,9 @@ class Query:
     offset: int | None = None
     as_of: int | None = None
     """``AS OF time``: read at that time instead of now (``sql.as_of``)."""
+    hidden: int = 0
+    """How many of ``plan``'s last columns are ORDER BY expressions not in the select list,
+    there only to sort by (a statement's query: ``sql.query.bind_query``)."""
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ from matview.server.copy import Copy, parse_copy
 from matview.server.settings import OTHER_SETTINGS, REPORTED, seconds
 from matview.server.sqlstate import IN_FAILED_TRANSACTION, PgError, pg_error
 from matview.server.statements import (
+    Deallocate,
     Set,
     ShowSetting,
     SubscribeTo,
@@ -69,8 +70,11 @@ class Executor:
     (changes reported through ``report(name, value)``)."""
 
     def __init__(self, connection: matview.Connection, user: str, database: str,
-                 report: Callable[[str, str], None]) -> None:
+                 report: Callable[[str, str], None],
+                 deallocate: Callable[[str | None], None]) -> None:
         self.connection = connection
+        self.deallocate = deallocate
+        """Forgets the session's prepared statement of a name (None: all of them)."""
         self.user = user
         self.database = database
         self.report = report
@@ -112,6 +116,9 @@ class Executor:
             return self._show(kind.name)
         if isinstance(kind, SubscribeTo):
             return Subscribe(kind.name)
+        if isinstance(kind, Deallocate):
+            self.deallocate(kind.name)
+            return Outcome("DEALLOCATE ALL" if kind.name is None else "DEALLOCATE")
         copy = parse_copy(sql)
         if copy is not None:
             if copy.query is not None and (name := subscribed(copy.query)) is not None:

@@ -10,7 +10,6 @@ import matview
 from matview.server.catalog_view import Relation, relations
 from matview.server.pgtypes import column_type
 from matview.server.settings import SERVER_VERSION
-from matview.server.sqlstate import FEATURE_NOT_SUPPORTED, PgError
 
 Columns = list[tuple[str, str]]
 Answer = tuple[Columns, list[tuple[object, ...]]]
@@ -34,8 +33,7 @@ def answer(sql: str, connection: matview.Connection, settings: dict[str, str],
             return respond(sql, relations(connection))
     if _FOOTERS.search(sql):
         return [("?column?", "text")], []
-    raise PgError(FEATURE_NOT_SUPPORTED, "this catalog query is not supported by matview's "
-                  "server (psql's \\d, \\dt, \\dv, \\dm and \\d NAME are)")
+    return None  # run as a query of the system catalogs (``matview.system_catalog``)
 
 
 _FUNCTION = re.compile(

@@ -186,7 +186,7 @@ class Session:
             return False
         self.pid, self.secret = self.registry.add(self)
         self.executor = Executor(self.connection, user, params.get("database") or user,
-                                 self._report)
+                                 self._report, self._deallocate)
         self.send(wire.authentication(0))
         for name, value in REPORTED.items():
             self.send(wire.parameter_status(name, value))
@@ -195,6 +195,13 @@ class Session:
         self.send(wire.ready_for_query("I"))
         self.flush()
         return True
+
+    def _deallocate(self, name: str | None) -> None:
+        """DEALLOCATE: forget prepared statement ``name`` (None: all of them)."""
+        if name is None:
+            self.statements.clear()
+        elif self.statements.pop(name, None) is None:
+            raise PgError("26000", f'prepared statement "{name}" does not exist')
 
     def _authenticate(self, user: str) -> bool:
         """SCRAM-SHA-256 with the server's password; whether it succeeded."""

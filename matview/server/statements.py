@@ -68,6 +68,8 @@ _SET_OTHER = re.compile(r"SET\s+(SESSION\s+CHARACTERISTICS|TRANSACTION)\b.*", re
 _RESET = re.compile(r"(RESET\s+([A-Za-z_][\w.]*|ALL)|DISCARD\s+ALL)", re.I)
 _SHOW = re.compile(r"SHOW\s+([A-Za-z_][\w.]*|TIME\s+ZONE|TRANSACTION\s+ISOLATION\s+LEVEL|ALL)",
                    re.I)
+_DEALLOCATE = re.compile(r"DEALLOCATE\s+(?:PREPARE\s+)?(ALL|\"(?:[^\"]|\"\")+\"|[A-Za-z_][\w$]*)",
+                         re.I)
 _SUBSCRIBE = re.compile(r"SUBSCRIBE\s+(?:TO\s+)?(\"(?:[^\"]|\"\")+\"|[A-Za-z_][\w$]*)", re.I)
 _MATVIEW_SHOWS = {"TABLES", "VIEWS", "MATERIALIZED", "COLUMNS", "SETTINGS"}
 
@@ -86,6 +88,13 @@ class ShowSetting:
     """SHOW of a session setting (``all`` for SHOW ALL)."""
 
     name: str
+
+
+@dataclass(frozen=True)
+class Deallocate:
+    """DEALLOCATE [PREPARE] name | ALL: forget prepared statements (None: all)."""
+
+    name: str | None
 
 
 @dataclass(frozen=True)
@@ -109,7 +118,9 @@ def subscribed(sql: str) -> str | None:
     return None if found is None else name_as_written(found.group(1))
 
 
-def special(sql: str) -> Begin | End | Savepoint | Set | ShowSetting | SubscribeTo | None:
+def special(
+    sql: str,
+) -> Begin | End | Savepoint | Set | ShowSetting | SubscribeTo | Deallocate | None:
     """The statement ``sql`` is when the server answers it itself, else None."""
     found_block = block_statement(sql)
     if found_block is not None:
@@ -132,6 +143,10 @@ def special(sql: str) -> Begin | End | Savepoint | Set | ShowSetting | Subscribe
         name = re.sub(r"\s+", "", found.group(1)).lower()
         return ShowSetting("transaction_isolation" if name == "transactionisolationlevel"
                            else name)
+    found = _DEALLOCATE.fullmatch(body)
+    if found:
+        named = found.group(1)
+        return Deallocate(None if named.upper() == "ALL" else name_as_written(named))
     name = subscribed(sql)
     if name is not None:
         return SubscribeTo(name)

@@ -25,7 +25,7 @@ Each action with PostgreSQL's semantics and messages:
   (``sql.constraints.added_key``), refused when two rows share the key (23505, ``could not
   create unique index``); a primary key's columns made NOT NULL (checked as SET NOT NULL);
 * ``DROP CONSTRAINT [IF EXISTS] name``: a key dropped (a primary key's columns stay NOT
-  NULL, as before PostgreSQL 18); refused when there is none of that name (42704).
+  NULL, as in PostgreSQL); refused when there is none of that name (42704).
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ from typing import Any
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 
-from matview import alter, changes, comments, indexes, queries
+from matview import alter, alter_table, changes, comments, indexes, queries
 from matview.catalog import Entry, LiveCatalog
 from matview.clock import TimestampOracle
 from matview.durability import Durability
@@ -49,9 +49,9 @@ from matview.sql.parameters import bind_parameters
 from matview.sql.parse import bind_statement, explain_statement, one_statement, split
 from matview.sql.statements import (
     AlterRename,
-    AlterTableAddColumn,
-    AlterTableDropColumn,
+    AlterTable,
     AlterTableRenameColumn,
+    AlterTableRenameConstraint,
     CommentOn,
     CopyFrom,
     CopyTo,
@@ -384,8 +384,9 @@ HANDLERS: dict[type, Callable[[Engine, Any], Result]] = {
     CreateTableAs: Engine._create_table_as,
     CopyFrom: changes.copy_from, CopyTo: queries.copy_to, CreateSink: Engine._create_sink,
     DropSink: Engine._drop_sink, SubscribeTo: queries.subscribe, CreateIndex: indexes.create,
-    DropIndex: indexes.drop, AlterTableAddColumn: alter.add_column,
-    AlterTableDropColumn: alter.drop_column, AlterTableRenameColumn: alter.rename_column,
-    AlterRename: alter.rename, CommentOn: comments.comment,
+    DropIndex: indexes.drop, AlterTable: alter_table.alter_table,
+    AlterTableRenameColumn: alter.rename_column,
+    AlterTableRenameConstraint: alter.rename_constraint, AlterRename: alter.rename,
+    CommentOn: comments.comment,
 }
 """The handler of each type of bound statement."""

@@ -1,9 +1,10 @@
-"""Constraints of ``CREATE TABLE``: ``NOT NULL``, ``DEFAULT``, ``PRIMARY KEY`` and
-``UNIQUE``, as column constraints (``k int PRIMARY KEY``) or table constraints
-(``[CONSTRAINT name] PRIMARY KEY (a, b)``, ``UNIQUE (a, b)``).
+"""Constraints of ``CREATE TABLE`` (and of ``ALTER TABLE``: ``matview.alter_table``):
+``NOT NULL``, ``DEFAULT``, ``PRIMARY KEY`` and ``UNIQUE``, as column constraints (``k int
+PRIMARY KEY``) or table constraints (``[CONSTRAINT name] PRIMARY KEY (a, b)``, ``UNIQUE (a,
+b)``).
 
 Unnamed keys get PostgreSQL's names: ``t_pkey`` for the primary key, ``t_a_b_key`` for a
-unique key (numbered when taken). A primary key's columns are NOT NULL. A column's
+unique key (numbered when taken; ``added_key``). A primary key's columns are NOT NULL. A column's
 ``DEFAULT`` is an expression of no column (kept as SQL text, bound at each INSERT that
 omits the column or writes ``DEFAULT``: ``default_value``). Other constraints (CHECK,
 REFERENCES, ...) are refused by name.
@@ -11,7 +12,8 @@ REFERENCES, ...) are refused by name.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
+from typing import NoReturn
 
 import sqlglot
 from matview.ir.relation import Field
@@ -19,7 +21,12 @@ from matview.ir.scalar import Lit
 from matview.sql.catalog import CatalogItem, UniqueKey
 from matview.sql.coerce import TypedScalar, assignment_cast
 from matview.sql.dialect import Matview
-from matview.sql.errors import SqlError, UnknownObjectError, UnsupportedError
+from matview.sql.errors import (
+    DuplicateObjectError,
+    SqlError,
+    UnknownObjectError,
+    UnsupportedError,
+)
 from matview.sql.names import normalize
 from matview.sql.scalars import ExprBinder
 from matview.sql.scope import Scope
@@ -53,9 +60,7 @@ def bind_constraints(table: str, fields: Sequence[Field], items: Sequence[exp.Ex
                     if not kind.args.get("allow_null"):
                         not_null.add(column)
                 elif isinstance(kind, exp.DefaultColumnConstraint):
-                    value = _bound_default(kind.this, fields[column])
-                    rows_relation([[value]], [{0: kind.this}], [kind.this])  # a constant folds
-                    defaults.append((column, kind.this.sql(dialect=Matview)))
+                    defaults.append((column, column_default(kind.this, fields[column])))
                 elif isinstance(kind, exp.PrimaryKeyColumnConstraint | exp.UniqueColumnConstraint):
                     _plain(kind)
                     keys.append((name, (column,), isinstance(kind, exp.PrimaryKeyColumnConstraint),
@@ -64,34 +69,75 @@ def bind_constraints(table: str, fields: Sequence[Field], items: Sequence[exp.Ex
                     _refuse(kind or constraint)
             column += 1
             continue
-        name = None
-        if isinstance(item, exp.Constraint):
-            name = normalize(item.this)
-            if len(item.expressions) != 1:
-                _refuse(item)
-            item = item.expressions[0]
-        if isinstance(item, exp.PrimaryKey):
-            keys.append((name, _positions(names, item.expressions, item), True, item))
-        elif isinstance(item, exp.UniqueColumnConstraint) and isinstance(item.this, exp.Schema):
-            _plain(item)
-            keys.append((name, _positions(names, item.this.expressions, item), False, item))
-        else:
-            _refuse(item)
-    primaries = [node for _, _, primary, node in keys if primary]
-    if len(primaries) > 1:
-        raise SqlError.at(f'multiple primary keys for table "{table}" are not allowed',
-                          primaries[1])
-    taken: set[str] = set()
-    bound = []
+        name, columns, primary, node = table_key(item)
+        keys.append((name, key_columns(names, columns, node), primary, node))
+    bound: list[UniqueKey] = []
     for name, columns, primary, node in keys:
-        name = name or _free_name(table, [names[i] for i in columns], primary, taken)
-        if name in taken:
-            raise SqlError.at(f'relation "{name}" already exists', node)
-        taken.add(name)
-        bound.append(UniqueKey(name, columns, primary))
+        bound.append(added_key(table, names, bound, name, columns, primary, set(), node))
         if primary:
             not_null.update(columns)
     return tuple(bound), frozenset(not_null), tuple(defaults)
+
+
+def table_key(item: exp.Expr) -> tuple[str | None, tuple[str, ...], bool, exp.Expr]:
+    """Table constraint ``item`` (of CREATE TABLE, or ALTER TABLE's ``ADD``): its name
+    (None: not given), the names of its columns, whether it is the primary key, and its
+    node; any constraint other than ``PRIMARY KEY`` and ``UNIQUE`` refused by name."""
+    name = None
+    if isinstance(item, exp.Constraint):
+        name = normalize(item.this)
+        if len(item.expressions) != 1:
+            _refuse(item)
+        item = item.expressions[0]
+    if isinstance(item, exp.PrimaryKey):
+        columns = item.expressions
+    elif isinstance(item, exp.UniqueColumnConstraint) and isinstance(item.this, exp.Schema):
+        columns = item.this.expressions
+    else:
+        _refuse(item)
+    _plain(item)
+    return name, tuple(normalize(c.this if isinstance(c, exp.Column) else c)
+                       for c in columns), isinstance(item, exp.PrimaryKey), item
+
+
+def key_columns(names: Sequence[str], columns: Sequence[str], node: exp.Expr | None = None
+                ) -> tuple[int, ...]:
+    """The positions, among a table's columns ``names``, of a key's ``columns``."""
+    positions: list[int] = []
+    for name in columns:
+        if name not in names:
+            raise UnknownObjectError.at(f'column "{name}" named in key does not exist', node)
+        if names.index(name) in positions:
+            raise SqlError.at(f'column "{name}" appears twice in unique constraint', node)
+        positions.append(names.index(name))
+    return tuple(positions)
+
+
+def added_key(table: str, names: Sequence[str], keys: Sequence[UniqueKey], name: str | None,
+              columns: tuple[int, ...], primary: bool, taken: Collection[str],
+              node: exp.Expr | None = None) -> UniqueKey:
+    """The key of ``columns`` (positions among ``names``) added to table ``table``, whose
+    keys are ``keys``: refused when it is a second primary key, or when its ``name`` is
+    taken (by a key of ``keys`` or a name of ``taken``: relations, indexes); unnamed, it
+    gets PostgreSQL's name, ``t_pkey`` or ``t_a_b_key``, numbered when taken."""
+    if primary and any(key.primary for key in keys):
+        raise SqlError.at(f'multiple primary keys for table "{table}" are not allowed', node)
+    used = {key.name for key in keys} | set(taken)
+    if name is None:
+        base = f"{table}_pkey" if primary else f"{table}_{'_'.join(names[i] for i in columns)}_key"
+        name = next(n for n in (base, *(f"{base}{i}" for i in range(1, len(used) + 2)))
+                    if n not in used)
+    if name in used:
+        raise DuplicateObjectError.at(f'relation "{name}" already exists', node)
+    return UniqueKey(name, columns, primary)
+
+
+def column_default(node: exp.Expr, field: Field) -> str:
+    """``DEFAULT node`` of column ``field``, checked (an expression of no column, which
+    folds to a constant, of a type the column takes), as SQL text."""
+    value = _bound_default(node, field)
+    rows_relation([[value]], [{0: node}], [node])  # a constant folds
+    return node.sql(dialect=Matview)
 
 
 def default_value(item: CatalogItem, index: int) -> TypedScalar:
@@ -115,27 +161,6 @@ def _bound_default(node: exp.Expr, field: Field) -> TypedScalar:
     return assignment_cast(binder.bind(node), field.type, field.name, node)
 
 
-def _positions(names: list[str], identifiers: Sequence[exp.Expr], node: exp.Expr
-               ) -> tuple[int, ...]:
-    positions = []
-    for identifier in identifiers:
-        name = normalize(identifier.this if isinstance(identifier, exp.Column) else identifier)
-        if name not in names:
-            raise UnknownObjectError.at(f'column "{name}" named in key does not exist', node)
-        if names.index(name) in positions:
-            raise SqlError.at(f'column "{name}" appears twice in unique constraint', node)
-        positions.append(names.index(name))
-    return tuple(positions)
-
-
-def _free_name(table: str, columns: list[str], primary: bool, taken: set[str]) -> str:
-    """PostgreSQL's name for an unnamed key: ``t_pkey`` or ``t_a_b_key``, numbered when
-    taken."""
-    base = f"{table}_pkey" if primary else f"{table}_{'_'.join(columns)}_key"
-    return next(n for n in (base, *(f"{base}{i}" for i in range(1, len(taken) + 2)))
-                if n not in taken)
-
-
 def _plain(key: exp.Expr) -> None:
     """Refuse a key's options (``NULLS NOT DISTINCT``, ``INCLUDE``, storage parameters)."""
     if key.args.get("nulls"):
@@ -145,8 +170,12 @@ def _plain(key: exp.Expr) -> None:
         raise UnsupportedError.at("index parameters of a key are not supported", key)
 
 
-def _refuse(node: exp.Expr) -> None:
+def _refuse(node: exp.Expr) -> NoReturn:
+    """Refuse constraint ``node`` by its name: a write is checked against NOT NULL and the
+    unique keys alone."""
     word = next((w for t, w in _REFUSED.items() if isinstance(node, t)), None)
     if word is None:
         word = node.sql(dialect="postgres").split("(")[0].strip() or type(node).__name__
-    raise UnsupportedError.at(f"{word} constraints are not supported yet", node)
+    raise UnsupportedError.at(f"{word} constraints are not supported yet (a table's writes "
+                              "are checked against NOT NULL, PRIMARY KEY and UNIQUE "
+                              "constraints only)", node)

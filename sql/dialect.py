@@ -11,7 +11,9 @@ Added syntax:
 * ``SHOW TABLES | VIEWS | MATERIALIZED VIEWS | COLUMNS FROM <name>``, parsed into sqlglot's
   ``Show`` (``this`` the upper-case kind, ``target`` the relation for COLUMNS);
 * ``SUBSCRIBE [TO] <name> ...``, parsed into ``Subscribe`` (which the binder refuses, pointing
-  to the Python API).
+  to the Python API);
+* ``ALTER MATERIALIZED VIEW``, ``ALTER TABLE ... RENAME CONSTRAINT`` and ``ADD CHECK``
+  (``dialect_alter``).
 
 Changed:
 
@@ -40,8 +42,9 @@ Changed:
   alone and text with spaces).
 
 The dialect registers itself with sqlglot under the name ``matview``. Its tokenizer is here;
-its parser is ``dialect_parser``, its generator ``dialect_generator``, the nodes it adds
-``dialect_nodes`` and the names of the calls it binds ``call_names``.
+its parser is ``dialect_parser`` (with ``dialect_alter``), its generator
+``dialect_generator``, the nodes it adds ``dialect_nodes`` and the names of the calls it
+binds ``call_names``.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """The syntax nodes matview's SQL dialect (``dialect``) adds to sqlglot's: its statements
 (``Explain`` and the words of EXPLAIN, ``Subscribe``, ``CreateSink``, ``DropSink``, and
-``MutuallyRecursive`` with its ``RecursiveBinding``s) and the function calls it parses into
-nodes of their own (``DatePartCall``, ``DateTruncCall``, ``JsonbAggCall``, ``ToJsonbCall``,
-``ToCharCall``, ``OctetLengthCall``).
+``MutuallyRecursive`` with its ``RecursiveBinding``s), ALTER TABLE's ``RenameConstraint``
+action, and the function calls it parses into nodes of their own (``DatePartCall``,
+``DateTruncCall``, ``JsonbAggCall``, ``ToJsonbCall``, ``ToCharCall``, ``OctetLengthCall``).
 """
 
 from __future__ import annotations
@@ -111,3 +111,9 @@ class DropSink(exp.Expression):
     """``DROP SINK [IF EXISTS] name``."""
 
     arg_types = {"this": True, "exists": False}
+
+
+class RenameConstraint(exp.Expression):
+    """``ALTER TABLE ... RENAME CONSTRAINT this TO to``: an action of ALTER TABLE."""
+
+    arg_types = {"this": True, "to": True}

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from matview.sql.call_names import ARGUMENT_COUNT, CALL_NAMES, WRITTEN_NAME
+from matview.sql.dialect_alter import AlterParser
 from matview.sql.dialect_nodes import (
     EXPLAIN_FORMATS,
     EXPLAIN_OPTIONS,
@@ -60,8 +61,9 @@ def _show(kind: str) -> Callable[[MatviewParser], exp.Show]:
     return parse
 
 
-class MatviewParser(PostgresParser):
-    """PostgreSQL's parser with matview's EXPLAIN and SHOW statements."""
+class MatviewParser(AlterParser):
+    """PostgreSQL's parser with matview's EXPLAIN and SHOW statements (and its ALTER
+    syntax: ``dialect_alter``)."""
 
     STATEMENT_PARSERS = {
         **PostgresParser.STATEMENT_PARSERS,
@@ -221,14 +223,6 @@ class MatviewParser(PostgresParser):
         if_exists = self._match_text_seq("IF", "EXISTS")
         return self.expression(DropSink(this=self._parse_table_parts(),
                                         exists=if_exists)).update_positions(start)
-
-    def _parse_alter(self) -> exp.Alter | exp.Command:
-        """An ALTER; ``ALTER MATERIALIZED VIEW`` is an ALTER VIEW marked in its meta."""
-        materialized = self._match_text_seq("MATERIALIZED", "VIEW", advance=False)
-        self._advance(int(materialized))
-        altered = super()._parse_alter()
-        altered.meta["materialized"] = materialized
-        return altered
 
     def _parse_statement(self) -> exp.Expr | None:
         """A statement, and a query's trailing ``AS OF time``."""

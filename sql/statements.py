@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from matview.ir.relation import Field, Relation
+from matview.ir.types import SqlType
 from matview.sql.catalog import ObjectKind, UniqueKey
 
 ShowWhat = Literal["tables", "views", "materialized views", "columns", "settings",
@@ -239,27 +240,81 @@ class DropSink:
 
 
 @dataclass(frozen=True)
-class AlterTableAddColumn:
-    """``ALTER TABLE [IF EXISTS] name ADD [COLUMN] [IF NOT EXISTS] field [DEFAULT value]
-    [NOT NULL]`` (``default``: the value's SQL text)."""
+class AddColumn:
+    """``ADD [COLUMN] [IF NOT EXISTS] field [DEFAULT value] [NOT NULL]`` (``default``: the
+    value's SQL text)."""
 
-    name: str
-    if_exists: bool
     field: Field
-    if_not_exists: bool
-    not_null: bool
+    if_not_exists: bool = False
+    not_null: bool = False
+    default: str | None = None
+
+
+@dataclass(frozen=True)
+class DropColumn:
+    """``DROP [COLUMN] [IF EXISTS] column [CASCADE]``."""
+
+    column: str
+    if_exists: bool = False
+    cascade: bool = False
+
+
+@dataclass(frozen=True)
+class SetDefault:
+    """``ALTER [COLUMN] column SET DEFAULT value`` (the value's SQL text), or ``DROP
+    DEFAULT`` (``default`` None)."""
+
+    column: str
     default: str | None
 
 
 @dataclass(frozen=True)
-class AlterTableDropColumn:
-    """``ALTER TABLE [IF EXISTS] name DROP [COLUMN] [IF EXISTS] column [CASCADE]``."""
+class SetNotNull:
+    """``ALTER [COLUMN] column SET NOT NULL``, or ``DROP NOT NULL`` (``not_null`` False)."""
+
+    column: str
+    not_null: bool
+
+
+@dataclass(frozen=True)
+class SetType:
+    """``ALTER [COLUMN] column [SET DATA] TYPE type [USING expression]`` (``using``: the
+    expression's SQL text)."""
+
+    column: str
+    type: SqlType
+    using: str | None = None
+
+
+@dataclass(frozen=True)
+class AddKey:
+    """``ADD [CONSTRAINT name] PRIMARY KEY (columns)``, or ``UNIQUE (columns)`` (``name``
+    None: PostgreSQL's)."""
+
+    name: str | None
+    columns: tuple[str, ...]
+    primary: bool
+
+
+@dataclass(frozen=True)
+class DropConstraint:
+    """``DROP CONSTRAINT [IF EXISTS] name [CASCADE | RESTRICT]``."""
+
+    name: str
+    if_exists: bool = False
+
+
+TableAction = AddColumn | DropColumn | SetDefault | SetNotNull | SetType | AddKey | DropConstraint
+
+
+@dataclass(frozen=True)
+class AlterTable:
+    """``ALTER TABLE [IF EXISTS] name action [, ...]``: the actions applied in order, all
+    or none (``matview.alter_table``)."""
 
     name: str
     if_exists: bool
-    column: str
-    if_column_exists: bool
-    cascade: bool
+    actions: tuple[TableAction, ...]
 
 
 @dataclass(frozen=True)
@@ -269,6 +324,16 @@ class AlterTableRenameColumn:
     name: str
     if_exists: bool
     column: str
+    to: str
+
+
+@dataclass(frozen=True)
+class AlterTableRenameConstraint:
+    """``ALTER TABLE [IF EXISTS] name RENAME CONSTRAINT constraint TO to``."""
+
+    name: str
+    if_exists: bool
+    constraint: str
     to: str
 
 
@@ -295,8 +360,7 @@ class CommentOn:
     text: str | None
 
 
-AlterStatement = (AlterTableAddColumn | AlterTableDropColumn | AlterTableRenameColumn
-                  | AlterRename)
+AlterStatement = AlterTable | AlterTableRenameColumn | AlterTableRenameConstraint | AlterRename
 
 
 Statement = (CreateTable | Insert | Delete | Update | Query | CreateView | Drop | Show | Explain

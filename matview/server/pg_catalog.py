@@ -124,15 +124,16 @@ def _by_oid(sql: str, relations_: list[Relation]) -> Relation | None:
 
 
 def _flags(sql: str, relations_: list[Relation]) -> Answer:
-    """``\\d name``'s second query: the relation's kind and flags (none set)."""
+    """``\\d name``'s second query: the relation's kind and flags (``relhasindex`` alone
+    set, when it has indexes: psql then asks for them, ``_indexes``)."""
     names = ["relchecks", "relkind", "relhasindex", "relhasrules", "relhastriggers",
              "relrowsecurity", "relforcerowsecurity", "relhasoids", "relispartition",
              "reloptions", "reltablespace", "reloftype", "relpersistence", "relreplident",
              "amname"]
     target = _by_oid(sql, relations_)
     rows = [] if target is None else [(
-        "0", RELKINDS[target.kind], "f", "f", "f", "f", "f", "f", "f", "", "0", "", "p", "d",
-        "heap" if target.kind != "view" else None)]
+        "0", RELKINDS[target.kind], "t" if target.indexes else "f", "f", "f", "f", "f", "f",
+        "f", "", "0", "", "p", "d", "heap" if target.kind != "view" else None)]
     return [(n, "text") for n in names], rows
 
 
@@ -146,10 +147,37 @@ def _attributes(sql: str, relations_: list[Relation]) -> Answer:
                                  ("attstattarget", None), ("col_description", None))
              if n in sql]
     rows = [] if target is None else [
-        (name, column_type(kind)[3], None, "f", None, "", "",
+        (name, column_type(kind)[3], default, "t" if not_null else "f", None, "", "",
          *(said if n == "col_description" else v for n, v in extra))
-        for (name, kind), said in zip(target.columns, target.column_comments)]
+        for (name, kind), said, default, not_null in zip(
+            target.columns, target.column_comments, target.defaults, target.not_null)]
     return [(n, "text") for n in names + [n for n, _ in extra]], rows
+
+
+def _indexes(sql: str, relations_: list[Relation]) -> Answer:
+    """``\\d name``'s indexes query (its footer ``Indexes:``): per index, its name, whether
+    it backs the primary key or a unique key, its definition (psql shows what follows
+    ``USING``) and its key constraint's kind (``p``, ``u``), primary key first."""
+    target = _by_oid(sql, relations_)
+    names = ["relname", "indisprimary", "indisunique", "indisclustered", "indisvalid",
+             "pg_get_indexdef", "pg_get_constraintdef", "contype", "condeferrable",
+             "condeferred", "indisreplident", "reltablespace"]
+    columns: Columns = [(n, "text") for n in names]
+    if target is None:
+        return columns, []
+    rows = [(i.name, _flag(i.primary), _flag(i.unique), "f", "t",
+             f"CREATE {'UNIQUE ' if i.unique else ''}INDEX {i.name} ON {SCHEMA}.{target.name} "
+             f"USING btree ({', '.join(i.columns)})",
+             None if not i.unique else f"{'PRIMARY KEY' if i.primary else 'UNIQUE'} "
+             f"({', '.join(i.columns)})",
+             ("p" if i.primary else "u") if i.unique else None, "f", "f", "f", "0")
+            for i in sorted(target.indexes, key=lambda i: not i.primary)]
+    return columns, rows
+
+
+def _flag(value: bool) -> str:
+    """A boolean as pg_catalog's text shows it."""
+    return "t" if value else "f"
 
 
 _SHAPES = [
@@ -157,6 +185,7 @@ _SHAPES = [
     (re.compile(r"^SELECT a\.attname,\s+pg_catalog\.format_type\(a\.atttypid, a\.atttypmod\)"),
      _attributes),
     (re.compile(r"^SELECT c\.relchecks, c\.relkind, c\.relhasindex"), _flags),
+    (re.compile(r"^SELECT c2\.relname, i\.indisprimary, i\.indisunique"), _indexes),
     (re.compile(r'pg_catalog\.pg_get_userbyid\(c\.relowner\) as "Owner"'), _list),
     (re.compile(r"^SELECT c\.oid,\s+n\.nspname,\s+c\.relname\s+FROM pg_catalog\.pg_class c"),
      _lookup),

@@ -44,23 +44,44 @@ class Constraints:
     def check(self, trace: Trace, leaf: Leaf, staged: Sequence[Leaf]) -> None:
         """Raise ``ConstraintViolation`` unless adding batch ``leaf`` to ``trace``'s updates
         and the ``staged`` batches keeps every constraint."""
-        updates = leaf.in_driver
-        found = _inserted_null(leaf.df if updates is None else updates,
-                               [f"c{i}" for i in self.not_null])
+        found = null_in(leaf, self.not_null)
         if found is not None:
             raise ConstraintViolation(
-                f'null value in column "{self.names[int(found[1:])]}" of relation '
+                f'null value in column "{self.names[found]}" of relation '
                 f'"{self.table}" violates not-null constraint')
         for name, columns in self.unique:
-            keys = [f"c{i}" for i in columns]
-            found = _duplicate_in_driver(trace, updates, staged, keys) if updates is not None \
-                else _duplicate_in_spark(trace, leaf.df, staged, keys)
-            if found is not None:
+            values = duplicated(trace, leaf, columns, staged)
+            if values is not None:
                 listed = ", ".join(self.names[i] for i in columns)
-                values = ", ".join("NULL" if v is None else str(v) for v in found)
                 raise ConstraintViolation(
                     f'duplicate key value violates unique constraint "{name}": Key '
-                    f"({listed})=({values}) already exists.")
+                    f"({listed})=({shown(values)}) already exists.")
+
+
+def null_in(leaf: Leaf, columns: Sequence[int]) -> int | None:
+    """The first of ``columns`` (positions) that a row ``leaf`` inserts holds NULL in, or
+    None (held in Spark: one Spark job)."""
+    updates = leaf.in_driver
+    found = _inserted_null(leaf.df if updates is None else updates,
+                           [f"c{i}" for i in columns])
+    return None if found is None else int(found[1:])
+
+
+def duplicated(trace: Trace, leaf: Leaf, columns: Sequence[int], staged: Sequence[Leaf] = ()
+               ) -> tuple[object, ...] | None:
+    """Values of ``columns`` (positions) that more than one row holds once batch ``leaf``
+    is added to ``trace``'s updates and the ``staged`` batches, among those it inserts
+    (with no NULL), or None."""
+    keys = [f"c{i}" for i in columns]
+    updates = leaf.in_driver
+    if updates is not None:
+        return _duplicate_in_driver(trace, updates, staged, keys)
+    return _duplicate_in_spark(trace, leaf.df, staged, keys)
+
+
+def shown(values: Sequence[object]) -> str:
+    """Key values as PostgreSQL shows them in a message: ``1, NULL, x``."""
+    return ", ".join("NULL" if v is None else str(v) for v in values)
 
 
 def _inserted_null(updates: pa.Table | DataFrame, columns: list[str]) -> str | None:

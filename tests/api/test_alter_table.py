@@ -16,6 +16,7 @@ from pyspark.sql import SparkSession
 import matview
 from matview.errors import IntegrityError, ProgrammingError
 from matview.server.sqlstate import pg_error
+from tests.support.alter_oracle import both, changes, rows
 
 
 @pytest.fixture(scope="module")
@@ -23,28 +24,6 @@ def db(spark: SparkSession) -> Iterator[matview.Connection]:
     """One connection for the module's tests (each uses tables of its own names)."""
     with matview.connect(clock=0, spark=spark) as connection:
         yield connection
-
-
-def rows(con: matview.Connection | duckdb.DuckDBPyConnection, sql: str) -> list[tuple]:
-    """The rows of ``sql``, sorted (NULLs first)."""
-    found = con.execute(sql).fetchall()
-    return sorted(found, key=lambda row: [(v is not None, v) for v in row])
-
-
-def both(con: matview.Connection, oracle: duckdb.DuckDBPyConnection, sql: str) -> None:
-    """Run ``sql`` on matview and on DuckDB."""
-    con.execute(sql)
-    oracle.execute(sql)
-
-
-def changes(con: matview.Connection, oracle: duckdb.DuckDBPyConnection, table: str,
-            rng: random.Random, values: str, key: str = "a") -> None:
-    """A few random inserts (rows of ``values``, a format of ``a``) and deletes (by
-    column ``key``)."""
-    for _ in range(2):
-        a = rng.randrange(6)
-        both(con, oracle, f"INSERT INTO {table} VALUES " + values.format(a=a))
-    both(con, oracle, f"DELETE FROM {table} WHERE {key} = {rng.randrange(6)}")
 
 
 def test_add_column_keeps_views_running_with_their_columns(db: matview.Connection) -> None:
@@ -167,11 +146,53 @@ def test_rename_column_and_relations(db: matview.Connection) -> None:
     assert rows(db, "SELECT * FROM rn_m2") == rows(oracle,
                                                    "SELECT x, sum(b) FROM rn2 GROUP BY x")
     assert rows(db, "SELECT * FROM rn_v2") == rows(oracle, "SELECT * FROM rn2 WHERE b > 0")
-    db.execute("CREATE TABLE rj (a INT, c INT)")
-    db.execute("CREATE VIEW rj_v AS SELECT * FROM rj NATURAL JOIN rj AS r2")
-    with pytest.raises(ProgrammingError, match="could not be rewritten"):
-        db.execute("ALTER TABLE rj RENAME TO rj2")
-    assert rows(db, "SELECT * FROM rj_v") == []
+
+
+def test_views_joining_with_using_or_natural_keep_their_join(db: matview.Connection) -> None:
+    """A USING join stays one; a NATURAL join joins by the columns its sides shared when
+    the view was created (a column added to both later does not join them); a column
+    joined by is renamed as PostgreSQL shows it, the table's reference listing its old
+    name."""
+    rng, oracle = random.Random(9), duckdb.connect()
+    both(db, oracle, "CREATE TABLE uj (a INT, b INT)")
+    both(db, oracle, "CREATE TABLE uk (a INT, c INT)")
+    db.execute("CREATE VIEW uj_v AS SELECT * FROM uj JOIN uk USING (a)")
+    db.execute("CREATE MATERIALIZED VIEW uj_n AS SELECT * FROM uj NATURAL JOIN uk")
+    db.execute("CREATE MATERIALIZED VIEW uj_f AS SELECT a, count(c) AS n FROM uj FULL JOIN uk "
+               "USING (a) GROUP BY a")
+    db.execute("CREATE VIEW uj_self AS SELECT * FROM uj NATURAL JOIN uj AS u2")
+    changes(db, oracle, "uj", rng, "({a}, {a} * 2)")
+    changes(db, oracle, "uk", rng, "({a}, 1), ({a}, 2)")
+    both(db, oracle, "ALTER TABLE uk ADD COLUMN b INT DEFAULT 0")
+    changes(db, oracle, "uk", rng, "({a}, 3, {a})")
+    assert db.execute("SHOW CREATE MATERIALIZED VIEW uj_n").fetchall()[0][1] == (
+        "CREATE MATERIALIZED VIEW uj_n (a, b, c) AS SELECT a AS a, uj.b AS b, uk.c AS c "
+        "FROM uj AS uj JOIN uk AS uk USING (a)")
+    both(db, oracle, "ALTER TABLE uj RENAME COLUMN a TO x")
+    both(db, oracle, "ALTER TABLE uj RENAME TO uj2")
+    changes(db, oracle, "uj2", rng, "({a}, 5)", "x")
+    joined = "FROM uj2 JOIN uk ON x = uk.a"
+    for view, query in [("uj_v", f"SELECT x, uj2.b, c {joined}"),
+                        ("uj_n", f"SELECT x, uj2.b, c {joined}"),
+                        ("uj_f", "SELECT coalesce(x, uk.a), count(c) FROM uj2 FULL JOIN uk ON "
+                                 "x = uk.a GROUP BY 1"),
+                        ("uj_self", "SELECT u1.x, u1.b FROM uj2 u1 JOIN uj2 u2 ON u1.x = u2.x "
+                                    "AND u1.b = u2.b")]:
+        assert rows(db, f"SELECT * FROM {view}") == rows(oracle, query), view
+    assert db.execute("SHOW CREATE VIEW uj_v").fetchall()[0][1] == (
+        "CREATE VIEW uj_v (a, b, c) AS SELECT a AS a, uj.b AS b, uk.c AS c FROM uj2 AS uj(a) "
+        "JOIN uk AS uk USING (a)")
+    with pytest.raises(ProgrammingError, match="^cannot drop column a of table uk because "
+                       "other objects depend on it: uj_v, uj_n, uj_f"):
+        db.execute("ALTER TABLE uk DROP COLUMN a")  # joined by
+    both(db, oracle, "ALTER TABLE uk DROP COLUMN b")
+    assert rows(db, "SELECT * FROM uj_n") == rows(oracle, f"SELECT x, uj2.b, c {joined}")
+    db.execute("CREATE TABLE uw (w INT)")
+    db.execute("CREATE VIEW uj_w AS SELECT a FROM uk JOIN uk AS k2 USING (a), uw")
+    with pytest.raises(ProgrammingError, match='^cannot alter "uw": view "uj_w", which reads '
+                       "it, would not read it altered"):
+        db.execute("ALTER TABLE uw ADD COLUMN a INT")  # its merged column made ambiguous
+    assert len(db.execute("SELECT * FROM uw").description) == 1
 
 
 def test_comments(db: matview.Connection) -> None:
@@ -206,6 +227,8 @@ def test_a_durable_database_reopens_after_every_kind_of_alter(spark: SparkSessio
             con.execute("INSERT INTO t2 (a, bb) VALUES (3, 10), (1, 1)")
             assert rows(con, "SELECT * FROM m2") == rows(
                 con, "SELECT a, sum(bb) FROM t2 WHERE a > 0 GROUP BY a")
+            assert rows(con, "SELECT * FROM kj") == rows(
+                con, "SELECT a, id, bb, c FROM k AS k(id, a) JOIN t2 USING (a)")
             state = {q: rows(con, q) for q in _STATE}
 
     reopened("CREATE TABLE t (a INT, b INT)", "INSERT INTO t VALUES (1, 2), (3, 4), (-1, 0)",
@@ -214,13 +237,24 @@ def test_a_durable_database_reopens_after_every_kind_of_alter(spark: SparkSessio
              "CREATE INDEX t_b ON t (b)", "ALTER TABLE t ADD COLUMN c TEXT DEFAULT 'x'",
              "ALTER TABLE t RENAME COLUMN b TO bb", "ALTER TABLE t RENAME TO t2",
              "ALTER MATERIALIZED VIEW m RENAME TO m2", "INSERT INTO t2 VALUES (1, 5, 'y')",
-             "COMMENT ON COLUMN t2.c IS 'see'", "COMMENT ON TABLE t2 IS 'tee'")
+             "COMMENT ON COLUMN t2.c IS 'see'", "COMMENT ON TABLE t2 IS 'tee'",
+             "CREATE TABLE k (id INT, a INT)", "INSERT INTO k VALUES (1, 1), (2, 3), (3, NULL)",
+             "CREATE MATERIALIZED VIEW kj AS SELECT * FROM k NATURAL JOIN t2")
     reopened("ALTER TABLE t2 ADD COLUMN gone INT", "INSERT INTO t2 VALUES (2, 2, 'z', 1)",
-             "ALTER TABLE t2 DROP COLUMN gone")
+             "ALTER TABLE t2 DROP COLUMN gone",
+             "ALTER TABLE k ADD PRIMARY KEY (id), ALTER COLUMN a SET DEFAULT 0, ADD COLUMN w "
+             "TEXT DEFAULT 'w' NOT NULL, ADD CONSTRAINT k_w UNIQUE (w, id)",
+             "ALTER TABLE k RENAME COLUMN a TO ka",
+             "ALTER TABLE k RENAME CONSTRAINT k_pkey TO k_id",
+             "ALTER TABLE k ALTER COLUMN w DROP DEFAULT, ALTER COLUMN w TYPE int USING "
+             "length(w) + id")
+    reopened("ALTER TABLE k DROP CONSTRAINT k_id, ALTER COLUMN w DROP NOT NULL, ALTER COLUMN "
+             "w TYPE bigint")
     reopened()
 
 
 _STATE = ["SELECT * FROM t2", "SELECT * FROM v", "SELECT * FROM m2", "SHOW CREATE TABLE t2",
           "SHOW CREATE VIEW v", "SHOW CREATE MATERIALIZED VIEW m2", "SHOW INDEXES",
-          "SHOW COMMENTS"]
+          "SHOW COMMENTS", "SELECT * FROM k", "SELECT * FROM kj", "SHOW CREATE TABLE k",
+          "SHOW CREATE MATERIALIZED VIEW kj"]
 """What a reopened database must hold as it was."""

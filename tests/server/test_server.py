@@ -354,6 +354,26 @@ def test_psql_describes_and_copies(server: Server) -> None:
     assert shown.stdout.split() == ["ann|11.50", "bob|3.00", "cy|2.25"]
 
 
+def test_psql_describes_defaults_not_null_and_keys(server: Server) -> None:
+    """``\\d`` shows what ALTER TABLE gave a table: defaults, NOT NULL and its keys and
+    indexes (psql's Indexes footer)."""
+    setup = psql(server, "-c", "CREATE TABLE pk (id INT, name TEXT, n INT)", "-c",
+                 "ALTER TABLE pk ADD PRIMARY KEY (id), ALTER name SET NOT NULL, ALTER n SET "
+                 "DEFAULT 0, ADD CONSTRAINT pk_name UNIQUE (name, n)", "-c",
+                 "CREATE INDEX pk_n ON pk (n)")
+    assert setup.returncode == 0, setup.stderr
+    described = psql(server, "-c", "\\d pk")
+    assert described.returncode == 0, described.stderr
+    cells = [[c.strip() for c in line.split("|")] for line in described.stdout.splitlines()
+             if "|" in line]
+    assert cells[1:] == [["id", "integer", "", "not null", ""],
+                         ["name", "text", "", "not null", ""], ["n", "integer", "", "", "0"]]
+    footer = described.stdout[described.stdout.index("Indexes:"):].splitlines()
+    assert [line.strip() for line in footer[1:4]] == [
+        '"pk_pkey" PRIMARY KEY, btree (id)', '"pk_n" btree (n)',
+        '"pk_name" UNIQUE CONSTRAINT, btree (name, n)']
+
+
 # --- SUBSCRIBE -----------------------------------------------------------------------------
 
 def test_subscribe_streams_changes_until_cancelled(server: Server) -> None:

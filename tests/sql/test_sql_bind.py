@@ -306,9 +306,18 @@ ERRORS = [
      'column "a" cannot have type interval[]: arrays of intervals are not supported', 1, 17),
     ("CREATE VIEW w AS SELECT a FROM t LIMIT 1", UnsupportedError,
      "LIMIT and OFFSET in a view that is not materialized are not supported yet", 1, 40),
-    ("ALTER TABLE t ALTER COLUMN a TYPE bigint", UnsupportedError,
-     "ALTER TABLE ... ALTER COLUMN is not supported: ADD COLUMN, DROP COLUMN, RENAME COLUMN "
-     "and RENAME TO are", 1, 28),
+    ("ALTER TABLE t SET UNLOGGED", UnsupportedError,
+     "ALTER TABLE ... SET is not supported: ADD | DROP COLUMN, ALTER COLUMN ... SET | DROP "
+     "DEFAULT, SET | DROP NOT NULL and TYPE, ADD | DROP CONSTRAINT (PRIMARY KEY, UNIQUE), and "
+     "the RENAME forms are", 1, 13),
+    ("ALTER TABLE t ADD CONSTRAINT c CHECK (a > 0)", UnsupportedError,
+     "CHECK constraints are not supported yet (a table's writes are checked against NOT "
+     "NULL, PRIMARY KEY and UNIQUE constraints only)", 1, 39),
+    ('ALTER TABLE t ALTER COLUMN a TYPE text COLLATE "C"', UnsupportedError,
+     "ALTER COLUMN ... TYPE ... COLLATE is not supported", 1, 48),
+    ("ALTER TABLE t ADD a int, RENAME b TO c", SqlSyntaxError,
+     "RENAME cannot be combined with other actions: it is an ALTER statement of its own",
+     1, 33),
     ("SHOW DATABASES", UnsupportedError, "SHOW DATABASES is not supported", None, None),
     ("SELECT foo(a) FROM t", UnknownObjectError, "function foo does not exist", 1, 8),
     # clauses the binder does not implement are refused, never ignored (issue 12)

@@ -1,10 +1,10 @@
 """The system catalogs: PostgreSQL's ``pg_catalog`` and ``information_schema`` relations that
-clients read (SQLAlchemy's and pandas' reflection, psycopg's type lookup, pgcli, dbt), made
+clients read (SQLAlchemy's and pandas' reflection, psycopg's type lookup), made
 from the live catalog when a statement reading them is bound.
 
 Each is a relation of PostgreSQL's columns (those clients read; OIDs as BIGINT, ``"char"``
-and ``name`` as TEXT, ``int2vector`` and ``oidvector`` as arrays, subscripted from 1, but ``indoption`` in its text
-form, ``0 0``, as clients split it) whose
+and ``name`` as TEXT, ``int2vector`` and ``oidvector`` as arrays, subscripted from 1, but
+``indoption`` in its text form, ``0 0``, as clients split it) whose
 rows describe matview's objects: tables (``relkind`` ``r``), views (``v``), materialized views
 (``m``) and the index backing each unique key (``i``), all in schema ``public``; columns with
 their types (``ir.object_ids``), defaults, NOT NULL and comments; keys as constraints ``p``

@@ -1,29 +1,13 @@
 """A read of the engine's catalog for the server: relations with their kind, columns (with
-their defaults and nullability), defining SQL and indexes, and a stable OID for each name
-(what pg_catalog emulation reports)."""
+their defaults and nullability), defining SQL and indexes, and each one's OID
+(``ir.object_ids.name_oid``, as the system catalogs give it)."""
 
 from __future__ import annotations
 
-import itertools
-import threading
 from dataclasses import dataclass
 
 import matview
-
-FIRST_OID = 16384
-"""PostgreSQL's first OID for user objects."""
-
-_oids: dict[str, int] = {}
-_counter = itertools.count(FIRST_OID)
-_lock = threading.Lock()
-
-
-def oid_of(name: str) -> int:
-    """A stable OID for relation ``name`` (given on first sight, kept for the process)."""
-    with _lock:
-        if name not in _oids:
-            _oids[name] = next(_counter)
-        return _oids[name]
+from matview.ir.object_ids import name_oid
 
 
 @dataclass(frozen=True)
@@ -70,7 +54,7 @@ def relations(connection: matview.Connection) -> list[Relation]:
         found.setdefault(index.on, []).append(IndexOf(
             index.name, index.columns, key is not None and key.primary, key is not None))
     return sorted((Relation(item.name, item.kind, [(f.name, str(f.type)) for f in item.fields],
-                            item.query_sql, oid_of(item.name), item.comment,
+                            item.query_sql, name_oid(item.name), item.comment,
                             _by_column(item.column_comments, len(item.fields)),
                             _by_column(item.defaults, len(item.fields)),
                             tuple(i in item.not_null for i in range(len(item.fields))),

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 import matview
 from matview.server import pg_catalog
 from matview.server.copy import Copy, parse_copy
-from matview.server.settings import OTHER_SETTINGS, REPORTED, seconds
+from matview.server.settings import OTHER_SETTINGS, REPORTED, TIME_SETTINGS, seconds
 from matview.server.sqlstate import IN_FAILED_TRANSACTION, PgError, pg_error
 from matview.server.statements import (
     Deallocate,
@@ -85,6 +85,15 @@ class Executor:
         """Whether the block's write transaction is open on the connection."""
         self.savepoints: list[tuple[str, int]] = []
         """The block's savepoints, oldest first: each name with the writes before it."""
+
+    @property
+    def idle_limit(self) -> float:
+        """How long the session may wait for its client inside a block (seconds, 0: as
+        long as it likes): ``idle_in_transaction_session_timeout``."""
+        if not self.in_block:
+            return 0.0
+        name = "idle_in_transaction_session_timeout"
+        return seconds(name, self.settings[name])
 
     @property
     def status(self) -> str:
@@ -238,7 +247,7 @@ class Executor:
         if name == "client_encoding" and value.upper().replace("-", "") not in (
                 "UTF8", "UNICODE"):
             raise PgError("0A000", f"client_encoding {value} is not supported (UTF8 is)")
-        if name == "statement_timeout":
+        if name in TIME_SETTINGS:
             try:
                 seconds(name, value)
             except ValueError as error:

@@ -18,6 +18,7 @@ from matview.server.registry import Registry
 from matview.server.scram import MECHANISM, AuthFailed, ScramExchange
 from matview.server.settings import REPORTED
 from matview.server.sqlstate import (
+    IDLE_IN_TRANSACTION_TIMEOUT,
     INVALID_PASSWORD,
     PROTOCOL_VIOLATION,
     QUERY_CANCELED,
@@ -238,6 +239,12 @@ class Session:
                     b"D": self._describe, b"E": self._execute, b"C": self._close,
                     b"S": self._sync, b"H": lambda _: self.flush()}
         while True:
+            assert self.executor is not None
+            limit = self.executor.idle_limit
+            if limit and not select.select([self.sock], [], [], limit)[0]:
+                self._fatal(PgError(IDLE_IN_TRANSACTION_TIMEOUT, "terminating connection due "
+                                    "to idle-in-transaction timeout"))
+                return  # the block's transaction is rolled back (``run``)
             kind, data = self.reader.message()
             if kind == b"X":
                 return

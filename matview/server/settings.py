@@ -1,5 +1,6 @@
 """The session settings the server reports and shows, with their starting values, and the
-time settings' values read (``statement_timeout``)."""
+time settings' values read (``statement_timeout``,
+``idle_in_transaction_session_timeout``)."""
 
 import re
 
@@ -18,6 +19,9 @@ OTHER_SETTINGS = {
     "lc_monetary": "C", "lc_numeric": "C", "lc_time": "C", "statement_timeout": "0",
     "lock_timeout": "0", "idle_in_transaction_session_timeout": "0",
 }
+
+TIME_SETTINGS = ("statement_timeout", "idle_in_transaction_session_timeout")
+"""The settings that are times (``seconds``), checked when SET."""
 
 _UNITS = {"us": 1e-6, "ms": 1e-3, "s": 1.0, "min": 60.0, "h": 3600.0, "d": 86400.0}
 """The units of a time setting, in seconds (PostgreSQL's; none: milliseconds)."""

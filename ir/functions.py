@@ -52,6 +52,7 @@ from matview.ir.function_types import (
 from matview.ir.interval_values import FUNCTIONS as INTERVAL_FUNCTIONS
 from matview.ir.intervals import Interval, shift
 from matview.ir.object_ids import FUNCTIONS as OID_FUNCTIONS
+from matview.ir.regex_match import FUNCTIONS as MATCH_FUNCTIONS
 from matview.ir.text_functions import (
     concat_ws,
     like,
@@ -247,6 +248,9 @@ for _name, _returns, _python, _spark, _arity in QUANTIFIED_FUNCTIONS:
 for _name, _returns, _python, _spark, _arity in [*OID_FUNCTIONS, *SIZE_FUNCTIONS]:
     register(Function(_name, _returns, _python, _spark, _arity,
                       handles_null=_name == "format_type"))
+
+for _name, _returns, _python, _spark, _arity in MATCH_FUNCTIONS:
+    register(Function(_name, _returns, _python, _spark, _arity, may_fail=True, costly=True))
 
 register(Function("days_between", two_dates, lambda a, b: (a - b).days,
                   lambda F, a, b: F.datediff(a, b), (2, 2)))

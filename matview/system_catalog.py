@@ -12,7 +12,7 @@ and ``u``. ``matview_definitions`` is matview's own: the text of each constraint
 OID (``pg_get_constraintdef``, ``pg_get_indexdef``). A query reads one as a constant
 (``Constant``): a one-shot query sees the catalog as it was when the query was bound. The
 catalogs list no system object (nothing in ``pg_catalog``) but types, the two access methods,
-a collation and a tablespace.
+a collation, a tablespace, the database and its one role; ``pg_proc`` is empty.
 """
 
 from __future__ import annotations
@@ -57,10 +57,11 @@ def _class(items: list[CatalogItem]) -> Iterable[Row]:
         persisted = item.kind != "view"
         yield (name_oid(item.name), item.name, PUBLIC, 0, OWNER, HEAP if persisted else 0, 0,
                bool(item.keys), "p", _RELKIND[item.kind], len(item.fields), 0, False,
-               False, False, False, False, None, None, -1.0)
+               False, False, False, False, None, None, -1.0, 0, 0)
         for index, key in _keys(item):
             yield (index, key.name, PUBLIC, 0, OWNER, BTREE, 0, False, "p", "i",
-                   len(key.columns), 0, False, False, False, False, False, None, None, -1.0)
+                   len(key.columns), 0, False, False, False, False, False, None, None, -1.0,
+                   0, 0)
 
 
 def _attribute(items: list[CatalogItem]) -> Iterable[Row]:
@@ -158,7 +159,8 @@ CATALOGS: dict[str, Table] = {
          ("relkind", T), ("relnatts", N), ("relchecks", N),
          *_columns("relhasrules relhastriggers relrowsecurity relforcerowsecurity "
                    "relispartition", B),
-         ("reloptions", TEXTS), ("relpartbound", T), ("reltuples", DOUBLE)], _class),
+         ("reloptions", TEXTS), ("relpartbound", T), ("reltuples", DOUBLE),
+         ("reltoastrelid", K), ("reloftype", K)], _class),
     "pg_catalog.pg_attribute": (
         [("attrelid", K), ("attname", T), ("atttypid", K), ("attstattarget", N),
          ("attlen", N), ("attnum", N), ("attndims", N), ("atttypmod", N),
@@ -207,6 +209,22 @@ CATALOGS: dict[str, Table] = {
     "pg_catalog.pg_inherits": (
         [("inhrelid", K), ("inhparent", K), ("inhseqno", N)], lambda items: []),
     "pg_catalog.matview_definitions": ([("oid", K), ("definition", T)], _definitions),
+    "pg_catalog.pg_database": (
+        [("oid", K), ("datname", T), ("datdba", K), ("encoding", N), ("datcollate", T),
+         ("datctype", T), ("datallowconn", B), ("datacl", TEXTS)],
+        lambda items: [(1, DATABASE, OWNER, 6, "C", "C", True, None)]),
+    "pg_catalog.pg_roles": (
+        [("oid", K), ("rolname", T), *_columns(
+            "rolsuper rolinherit rolcreaterole rolcreatedb rolcanlogin rolreplication", B),
+         ("rolconnlimit", N), ("rolvaliduntil", T)],
+        lambda items: [(OWNER, DATABASE, True, True, True, True, True, False, -1, None)]),
+    "pg_catalog.pg_proc": (
+        [("oid", K), ("proname", T), ("pronamespace", K), ("prokind", T), ("proretset", B),
+         ("prorettype", K), ("proargnames", TEXTS), ("prosrc", T), ("prolang", K)],
+        lambda items: []),
+    "pg_catalog.pg_language": (
+        [("oid", K), ("lanname", T)],
+        lambda items: [(12, "internal"), (13, "c"), (14, "sql")]),
     "information_schema.schemata": (
         _columns("catalog_name schema_name schema_owner", T),
         lambda items: [(DATABASE, "public", "matview"),

@@ -55,6 +55,7 @@ CALL_NAMES: dict[type[exp.Expr], frozenset[str]] = {
     ToCharCall: frozenset({"to_char"}), OctetLengthCall: frozenset({"octet_length"}),
     exp.MD5: frozenset({"md5"}), exp.Encode: frozenset({"encode"}),
     exp.ArraySize: frozenset({"array_length"}),
+    exp.CurrentSchemas: frozenset({"current_schemas"}),
     exp.Decode: frozenset({"decode"}),
     exp.Explode: frozenset({"unnest"}),
     exp.ExplodingGenerateSeries: frozenset({"generate_series"}),
@@ -68,7 +69,8 @@ which it does; it checks their arguments' count itself (``calls.check_call``).""
 
 CATALOG_FUNCTIONS = frozenset({
     "format_type", "to_regtype", "pg_get_expr", "pg_get_constraintdef", "pg_get_indexdef",
-    "pg_get_serial_sequence", "pg_get_userbyid", "current_setting",
+    "pg_get_serial_sequence", "pg_get_userbyid", "current_setting", "current_schemas",
+    "pg_encoding_to_char",
     "pg_table_is_visible", "pg_type_is_visible", "pg_collation_is_visible",
     "pg_function_is_visible", "pg_opclass_is_visible"})
 """The catalog functions ``sql.catalog_functions`` binds."""

@@ -228,7 +228,8 @@ def bind_call(binder: ExprBinder, node: exp.Expr) -> TypedScalar:
         from matview.sql.json_objects import bind_build_object
 
         return bind_build_object(binder, node)
-    if isinstance(node, exp.Anonymous) and node.name.lower() in CATALOG_FUNCTIONS:
+    if isinstance(node, exp.CurrentSchemas) or (
+            isinstance(node, exp.Anonymous) and node.name.lower() in CATALOG_FUNCTIONS):
         from matview.sql import catalog_functions
 
         return catalog_functions.bind_function(binder, node)

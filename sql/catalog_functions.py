@@ -10,16 +10,18 @@ TRUE (every object is on the search path); ``pg_get_expr(text, oid)`` its text (
 catalogs keep expressions as SQL text); ``pg_get_serial_sequence`` NULL (there are no
 sequences); ``pg_get_userbyid`` the one user's name; ``pg_get_constraintdef(oid)`` and
 ``pg_get_indexdef(oid)`` the text ``matview_definitions`` keeps (``pg_get_indexdef(oid, n,
-pretty)`` only for ``n`` 0, the whole index: NULL for a column); ``current_setting(name)``
-inside a query a setting's default (``ir.object_ids.SETTINGS``; the server answers ``SELECT
-current_setting(...)`` alone with the session's value).
+pretty)`` only for ``n`` 0, the whole index: NULL for a column);
+``current_schemas(implicit)`` the search path, ``{pg_catalog,public}`` (``{public}``
+without the implicit schema); ``pg_encoding_to_char(6)`` ``UTF8``; ``current_setting(name)``
+inside a query a setting's default (``ir.object_ids.SETTINGS``; the server answers
+``SELECT current_setting(...)`` alone with the session's value).
 """
 
 from __future__ import annotations
 
 import sqlglot
 from matview.ir.object_ids import to_regtype
-from matview.ir.scalar import Lit
+from matview.ir.scalar import Call, Case, Lit
 from matview.ir.types import BIGINT, INT, TEXT
 from matview.sql.call_names import CATALOG_FUNCTIONS
 from matview.sql.calls import check_arity
@@ -39,9 +41,12 @@ def _argument(binder: ExprBinder, node: exp.Expr, to: object, signature: str) ->
     return value
 
 
-def bind_function(binder: ExprBinder, node: exp.Anonymous) -> TypedScalar:
+def bind_function(binder: ExprBinder, node: exp.Anonymous | exp.CurrentSchemas) -> TypedScalar:
     """A call of one of ``CATALOG_FUNCTIONS``."""
-    name, args = node.name.lower(), node.expressions
+    if isinstance(node, exp.CurrentSchemas):
+        name, args = "current_schemas", [a for a in [node.this] if a is not None]
+    else:
+        name, args = node.name.lower(), node.expressions
     if name == "format_type":
         check_arity(node, (2, 2), len(args))
         return call("format_type", [_argument(binder, args[0], BIGINT, "format_type"),
@@ -66,6 +71,17 @@ def bind_function(binder: ExprBinder, node: exp.Anonymous) -> TypedScalar:
                                                       expression=exp.Literal.number(0)),
                                           true=lookup)])
         return binder.bind(lookup)
+    if name == "current_schemas":  # with the implicit pg_catalog when asked
+        check_arity(node, (1, 1), len(args))
+        implicit = exp.Array(expressions=[exp.Literal.string("pg_catalog"),
+                                          exp.Literal.string("public")])
+        return binder.bind(exp.Case(ifs=[exp.If(this=args[0].copy(), true=implicit)],
+                                    default=exp.Array(expressions=[exp.Literal.string("public")])))
+    if name == "pg_encoding_to_char":
+        check_arity(node, (1, 1), len(args))
+        code = _argument(binder, args[0], INT, name)
+        return TypedScalar(Case(((Call("eq", (code.expr, Lit(6, INT))), Lit("UTF8", TEXT)),),
+                                Lit("", TEXT)), TEXT)
     if name == "current_setting":
         check_arity(node, (1, 2), len(args))
         return call("current_setting", [_argument(binder, args[0], TEXT, name)], node)

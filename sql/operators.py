@@ -191,6 +191,29 @@ def bind_like(binder: ExprBinder, node: exp.Like | exp.ILike) -> TypedScalar:
     return call("not", [result], node) if node.args.get("negate") else result
 
 
+MATCH_OPERATORS = {"~": "regex_match", "~*": "regex_match_ci"}
+"""The regular expression match operators (``ir.regex_match``); ``!~`` and ``!~*`` are
+their negations."""
+
+
+def bind_regex_match(binder: ExprBinder,
+                     node: exp.RegexpLike | exp.RegexpILike | exp.Operator) -> TypedScalar:
+    """``text ~ pattern``, ``~*``, and ``OPERATOR(pg_catalog.~)``, as psql writes them."""
+    if isinstance(node, exp.Operator):
+        symbol = str(node.args["operator"]).split(".")[-1].strip()
+        negated = symbol.startswith("!")
+        func = MATCH_OPERATORS.get(symbol.removeprefix("!"))
+        if func is None:
+            raise UnsupportedError.at(f"operator {symbol} is not supported", node)
+    else:
+        negated, func = False, MATCH_OPERATORS["~*" if isinstance(node, exp.RegexpILike)
+                                               else "~"]
+    args = [require(binder.bind(x), TEXT, "argument of ~", x)
+            for x in (node.this, node.expression)]
+    result = call(func, args, node)
+    return call("not", [result], node) if negated else result
+
+
 def bind_concat(binder: ExprBinder, node: exp.DPipe) -> TypedScalar:
     """``a || b``: of two BYTEA values (or one and a NULL or string literal) a BYTEA, else
     the TEXT of the operands' texts."""

@@ -40,7 +40,7 @@ from matview.ir.scalar import (
 from matview.ir.types import BIGINT, BOOLEAN, INTERVAL, Kind, SqlType, array_of
 from matview.sql import calls, operators, temporal
 from matview.sql.call_names import WINDOW_CALLS
-from matview.sql.coerce import TypedScalar, call, coerce, require, unify
+from matview.sql.coerce import TypedScalar, call, cast, coerce, is_string_literal, require, unify
 from matview.sql.context import Context
 from matview.sql.dialect_nodes import JsonbAggCall
 from matview.sql.errors import SqlError, SqlSyntaxError, UnknownObjectError, UnsupportedError
@@ -185,6 +185,8 @@ class ExprBinder:
         cast to the elements' type, or else the array to an array of ``x``'s."""
         value, array = self.bind(node.this), self.bind(quantifier.this)
         mismatch = f"operator does not exist: {value.type} {word} ({array.type})"
+        if is_string_literal(array) and value.type.kind is not Kind.NULL:  # '{a,b}'
+            array = cast(array, array_of(value.type), quantifier)
         if array.type.kind is Kind.ARRAY and array.type.element != value.type:
             assert array.type.element is not None
             cast_value = coerce(value, array.type.element)
@@ -269,6 +271,9 @@ _HANDLERS: dict[type[exp.Expr], Callable[[ExprBinder, exp.Expr], TypedScalar]] =
     exp.Between: operators.bind_between,
     exp.Like: operators.bind_like,
     exp.ILike: operators.bind_like,
+    exp.RegexpLike: operators.bind_regex_match,
+    exp.RegexpILike: operators.bind_regex_match,
+    exp.Operator: operators.bind_regex_match,
     exp.DPipe: operators.bind_concat,
     exp.Case: operators.bind_case,
     exp.Subquery: ExprBinder._scalar_subquery,

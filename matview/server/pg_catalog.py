@@ -182,11 +182,12 @@ def _flag(value: bool) -> str:
 
 _SHAPES = [
     (re.compile(r"^SELECT pg_catalog\.pg_get_viewdef\('\d+'"), _view_definition),
-    (re.compile(r"^SELECT a\.attname,\s+pg_catalog\.format_type\(a\.atttypid, a\.atttypmod\)"),
-     _attributes),
-    (re.compile(r"^SELECT c\.relchecks, c\.relkind, c\.relhasindex"), _flags),
+    (re.compile(r"^SELECT a\.attname,\s+pg_catalog\.format_type\(a\.atttypid, a\.atttypmod\),"
+                r"\s+\(SELECT pg_catalog\.pg_get_expr"), _attributes),
+    (re.compile(r"^SELECT c\.relchecks, c\.relkind, c\.relhasindex, c\.relhasrules, "
+                r"c\.relhastriggers, c\.relrowsecurity"), _flags),
     (re.compile(r"^SELECT c2\.relname, i\.indisprimary, i\.indisunique"), _indexes),
     (re.compile(r'pg_catalog\.pg_get_userbyid\(c\.relowner\) as "Owner"'), _list),
-    (re.compile(r"^SELECT c\.oid,\s+n\.nspname,\s+c\.relname\s+FROM pg_catalog\.pg_class c"),
-     _lookup),
+    (re.compile(r"^SELECT c\.oid,\s+n\.nspname,\s+c\.relname\s+FROM pg_catalog\.pg_class c"
+                r"(?=[\s\S]*OPERATOR\(pg_catalog\.~\) ')"), _lookup),  # psql's (a parameter: run)
 ]

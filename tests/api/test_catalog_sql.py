@@ -175,3 +175,14 @@ def test_order_by_expressions_not_selected(con: matview.Connection) -> None:
         con.execute("CREATE VIEW cat_v AS SELECT s FROM cat_sorted ORDER BY k LIMIT 2")
     with pytest.raises(matview.ProgrammingError, match="must appear in select list"):
         con.execute("SELECT DISTINCT s FROM cat_sorted ORDER BY k")
+
+
+def test_regular_expression_match_operators(con: matview.Connection) -> None:
+    """``~``, ``~*``, ``!~``, ``!~*`` and psql's ``OPERATOR(pg_catalog.~)`` over a table's
+    rows (in Spark): a match anywhere, ``.`` matching a newline, NULL for NULL."""
+    con.execute("CREATE TABLE cat_texts (id INT, s TEXT)")
+    con.insert("cat_texts", [(1, "pg_class"), (2, "Items"), (3, "a\nb"), (4, None)])
+    got = con.execute("SELECT id, s ~ '^pg_', s ~* 'ITEM', s !~ 'a.b', s !~* 's$', "
+                      "s OPERATOR(pg_catalog.~) 'class' FROM cat_texts ORDER BY id").fetchall()
+    assert got == [(1, True, False, True, False, True), (2, False, True, True, False, False),
+                   (3, False, False, False, True, False), (4, None, None, None, None, None)]

@@ -1,4 +1,4 @@
-"""SQLAlchemy (``postgresql+psycopg``) and pandas against a real ``matview serve``: connect
+"""SQLAlchemy (``postgresql+psycopg``), pandas and pgcli against a real ``matview serve``: connect
 (psycopg's type lookup, ``DEALLOCATE ALL``), reflection of tables, views, materialized views,
 columns and keys (answered from the system catalogs: the results are PostgreSQL 15's for the
 same tables), ``text()`` with parameters, ``pandas.read_sql``, ``to_sql`` into a new and an
@@ -78,3 +78,28 @@ def test_deallocate(engine: Engine) -> None:
         assert conn.execute("SELECT 1 + %s", [2]).fetchone() == (3,)
         with pytest.raises(psycopg.errors.InvalidSqlStatementName):
             conn.execute("DEALLOCATE nothing_prepared")
+
+
+def test_pgcli_completion_and_describe(engine: Engine) -> None:
+    """pgcli's completion queries (its ``PGExecute``) and pgspecial's ``\\d NAME`` run on
+    the system catalogs; the answers are PostgreSQL 15's for the same objects."""
+    from pgcli.pgexecute import PGExecute
+    from pgspecial.main import PGSpecial
+
+    url = engine.url
+    with engine.connect() as c:
+        c.execute(text("CREATE TABLE pc_t (id INT PRIMARY KEY, name TEXT)"))
+        c.execute(text("CREATE VIEW pc_v AS SELECT name FROM pc_t"))
+        c.commit()
+    pgcli = PGExecute("matview", "u", None, url.host, url.port, None)
+    assert pgcli.search_path() == ["pg_catalog", "public"]
+    assert ("public", "pc_t") in list(pgcli.tables())
+    assert ("public", "pc_v") in list(pgcli.views())
+    assert [c for c in pgcli.table_columns() if c[1] == "pc_t"] == [
+        ("public", "pc_t", "id", "integer", False, None),
+        ("public", "pc_t", "name", "text", False, None)]
+    assert list(pgcli.databases()) == ["matview"]
+    [(_, rows, headers, footer, *_)] = list(pgcli.run("\\d pc_t", pgspecial=PGSpecial()))
+    assert rows == [["id", "integer", " not null"], ["name", "text", ""]]
+    assert headers == ["Column", "Type", "Modifiers"]
+    assert footer == 'Indexes:\n    "pc_t_pkey" PRIMARY KEY, btree (id)\n'

@@ -13,13 +13,14 @@ SQL NULL propagates through every function unless its Python meaning handles ``N
 from __future__ import annotations
 
 import math
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import date, timedelta
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
-from matview.ir import bytea, jsonb, to_char
+from matview.ir import bytea, jsonb, timetz, to_char
 from matview.ir.array_quantifiers import FUNCTIONS as QUANTIFIED_FUNCTIONS
 from matview.ir.array_sizes import FUNCTIONS as SIZE_FUNCTIONS
 from matview.ir.datetime_functions import (
@@ -70,6 +71,7 @@ from matview.ir.types import (
     INTEGER_KINDS,
     MZ_TIMESTAMP,
     TEXT,
+    UUID,
     Kind,
     SqlType,
 )
@@ -98,6 +100,10 @@ class Function:
     costly: bool = False
     """Whether its cost is unbounded in its input (pattern matching can backtrack without
     end): it runs only in Spark, never evaluated in the driver while planning."""
+    volatile: bool = False
+    """Whether each call gives a new value (``gen_random_uuid()``): never folded into a
+    constant, computed once for each copy of a row, and refused in views (a view could not
+    retract the values it gave)."""
 
 
 REGISTRY: dict[str, Function] = {}
@@ -241,6 +247,8 @@ for _name, _returns, _python, _spark, _arity in INTERVAL_FUNCTIONS:
     register(Function(_name, _returns, _python, _spark, _arity,
                       may_fail=_name in ("interval_add", "interval_sub", "interval_neg",
                                          "interval_mul", "interval_of")))
+for _name, _returns, _python, _spark, _arity in timetz.FUNCTIONS:
+    register(Function(_name, _returns, _python, _spark, _arity))
 
 for _name, _returns, _python, _spark, _arity in QUANTIFIED_FUNCTIONS:
     register(Function(_name, _returns, _python, _spark, _arity, handles_null=True))
@@ -381,6 +389,8 @@ def _not_evaluable(*args: Any) -> Any:
 
 register(Function("mz_now", lambda t: MZ_TIMESTAMP, _not_evaluable, _not_evaluable, (0, 0),
                   handles_null=True))
+register(Function("gen_random_uuid", lambda t: UUID, lambda: str(uuid.uuid4()),
+                  lambda F: F.uuid(), (0, 0), volatile=True))
 
 
 register(Function("array", array_type, lambda *a: tuple(a), lambda F, *a: F.array(*a),

@@ -20,7 +20,8 @@ from typing import Any
 
 from matview.ir import aggregates, windows
 from matview.ir.aggregate_call import Aggregate
-from matview.ir.evaluate import DECIMAL_CONTEXT, cast_value, evaluate, promote, subquery_runner
+from matview.ir.casts import DECIMAL_CONTEXT, cast_value
+from matview.ir.evaluate import evaluate, promote, subquery_runner
 from matview.ir.intervals import Interval
 from matview.ir.linear_logic import BOTTOM, join_function, steps_logic
 from matview.ir.recursion import RecursionLimit, recursion_limit_message
@@ -37,8 +38,9 @@ from matview.ir.relation import (
     Union,
     Window,
 )
-from matview.ir.scalar import Scalar
+from matview.ir.scalar import Scalar, volatile
 from matview.ir.sort_keys import SortKey, total_order
+from matview.ir.steps import step_scalars
 from matview.ir.table_functions import DEFAULT_ROW_LIMIT
 from matview.ir.types import SqlType
 
@@ -116,7 +118,12 @@ def _linear(rel: Linear, rows: Counter[Row], now: int, limit: int) -> Counter[Ro
     """The updates ``join_function`` makes of the static input (each row at time ⊥) that are
     in effect at ``now``."""
     logic = steps_logic(rel.steps, rel.input.types, limit)
-    updates = join_function(logic, ((row, BOTTOM, mult) for row, mult in rows.items()))
+    inputs = ((row, BOTTOM, mult) for row, mult in rows.items())
+    if any(volatile(e) for step in rel.steps for e in step_scalars(step)):
+        # a new value for each copy of a row (gen_random_uuid()): the copies one by one
+        inputs = ((row, BOTTOM, 1 if mult > 0 else -1) for row, mult in rows.items()
+                  for _ in range(abs(mult)))
+    updates = join_function(logic, inputs)
     return _consolidate((row, diff) for row, time, diff in updates if time <= now)
 
 

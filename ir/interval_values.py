@@ -214,6 +214,35 @@ def _spark_fields(F: Any, value: Any) -> dict[str, Any]:
             "epoch": ((whole + micros) / 1_000_000).cast("decimal(38,6)")}
 
 
+_UNIT_MICROS = {"hour": 3_600_000_000, "minute": 60_000_000, "second": 1_000_000}
+TRUNCATED = ("year", "quarter", "month", "day", "hour", "minute", "second")
+"""The units ``date_trunc`` truncates an interval to (``interval_trunc_<unit>``)."""
+
+
+def _truncation(value: Interval, unit: str) -> Interval:
+    """``date_trunc(unit, value)`` as PostgreSQL's ``interval_trunc``: the fields below
+    ``unit`` of its years, months (of the year), days, hours, minutes and seconds zeroed,
+    each field keeping the sign of its part (divisions truncate toward zero)."""
+    years = _truncated(value.months, 12)
+    months = {"year": 12 * years, "quarter": 12 * years + 3 * _truncated(
+        value.months - 12 * years, 3)}.get(unit, value.months)
+    days = value.days if unit in ("day", *_UNIT_MICROS) else 0
+    step = _UNIT_MICROS.get(unit)
+    micros = 0 if step is None else _truncated(value.micros, step) * step
+    return Interval(months, days, micros)
+
+
+def _spark_truncation(F: Any, value: Any, unit: str) -> Any:
+    """``_truncation`` in Spark (its ``%`` keeps the dividend's sign, as C's)."""
+    months, days, micros = _fields(value)
+    years = months - months % 12
+    months = {"year": years, "quarter": years + (months % 12 - months % 12 % 3)}.get(
+        unit, months)
+    step = _UNIT_MICROS.get(unit)
+    return spark_struct(F, months, days if unit in ("day", *_UNIT_MICROS) else F.lit(0),
+                        F.lit(0) if step is None else micros - micros % step)
+
+
 EXTRACTED = ("year", "month", "day", "hour", "minute", "second", "epoch")
 """The fields ``extract`` reads from an interval (``interval_extract_<field>``)."""
 
@@ -239,11 +268,14 @@ FUNCTIONS: list[tuple[str, Callable[..., SqlType], Callable[..., Any], Callable[
     *[(f"interval_extract_{field}", _extracted_type(field),
        lambda a, _f=field: _field_values(a)[_f],
        lambda F, a, _f=field: _spark_fields(F, a)[_f], (1, 1)) for field in EXTRACTED],
+    *[(f"interval_trunc_{unit}", _one_interval, lambda a, _u=unit: _truncation(a, _u),
+       lambda F, a, _u=unit: _spark_truncation(F, a, _u), (1, 1)) for unit in TRUNCATED],
 ]
 """The interval functions: name, type rule, Python meaning, Spark lowering and arity.
 ``interval_key`` is the NUMERIC length SQL compares; ``interval_mul`` scales by an integer;
 ``interval_of`` makes one of its fields (``interval_months``...), as ``sum`` adds them;
-``interval_extract_<field>`` is ``extract(field FROM interval)``."""
+``interval_extract_<field>`` is ``extract(field FROM interval)``, ``interval_trunc_<unit>``
+``date_trunc('unit', interval)``."""
 
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from matview.ir.evaluate import cast_value
+from matview.ir.casts import cast_value
 from matview.ir.linear_logic import MZ_NOW, is_temporal_predicate
 from matview.ir.relation import Relation, inputs_of
 from matview.ir.scalar import (

@@ -14,11 +14,12 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from datetime import date, datetime, time
+from datetime import date, datetime
 from decimal import Decimal
 
 from lark import Token, Transformer, v_args
-from matview.ir import intervals
+from matview.ir import intervals, times, timetz
+from matview.ir.eval_error import EvalError
 from matview.ir.functions import by_symbol
 from matview.ir.relation import Relation
 from matview.ir.scalar import (
@@ -114,14 +115,16 @@ def read_value(token: Token, t: SqlType) -> object:
             if kind in TIMESTAMP_KINDS:
                 return datetime.fromisoformat(text)
             if kind is Kind.TIME:
-                return time.fromisoformat(text)
+                return times.parse(text)
+            if kind is Kind.TIMETZ:
+                return timetz.parse(text)
             if kind is Kind.INTERVAL:
                 return intervals.parse(text)
             if kind in (Kind.JSONB, Kind.UUID):
                 return text
             if kind is Kind.BYTEA:
                 return bytes.fromhex(text.removeprefix("\\x"))
-    except (ValueError, ArithmeticError):
+    except (ValueError, ArithmeticError, EvalError):
         pass
     raise Invalid(f"{token} is not a value of type {t}", token)
 

@@ -36,7 +36,7 @@ from contextvars import ContextVar
 from datetime import date, datetime, time
 from decimal import Decimal
 
-from matview.ir import bytea, intervals
+from matview.ir import bytea, intervals, times, timetz
 from matview.ir.column_names import name_at
 from matview.ir.functions import REGISTRY, by_symbol
 from matview.ir.parse import BARE_NAME, KEYWORDS
@@ -173,8 +173,10 @@ def render_value(value: object, t: SqlType) -> str:
         return _quote(value.isoformat(), "'")
     if kind in TIMESTAMP_KINDS and isinstance(value, datetime):
         return _quote(value.isoformat(" "), "'")
-    if kind is Kind.TIME and isinstance(value, time):
-        return _quote(value.isoformat(), "'")
+    if kind is Kind.TIME and isinstance(value, time | times.EndOfDay):
+        return _quote(times.text_of(value), "'")
+    if kind is Kind.TIMETZ and isinstance(value, timetz.TimeTz):
+        return _quote(timetz.text_of(value), "'")
     if kind is Kind.INTERVAL and isinstance(value, intervals.Interval):
         return _quote(intervals.render(value), "'")
     if kind in (Kind.JSONB, Kind.UUID) and isinstance(value, str):

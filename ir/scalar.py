@@ -221,6 +221,16 @@ def may_fail(expr: Scalar) -> bool:
     return any(may_fail(child) for child in children(expr))
 
 
+def volatile(expr: Scalar) -> bool:
+    """Whether ``expr`` calls a function that gives a new value each time
+    (``gen_random_uuid()``): evaluated once per row, never once for all."""
+    from matview.ir.functions import lookup
+
+    if isinstance(expr, Call) and lookup(expr.func).volatile:
+        return True
+    return any(volatile(child) for child in children(expr))
+
+
 def conjuncts(expr: Scalar) -> list[Scalar]:
     """The operands of a chain of ANDs (``[expr]`` when it is no AND)."""
     if isinstance(expr, Call) and expr.func == "and":

@@ -23,6 +23,7 @@ class Kind(Enum):
     TIMESTAMP = "timestamp"
     TIMESTAMPTZ = "timestamptz"
     TIME = "time"
+    TIMETZ = "timetz"
     INTERVAL = "interval"
     JSONB = "jsonb"
     UUID = "uuid"
@@ -48,7 +49,8 @@ class SqlType:
     INTERVAL values are ``intervals.Interval`` (months, days and microseconds, compared by
     length: ``interval_values``). JSONB values are JSON text in the canonical form of
     ``jsonb.canonical``, UUID values the canonical text of ``uuids.canonical``, BYTEA values
-    ``bytes``, TIME values ``datetime.time`` (``times``). MZ_TIMESTAMP is
+    ``bytes``, TIME values ``datetime.time`` or ``times.END_OF_DAY`` (``'24:00:00'``), TIMETZ
+    values ``timetz.TimeTz`` (a time of day and its UTC offset). MZ_TIMESTAMP is
     the type of ``mz_now()``, the logical time in milliseconds since the Unix epoch: it
     compares with TIMESTAMP, TIMESTAMPTZ, DATE and integers (as a timestamp or a bigint,
     their common type), and appears only in temporal filters and in one-shot queries, where
@@ -81,6 +83,7 @@ DATE = SqlType(Kind.DATE)
 TIMESTAMP = SqlType(Kind.TIMESTAMP)
 TIMESTAMPTZ = SqlType(Kind.TIMESTAMPTZ)
 TIME = SqlType(Kind.TIME)
+TIMETZ = SqlType(Kind.TIMETZ)
 INTERVAL = SqlType(Kind.INTERVAL)
 JSONB = SqlType(Kind.JSONB)
 UUID = SqlType(Kind.UUID)
@@ -98,6 +101,7 @@ _BY_NAME = {
     "date": DATE, "timestamp": TIMESTAMP, "null": NULLTYPE,
     "timestamptz": TIMESTAMPTZ, "timestamp with time zone": TIMESTAMPTZ,
     "time": TIME, "time without time zone": TIME,
+    "timetz": TIMETZ, "time with time zone": TIMETZ,
     "interval": INTERVAL, "jsonb": JSONB, "mz_timestamp": MZ_TIMESTAMP,
     "uuid": UUID, "bytea": BYTEA,
 }
@@ -145,6 +149,8 @@ def common_type(a: SqlType, b: SqlType) -> SqlType:
         return TIMESTAMP
     if Kind.TIMESTAMPTZ in (a.kind, b.kind) and {a.kind, b.kind} <= {Kind.DATE, *TIMESTAMP_KINDS}:
         return TIMESTAMPTZ  # PostgreSQL: a timestamp converts to an instant at the session zone
+    if {a.kind, b.kind} == {Kind.TIME, Kind.TIMETZ}:
+        return TIMETZ  # PostgreSQL: a time converts to a time at the session zone's offset
     if a.kind is Kind.ARRAY and b.kind is Kind.ARRAY:
         assert a.element is not None and b.element is not None
         return array_of(common_type(a.element, b.element))

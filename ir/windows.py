@@ -30,7 +30,7 @@ from functools import cmp_to_key, partial
 from typing import Any
 
 from matview.ir import aggregates
-from matview.ir.evaluate import DECIMAL_CONTEXT, cast_value
+from matview.ir.casts import DECIMAL_CONTEXT, cast_value
 from matview.ir.scalar import Col, Lit
 from matview.ir.sort_keys import SortKey, total_order
 from matview.ir.types import BIGINT, DOUBLE, INT, SqlType

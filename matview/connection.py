@@ -224,9 +224,12 @@ class Connection:
             except ValueError as e:
                 raise ProgrammingError(str(e)) from e
 
-    def cursor(self) -> Cursor:
+    def cursor(self, wire: bool = False) -> Cursor:
+        """A new cursor; ``wire``: its rows hold values as matview's server prints them
+        (TIME 24:00:00 and TIMETZ values, which ``datetime.time`` cannot always hold, as
+        matview's own: ``rows.rows_of``)."""
         self._engine_for_use()
-        return Cursor(self)
+        return Cursor(self, wire)
 
     def execute(self, sql: str, params: Sequence[object] | None = None) -> Cursor:
         return self.cursor().execute(sql, params)

@@ -27,8 +27,12 @@ class Cursor:
 
     arraysize = 1
 
-    def __init__(self, connection: Connection) -> None:
+    def __init__(self, connection: Connection, wire: bool = False) -> None:
         self.connection = connection
+        self.wire = wire
+        """Whether rows hold values as the server prints them (``rows.rows_of``)."""
+        self._unread: pa.Table | None = None
+        """The result's rows not yet made Python values."""
         self._rows: list[tuple[object, ...]] = []
         self._result: Result | None = None
         self._subscription: Subscription | None = None
@@ -88,7 +92,7 @@ class Cursor:
             self.execute(sql, params)
             total += max(self.rowcount, 0)
         self._result = Result(rowcount=total)
-        self._rows = []
+        self._rows, self._unread = [], None
         return self
 
     def _keep(self, result: Result) -> None:
@@ -98,13 +102,19 @@ class Cursor:
         subscription = None if result.subscribe is None else \
             self.connection.subscribe(result.subscribe, result.as_of)
         self._result, self._subscription = result, subscription
-        self._rows = [] if result.table is None else rows_of(result.table, result.types)
+        self._rows, self._unread = [], result.table
 
     def _check_more(self) -> None:
-        """Fetch a subscription's new changes once the ones fetched are read."""
+        """Make the result's rows Python values when first fetched (a value Python cannot
+        hold is then a DataError, as in psycopg: ``rows.python_values``); fetch a
+        subscription's new changes once the ones fetched are read."""
         self._check()
+        if self._unread is not None:
+            assert self._result is not None
+            table, self._unread = self._unread, None
+            self._rows = rows_of(table, self._result.types, self.wire)
         if self._subscription is not None and not self._rows:
-            self._rows = self._subscription.fetch()
+            self._rows = self._subscription.fetch(self.wire)
 
     def fetchone(self) -> tuple[object, ...] | None:
         self._check_more()
@@ -161,7 +171,7 @@ class Cursor:
     def close(self) -> None:
         self._end_subscription()
         self._closed = True
-        self._rows = []
+        self._rows, self._unread = [], None
 
     def _end_subscription(self) -> None:
         """End the SUBSCRIBE this cursor follows, if any."""

@@ -7,16 +7,18 @@ quoted empty field an empty string; values are converted to the table's column t
 they are read, and one that does not convert fails the statement, which then inserts
 nothing. A CSV written by ``COPY TO`` reads back as the same rows; booleans are written
 ``true``/``false``, timestamps ``YYYY-MM-DD HH:MM:SS.ffffff`` (a TIMESTAMPTZ's with ``+00``,
-and offsets read), times of day ``HH:MM:SS.ffffff`` and bytea values in the hex format
-(``\\xdeadbeef``), as PostgreSQL writes them. Parquet files hold the
-columns by name and type (``COPY FROM`` reads the named columns, converted).
+and offsets read), and times of day (``24:00:00`` too), times with time zone, intervals and
+bytea values (``\\xdeadbeef``) in PostgreSQL's text, as PostgreSQL writes them. Parquet
+files hold the columns by name and type (a TIME as Parquet's, an INTERVAL and a TIMETZ as
+the structs they are stored as; ``COPY FROM`` reads the named columns, converted).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from os import PathLike
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -24,7 +26,8 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from matview.errors import DataError, ProgrammingError
-from matview.ir import bytea, interval_values, intervals
+from matview.ir import bytea, interval_values, intervals, times, timetz
+from matview.ir.eval_error import EvalError
 from matview.ir.types import Kind, SqlType
 from matview.runtime.lowering.types import update_schema
 from matview.sql.catalog import CatalogItem
@@ -73,14 +76,34 @@ _FILE_TYPES = {Kind.TIME: pa.time64("us"), Kind.TIMESTAMPTZ: pa.timestamp("us", 
 microseconds, a TIMESTAMPTZ as a UTC timestamp with no zone), which read back as them."""
 
 
+_CSV_TEXTS: dict[Kind, Callable[[Any], str]] = {
+    Kind.BYTEA: bytea.text_of,
+    Kind.INTERVAL: lambda value: intervals.render(interval_values.of_arrow(value)),
+    Kind.TIME: lambda value: times.text_of(times.of_micros(value)),
+    Kind.TIMETZ: lambda value: timetz.text_of(timetz.of_arrow(value)),
+}
+"""The kinds CSV holds as PostgreSQL's text (``\\xdeadbeef``, ``1 day 02:00:00``,
+``24:00:00``, ``10:00:00+02``), and the text of a value as stored."""
+
+
 def _file_type(t: SqlType, kind: str) -> pa.DataType:
-    """The Arrow type a field of a column of type ``t`` in a file of ``kind`` is read as: a
-    BYTEA's and an INTERVAL's CSV text (``\\xdeadbeef``, ``1 day 02:00:00``) as text,
-    which ``rows`` reads; a time of day as one,
-    a TIMESTAMPTZ with its zone (an offset in CSV text is read); others as stored."""
-    if t.kind in (Kind.BYTEA, Kind.INTERVAL) and kind == "csv":
+    """The Arrow type a field of a column of type ``t`` in a file of ``kind`` is read as: the
+    CSV text of the kinds of ``_CSV_TEXTS`` as text (``_stored`` reads a TIME's, ``rows``
+    the others'); a time of day as one, a TIMESTAMPTZ with its zone (an offset in CSV text
+    is read); others as stored."""
+    if t.kind in _CSV_TEXTS and kind == "csv":
         return pa.string()
     return _FILE_TYPES.get(t.kind) or _arrow_type(t)
+
+
+def _stored(column: pa.ChunkedArray, t: SqlType, kind: str) -> pa.ChunkedArray | pa.Array:
+    """A column of type ``t`` as read from a file of ``kind`` (``_file_type``) as the table
+    stores it: a TIME's CSV text read as PostgreSQL reads it (24:00:00 too), a TIME or a
+    TIMESTAMPTZ read as such cast to its stored type."""
+    if t.kind is Kind.TIME and kind == "csv":
+        return pa.array([None if v is None else times.micros(times.parse(v))
+                         for v in column.to_pylist()], pa.int64())
+    return column.cast(_arrow_type(t)) if t.kind in _FILE_TYPES else column
 
 
 def read_rows(path: Path, fmt: FileFormat, item: CatalogItem,
@@ -90,7 +113,7 @@ def read_rows(path: Path, fmt: FileFormat, item: CatalogItem,
     named = list(columns) if columns is not None else [f.name for f in item.fields]
     types = {f.name: _arrow_type(f.type) for f in item.fields}
     read = {f.name: _file_type(f.type, fmt.kind) for f in item.fields}
-    converted = {f.name for f in item.fields if f.type.kind in _FILE_TYPES}
+    sql_types = {f.name: f.type for f in item.fields}
     try:
         if fmt.kind == "csv":
             table = pacsv.read_csv(
@@ -106,13 +129,13 @@ def read_rows(path: Path, fmt: FileFormat, item: CatalogItem,
         else:
             table = pq.read_table(path, columns=named)
             table = pa.table([table.column(n).cast(read[n]) for n in named], names=named)
-        table = pa.table([table.column(n).cast(types[n]) if n in converted else
-                          table.column(n) for n in named], names=named)
+        table = pa.table([_stored(table.column(n), sql_types[n], fmt.kind) for n in named],
+                         names=named)
     except FileNotFoundError:
         raise DataError(f'could not open file "{path}" for reading: No such file or '
                         "directory") from None
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, KeyError,
-            OSError) as error:
+            OSError, EvalError) as error:
         raise DataError(f'COPY from "{path}": {error}') from None
     return pa.table([table.column(f.name) if f.name in named
                      else pa.nulls(table.num_rows, types[f.name]) for f in item.fields],
@@ -125,19 +148,17 @@ def write_rows(table: pa.Table, names: Sequence[str], types: Sequence[SqlType], 
     ``path``."""
     columns = []
     for column, sql_type in zip(table.columns, types, strict=True):
-        if sql_type.kind in _FILE_TYPES:
+        text = _CSV_TEXTS.get(sql_type.kind) if fmt.kind == "csv" else None
+        if text is not None:  # PostgreSQL's text
+            column = pa.array([None if v is None else text(v) for v in column.to_pylist()],
+                              pa.string())
+        elif sql_type.kind in _FILE_TYPES:
             column = column.cast(_FILE_TYPES[sql_type.kind])
         if sql_type.kind is Kind.TIMESTAMPTZ and fmt.kind == "csv":  # PostgreSQL's text
             column = pc.binary_join_element_wise(
                 pc.strftime(column, format="%Y-%m-%d %H:%M:%S"), "+00", "")
         elif pa.types.is_timestamp(column.type) and sql_type.kind is Kind.TIMESTAMP:
             column = column.cast(pa.timestamp("us"))  # SQL TIMESTAMP: no zone
-        if pa.types.is_binary(column.type) and fmt.kind == "csv":
-            column = pa.array([None if v is None else bytea.text_of(v)
-                               for v in column.to_pylist()], pa.string())
-        if sql_type.kind is Kind.INTERVAL and fmt.kind == "csv":  # PostgreSQL's text
-            column = pa.array([None if v is None else intervals.render(
-                interval_values.of_arrow(v)) for v in column.to_pylist()], pa.string())
         columns.append(column)
     out = pa.table(columns, names=list(names))
     try:

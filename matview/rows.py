@@ -5,7 +5,8 @@ tuples."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -14,12 +15,18 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import DataType, FractionalType, StringType
 
 from matview.errors import DataError, ProgrammingError
-from matview.ir import bytea, interval_values, times, uuids
+from matview.ir import bytea, interval_values, times, timetz, uuids
 from matview.ir.eval_error import EvalError
 from matview.ir.types import BIGINT, INT, TEXT, UUID, Kind, SqlType, array_of
 from matview.runtime.arrangements.updates import DIFF
 from matview.runtime.lowering.expressions import compile_cast
-from matview.runtime.lowering.types import arrow_values, column_names, spark_type, update_schema
+from matview.runtime.lowering.types import (
+    ARROW_TIMETZ,
+    arrow_values,
+    column_names,
+    spark_type,
+    update_schema,
+)
 from matview.sql.catalog import CatalogItem
 
 
@@ -67,9 +74,11 @@ def by_name(given: Sequence[object], columns: Sequence[str], table_name: str) ->
     return [found.index(c) for c in wanted]
 
 
-def rows_of(table: pa.Table, types: Sequence[SqlType]) -> list[tuple[object, ...]]:
+def rows_of(table: pa.Table, types: Sequence[SqlType],
+            wire: bool = False) -> list[tuple[object, ...]]:
     """Arrow rows of columns of ``types`` as Python tuples (SQL TIMESTAMP has no zone:
-    values come back naive; a TIMESTAMPTZ's come back in UTC, the session time zone)."""
+    values come back naive; a TIMESTAMPTZ's come back in UTC, the session time zone);
+    ``wire``: with TIME and TIMETZ values as the server prints them (``python_values``)."""
     columns = []
     for column, sql_type in zip(table.columns, types, strict=True):
         listed = pa.types.is_list(column.type)
@@ -77,7 +86,7 @@ def rows_of(table: pa.Table, types: Sequence[SqlType]) -> list[tuple[object, ...
             zoned = (sql_type.element or sql_type).kind is Kind.TIMESTAMPTZ
             moment = pa.timestamp("us", "UTC" if zoned else None)
             column = column.cast(pa.list_(moment) if listed else moment)
-        columns.append(python_values(column.to_pylist(), sql_type))
+        columns.append(python_values(column.to_pylist(), sql_type, wire))
     return list(zip(*columns)) if columns else [() for _ in range(table.num_rows)]
 
 
@@ -159,7 +168,8 @@ def checked(value: Column, source: DataType, sql_type: SqlType, table: str,
     computes it (a DataError naming the table and column) at a value that does not fit (a
     fraction does not fit an integer column), or at text with a NUL byte."""
     cast = value.try_cast(spark_type(sql_type))
-    if sql_type.kind in (Kind.UUID, Kind.BYTEA) and isinstance(source, StringType):
+    if sql_type.kind in (Kind.UUID, Kind.BYTEA, Kind.TIME, Kind.TIMETZ) and isinstance(
+            source, StringType):
         cast = compile_cast(value, TEXT, sql_type, safe=True)  # their text forms
     where = f'column "{name}" of table "{table}"'
     unfit = value.isNotNull() & cast.isNull()
@@ -176,28 +186,48 @@ def checked(value: Column, source: DataType, sql_type: SqlType, table: str,
     return checked.otherwise(cast)
 
 
-def python_values(values: list[object], sql_type: SqlType) -> list[object]:
+def python_values(values: list[object], sql_type: SqlType, wire: bool = False) -> list[object]:
     """A column's values as Python gives them: a UUID (also in an array) as a ``uuid.UUID``,
-    a TIME's microseconds as a ``datetime.time``, an INTERVAL's struct as a ``timedelta``
-    (``interval_values.PgInterval``), other values as Arrow gives them."""
+    a TIME's microseconds as a ``datetime.time``, a TIMETZ's struct as one with its offset
+    as ``tzinfo``, an INTERVAL's struct as a ``timedelta`` (``interval_values.PgInterval``),
+    other values as Arrow gives them. A TIME or TIMETZ at 24:00:00, which ``datetime.time``
+    cannot hold, is a ``DataError``, as psycopg's loader has it; ``wire`` gives them as the
+    reference interpreter's values instead (``times.END_OF_DAY``, ``timetz.TimeTz``), which
+    the server prints as PostgreSQL's text."""
     if sql_type.kind is Kind.INTERVAL:
         return [None if v is None else interval_values.python_value(
             interval_values.of_arrow(v)) for v in values]  # type: ignore[arg-type]
     if sql_type.kind is Kind.UUID:
         return [None if v is None else uuid.UUID(str(v)) for v in values]
-    if sql_type.kind is Kind.TIME:
-        return [None if v is None else times.of_micros(v) for v in values]  # type: ignore
+    if sql_type.kind in (Kind.TIME, Kind.TIMETZ):
+        made = _time_value(sql_type, wire)
+        try:
+            return [None if v is None else made(v) for v in values]
+        except EvalError as error:
+            raise DataError(str(error)) from None
     if sql_type.kind is Kind.ARRAY and sql_type.element is not None and (
             sql_type.element.kind in (Kind.UUID, Kind.TIME)):
-        return [python_values(v, sql_type.element) if isinstance(v, list) else v
+        return [python_values(v, sql_type.element, wire) if isinstance(v, list) else v
                 for v in values]
     return values
+
+
+def _time_value(sql_type: SqlType, wire: bool) -> Callable[[Any], object]:
+    """The value of a TIME's microseconds or a TIMETZ's struct (``python_values``)."""
+    if sql_type.kind is Kind.TIME:
+        return times.of_micros if wire else times.python_value
+    if wire:
+        return timetz.of_arrow
+    return lambda value: timetz.python_value(timetz.of_arrow(value))
 
 
 def _inputs(values: list[object], arrow_type: pa.DataType) -> list[object]:
     """Python values as Arrow takes them: a ``uuid.UUID`` as its text, text for a BYTEA
     column read as PostgreSQL reads a bytea's text (``\\xdeadbeef``), a ``timedelta`` or
-    interval text for an INTERVAL column as its struct."""
+    interval text for an INTERVAL column and a ``datetime.time`` or text for a TIMETZ
+    column as their structs."""
+    if arrow_type == ARROW_TIMETZ:  # a ``datetime.time`` (naive: at UTC's offset) or text
+        return [None if v is None else timetz.arrow_value(timetz.of_python(v)) for v in values]
     if pa.types.is_struct(arrow_type):
         return [None if v is None else interval_values.arrow_value(interval_values.of_python(v))
                 for v in values]

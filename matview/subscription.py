@@ -56,14 +56,12 @@ class Subscription:
     def closed(self) -> bool:
         return id(self) not in self.engine.cursors
 
-    def fetch(self) -> list[tuple[object, ...]]:
-        """Every change since the last fetch (the snapshot first)."""
+    def fetch(self, wire: bool = False) -> list[tuple[object, ...]]:
+        """Every change since the last fetch (the snapshot first); ``wire``: with values as
+        the server prints them (``rows.rows_of``)."""
         with self._using():
-            return self._fetch()
-
-    def _fetch(self) -> list[tuple[object, ...]]:
-        table = self.changes()
-        return [] if table is None else rows_of(table, self.types)
+            table = self.changes()
+        return [] if table is None else rows_of(table, self.types, wire)
 
     def changes(self) -> pa.Table | None:
         """``fetch``'s changes as Arrow columns named ``columns`` (None: none), for a caller

@@ -61,6 +61,8 @@ CALL_NAMES: dict[type[exp.Expr], frozenset[str]] = {
     exp.ExplodingGenerateSeries: frozenset({"generate_series"}),
     exp.CurrentTimestamp: frozenset({"now", "current_timestamp"}),
     exp.Localtimestamp: frozenset({"localtimestamp"}),
+    exp.CurrentTime: frozenset({"current_time"}), exp.Localtime: frozenset({"localtime"}),
+    exp.Uuid: frozenset({"gen_random_uuid"}),
     **{node: frozenset({name}) for node, name in WINDOW_CALLS.items()},
 }
 """The node kinds the binder binds from function calls, and the names (PostgreSQL's) under

@@ -217,7 +217,8 @@ def bind_call(binder: ExprBinder, node: exp.Expr) -> TypedScalar:
         check_arity(node, (0, 0), len(node.expressions) if isinstance(node, exp.Anonymous)
                     else int(node.args.get("this") is not None))
         return statement_time.bind_now(node, function_name(node))
-    if isinstance(node, (exp.CurrentTimestamp, exp.Localtimestamp, exp.CurrentDate)):
+    if isinstance(node, (exp.CurrentTimestamp, exp.Localtimestamp, exp.CurrentDate,
+                         exp.CurrentTime, exp.Localtime)):
         return statement_time.bind_now(node, function_name(node))
     if isinstance(node, exp.ArraySize) or (isinstance(node, exp.Anonymous)
                                             and node.name.lower() == "cardinality"):
@@ -233,6 +234,13 @@ def bind_call(binder: ExprBinder, node: exp.Expr) -> TypedScalar:
         from matview.sql import catalog_functions
 
         return catalog_functions.bind_function(binder, node)
+    if isinstance(node, exp.Uuid):
+        check_arity(node, (0, 0))
+        statement_time.refuse_in_view(
+            node, "gen_random_uuid()", "it gives a new value each time it is computed, so a "
+            "maintained view could not retract the rows it gave; compute it when writing "
+            "(INSERT ... VALUES (gen_random_uuid()), a column's DEFAULT gen_random_uuid())")
+        return call("gen_random_uuid", [], node)
     if isinstance(node, exp.Anonymous):
         raise UnknownObjectError.at(f"function {function_name(node)} does not exist", node)
     if isinstance(node, exp.Func):

@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 from matview.ir import intervals, jsonb
-from matview.ir.evaluate import cast_value
+from matview.ir.casts import cast_value
 from matview.ir.functions import EvalError, lookup
 from matview.ir.plans import compute
 from matview.ir.relation import Relation
@@ -147,7 +147,9 @@ def _explicitly_castable(source: SqlType, target: SqlType) -> bool:
         return _explicitly_castable(source.element, target.element)
     if Kind.ARRAY in kinds:
         return source.kind in (Kind.NULL, Kind.TEXT)
-    if kinds == {Kind.TIME, Kind.INTERVAL}:
+    if kinds in ({Kind.TIME, Kind.INTERVAL}, {Kind.TIME, Kind.TIMETZ}):
+        return True
+    if source.kind is Kind.TIMESTAMPTZ and target.kind is Kind.TIMETZ:  # its time in UTC
         return True
     if kinds & {Kind.INTERVAL, Kind.JSONB, Kind.UUID, Kind.BYTEA}:
         return source.kind in (Kind.NULL, Kind.TEXT, target.kind) or target.kind is Kind.TEXT

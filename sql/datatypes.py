@@ -7,7 +7,7 @@ only.
 
 from __future__ import annotations
 
-from matview.ir.types import INTERVAL, TEXT, Kind, SqlType, array_of, type_from_name
+from matview.ir.types import INTERVAL, TEXT, TIMETZ, Kind, SqlType, array_of, type_from_name
 from matview.sql.errors import SqlTypeError, UnknownObjectError, UnsupportedError
 from sqlglot import exp
 
@@ -28,6 +28,7 @@ _NAMES = {
     DType.TIMESTAMP: "timestamp",
     DType.TIMESTAMPTZ: "timestamptz",
     DType.TIME: "time",
+    DType.TIMETZ: "timetz",
     DType.INTERVAL: "interval",
     DType.JSONB: "jsonb",
     DType.UUID: "uuid",
@@ -81,7 +82,7 @@ def storable(sql_type: SqlType) -> bool:
     if sql_type.kind is Kind.ARRAY:
         assert sql_type.element is not None
         return sql_type.element.kind not in NOT_STORABLE + (Kind.ARRAY, Kind.NULL,
-                                                            Kind.INTERVAL)
+                                                            Kind.INTERVAL, Kind.TIMETZ)
     return sql_type.kind not in NOT_STORABLE
 
 
@@ -89,7 +90,8 @@ def column_type(node: exp.DataType, column: str) -> SqlType:
     """The type of table column ``column`` declared as ``node``."""
     result = sql_type(node)
     if not storable(result):
-        reason = ("arrays of intervals are not supported" if result.element == INTERVAL
+        plural = {INTERVAL: "intervals", TIMETZ: "timetz values"}.get(result.element)
+        reason = (f"arrays of {plural} are not supported" if plural
                   else "it exists only in expressions (mz_now() in temporal filters)")
         raise UnsupportedError.at(f'column "{column}" cannot have type {result}: {reason}', node)
     return result

@@ -8,18 +8,23 @@ abbreviations (``'years'``, ``'mon'``, ``'qtr'``). It must be a constant: a fiel
 computes is refused. ``extract`` gives PostgreSQL's numeric and refuses the time fields of
 a date; ``date_part`` is ``extract`` of the value as a timestamp, in double precision (so
 ``date_part('hour', date)`` is 0); ``date_trunc`` truncates a timestamp (a date as its
-midnight) to a timestamp. A string literal or NULL argument is a timestamp. A time has
-the fields ``hour``, ``minute``, ``second`` and ``epoch`` (seconds since midnight).
+midnight) to a timestamp, and an interval to an interval. A string literal or NULL
+argument is a timestamp. A time has the fields ``hour``, ``minute``, ``second`` and
+``epoch`` (seconds since midnight), those of its interval (24:00:00's hour is 24), and
+``date_trunc`` of a time is of that interval, an INTERVAL (PostgreSQL casts a time to an
+interval there); a time with time zone has those of its time of day, and ``epoch`` (its
+seconds in UTC), ``timezone``, ``timezone_hour`` and ``timezone_minute`` (of its offset:
+``timetz.FIELDS``).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from matview.ir import intervals
+from matview.ir import intervals, timetz
 from matview.ir.functions import REGISTRY
 from matview.ir.scalar import Call
-from matview.ir.types import DOUBLE, TIMESTAMP, TIMESTAMP_KINDS, Kind
+from matview.ir.types import DOUBLE, INTERVAL, TIME, TIMESTAMP, TIMESTAMP_KINDS, Kind
 from matview.sql.call_names import WRITTEN_NAME
 from matview.sql.coerce import TypedScalar, cast, is_string_literal
 from matview.sql.dialect_nodes import DatePartCall, DateTruncCall
@@ -37,7 +42,8 @@ _FIELDS = {"quarter": "quarter", "qtr": "quarter", "dow": "dow", "doy": "doy",
 them."""
 
 _TIME_FIELDS = ("hour", "minute", "second", "epoch")
-"""The fields of a TIME that matview reads."""
+"""The fields of a TIME that matview reads: those of the time as an interval (a TIMETZ's
+time of day's, but for its ``epoch``)."""
 
 _NOT_SUPPORTED = frozenset({
     "decade", "decades", "century", "centuries", "millennium", "millennia", "millenniums",
@@ -54,25 +60,35 @@ def bind_field_call(binder: ExprBinder, node: FieldCall) -> TypedScalar:
     if not (constant or isinstance(node, exp.Extract) and isinstance(field, exp.Var)):
         raise UnsupportedError.at(f"{name} of a field that is not a constant is not "
                                   "supported yet", field)
-    source = binder.bind(node.expression)
+    source, word = binder.bind(node.expression), field.name.lower()
     if is_string_literal(source) or source.type.kind is Kind.NULL:
         source = cast(source, TIMESTAMP, node)
-    if source.type.kind is Kind.INTERVAL and not isinstance(node, DateTruncCall):
-        result = _field_function("interval_extract", field.name.lower(), source, field)
-        return cast(result, DOUBLE) if isinstance(node, DatePartCall) else result
-    timed = source.type.kind is Kind.TIME and not isinstance(node, DateTruncCall)
-    if source.type.kind not in (Kind.DATE, *TIMESTAMP_KINDS) and not timed:
+    truncating = isinstance(node, DateTruncCall)
+    if source.type.kind is Kind.TIME and truncating:  # PostgreSQL: date_trunc(text, interval)
+        source = cast(source, INTERVAL)
+    if source.type.kind is Kind.INTERVAL:
+        prefix = "interval_trunc" if truncating else "interval_extract"
+        result = _field_function(prefix, word, source, field)
+    elif source.type.kind in (Kind.TIME, Kind.TIMETZ) and not truncating:
+        result = _time_field(word, source, field)
+    elif source.type.kind not in (Kind.DATE, *TIMESTAMP_KINDS):
         raise SqlTypeError.at(f"function {name}(text, {source.type}) does not exist", node)
-    if timed:  # a time's fields are those of its clock on 1970-01-01
-        word = field.name.lower()
-        if (intervals.unit_name(word) or _FIELDS.get(word)) not in _TIME_FIELDS:
-            raise UnsupportedError.at(f'unit "{word}" not supported for type time', field)
-        source = cast(source, TIMESTAMP)
-    if not isinstance(node, exp.Extract) and source.type.kind is Kind.DATE:
-        source = cast(source, TIMESTAMP)
-    prefix = "date_trunc" if isinstance(node, DateTruncCall) else "extract"
-    result = _field_function(prefix, field.name.lower(), source, field)
+    else:
+        if not isinstance(node, exp.Extract) and source.type.kind is Kind.DATE:
+            source = cast(source, TIMESTAMP)
+        result = _field_function("date_trunc" if truncating else "extract", word, source, field)
     return cast(result, DOUBLE) if isinstance(node, DatePartCall) else result
+
+
+def _time_field(word: str, source: TypedScalar, at: exp.Expr) -> TypedScalar:
+    """The field ``word`` names of the TIME or TIMETZ ``source``: a TIMETZ's own
+    (``timetz.FIELDS``), else that of its time of day as an interval."""
+    unit = intervals.unit_name(word) or _FIELDS.get(word) or word
+    if source.type.kind is Kind.TIMETZ and unit in timetz.FIELDS:
+        return _field_function("timetz_extract", word, source, at)
+    if unit not in _TIME_FIELDS:
+        raise UnsupportedError.at(f'unit "{word}" not supported for type {source.type}', at)
+    return _field_function("interval_extract", word, cast(cast(source, TIME), INTERVAL), at)
 
 
 def _field_function(prefix: str, word: str, source: TypedScalar,
@@ -82,6 +98,7 @@ def _field_function(prefix: str, word: str, source: TypedScalar,
     field = intervals.unit_name(word) or _FIELDS.get(word)
     if field is None and word not in _NOT_SUPPORTED:
         raise SqlTypeError.at(f'unit "{word}" not recognized for type {source.type}', at)
+    field = field or word
     func = f"{prefix}_{field}"
     unsupported = UnsupportedError.at(f'unit "{word}" not supported for type {source.type}',
                                       at)

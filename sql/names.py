@@ -12,7 +12,7 @@ UNNAMED = "?column?"
 _TYPE_NAMES = {
     Kind.BOOLEAN: "bool", Kind.INT: "int4", Kind.BIGINT: "int8", Kind.DOUBLE: "float8",
     Kind.NUMERIC: "numeric", Kind.TEXT: "text", Kind.DATE: "date", Kind.TIMESTAMP: "timestamp",
-    Kind.TIMESTAMPTZ: "timestamptz", Kind.TIME: "time",
+    Kind.TIMESTAMPTZ: "timestamptz", Kind.TIME: "time", Kind.TIMETZ: "timetz",
     Kind.INTERVAL: "interval", Kind.JSONB: "jsonb",
     Kind.UUID: "uuid", Kind.BYTEA: "bytea",
 }
@@ -92,6 +92,8 @@ def output_name(node: exp.Expr) -> str:
         return "array"
     if isinstance(node, exp.Anonymous):
         return node.name.lower()
+    if isinstance(node, exp.Uuid):  # sqlglot's name for it is uuid
+        return "gen_random_uuid"
     if isinstance(node, exp.Func) and not isinstance(node, exp.Binary):
         return node.sql_name().lower()
     return UNNAMED

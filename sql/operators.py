@@ -1,5 +1,5 @@
 """Operators and the other expressions SQL spells with symbols and keywords, lowered to IR
-calls for ``scalars.ExprBinder``: arithmetic (with PostgreSQL's date and interval
+calls for ``scalars.ExprBinder``: arithmetic (with PostgreSQL's date, time and interval
 arithmetic), negation, comparisons (``binary``: the operands cast to their common type),
 AND, OR and NOT, IS, BETWEEN, LIKE and ILIKE, ``||``, CASE and ``ARRAY[...]``. Each
 ``bind_*`` function binds one kind of node with the binder given.
@@ -64,7 +64,7 @@ def bind_array(binder: ExprBinder, node: exp.Array) -> TypedScalar:
         elements = [cast(e, TEXT) for e in elements]
     if elements[0].type.kind is Kind.ARRAY:
         raise UnsupportedError.at("multidimensional arrays are not supported", node)
-    if elements[0].type.kind in (Kind.INTERVAL, Kind.MZ_TIMESTAMP):
+    if elements[0].type.kind in (Kind.INTERVAL, Kind.TIMETZ, Kind.MZ_TIMESTAMP):
         raise UnsupportedError.at(f"arrays of {elements[0].type} are not supported", node)
     return call("array", elements, node)
 
@@ -83,6 +83,11 @@ def binary(binder: ExprBinder, func: str, left: exp.Expr, right: exp.Expr,
         return f"operator does not exist: {a} {symbol} {b}"
 
     values = [binder.bind(left), binder.bind(right)]
+    if func == "sub" and any(v.type.kind is Kind.TIME for v in values) and all(
+            v.type.kind in (Kind.TIME, Kind.NULL) or is_string_literal(v) for v in values):
+        # time - time: the interval between them (PostgreSQL's time_mi_time)
+        spans = [cast(cast(v, TIME, node), INTERVAL) for v in values]
+        return call("interval_sub", spans, node, mismatch(TIME, TIME))
     if func in ("add", "sub") and any(v.type.kind is Kind.INTERVAL for v in values):
         return _shift(func, values, node, mismatch)
     if func in ("add", "sub") and any(v.type.kind is Kind.DATE for v in values):
@@ -111,7 +116,8 @@ def _shift(func: str, values: list[TypedScalar], node: exp.Expr,
            mismatch: Callable[[SqlType, SqlType], str]) -> TypedScalar:
     """A timestamp or date plus or minus an interval (``interval + timestamp`` too); a time
     so shifted is the time of day of the shift of that time on 1970-01-01 (wrapping around
-    midnight; days and months change nothing), as in PostgreSQL. Two intervals add (or
+    midnight; days and months change nothing), as in PostgreSQL, a time with time zone its
+    time of day so shifted (``timetz_shift``, the offset kept). Two intervals add (or
     subtract) field by field."""
     if all(v.type.kind is Kind.INTERVAL for v in values):
         return call(f"interval_{func}", values, node, mismatch(INTERVAL, INTERVAL))
@@ -122,6 +128,9 @@ def _shift(func: str, values: list[TypedScalar], node: exp.Expr,
     error = mismatch(values[0].type, values[1].type)
     if values[0].type.kind is Kind.TIME:
         return cast(call(func, [cast(values[0], TIMESTAMP), values[1]], node, error), TIME)
+    if values[0].type.kind is Kind.TIMETZ:
+        by = values[1] if func == "add" else call("interval_neg", [values[1]], node, error)
+        return call("timetz_shift", [values[0], by], node, error)
     return call(func, values, node, error)
 
 

@@ -8,7 +8,7 @@ import decimal
 import uuid
 from collections.abc import Sequence
 
-from matview.ir import interval_values, intervals
+from matview.ir import interval_values, intervals, times, timetz
 from matview.sql.errors import SqlError
 from sqlglot import exp
 
@@ -27,9 +27,8 @@ def bind_parameters(tree: exp.Expr, params: Sequence[object]) -> exp.Expr:
 
 
 def _literal(value: object) -> exp.Expr:
-    """A parameter's value as a SQL literal (dates, timestamps, intervals and UUIDs as typed
-    casts,
-    bytes as a blob literal ``x'0a'``)."""
+    """A parameter's value as a SQL literal (dates, timestamps, times, intervals and UUIDs as
+    typed casts, an aware ``datetime.time`` a TIMETZ, bytes as a blob literal ``x'0a'``)."""
     if value is None:
         return exp.Null()
     if isinstance(value, bool):
@@ -39,8 +38,11 @@ def _literal(value: object) -> exp.Expr:
     if isinstance(value, datetime.datetime):  # an aware one is an instant: TIMESTAMPTZ
         return exp.Cast(this=exp.Literal.string(value.isoformat(sep=" ")),
                         to=exp.DataType.build("timestamptz" if value.tzinfo else "timestamp"))
-    if isinstance(value, datetime.time):
-        return exp.Cast(this=exp.Literal.string(value.isoformat()),
+    if isinstance(value, timetz.TimeTz) or isinstance(value, datetime.time) and value.tzinfo:
+        return exp.Cast(this=exp.Literal.string(timetz.text_of(timetz.of_python(value))),
+                        to=exp.DataType.build("timetz"))  # a time with its offset
+    if isinstance(value, datetime.time | times.EndOfDay):
+        return exp.Cast(this=exp.Literal.string(times.text_of(value)),
                         to=exp.DataType.build("time"))
     if isinstance(value, datetime.date):
         return exp.Cast(this=exp.Literal.string(value.isoformat()),

@@ -1,7 +1,9 @@
 """``now()``, ``current_timestamp``, ``transaction_timestamp()``, ``statement_timestamp()``,
-``localtimestamp`` and ``current_date``: the time the statement started, one constant for
-the whole statement (a ``TIMESTAMPTZ``, as PostgreSQL's; ``localtimestamp`` the
-``TIMESTAMP`` in UTC, the session's zone; ``current_date`` its ``DATE``).
+``localtimestamp``, ``current_date``, ``current_time`` and ``localtime``: the time the
+statement started, one constant for the whole statement (a ``TIMESTAMPTZ``, as
+PostgreSQL's; ``localtimestamp`` the ``TIMESTAMP`` in UTC, the session's zone;
+``current_date`` its ``DATE``; ``current_time`` its time of day, a ``TIMETZ`` at offset
++00, and ``localtime`` that ``TIME``).
 
 PostgreSQL's ``now()`` is its transaction's start; matview binds each statement apart, so
 here it is the statement's (``statement_timestamp()``), the same within one statement. A
@@ -9,7 +11,8 @@ statement is bound inside ``statement_clock``, which reads the wall clock once; 
 query is bound ``timeless``: its rows must not change with time by themselves, so these
 functions are refused there with a pointer to ``mz_now()``, the temporal filter that keeps
 a row only while a condition on the current time holds. A column's ``DEFAULT now()`` is
-bound at each INSERT, so it is that statement's time.
+bound at each INSERT, so it is that statement's time. ``refuse_in_view`` refuses the other
+functions a view cannot hold (``gen_random_uuid()``) the same way.
 """
 
 from __future__ import annotations
@@ -19,8 +22,9 @@ from contextlib import AbstractContextManager, contextmanager
 from contextvars import ContextVar
 from datetime import UTC, datetime
 
+from matview.ir import timetz
 from matview.ir.scalar import Lit
-from matview.ir.types import DATE, TIMESTAMP, TIMESTAMPTZ
+from matview.ir.types import DATE, TIME, TIMESTAMP, TIMESTAMPTZ, TIMETZ
 from matview.sql.coerce import TypedScalar
 from matview.sql.errors import SqlError, UnsupportedError
 from sqlglot import exp
@@ -72,14 +76,19 @@ def in_view() -> bool:
     return _NOW.get() is None
 
 
+def refuse_in_view(node: exp.Expr, name: str, why: str) -> None:
+    """Refuse function ``name`` (called at ``node``) in a view's query, saying ``why``."""
+    if in_view():
+        raise UnsupportedError.at(f"{name} cannot be used in a view: {why}", node)
+
+
 def bind_now(node: exp.Expr, name: str) -> TypedScalar:
     """The statement's start time as the literal ``node`` (function ``name``) denotes."""
+    refuse_in_view(node, name, "its value changes with time while the view's rows must not; "
+                   "to keep rows only while a condition on the current time holds, compare "
+                   "mz_now() in WHERE (a temporal filter)")
     now = _NOW.get()
-    if now is None:
-        raise UnsupportedError.at(
-            f"{name} cannot be used in a view: its value changes with time while the view's "
-            "rows must not; to keep rows only while a condition on the current time holds, "
-            "compare mz_now() in WHERE (a temporal filter)", node)
+    assert now is not None
     precision = None if isinstance(node, exp.Anonymous) else node.args.get("this")
     if precision is not None:
         if not (isinstance(precision, exp.Literal) and precision.is_int
@@ -91,4 +100,8 @@ def bind_now(node: exp.Expr, name: str) -> TypedScalar:
         return TypedScalar(Lit(now.date(), DATE), DATE)
     if isinstance(node, exp.Localtimestamp):
         return TypedScalar(Lit(now, TIMESTAMP), TIMESTAMP)
+    if isinstance(node, exp.Localtime):
+        return TypedScalar(Lit(now.time(), TIME), TIME)
+    if isinstance(node, exp.CurrentTime):
+        return TypedScalar(Lit(timetz.of_timestamp(now), TIMETZ), TIMETZ)
     return TypedScalar(Lit(now.replace(tzinfo=UTC), TIMESTAMPTZ), TIMESTAMPTZ)

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from matview.ir.casts import cast_value
 from matview.ir.eval_error import EvalError
-from matview.ir.evaluate import cast_value
 from matview.ir.plans import UNIT
 from matview.ir.relation import Constant, Linear, Relation, Union
 from matview.ir.scalar import Call, Cast, Lit, Scalar

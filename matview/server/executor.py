@@ -151,7 +151,7 @@ class Executor:
         if limit:
             timer.start()
         try:
-            cursor = self.connection.cursor().execute(text, values or None)
+            cursor = self.connection.cursor(wire=True).execute(text, values or None)
         except matview.Error as error:
             raise pg_error(error, sql) from error
         finally:

@@ -11,7 +11,7 @@ import struct
 import uuid
 from dataclasses import dataclass
 
-from matview.ir import bytea, interval_values
+from matview.ir import bytea, interval_values, times, timetz
 from matview.ir.eval_error import EvalError
 
 TEXT_OID = 25
@@ -40,6 +40,7 @@ TYPES = {
     "timestamp": PgType("timestamp without time zone", 1114, 8, 1115),
     "timestamptz": PgType("timestamp with time zone", 1184, 8, 1185),
     "time": PgType("time without time zone", 1083, 8, 1183),
+    "timetz": PgType("time with time zone", 1266, 12, 1270),
     "interval": PgType("interval", 1186, 16, 1187),
     "jsonb": PgType("jsonb", 3802, -1, 3807),
     "uuid": PgType("uuid", 2950, 16, 2951),
@@ -136,9 +137,12 @@ def text_of(value: object) -> str:
         return text + ("+00" if value.tzinfo is not None else "")
     if isinstance(value, datetime.date):
         return value.isoformat()
-    if isinstance(value, datetime.time):
-        text = value.isoformat()
-        return text.rstrip("0") if value.microsecond else text
+    if isinstance(value, datetime.time) and value.tzinfo is not None:
+        return timetz.text_of(timetz.of_python(value))
+    if isinstance(value, datetime.time | times.EndOfDay):
+        return times.text_of(value)
+    if isinstance(value, timetz.TimeTz):
+        return timetz.text_of(value)
     if isinstance(value, bytes):
         return bytea.text_of(value)
     if isinstance(value, (list, tuple)):
@@ -180,11 +184,12 @@ _READERS = {
     "numeric": decimal.Decimal, "date": datetime.date.fromisoformat,
     "timestamp": datetime.datetime.fromisoformat,
     "timestamptz": lambda text: _instant(datetime.datetime.fromisoformat(text)),
-    "time": datetime.time.fromisoformat,
+    "time": times.parse, "timetz": timetz.parse,
 }
 """Text readers by matview type name; any other type is kept as text."""
 _OID_NAMES = {16: "boolean", 21: "int", 23: "int", 20: "bigint", 700: "double", 701: "double",
-              1700: "numeric", 1082: "date", 1114: "timestamp", 1184: "timestamptz", 1083: "time"}
+              1700: "numeric", 1082: "date", 1114: "timestamp", 1184: "timestamptz", 1083: "time",
+              1266: "timetz"}
 
 
 def from_text(text: str, type_name: str) -> object:
@@ -197,7 +202,7 @@ def from_text(text: str, type_name: str) -> object:
         return text
     try:
         return reader(text.strip())
-    except (ValueError, ArithmeticError) as error:
+    except (ValueError, ArithmeticError, EvalError) as error:
         raise InvalidText(f'invalid input syntax for type {type_name}: "{text}"') from error
 
 
@@ -221,8 +226,8 @@ def _array_items(text: str) -> list[str | None]:
 def parameter(data: bytes | None, oid: int, binary: bool) -> object:
     """A Bind parameter's value: text format read by its declared type (unknown or text
     types stay text, a bytea's is read as bytes), binary format for integers, floats,
-    booleans, text, numeric, date, timestamp, bytea and uuid (psycopg sends dates, times
-    and bytes in binary)."""
+    booleans, text, numeric, date, timestamp, time, timetz, bytea and uuid (psycopg sends
+    dates, times and bytes in binary)."""
     if data is None:
         return None
     if not binary and oid == 17:
@@ -233,15 +238,17 @@ def parameter(data: bytes | None, oid: int, binary: bool) -> object:
     if not binary:
         return from_text(data.decode(), _OID_NAMES.get(oid, "text"))
     layouts = {21: "!h", 23: "!i", 20: "!q", 700: "!f", 701: "!d", 1082: "!i", 1114: "!q",
-               1184: "!q", 1083: "!q"}
+               1184: "!q", 1083: "!q", 1266: "!qi"}
     if oid in layouts and struct.calcsize(layouts[oid]) == len(data):
-        value = struct.unpack(layouts[oid], data)[0]
+        value, *zone = struct.unpack(layouts[oid], data)
+        if oid == 1266:  # microseconds since midnight, then seconds west of UTC
+            return timetz.TimeTz.of(value, -zone[0])
         if oid == 1082:
             return _EPOCH.date() + datetime.timedelta(days=value)
         if oid == 1184:
             return _instant(_EPOCH + datetime.timedelta(microseconds=value))
         if oid == 1083:  # microseconds since midnight
-            return (_EPOCH + datetime.timedelta(microseconds=value)).time()
+            return times.of_micros(value)
         return _EPOCH + datetime.timedelta(microseconds=value) if oid == 1114 else value
     if oid == 16 and len(data) == 1:
         return data != b"\0"

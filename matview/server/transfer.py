@@ -139,7 +139,7 @@ def subscribe(session: Session, executor: Executor, work: Subscribe, describe: b
         while True:
             session.check_cancel()
             try:
-                rows = subscription.fetch()
+                rows = subscription.fetch(wire=True)
             except matview.Error as error:
                 raise pg_error(error) from error
             for row in rows:

@@ -7,11 +7,11 @@
     Repeat(0), Repeat(NULL) =>  Filter(FALSE)
 
 A call yields a known number of rows when its arguments are constant (no column, no
-``mz_now()``) and its cost is bounded (not ``costly``: regular expressions run in Spark
-only): at most one of its rows is computed now (a call asking more is left as it is), and
-``vi`` are its values (NULLs for a call with no row, padded as the lockstep FlatMap pads
-it). ``unnest(array(e))`` yields exactly the
-one row ``e``. The one row of a FlatMap is the input row with ``vi`` appended and ordinality
+``mz_now()``, no ``gen_random_uuid()``) and its cost is bounded (not ``costly``: regular
+expressions run in Spark only): at most one of its rows is computed now (a call asking
+more is left as it is), and ``vi`` are its values (NULLs for a call with no row, padded
+as the lockstep FlatMap pads it). ``unnest(array(e))`` yields exactly the one row ``e``.
+The one row of a FlatMap is the input row with ``vi`` appended and ordinality
 1, which is what the Map appends; a Repeat of 1 multiplies diffs by one. A call whose
 arguments raise now (or ask too many rows) is left for run time, as is a value without a
 literal text form.
@@ -24,7 +24,7 @@ from matview.ir.functions import EvalError
 from matview.ir.linear_logic import is_temporal
 from matview.ir.relation import Linear, Relation
 from matview.ir.render_scalars import render_scalar
-from matview.ir.scalar import Call, Cast, Lit, Scalar, columns_used, type_of
+from matview.ir.scalar import Call, Cast, Lit, Scalar, columns_used, type_of, volatile
 from matview.ir.steps import Filter, FlatMap, Map, Repeat, Step, step_types
 from matview.ir.table_functions import lookup, output_types, rows
 from matview.ir.types import BIGINT, BOOLEAN, SqlType
@@ -34,7 +34,7 @@ NO_ROW = Filter((Lit(False, BOOLEAN),))
 
 
 def _constant(expr: Scalar) -> bool:
-    return not columns_used(expr) and not is_temporal(expr)
+    return not columns_used(expr) and not is_temporal(expr) and not volatile(expr)
 
 
 def _typed(expr: Scalar, want: SqlType, types: tuple[SqlType, ...]) -> Scalar:

@@ -21,9 +21,10 @@ Relations (``∅`` is ``Constant (types) []``):
     Union(.., ∅, ..)  =>  Union(..)                 Reduce(∅, K ≠ ())  =>  ∅
     TopK(∅, ..)  =>  ∅         TopK(X, limit 0)  =>  ∅
 
-An expression whose evaluation raises (``EvalError``) is left for run time, ``mz_now()`` is
-never evaluated, and a value without a literal text form (an ARRAY, say) is not made a
-literal. A Filter that lets no row through makes every output of its Linear vanish;
+An expression whose evaluation raises (``EvalError``) is left for run time, ``mz_now()``
+and ``volatile`` functions (``gen_random_uuid()``: a new value for each row) are never
+evaluated, and a value without a literal text form (an ARRAY, say) is not made a literal.
+A Filter that lets no row through makes every output of its Linear vanish;
 dropping it can only remove errors of the steps around it.
 """
 
@@ -109,9 +110,11 @@ def _evaluated(node: Scalar, types: Sequence[SqlType]) -> Scalar:
     if isinstance(node, Call) and not lookup(node.func).handles_null and any(
             c == Lit(None, c.type) for c in node.args if isinstance(c, Lit)):
         return Lit(None, type_of(node, types))  # a strict function of NULL
+    # not constant, costly to compute in the driver (LIKE backtracks), or a new value each
+    # time (gen_random_uuid())
     if not all(isinstance(c, Lit) for c in children(node)) or (
-            isinstance(node, Call) and lookup(node.func).costly):
-        return node  # not constant, or costly to compute in the driver (LIKE backtracks)
+            isinstance(node, Call) and (lookup(node.func).costly or lookup(node.func).volatile)):
+        return node
     try:
         literal = Lit(evaluate(node, [], []), type_of(node, types))
         render_scalar(literal)

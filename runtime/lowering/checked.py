@@ -45,7 +45,6 @@ ERR = "_err"
 _TYPE_NAMES = {Kind.INT: "integer", Kind.BIGINT: "bigint", Kind.DOUBLE: "double precision",
                Kind.NUMERIC: "numeric", Kind.BOOLEAN: "boolean", Kind.DATE: "date",
                Kind.TIMESTAMP: "timestamp", Kind.TIMESTAMPTZ: "timestamp with time zone",
-               Kind.TIME: "time without time zone",
                Kind.JSONB: "json", Kind.TEXT: "text"}
 
 
@@ -197,7 +196,7 @@ def _out_of_range(result: SqlType) -> str:
 
 
 def _cast_message(value: Column, source: SqlType, to: SqlType) -> Column:
-    if source.kind is Kind.TEXT and to.kind in (Kind.UUID, Kind.BYTEA):
+    if source.kind is Kind.TEXT and to.kind in (Kind.UUID, Kind.BYTEA, Kind.TIME, Kind.TIMETZ):
         return read_error(value, to)
     if source.kind is Kind.TEXT:
         name = _TYPE_NAMES.get(to.kind, str(to))

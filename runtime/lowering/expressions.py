@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import time
 
-from matview.ir import bytea, interval_values, times, uuids
+from matview.ir import bytea, interval_values, times, timetz, uuids
 from matview.ir.functions import lookup
 from matview.ir.intervals import Interval
 from matview.ir.scalar import Call, Case, Cast, Col, Lit, Scalar, type_of
@@ -22,7 +22,9 @@ def compile_scalar(expr: Scalar, columns: Sequence[Column], types: Sequence[SqlT
     if isinstance(expr, Lit):
         if isinstance(expr.value, Interval):
             return interval_values.spark_literal(F, expr.value)
-        if isinstance(expr.value, time):
+        if isinstance(expr.value, timetz.TimeTz):
+            return timetz.spark_literal(F, expr.value)
+        if isinstance(expr.value, time | times.EndOfDay):
             return F.lit(times.micros(expr.value)).cast("bigint")
         return F.lit(expr.value).cast(spark_type(expr.type))
     if isinstance(expr, Cast):
@@ -87,6 +89,8 @@ def compile_cast(value: Column, source: SqlType, to: SqlType, safe: bool = False
         return value
     if source.kind is Kind.BYTEA and to.kind is Kind.TEXT:
         return bytea.spark_text(F, value)
+    if Kind.TIMETZ in (source.kind, to.kind) and source.kind is not to.kind:
+        return _timetz_cast(value, source, to, safe)
     if Kind.TIME in (source.kind, to.kind) and source.kind is not to.kind:
         return _time_cast(value, source, to, safe)
     if source.kind is Kind.INTERVAL and to.kind is Kind.TEXT:
@@ -116,13 +120,36 @@ def _time_cast(value: Column, source: SqlType, to: SqlType, safe: bool) -> Colum
     if source.kind is Kind.INTERVAL:  # its time field's time of day, as PostgreSQL
         return F.pmod(value["micros"], F.lit(times.MICROS_PER_DAY))
     if source.kind is not Kind.TEXT:  # a timestamp's time of day
-        return F.pmod(F.unix_micros(value.cast("timestamp")), F.lit(times.MICROS_PER_DAY))
-    parsed = times.spark_parse(F, value)
+        return _time_of_day(value)
+    return _parsed(value, times.spark_parse(F, value), to, safe)
+
+
+def _timetz_cast(value: Column, source: SqlType, to: SqlType, safe: bool) -> Column:
+    """A cast to or from TIMETZ, held as the struct of ``ir/timetz.py``: a TIME or a
+    TIMESTAMPTZ's time of day in UTC at offset 0, a TIMETZ's time of day as a TIME."""
+    if source.kind is Kind.TIMETZ:
+        if to.kind is Kind.TEXT:
+            return timetz.spark_text(F, value)
+        return timetz.spark_micros(F, value)
+    if source.kind is Kind.TIME:
+        return timetz.spark_struct(F, value, F.lit(0))
+    if source.kind is not Kind.TEXT:
+        return timetz.spark_struct(F, _time_of_day(value), F.lit(0))
+    return _parsed(value, timetz.spark_parse(F, value), to, safe)
+
+
+def _time_of_day(value: Column) -> Column:
+    """The time of day in UTC (microseconds since midnight) of a timestamp."""
+    return F.pmod(F.unix_micros(value.cast("timestamp")), F.lit(times.MICROS_PER_DAY))
+
+
+def _parsed(text: Column, parsed: Column, to: SqlType, safe: bool) -> Column:
+    """``parsed``, ``text`` read as a TIME or TIMETZ: where it reads none NULL when
+    ``safe``, else the error ``read_error``."""
     if safe:
         return parsed
-    return F.when(value.isNotNull() & parsed.isNull(), F.raise_error(F.concat(
-        F.lit('invalid input syntax for type time without time zone: "'), value, F.lit('"'))
-    )).otherwise(parsed)
+    return F.when(text.isNotNull() & parsed.isNull(), F.raise_error(read_error(text, to))
+                  ).otherwise(parsed)
 
 
 def _read(text: Column, to: SqlType, safe: bool) -> Column:
@@ -133,7 +160,12 @@ def _read(text: Column, to: SqlType, safe: bool) -> Column:
 
 
 def read_error(text: Column, to: SqlType) -> Column:
-    """The message of the error of ``text`` read as a UUID or BYTEA (where it fails)."""
+    """The message of the error of ``text`` read as a UUID, BYTEA, TIME or TIMETZ (where it
+    fails)."""
     if to.kind is Kind.BYTEA:
         return bytea.spark_parse_error(F, text)
+    if to.kind is Kind.TIME:
+        return times.spark_parse_error(F, text)
+    if to.kind is Kind.TIMETZ:
+        return timetz.spark_parse_error(F, text)
     return F.concat(F.lit('invalid input syntax for type uuid: "'), text, F.lit('"'))

@@ -8,6 +8,10 @@ meaning this lowering implements).
   ``arrays_zip`` (a NULL array counting as empty), so the longest decides the row count and
   the others are padded with NULLs.
 - ``Repeat`` multiplies ``_diff`` by the count and drops rows where it is NULL or 0.
+- A step calling a ``volatile`` function (``gen_random_uuid()``) first makes each row of
+  diff ``d`` that many rows of diff ±1 (``_each_copy``), so that every copy gets its own
+  value, and a Map of one is one select per expression, so that an expression reading
+  another's column reads its value rather than computing it again.
 - The temporal predicates of a ``Filter`` give each row its validity ``[lower, upper)``
   (``linear_logic.validity``), carried as hidden columns through the later steps (a second
   temporal filter narrows them); at the end one explode turns each row into
@@ -26,8 +30,8 @@ from typing import TypeVar
 from matview.ir import table_functions
 from matview.ir.linear_logic import is_temporal, temporal_parts
 from matview.ir.relation import Step, step_types
-from matview.ir.scalar import Call, Scalar, conjoin, type_of
-from matview.ir.steps import Filter, FlatMap, Map, Project, Repeat
+from matview.ir.scalar import Call, Scalar, conjoin, type_of, volatile
+from matview.ir.steps import Filter, FlatMap, Map, Project, Repeat, step_scalars
 from matview.ir.types import INTEGER_KINDS, TIMESTAMP_KINDS, Kind, SqlType
 from matview.runtime.arrangements.updates import DIFF, TIME
 from matview.runtime.lowering.checked import ERR, compile_checked, described, first_error
@@ -100,11 +104,13 @@ def apply_steps(df: Batch, steps: Sequence[Step], types: Sequence[SqlType],
     bounded = False
     if errors:
         df = df.withColumn(ERR, F.lit(None).cast("string"))
-    for step in steps:
+    for step in [part for whole in steps for part in _volatile_parts(whole)]:
         current = [col(n) for n in column_names(len(types))]
         keep = ([col(LOWER), col(UPPER)] if bounded else []) + [col(TIME), col(DIFF)]
         if errors:
             keep.insert(-2, col(ERR))
+        if any(volatile(e) for e in step_scalars(step)):
+            df = df.select(*current, *keep[:-1], _each_copy().alias(DIFF))
         if isinstance(step, Map):
             new_types = step_types(step, types)
             exprs: list[Column] = []
@@ -161,6 +167,19 @@ def apply_steps(df: Batch, steps: Sequence[Step], types: Sequence[SqlType],
             F.array(insert, retract))
         df = df.select(*current, *([col(ERR)] if errors else []), F.inline(updates))
     return df
+
+
+def _volatile_parts(step: Step) -> list[Step]:
+    """``step``, a Map calling a ``volatile`` function as one Map per expression."""
+    if isinstance(step, Map) and any(volatile(e) for e in step.exprs):
+        return [Map((e,)) for e in step.exprs]
+    return [step]
+
+
+def _each_copy() -> Column:
+    """A row's diff ``d`` as ``|d|`` diffs of its sign, exploded: that many rows."""
+    return F.explode(F.array_repeat(F.signum(col(DIFF)).cast("bigint"),
+                                    F.abs(col(DIFF)).cast("int")))
 
 
 def _with_error(keep: list[Column], row: list[Column],

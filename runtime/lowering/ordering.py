@@ -3,7 +3,8 @@
 A key is (column, descending, nulls first), as ``sort_keys.SortKey``. Both orders place NULLs
 first or last as the key says and a NaN above every other number (Spark's order, and
 PostgreSQL's); text compares by its UTF-8 bytes, an INTERVAL by its length (its struct's
-``key``: ``interval_values``), the other types by value. Arrow's sort
+``key``: ``interval_values``), a TIMETZ by its struct's fields in order (its time in UTC,
+then its zone: ``timetz``), the other types by value. Arrow's sort
 places NULLs and NaNs together at one end for all keys, so the Arrow sort orders each key
 by whether the value is NULL, then (for floating point) whether it is NaN, then the value.
 """
@@ -16,7 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from matview.ir.sort_keys import SortKey
 from matview.ir.types import INTERVAL, SqlType
-from matview.runtime.lowering.types import col
+from matview.runtime.lowering.types import ARROW_TIMETZ, col
 from pyspark.sql import Column
 
 
@@ -54,7 +55,10 @@ def arrow_order(table: pa.Table, names: Sequence[str], keys: Sequence[SortKey],
     for column, desc, nulls_first in keys:
         values = table[names[column]]
         by(pc.is_null(values), nulls_first)
-        if pa.types.is_struct(values.type):  # an INTERVAL, ordered by its length
+        if values.type == ARROW_TIMETZ:  # by its time in UTC, then its zone
+            by(pc.struct_field(values, "key"), desc)
+            values = pc.struct_field(values, "zone")
+        elif pa.types.is_struct(values.type):  # an INTERVAL, ordered by its length
             intervals.append(values)
             values = pc.struct_field(values, "key")
         if pa.types.is_floating(values.type):

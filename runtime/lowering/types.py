@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from datetime import time
 
 import pyarrow as pa
-from matview.ir import interval_values, times
+from matview.ir import interval_values, times, timetz
 from matview.ir.intervals import Interval
 from matview.ir.types import Kind, SqlType
 from pyspark.sql import Column
@@ -22,6 +22,11 @@ INTERVAL_STRUCT = T.StructType([
 ARROW_INTERVAL = pa.struct([("key", pa.decimal128(38, 0)), ("months", pa.int32()),
                             ("days", pa.int32()), ("micros", pa.int64())])
 """An INTERVAL's Arrow type."""
+TIMETZ_STRUCT = T.StructType([T.StructField("key", T.LongType()),
+                              T.StructField("zone", T.IntegerType())])
+"""A TIMETZ's Spark type (``timetz``: its time in UTC, then its zone)."""
+ARROW_TIMETZ = pa.struct([("key", pa.int64()), ("zone", pa.int32())])
+"""A TIMETZ's Arrow type."""
 
 
 def spark_type(t: SqlType) -> T.DataType:
@@ -29,7 +34,7 @@ def spark_type(t: SqlType) -> T.DataType:
     ArrayType, INTERVAL as the struct of ``interval_values`` (its ordering key, months, days
     and microseconds), TIMESTAMP and TIMESTAMPTZ alike as a TimestampType (the session's
     time zone is UTC, so a TIMESTAMP's fields are those of its instant in UTC), TIME as
-    microseconds since midnight."""
+    microseconds since midnight, TIMETZ as the struct of ``timetz``."""
     if t.kind is Kind.NUMERIC:
         return T.DecimalType(t.precision or 38, t.scale or 0)
     if t.kind is Kind.ARRAY:
@@ -39,7 +44,7 @@ def spark_type(t: SqlType) -> T.DataType:
         Kind.BOOLEAN: T.BooleanType(), Kind.INT: T.IntegerType(), Kind.BIGINT: T.LongType(),
         Kind.DOUBLE: T.DoubleType(), Kind.TEXT: T.StringType(), Kind.DATE: T.DateType(),
         Kind.TIMESTAMP: T.TimestampType(), Kind.TIMESTAMPTZ: T.TimestampType(),
-        Kind.TIME: T.LongType(),
+        Kind.TIME: T.LongType(), Kind.TIMETZ: TIMETZ_STRUCT,
         Kind.NULL: T.StringType(),
         Kind.JSONB: T.StringType(), Kind.INTERVAL: INTERVAL_STRUCT,
         Kind.UUID: T.StringType(), Kind.BYTEA: T.BinaryType(),
@@ -60,7 +65,7 @@ def arrow_type(t: SqlType) -> pa.DataType:
         Kind.BOOLEAN: pa.bool_(), Kind.INT: pa.int32(), Kind.BIGINT: pa.int64(),
         Kind.DOUBLE: pa.float64(), Kind.TEXT: pa.string(), Kind.DATE: pa.date32(),
         Kind.TIMESTAMP: pa.timestamp("us"), Kind.TIMESTAMPTZ: pa.timestamp("us"),
-        Kind.TIME: pa.int64(), Kind.INTERVAL: ARROW_INTERVAL,
+        Kind.TIME: pa.int64(), Kind.TIMETZ: ARROW_TIMETZ, Kind.INTERVAL: ARROW_INTERVAL,
         Kind.NULL: pa.string(), Kind.JSONB: pa.string(), Kind.UUID: pa.string(),
         Kind.BYTEA: pa.binary(),
         Kind.MZ_TIMESTAMP: pa.int64(),
@@ -69,10 +74,11 @@ def arrow_type(t: SqlType) -> pa.DataType:
 
 def arrow_values(values: Sequence[object]) -> list[object]:
     """Python values (the reference interpreter's) as their column's Arrow type holds them:
-    a ``datetime.time`` (TIME) as its microseconds since midnight, an ``Interval`` as its
-    struct, also in an array."""
-    return [times.micros(v) if isinstance(v, time) else
+    a ``datetime.time`` or ``times.END_OF_DAY`` (TIME) as its microseconds since midnight,
+    an ``Interval`` and a ``TimeTz`` as their structs, also in an array."""
+    return [times.micros(v) if isinstance(v, time | times.EndOfDay) else
             interval_values.arrow_value(v) if isinstance(v, Interval) else
+            timetz.arrow_value(v) if isinstance(v, timetz.TimeTz) else
             arrow_values(v) if isinstance(v, tuple | list) else v for v in values]
 
 

@@ -22,19 +22,20 @@ import matview
 from matview.server import serve
 
 KINDS = ("(i INT, b BIGINT, n NUMERIC(10,2), f DOUBLE, s TEXT, ok BOOLEAN, d DATE, ts TIMESTAMP, "
-         "tz TIMESTAMPTZ, tm TIME, by BYTEA, u UUID)")
+         "tz TIMESTAMPTZ, tm TIME, by BYTEA, u UUID, tt TIMETZ)")
 _LATER = (dt.datetime(2024, 1, 2, 1, 4, 5, 600000, tzinfo=dt.UTC), dt.time(7, 8, 9, 500000),
-          b"\x00\xff,\n", UUID(int=7))
+          b"\x00\xff,\n", UUID(int=7),
+          dt.time(23, 0, 0, 250000, tzinfo=dt.timezone(-dt.timedelta(hours=5, minutes=30))))
 ROWS = [
     (1, 10**12, Decimal("1.50"), 0.25, "", True, dt.date(2024, 1, 2),
      dt.datetime(2024, 1, 2, 3, 4, 5, 600000), *_LATER),
-    (None, None, None, None, None, None, None, None, None, None, None, None),
+    (None, None, None, None, None, None, None, None, None, None, None, None, None),
     (3, -7, Decimal("-2.25"), -1e300, 'comma, "quote"\nnewline', False, dt.date(1999, 12, 31),
      dt.datetime(1999, 12, 31, 23, 59, 59), dt.datetime(1999, 12, 31, 23, 59, 59, tzinfo=dt.UTC),
-     dt.time(0, 0), b"", UUID(int=0)),
+     dt.time(0, 0), b"", UUID(int=0), dt.time(0, 0, tzinfo=dt.UTC)),
     (3, -7, Decimal("-2.25"), -1e300, 'comma, "quote"\nnewline', False, dt.date(1999, 12, 31),
      dt.datetime(1999, 12, 31, 23, 59, 59), dt.datetime(1999, 12, 31, 23, 59, 59, tzinfo=dt.UTC),
-     dt.time(0, 0), b"", UUID(int=0)),  # a duplicate row stays two rows
+     dt.time(0, 0), b"", UUID(int=0), dt.time(0, 0, tzinfo=dt.UTC)),  # a duplicate: two rows
 ]
 
 
@@ -80,14 +81,16 @@ def test_csv_as_postgresql_writes_it(con: matview.Connection, folder: Path) -> N
     con.execute(f"COPY (SELECT i, s FROM t WHERE i = 1 OR i IS NULL) TO '{folder}/q.csv' "
                 "(FORMAT csv, HEADER)")
     assert sorted((folder / "q.csv").read_text().splitlines()) == ['"i","s"', ",", '1,""']
-    con.execute(f"COPY (SELECT tz, tm, by FROM t WHERE i = 1) TO '{folder}/z.csv' (FORMAT csv)")
+    con.execute(f"COPY (SELECT tz, tm, by, tt FROM t WHERE i = 1) TO '{folder}/z.csv' "
+                "(FORMAT csv)")
     assert (folder / "z.csv").read_text() == \
-        '"2024-01-02 01:04:05.600000+00",07:08:09.500000,"\\x00ff2c0a"\n'
-    (folder / "z.csv").write_text("2024-06-01 12:00:00-05,23:59:59,\\x00ff\n")
-    con.execute("CREATE TABLE zoned (tz TIMESTAMPTZ, tm TIME, by BYTEA)")
+        '"2024-01-02 01:04:05.600000+00","07:08:09.5","\\x00ff2c0a","23:00:00.25-05:30"\n'
+    (folder / "z.csv").write_text("2024-06-01 12:00:00-05,23:59:59,\\x00ff,1:02+0100\n")
+    con.execute("CREATE TABLE zoned (tz TIMESTAMPTZ, tm TIME, by BYTEA, tt TIMETZ)")
     con.execute(f"COPY zoned FROM '{folder}/z.csv' (FORMAT csv)")  # an offset, PostgreSQL's
     assert rows(con, "SELECT * FROM zoned") == [
-        (dt.datetime(2024, 6, 1, 17, tzinfo=dt.UTC), dt.time(23, 59, 59), b"\x00\xff")]
+        (dt.datetime(2024, 6, 1, 17, tzinfo=dt.UTC), dt.time(23, 59, 59), b"\x00\xff",
+         dt.time(1, 2, tzinfo=dt.timezone(dt.timedelta(hours=1))))]
     (folder / "in.csv").write_text("5|-\n6|x\n")
     con.execute("CREATE TABLE two (s TEXT, i INT, other DATE)")
     con.execute(f"COPY two (i, s) FROM '{folder}/in.csv' (FORMAT csv, DELIMITER '|', NULL '-')")

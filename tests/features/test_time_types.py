@@ -1,10 +1,13 @@
 """TIMESTAMPTZ (``timestamp with time zone``) and TIME columns. A TIMESTAMPTZ is an instant,
 read and shown in UTC (the session time zone is always UTC): text with a UTC offset is that
 instant; values come back as aware ``datetime``s in UTC. A TIME is a time of day, a
-``datetime.time``. The operators, casts and date functions give PostgreSQL's values from the
-reference interpreter and from Spark alike; maintained views over such columns match DuckDB
-(``SET TimeZone = 'UTC'``) under random transactions; temporal filters take TIMESTAMPTZ; a
-durable database keeps both."""
+``datetime.time``, from 00:00:00 to 24:00:00 (the end of a day, which ``datetime.time``
+cannot hold: the API refuses it as psycopg does, its text is ``24:00:00``); ``time - time``
+is an interval, and ``date_trunc`` of a time the truncated interval, as in PostgreSQL. The
+operators, casts and date functions give PostgreSQL's values from the reference interpreter
+and from Spark alike; maintained views over such columns match DuckDB (``SET TimeZone =
+'UTC'``) under random transactions; temporal filters take TIMESTAMPTZ; a durable database
+keeps both."""
 
 from __future__ import annotations
 
@@ -70,6 +73,29 @@ VALUES = [
     ("n::time", time(5)),
     ("c > '23:30'", True),
     ("c BETWEEN TIME '23:00' AND n::time", False),
+    # PostgreSQL's values DuckDB does not compute: time - time, date_trunc of a time or an
+    # interval, intervals as times (their time field modulo a day), a second of 60
+    ("(c - TIME '08:00')::text", "15:30:15.5"),
+    ("(TIME '01:00' - c)::text", "-22:30:15.5"),
+    ("(c - '23:30:15.5')::text", "00:00:00"),
+    ("date_trunc('hour', c)::text", "23:00:00"),
+    ("date_trunc('second', c)::text", "23:30:15"),
+    ("date_trunc('minute', INTERVAL '-2 days 03:04:05.5')::text", "-2 days +03:04:00"),
+    ("date_trunc('quarter', INTERVAL '1 year 5 months 3 days')::text", "1 year 3 mons"),
+    ("date_trunc('year', INTERVAL '-14 months 3 days 01:00')::text", "-1 years"),
+    ("c::interval::text", "23:30:15.5"),
+    ("INTERVAL '-90 minutes'::time", time(22, 30)),
+    ("INTERVAL '1 day 25:00:00'::time", time(1)),
+    ("('24:00'::time)::text", "24:00:00"),
+    ("('23:59:60'::time)::text", "24:00:00"),
+    ("('24:00'::time - c)::text", "00:29:44.5"),
+    ("'24:00'::time > c AND '24:00'::time > '23:59:59.999999'", True),
+    ("greatest(c, '24:00')::text", "24:00:00"),
+    ("('24:00'::time + INTERVAL '90 minutes')::text", "01:30:00"),
+    ("DATE '2024-02-29' + '24:00'::time", datetime(2024, 3, 1)),
+    ("extract(hour FROM '24:00'::time)", Decimal(24)),
+    ("extract(epoch FROM '24:00'::time)", Decimal("86400.000000")),
+    ("date_trunc('hour', '24:00'::time)::text", "24:00:00"),
 ]
 
 
@@ -155,22 +181,48 @@ def test_times_round_trip(con: matview.Connection) -> None:
         (time(7, 5, 0, 250000),), (time(12),), (time(23, 59, 59, 999999),)]
 
 
+def test_the_end_of_a_day_is_a_time(con: matview.Connection) -> None:
+    """``'24:00:00'`` (and ``'23:59:60'``, a leap second) is a TIME after every other, equal
+    only to itself; the API refuses it as a ``datetime.time`` with a DataError, as psycopg's
+    loader does, and its text is PostgreSQL's."""
+    con.execute("CREATE TABLE ends (id INT, t TIME)")
+    con.execute("INSERT INTO ends VALUES (1, '24:00'), (2, '23:59:59.999999'), (3, '00:00'), "
+                "(4, '23:59:60'), (5, NULL)")
+    assert con.execute("SELECT id, t::text, rank() OVER (ORDER BY t DESC NULLS LAST) FROM ends "
+                       "ORDER BY id").fetchall() == [
+        (1, "24:00:00", 1), (2, "23:59:59.999999", 3), (3, "00:00:00", 4), (4, "24:00:00", 1),
+        (5, None, 5)]
+    assert con.execute("SELECT count(DISTINCT t), max(t)::text, min(t) FROM ends").fetchall() \
+        == [(3, "24:00:00", time(0))]
+    assert con.execute("SELECT id FROM ends WHERE t = '24:00:00' ORDER BY id").fetchall() == [
+        (1,), (4,)]
+    with pytest.raises(matview.DataError, match="24:00:00 cannot be a Python datetime.time"):
+        con.execute("SELECT t FROM ends WHERE id = 1").fetchall()
+    assert con.execute("SELECT t FROM ends WHERE id = 2").fetchall() == [
+        (time(23, 59, 59, 999999),)]
+
+
 @pytest.mark.parametrize("sql, error, message", [
     ("INSERT INTO moments (id, ts) VALUES (9, 'soon')", matview.ProgrammingError,
      'invalid input syntax for type timestamp with time zone: "soon"'),
     ("SELECT CAST(id AS timestamptz) FROM moments", matview.ProgrammingError,
      "cannot cast type int to timestamptz"),
     ("SELECT ts + 1 FROM moments", matview.ProgrammingError, "operator does not exist"),
-    ("CREATE TABLE wrong (t TIMETZ)", matview.NotSupportedError,
-     "type timetz is not supported"),
-    ("INSERT INTO moments (id, c) VALUES (9, '24:00')", matview.ProgrammingError,
-     'invalid input syntax for type time without time zone: "24:00"'),
+    ("INSERT INTO moments (id, c) VALUES (9, '24:00:01')", matview.ProgrammingError,
+     'date/time field value out of range: "24:00:01"'),
+    ("INSERT INTO moments (id, c) VALUES (9, '12:60')", matview.ProgrammingError,
+     'date/time field value out of range: "12:60"'),
+    ("SELECT ('2' || (id + 3)::text || ':00')::time FROM moments WHERE id = 2",
+     matview.DataError, 'date/time field value out of range: "25:00"'),
     ("SELECT c::timestamp FROM moments", matview.ProgrammingError,
      "cannot cast type time to timestamp"),
     ("SELECT extract(day FROM c) FROM moments", matview.NotSupportedError,
      'unit "day" not supported for type time'),
-    ("SELECT date_trunc('hour', c) FROM moments", matview.ProgrammingError,
-     "function date_trunc\\(text, time\\) does not exist"),
+    ("SELECT date_trunc('week', c) FROM moments", matview.NotSupportedError,
+     'unit "week" not supported for type interval'),
+    ("SELECT c + c FROM moments", matview.ProgrammingError,
+     "operator does not exist: time \\+ time"),
+    ("SELECT c - 1 FROM moments", matview.ProgrammingError, "operator does not exist"),
 ])
 def test_invalid_input_and_operations_are_errors(con: matview.Connection, sql: str,
                                                  error: type[Exception], message: str) -> None:
@@ -220,8 +272,10 @@ VIEWS = {
     "shifted": "SELECT id, ts + INTERVAL '1 month 1 hour' AS later, extract(hour FROM ts) AS h "
                "FROM events WHERE ts >= '2024-01-02 00:00:00+05'",
     "latest": "SELECT ts FROM events ORDER BY ts DESC NULLS LAST LIMIT 3",
-    "by_time": "SELECT t, count(*) AS n, max(t + INTERVAL '20 hours') AS late, "
+    "by_time": "SELECT t::text AS t, count(*) AS n, max(t + INTERVAL '20 hours') AS late, "
                "min(DATE '2024-01-01' + t) AS at FROM events WHERE t >= '06:00' GROUP BY t",
+    "day_end": "SELECT max(t)::text AS t, count(DISTINCT t) AS n FROM events "
+               "WHERE t > '23:59:59.999999'",
 }
 
 
@@ -231,7 +285,7 @@ def test_views_match_duckdb_under_random_writes(spark: SparkSession, seed: int) 
     """Events at instants written with offsets (and NULLs) come and go, beside marks at some
     of the same instants and a TIMESTAMP column they are compared with; views group by day,
     join on the instant, filter, shift and order by it, and group by the events' times of
-    day."""
+    day (24:00:00, the end of a day, among them)."""
     rng = random.Random(seed)
     mirror = Mirror(spark)
     mirror.db.execute("SET TimeZone = 'UTC'")
@@ -250,7 +304,8 @@ def test_views_match_duckdb_under_random_writes(spark: SparkSession, seed: int) 
         return f"'2024-01-0{rng.randint(1, 3)} {rng.choice([0, 6, 21, 23]):02d}:00:00{offset}'"
 
     def clock() -> str:
-        return "NULL" if rng.random() < 0.1 else f"'{rng.choice([0, 6, 9, 23]):02d}:30:00'"
+        return "NULL" if rng.random() < 0.1 else rng.choice(
+            ["'00:30:00'", "'06:30:00'", "'09:30:00'", "'23:30:00'", "'24:00:00'"])
 
     def change() -> str:
         roll = rng.random()

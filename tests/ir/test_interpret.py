@@ -18,7 +18,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from matview.ir.aggregate_call import Aggregate
-from matview.ir.evaluate import cast_value, evaluate
+from matview.ir.casts import cast_value
+from matview.ir.evaluate import evaluate
 from matview.ir.functions import EvalError
 from matview.ir.interpret import interpret
 from matview.ir.relation import Constant, Field, Get, Join, Linear, Reduce, Relation, Union

@@ -3,12 +3,20 @@
 # benchmark suite; all install first.
 PYTHON ?= python3
 VENV := .venv
+DBT_VENV := .venv-dbt
 PY := $(VENV)/bin/python
 CLUSTER ?= local-cluster[2,1,1024]
 
 .PHONY: install demo test test-fast test-cluster lint bench clean
 
 install: $(VENV)/.installed
+
+# dbt in a virtualenv of its own (its protobuf pin would downgrade Spark Connect's), for the
+# dbt test of tests/server/test_dbt.py
+$(DBT_VENV)/.installed:
+	$(PYTHON) -m venv $(DBT_VENV)
+	$(DBT_VENV)/bin/pip install -q "dbt-core>=1.10,<1.11" "dbt-postgres>=1.9,<1.10"
+	touch $@
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -19,7 +27,7 @@ $(VENV)/.installed: pyproject.toml
 demo: install
 	$(PY) examples/quickstart.py
 
-test: install
+test: install $(DBT_VENV)/.installed
 	$(PY) -m pytest --durations=10
 	$(MAKE) --no-print-directory test-cluster
 

@@ -71,7 +71,8 @@ SYSTEM_RELATIONS = {
     "pg_type": 1247, "pg_attribute": 1249, "pg_proc": 1255, "pg_class": 1259,
     "pg_attrdef": 2604, "pg_constraint": 2606, "pg_inherits": 2611, "pg_index": 2610,
     "pg_description": 2609, "pg_namespace": 2615, "pg_am": 2601, "pg_opclass": 2616,
-    "pg_tablespace": 1213, "pg_collation": 3456, "pg_sequence": 2224,
+    "pg_tablespace": 1213, "pg_collation": 3456, "pg_sequence": 2224, "pg_depend": 2608,
+    "pg_rewrite": 2618,
 }
 """The system catalogs' OIDs, PostgreSQL's (``classoid`` of ``pg_description``)."""
 

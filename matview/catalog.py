@@ -41,7 +41,8 @@ class LiveCatalog:
     def lookup(self, name: str) -> CatalogItem | None:
         system = catalog_name(name)
         if system is not None:  # pg_catalog is searched first, as in PostgreSQL
-            return catalog_item(system, [entry.item for entry in self.entries.values()])
+            return catalog_item(system, [entry.item for entry in self.entries.values()],
+                                self.graph.edges)
         entry = self.entries.get(name)
         return None if entry is None else entry.item
 

@@ -12,7 +12,8 @@ and ``u``. ``matview_definitions`` is matview's own: the text of each constraint
 OID (``pg_get_constraintdef``, ``pg_get_indexdef``). A query reads one as a constant
 (``Constant``): a one-shot query sees the catalog as it was when the query was bound. The
 catalogs list no system object (nothing in ``pg_catalog``) but types, the two access methods,
-a collation, a tablespace, the database and its one role; ``pg_proc`` is empty.
+a collation, a tablespace, the database and its one role; ``pg_proc`` is empty. The
+views ``pg_tables``, ``pg_views`` and ``pg_matviews`` list tables, views and materialized views.
 """
 
 from __future__ import annotations
@@ -225,6 +226,17 @@ CATALOGS: dict[str, Table] = {
     "pg_catalog.pg_language": (
         [("oid", K), ("lanname", T)],
         lambda items: [(12, "internal"), (13, "c"), (14, "sql")]),
+    "pg_catalog.pg_tables": (
+        _columns("schemaname tablename tableowner", T),
+        lambda items: [("public", i.name, DATABASE) for i in items if i.kind == "table"]),
+    "pg_catalog.pg_views": (
+        _columns("schemaname viewname viewowner definition", T),
+        lambda items: [("public", i.name, DATABASE, i.query_sql) for i in items
+                       if i.kind == "view"]),
+    "pg_catalog.pg_matviews": (
+        _columns("schemaname matviewname matviewowner definition", T),
+        lambda items: [("public", i.name, DATABASE, i.query_sql) for i in items
+                       if i.kind == "materialized view"]),
     "information_schema.schemata": (
         _columns("catalog_name schema_name schema_owner", T),
         lambda items: [(DATABASE, "public", "matview"),
@@ -245,18 +257,38 @@ CATALOGS: dict[str, Table] = {
 }
 """Each catalog: its columns and its rows of the user's objects."""
 
-_BARE = {name.partition(".")[2]: name for name in CATALOGS if name.startswith("pg_catalog.")}
+_BARE = {name.partition(".")[2]: name for name in [*CATALOGS, "pg_catalog.pg_depend"]
+         if name.startswith("pg_catalog.")}
 
 
 def catalog_name(name: str) -> str | None:
     """The system catalog ``name`` denotes (``pg_class`` is ``pg_catalog.pg_class``), if
     any."""
-    return name if name in CATALOGS else _BARE.get(name)
+    return name if name in CATALOGS or name == "pg_catalog.pg_depend" else _BARE.get(name)
 
 
-def catalog_item(name: str, items: list[CatalogItem]) -> CatalogItem:
-    """System catalog ``name`` (from ``catalog_name``) of the objects ``items``."""
-    columns, rows = CATALOGS[name]
+def _depend(uses: Iterable[tuple[str, str]]) -> Iterable[Row]:
+    """``pg_depend``'s rows of views and materialized views, as PostgreSQL keeps them: the
+    rule of each (``pg_rewrite``) depends internally on it, and normally on what it reads."""
+    rule, relation = SYSTEM_RELATIONS["pg_rewrite"], SYSTEM_RELATIONS["pg_class"]
+    for used, user in uses:
+        view_rule = name_oid(f"{user}._RETURN")
+        yield rule, view_rule, 0, relation, name_oid(user), 0, "i"
+        yield rule, view_rule, 0, relation, name_oid(used), 0, "n"
+
+
+_DEPEND = [("classid", K), ("objid", K), ("objsubid", N), ("refclassid", K), ("refobjid", K),
+           ("refobjsubid", N), ("deptype", T)]
+
+
+def catalog_item(name: str, items: list[CatalogItem],
+                 uses: Iterable[tuple[str, str]]) -> CatalogItem:
+    """System catalog ``name`` (from ``catalog_name``) of the objects ``items``, each pair
+    ``(a, b)`` of ``uses`` saying that view ``b`` reads ``a``."""
+    if name == "pg_catalog.pg_depend":
+        columns, found = _DEPEND, list(_depend(uses))
+    else:
+        columns, rows = CATALOGS[name]
+        found = list(rows(sorted(items, key=lambda i: i.name)))
     return CatalogItem(name, "system catalog", tuple(Field(n, t) for n, t in columns),
-                       rows=tuple((tuple(row), 1) for row in rows(sorted(
-                           items, key=lambda i: i.name))))
+                       rows=tuple((tuple(row), 1) for row in dict.fromkeys(found)))

@@ -43,9 +43,8 @@ def relation_name(table: exp.Table) -> str:
 def read_name(table: exp.Table) -> str:
     """The normalized name of a relation a query reads: a user's (``t``, ``public.t``) or a
     system catalog, ``pg_catalog.pg_class`` (which the binder's catalog also finds as
-    ``pg_class``, as PostgreSQL searches ``pg_catalog`` first)."""
-    if table.args.get("catalog"):
-        raise UnsupportedError.at("database-qualified names are not supported", table)
+    ``pg_class``, as PostgreSQL searches ``pg_catalog`` first). A database name before the
+    schema (``db.public.t``) names the one database there is."""
     name, schema = normalize(table.this), table.args.get("db")
     if schema is None or normalize(schema) == "public":
         return name

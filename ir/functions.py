@@ -47,6 +47,7 @@ from matview.ir.function_types import (
     to_jsonb_type,
     two_dates,
 )
+from matview.ir.interval_scaling import FUNCTIONS as SCALING_FUNCTIONS
 from matview.ir.interval_values import FUNCTIONS as INTERVAL_FUNCTIONS
 from matview.ir.intervals import Interval, shift
 from matview.ir.text_functions import (
@@ -232,10 +233,10 @@ register(Function("sub", additive, _sub, lambda F, a, b: a - b, (2, 2), "-",
                   typed_spark=_spark_additive(lambda a, b: a - b, "date_sub"), may_fail=True))
 
 
-for _name, _returns, _python, _spark, _arity in INTERVAL_FUNCTIONS:
+for _name, _returns, _python, _spark, _arity in INTERVAL_FUNCTIONS + SCALING_FUNCTIONS:
     register(Function(_name, _returns, _python, _spark, _arity,
                       may_fail=_name in ("interval_add", "interval_sub", "interval_neg",
-                                         "interval_mul", "interval_of")))
+                                         "interval_mul", "interval_div", "interval_of")))
 
 register(Function("days_between", two_dates, lambda a, b: (a - b).days,
                   lambda F, a, b: F.datediff(a, b), (2, 2)))

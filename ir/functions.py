@@ -50,6 +50,7 @@ from matview.ir.function_types import (
     to_jsonb_type,
     two_dates,
 )
+from matview.ir.interval_scaling import FUNCTIONS as SCALING_FUNCTIONS
 from matview.ir.interval_values import FUNCTIONS as INTERVAL_FUNCTIONS
 from matview.ir.intervals import Interval, shift
 from matview.ir.object_ids import FUNCTIONS as OID_FUNCTIONS
@@ -243,10 +244,10 @@ register(Function("sub", additive, _sub, lambda F, a, b: a - b, (2, 2), "-",
                   typed_spark=_spark_additive(lambda a, b: a - b, "date_sub"), may_fail=True))
 
 
-for _name, _returns, _python, _spark, _arity in INTERVAL_FUNCTIONS:
+for _name, _returns, _python, _spark, _arity in INTERVAL_FUNCTIONS + SCALING_FUNCTIONS:
     register(Function(_name, _returns, _python, _spark, _arity,
                       may_fail=_name in ("interval_add", "interval_sub", "interval_neg",
-                                         "interval_mul", "interval_of")))
+                                         "interval_mul", "interval_div", "interval_of")))
 for _name, _returns, _python, _spark, _arity in timetz.FUNCTIONS:
     register(Function(_name, _returns, _python, _spark, _arity))
 

@@ -94,13 +94,6 @@ def _two_intervals(types: list[SqlType]) -> SqlType:
     return INTERVAL
 
 
-def _scaled_type(types: list[SqlType]) -> SqlType:
-    _one_interval(types)
-    if types[1].kind not in INTEGER_KINDS + (Kind.NULL,):
-        raise TypeError(f"operator does not accept {types[0]} and {types[1]}")
-    return INTERVAL
-
-
 def _key_type(types: list[SqlType]) -> SqlType:
     _one_interval(types)
     return NUMERIC_MAX
@@ -158,18 +151,23 @@ def spark_calendar(F: Any, value: Any) -> Any:
     return F.make_interval(F.lit(0), months, F.lit(0), days, F.lit(0), F.lit(0), seconds)
 
 
+def spark_bound(F: Any, value: Any, body: Callable[[Any], Any]) -> Any:
+    """``body(v)`` with ``v`` bound to the Spark column ``value`` once (a lambda over a
+    one-element array): ``body`` may read ``v`` many times without copying ``value``'s
+    expression, so lowerings that read an interval's fields several times stay as large as
+    their own steps however large their argument is."""
+    return F.transform(F.array(value), body)[0]
+
+
 def _combined(operator: Callable[[Any, Any], Any]) -> Callable[..., Any]:
     def lowering(F: Any, a: Any, b: Any) -> Any:
-        return spark_struct(F, *(operator(x, y) for x, y in zip(_fields(a), _fields(b))))
+        return spark_bound(F, F.struct(a.alias("a"), b.alias("b")), lambda p: spark_struct(
+            F, *(operator(x, y) for x, y in zip(_fields(p["a"]), _fields(p["b"])))))
     return lowering
 
 
 def _spark_neg(F: Any, a: Any) -> Any:
     return spark_struct(F, *(-x for x in _fields(a)))
-
-
-def _spark_scaled(F: Any, a: Any, factor: Any) -> Any:
-    return spark_struct(F, *(x * factor for x in _fields(a)))
 
 
 def _python_add(a: Interval, b: Interval) -> Interval:
@@ -264,7 +262,6 @@ FUNCTIONS: list[tuple[str, Callable[..., SqlType], Callable[..., Any], Callable[
     *[(f"interval_{field}", _field_type, lambda a, _f=field: getattr(a, _f),
        lambda F, a, _f=field: a[_f].cast("bigint"), (1, 1))
       for field in ("months", "days", "micros")],
-    ("interval_mul", _scaled_type, lambda a, n: _checked(a.scaled(n)), _spark_scaled, (2, 2)),
     *[(f"interval_extract_{field}", _extracted_type(field),
        lambda a, _f=field: _field_values(a)[_f],
        lambda F, a, _f=field: _spark_fields(F, a)[_f], (1, 1)) for field in EXTRACTED],
@@ -272,15 +269,19 @@ FUNCTIONS: list[tuple[str, Callable[..., SqlType], Callable[..., Any], Callable[
        lambda F, a, _u=unit: _spark_truncation(F, a, _u), (1, 1)) for unit in TRUNCATED],
 ]
 """The interval functions: name, type rule, Python meaning, Spark lowering and arity.
-``interval_key`` is the NUMERIC length SQL compares; ``interval_mul`` scales by an integer;
-``interval_of`` makes one of its fields (``interval_months``...), as ``sum`` adds them;
-``interval_extract_<field>`` is ``extract(field FROM interval)``, ``interval_trunc_<unit>``
-``date_trunc('unit', interval)``."""
+``interval_key`` is the NUMERIC length SQL compares; ``interval_of`` makes one of its fields
+(``interval_months``...), as ``sum`` adds them; ``interval_extract_<field>`` is
+``extract(field FROM interval)``, ``interval_trunc_<unit>`` ``date_trunc('unit', interval)``.
+``interval_scaling`` has ``interval * number`` and ``interval / number``."""
 
 
 
 def spark_text(F: Any, value: Any) -> Any:
     """Spark's PostgreSQL text of an interval's struct (``intervals.render``)."""
+    return spark_bound(F, value, lambda v: _spark_text(F, v))
+
+
+def _spark_text(F: Any, value: Any) -> Any:
     months, days, micros = _fields(value)
     years, months = ((months - months % 12) / 12).cast("int"), months % 12
     parts, before = [], F.lit(False)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from matview.ir import bytea, to_char
 from matview.ir.functions import lookup
 from matview.ir.scalar import Call, Case, Cast, Lit
-from matview.ir.types import BYTEA, INT, TEXT, Kind, SqlType
+from matview.ir.types import BYTEA, INT, INTERVAL, TEXT, Kind, SqlType
 from matview.sql import statement_time
 from matview.sql.call_names import (
     ARGUMENT_COUNT,
@@ -205,6 +205,10 @@ def bind_call(binder: ExprBinder, node: exp.Expr) -> TypedScalar:
     if isinstance(node, exp.Nullif):
         args = unify([binder.bind(node.this), binder.bind(node.expression)], node,
                      lambda a, b: f"operator does not exist: {a} = {b}")
+        if args[0].type == INTERVAL:  # NULL where they are as long as each other, as = has it
+            equal = call("eq", [call("interval_key", [a], node) for a in args], node)
+            return TypedScalar(Case(((equal.expr, Lit(None, INTERVAL)),), args[0].expr),
+                               INTERVAL)
         return call("nullif", args, node)
     if isinstance(node, exp.Filter):
         check_call(node.this)

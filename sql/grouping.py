@@ -4,8 +4,9 @@ the expressions evaluated on its output (select list, HAVING, ORDER BY).
 An aggregate is bound by its entry in ``ir/aggregates.py``: a ``Reduce`` computes count,
 sum, min and max; the others (avg, bool_and, bool_or, the variances and standard deviations)
 become an expression above the ``Reduce`` over the counts and sums it computes (``avg(x)`` is
-``CAST(sum(x) AS DOUBLE) / CAST(NULLIF(count(x), 0) AS DOUBLE)``). ``f(x) FILTER (WHERE c)``
-is ``f(CASE WHEN c THEN x END)`` (``count(*)``'s ``x`` is TRUE).
+``CAST(sum(x) AS DOUBLE) / CAST(NULLIF(count(x), 0) AS DOUBLE)``; ``sum`` and ``avg`` of
+intervals are over the sums of their fields: ``interval_keys.aggregated``).
+``f(x) FILTER (WHERE c)`` is ``f(CASE WHEN c THEN x END)`` (``count(*)``'s ``x`` is TRUE).
 
 ``f(DISTINCT x)`` (those whose value over distinct values differs: not min, max, bool_and,
 bool_or) aggregates each group's
@@ -221,24 +222,25 @@ class GroupedBinder(ExprBinder):
             arg = TypedScalar(Call("coalesce", (json.expr, Lit("null", JSONB))), JSONB)
         else:
             arg = self.inner.bind(argument)
-        summed = arg.type == INTERVAL and fn.name == "sum" and not distinct
-        if not (fn.accepts(arg.type) or summed):
+        of_intervals = arg.type == INTERVAL and fn.name in interval_keys.AGGREGATES
+        if of_intervals and distinct:
+            raise UnsupportedError.at(f"{name}(DISTINCT interval) is not supported yet", node)
+        if not (fn.accepts(arg.type) or of_intervals):
             raise SqlTypeError.at(f"function {name}({arg.type}) does not exist", node)
         if condition is not None:
             arg = TypedScalar(Case(((condition.expr, arg.expr),), Lit(None, arg.type)),
                               arg.type)
         if arg.type == INTERVAL and distinct:  # equal lengths are one value
             arg = TypedScalar(interval_keys.grouped(arg.expr, arg.type), NUMERIC_MAX)
-        if summed:
-            return TypedScalar(interval_keys.summed(
-                arg.expr, lambda e: self._add(Aggregate("sum", e), False).expr), INTERVAL)
-        if fn.derive is None:
-            separator = self._separator(node) if fn.name == "string_agg" else None
-            return self._add(Aggregate(fn.name, arg.expr, order, separator), distinct)
 
         def add(func: str, expr: Scalar | None) -> Scalar:
             return self._add(Aggregate(func, expr), distinct).expr
 
+        if of_intervals:
+            return TypedScalar(interval_keys.aggregated(fn.name, arg.expr, add), INTERVAL)
+        if fn.derive is None:
+            separator = self._separator(node) if fn.name == "string_agg" else None
+            return self._add(Aggregate(fn.name, arg.expr, order, separator), distinct)
         return TypedScalar(fn.derive(arg.expr, arg.type, add), fn.returns(arg.type))
 
     def _separator(self, node: exp.Expr) -> str | None:

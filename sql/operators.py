@@ -13,11 +13,12 @@ from typing import TYPE_CHECKING
 from matview.ir.intervals import Interval
 from matview.ir.scalar import Case, Lit, balanced
 from matview.ir.types import (
-    BIGINT,
     BOOLEAN,
     BYTEA,
     DATE,
+    DOUBLE,
     INT,
+    INTEGER_KINDS,
     INTERVAL,
     TEXT,
     TIME,
@@ -39,6 +40,8 @@ COMPARISON = {exp.EQ: "eq", exp.NEQ: "ne", exp.LT: "lt", exp.LTE: "le", exp.GT: 
               exp.GTE: "ge"}
 NEGATED = {"eq": "ne", "ne": "eq", "lt": "ge", "le": "gt", "gt": "le", "ge": "lt"}
 """Each comparison's negation: ``NOT (a op b)`` is ``a NEGATED[op] b``, NULL when either is."""
+_FACTORS = (*INTEGER_KINDS, Kind.NUMERIC, Kind.DOUBLE, Kind.NULL)
+"""The types of the numbers an interval is multiplied or divided by."""
 SYMBOLS = {"add": "+", "sub": "-", "mul": "*", "div": "/", "mod": "%", "eq": "=", "ne": "<>",
            "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 
@@ -92,8 +95,8 @@ def binary(binder: ExprBinder, func: str, left: exp.Expr, right: exp.Expr,
         return _shift(func, values, node, mismatch)
     if func in ("add", "sub") and any(v.type.kind is Kind.DATE for v in values):
         return _date_arithmetic(func, values, node, mismatch)
-    if func == "mul" and any(v.type.kind is Kind.INTERVAL for v in values):
-        return _scaled(values, node, mismatch)
+    if func in ("mul", "div") and any(v.type.kind is Kind.INTERVAL for v in values):
+        return _scaled(func, values, node, mismatch)
     operands = unify(values, node, mismatch)
     if func in COMPARISON.values() and operands[0].type == INTERVAL:
         # PostgreSQL compares intervals by length: '1 month' = '30 days'
@@ -101,15 +104,17 @@ def binary(binder: ExprBinder, func: str, left: exp.Expr, right: exp.Expr,
     return call(func, operands, node, mismatch(operands[0].type, operands[1].type))
 
 
-def _scaled(values: list[TypedScalar], node: exp.Expr,
+def _scaled(func: str, values: list[TypedScalar], node: exp.Expr,
             mismatch: Callable[[SqlType, SqlType], str]) -> TypedScalar:
-    """An interval times an integer (either first): each of its fields multiplied."""
-    if values[1].type.kind is Kind.INTERVAL:
+    """An interval times a number (either first) or divided by one, the number cast to
+    DOUBLE PRECISION as PostgreSQL casts it (``ir.interval_scaling``: fractions of months
+    and days cascade down into days and microseconds)."""
+    if func == "mul" and values[1].type.kind is Kind.INTERVAL:
         values.reverse()
     error = mismatch(values[0].type, values[1].type)
-    if values[1].type.kind not in (Kind.INT, Kind.BIGINT, Kind.NULL):
+    if values[0].type.kind is not Kind.INTERVAL or values[1].type.kind not in _FACTORS:
         raise SqlTypeError.at(error, node)
-    return call("interval_mul", [values[0], cast(values[1], BIGINT)], node, error)
+    return call(f"interval_{func}", [values[0], cast(values[1], DOUBLE)], node, error)
 
 
 def _shift(func: str, values: list[TypedScalar], node: exp.Expr,

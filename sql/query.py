@@ -18,6 +18,10 @@ each row as many times as the operation keeps (``repeat_row``):
 
 The ``Reduce`` keeps the two counts per row and the ``Linear`` is linear, so a change to
 either side touches only the rows it changes, deletions included.
+
+Every set operation tells rows apart as SQL's ``=`` does, intervals by length (``'1 mon'``
+and ``'30 days'`` are one row): its ``Reduce`` groups an interval by its length and a
+group shows its smallest interval (``interval_keys``), whatever order rows arrive in.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from __future__ import annotations
 import sqlglot
 from matview.ir.aggregate_call import Aggregate
 from matview.ir.plans import compute
-from matview.ir.relation import Linear, Reduce, Relation, TopK, Union
+from matview.ir.relation import Linear, Relation, TopK, Union
 from matview.ir.scalar import Call, Case, Col, Lit, Scalar, conjoin
 from matview.ir.steps import Filter, Map, Project, Repeat
 from matview.ir.types import BIGINT, BOOLEAN, Kind, common_type
@@ -146,15 +150,18 @@ def _bind_union(node: exp.Union, ctx: Context) -> Query:
 
 def _bind_counted(node: exp.Intersect | exp.Except, ctx: Context) -> Query:
     """INTERSECT or EXCEPT [ALL]: each row repeated as many times as the operation keeps it,
-    from its copies on each side (the module docstring)."""
+    from its copies on each side (the module docstring). Rows are equal as PostgreSQL
+    compares them, intervals by length (``interval_keys.rows``): a group of rows equal so
+    shows its smallest interval, so the result does not depend on the order rows arrive
+    in (``'1 mon'`` INTERSECT ``'30 days'`` is ``'30 days'``)."""
     (left, right), names = _bound_operands(node, [node.this, node.expression], ctx)
     arity = len(names)
     row = [Col(i) for i in range(arity)]
     present, absent = Lit(True, BOOLEAN), Lit(None, BOOLEAN)
     tagged = Union((compute(left, [*row, present, absent]),
                     compute(right, [*row, absent, present])))
-    counts = Reduce(tagged, tuple(row), (Aggregate("count", Col(arity)),
-                                         Aggregate("count", Col(arity + 1))))
+    counts, kept = interval_keys.rows(tagged, left.types, (
+        Aggregate("count", Col(arity)), Aggregate("count", Col(arity + 1))))
     a, b = Col(arity), Col(arity + 1)
     zero, one = Lit(0, BIGINT), Lit(1, BIGINT)
     copies: Scalar
@@ -165,9 +172,9 @@ def _bind_counted(node: exp.Intersect | exp.Except, ctx: Context) -> Query:
         copies = Case(((Call("lt", (a, b)), a),), b)
     else:
         copies = Call("sub", (a, b))
-    n = Col(arity + 2)
+    n = Col(counts.arity)
     plan = Linear(counts, (Map((copies,)), Filter((Call("gt", (n, zero)),)), Repeat(n),
-                           Project(tuple(range(arity)))))
+                           Project(kept)))
     return _ordered(node, plan, names)
 
 

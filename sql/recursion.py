@@ -4,7 +4,7 @@ MUTUALLY RECURSIVE``, both bound to a ``LetRec`` (``ir.relation``).
 ``WITH RECURSIVE r(cols) AS (base UNION [ALL] step)`` is the binding
 
     r = base ⊎ step(r)              (UNION ALL)
-    r = distinct(base ⊎ step(r))    (UNION)
+    r = distinct(base ⊎ step(r))    (UNION: intervals by length, ``interval_keys``)
 
 iterated from empty to a fixed point. PostgreSQL evaluates it with a working table (each
 iteration's step reads only the rows the previous one added); as it requires the step to be
@@ -38,8 +38,8 @@ from matview.ir.relation import (
     inputs_of,
 )
 from matview.ir.render import own_subplans
-from matview.ir.scalar import Col
 from matview.ir.types import SqlType, common_type
+from matview.sql import interval_keys
 from matview.sql.coerce import cast_columns
 from matview.sql.context import Context
 from matview.sql.datatypes import column_type
@@ -86,7 +86,7 @@ def recursive_query(body: exp.Expr, name: str, aliases: list[str], alias: exp.Ex
     value: Relation = Union((base.plan, _cast_to(step.plan, types, name, step_node,
                                                  "in non-recursive term")))
     if body.args.get("distinct"):
-        value = Reduce(value, tuple(Col(i) for i in range(len(names))), ())
+        value = interval_keys.distinct(value, types)
     _check_not_nested(value, first)
     _check_loop(value, step_node)
     return Query(LetRec((name,), (value,), 0), names)

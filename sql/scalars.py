@@ -160,7 +160,8 @@ class ExprBinder:
 
     def _quantified(self, node: exp.Binary, quantifier: exp.Any | exp.All) -> TypedScalar:
         """``x op ANY (SELECT y ...)`` (``SOME`` too) and ``x op ALL (SELECT y ...)``: see
-        ``quantified``; ``x`` and ``y`` cast to their common type."""
+        ``quantified``; ``x`` and ``y`` cast to their common type (intervals compared by
+        their lengths)."""
         func = COMPARISON[type(node)]
         every = isinstance(quantifier, exp.All)
         word = f"{SYMBOLS[func]} {'ALL' if every else 'ANY'}"
@@ -175,6 +176,8 @@ class ExprBinder:
         needle, column = unify([self.bind(node.this), TypedScalar(Col(0), plan.types[0])],
                                node, mismatch)
         call(func, [needle, column], node, mismatch(needle.type, column.type))
+        if needle.type == INTERVAL:  # intervals compare by length
+            needle, column = (call("interval_key", [v], node) for v in (needle, column))
         value = quantified(NEGATED[func] if every else func, needle.expr,
                            compute(plan, [column.expr]))
         return TypedScalar(Call("not", (value,)) if every else value, BOOLEAN)

@@ -131,16 +131,19 @@ def _distinct_on(on: exp.Expr, binder: ExprBinder, windows: SelectListWindows,
                  exprs: list[Scalar], order_keys: tuple[tuple[int, bool, bool], ...],
                  order: exp.Order | None) -> Scalar:
     """``SELECT DISTINCT ON (e, ...)``: the column numbering each row within its group of
-    equal ``e`` in the ORDER BY (then every column), whose rows numbered 1 are kept. As in
-    PostgreSQL, the leftmost ORDER BY expressions must be DISTINCT ON expressions."""
+    equal ``e`` (intervals: of equal length) in the ORDER BY (then every column), whose
+    rows numbered 1 are kept. As in PostgreSQL, the leftmost ORDER BY expressions must be
+    DISTINCT ON expressions."""
     items = on.expressions if isinstance(on, exp.Tuple) else [on]
-    keys = [binder.bind(e).expr for e in items]
+    bound = [binder.bind(e) for e in items]
+    keys = [b.expr for b in bound]
     for (column, _, _), item in zip(order_keys[:len(keys)], order.expressions if order else []):
         if exprs[column] not in keys:
             raise SqlError.at("SELECT DISTINCT ON expressions must match initial ORDER BY "
                               "expressions", item)
     sort = [(exprs[c], d, n) for c, d, n in order_keys]
-    return windows.row_number(binder, keys, sort).expr
+    partition = [interval_keys.grouped(b.expr, b.type) for b in bound]
+    return windows.row_number(binder, partition, sort).expr
 
 
 def _own_aggregates(node: exp.Expr) -> list[exp.Expr]:

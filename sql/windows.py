@@ -17,8 +17,10 @@ aggregates as it binds), so a call's column is ``Col(SLOT + k)`` for the k-th ca
 
 Aggregates over a window are ``ir/aggregates.py``'s: count, sum, min and max are
 ``Window`` calls; the derived ones (avg, bool_and, the variances...) their expression over
-windowed counts and sums, as in a ``Reduce``; ``f(x) FILTER (WHERE c)`` is
-``f(CASE WHEN c THEN x END)``. Frames are PostgreSQL's: ``ROWS`` with offsets, ``RANGE``
+windowed counts and sums, as in a ``Reduce`` (``sum`` and ``avg`` of intervals too:
+``interval_keys.aggregated``); ``f(x) FILTER (WHERE c)`` is ``f(CASE WHEN c THEN x END)``.
+PARTITION BY and ORDER BY an interval partition and order by its length: equal lengths
+are one partition, and peers. Frames are PostgreSQL's: ``ROWS`` with offsets, ``RANGE``
 between UNBOUNDED and CURRENT ROW (the default is ``RANGE BETWEEN UNBOUNDED PRECEDING AND
 CURRENT ROW`` under an ORDER BY, the whole partition without one, where every row is a
 peer of every other).
@@ -47,9 +49,9 @@ from matview.ir.scalar import (
     remap,
     type_of,
 )
-from matview.ir.types import BIGINT, BOOLEAN, INTEGER_KINDS
+from matview.ir.types import BIGINT, BOOLEAN, INTEGER_KINDS, INTERVAL
 from matview.ir.window_call import WHOLE_PARTITION, Frame, WindowCall
-from matview.sql import calls
+from matview.sql import calls, interval_keys
 from matview.sql.call_names import WINDOW_CALLS
 from matview.sql.coerce import TypedScalar, require
 from matview.sql.errors import SqlError, SqlTypeError, UnsupportedError
@@ -94,10 +96,10 @@ class SelectListWindows:
             condition = binder.predicate(func.expression.this, "FILTER")
             func = func.this
         calls.check_call(func)
-        partition = tuple(self._column(binder.bind(p).expr)
+        partition = tuple(self._compared(binder, p)
                           for p in node.args.get("partition_by") or [])
         order_items = node.args["order"].expressions if node.args.get("order") else []
-        order = tuple((self._column(binder.bind(o.this).expr), bool(o.args.get("desc")),
+        order = tuple((self._compared(binder, o.this), bool(o.args.get("desc")),
                        bool(o.args.get("nulls_first"))) for o in order_items)
         frame = _frame(node.args.get("spec"), bool(order))
         if type(func) in WINDOW_CALLS:
@@ -162,7 +164,8 @@ class SelectListWindows:
             arg = TypedScalar(Lit(True, BOOLEAN), BOOLEAN)
         else:
             arg = binder.bind(argument)
-        if not fn.accepts(arg.type):
+        of_intervals = arg.type == INTERVAL and fn.name in interval_keys.AGGREGATES
+        if not (fn.accepts(arg.type) or of_intervals):
             raise SqlTypeError.at(f"function {name}({arg.type}) does not exist", func)
         if condition is not None:
             arg = TypedScalar(Case(((condition.expr, arg.expr),), Lit(None, arg.type)),
@@ -172,6 +175,8 @@ class SelectListWindows:
             args = () if expr is None else (Col(self._column(expr)),)
             return self._add(partition, WindowCall(func, args, order, frame), binder).expr
 
+        if of_intervals:
+            return TypedScalar(interval_keys.aggregated(fn.name, arg.expr, add), INTERVAL)
         if fn.derive is None:
             return TypedScalar(add(fn.name, arg.expr), fn.returns(arg.type))
         return TypedScalar(fn.derive(arg.expr, arg.type, add), fn.returns(arg.type))
@@ -182,6 +187,13 @@ class SelectListWindows:
         (DISTINCT ON keeps the rows numbered 1)."""
         call = WindowCall("row_number", (), tuple((self._column(e), d, n) for e, d, n in order))
         return self._add(tuple(self._column(e) for e in partition), call, binder)
+
+    def _compared(self, binder: ExprBinder, node: exp.Expr) -> int:
+        """The position of the PARTITION BY or ORDER BY expression ``node``, an interval's
+        length (``interval_keys.grouped``): equal lengths share a partition and are
+        peers."""
+        value = binder.bind(node)
+        return self._column(interval_keys.grouped(value.expr, value.type))
 
     def _column(self, expr: Scalar) -> int:
         """The position of ``expr`` among the expressions the calls read."""

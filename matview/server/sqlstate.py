@@ -45,6 +45,7 @@ class PgError(Exception):
 
 
 _BY_MESSAGE = [
+    (r"interval out of range", "22008"),
     (r"division by zero", "22012"),
     (r"integer out of range|value out of range|numeric field overflow|out of range", "22003"),
     (r"invalid input syntax|invalid value for column", INVALID_TEXT),

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from matview.ir import bytea
+from matview.ir import bytea, interval_scaling
 from matview.ir.functions import MORE_THAN_ONE_ROW
 from matview.ir.scalar import Call, Case, Cast, Lit, Scalar, may_fail, type_of
 from matview.ir.types import INT_RANGE, INTEGER_KINDS, Kind, SqlType
@@ -291,6 +291,14 @@ def _decoding(text_format: str) -> _Rule:
     return rule
 
 
+def _interval_scaling(divide: bool) -> _Rule:
+    """An interval times or divided by a number fails out of range, or divided by zero."""
+    def rule(args: list[Column], arg_types: list[SqlType],
+             result: SqlType) -> tuple[Column | None, Column | None]:
+        return interval_scaling.spark_scaled(F, *args, divide=divide)
+    return rule
+
+
 def _single_row(args: list[Column], arg_types: list[SqlType],
                 result: SqlType) -> tuple[Column | None, Column | None]:
     """A scalar subquery's value fails where the subquery has more than one row."""
@@ -300,6 +308,7 @@ def _single_row(args: list[Column], arg_types: list[SqlType],
 _RULES: dict[str, _Rule] = {
     "div": _division("try_divide"), "mod": _division("try_mod"), "abs": _absolute,
     "substr": _substring, "split_part": _split_part, "single_row": _single_row,
+    "interval_mul": _interval_scaling(False), "interval_div": _interval_scaling(True),
     **{f"decode_{name}": _decoding(name) for name in bytea.DECODERS},
 }
 """The other functions whose failures are data (besides ``_EXACT`` arithmetic); a fallible

@@ -45,6 +45,8 @@ VALUES = [
     ("(d - e)::text", "1 year 2 mons 3 days 05:35:06.5"),
     ("(d * 2)::text", "2 years 4 mons 6 days 08:10:13"),
     ("(-3 * e)::text", "04:30:00"),
+    ("(d / 2)::text", "7 mons 1 day 14:02:33.25"),  # more in test_interval_arithmetic
+    ("(1.5 * d)::text", "1 year 9 mons 4 days 18:07:39.75"),
     ("ts + d", datetime(2025, 4, 3, 16, 5, 6, 500000)),
     ("ts - e", datetime(2024, 1, 31, 13, 30)),
     ("c + e", time(22)),
@@ -155,13 +157,9 @@ def test_equal_lengths_compare_order_and_group_as_one(con: matview.Connection) -
      "arrays of intervals are not supported"),
     ("SELECT CAST(ts::text AS interval) FROM spans", matview.NotSupportedError,
      "casting text to interval is supported for constants only"),
-    ("SELECT d * 1.5 FROM spans", matview.ProgrammingError,
-     "operator does not exist: interval \\* numeric"),
     ("SELECT d + 1 FROM spans", matview.ProgrammingError, "operator does not exist"),
     ("SELECT extract(dow FROM d) FROM spans", matview.NotSupportedError,
      'unit "dow" not supported for type interval'),
-    ("SELECT avg(d) FROM spans", matview.ProgrammingError,
-     "function avg\\(interval\\) does not exist"),
 ])
 def test_invalid_input_and_operations_are_errors(con: matview.Connection, sql: str,
                                                  error: type[Exception], message: str) -> None:

@@ -28,7 +28,8 @@ def bind_parameters(tree: exp.Expr, params: Sequence[object]) -> exp.Expr:
 
 def _literal(value: object) -> exp.Expr:
     """A parameter's value as a SQL literal (dates, timestamps, times, intervals and UUIDs as
-    typed casts, an aware ``datetime.time`` a TIMETZ, bytes as a blob literal ``x'0a'``)."""
+    typed casts, an aware ``datetime.time`` a TIMETZ, bytes as a blob literal ``x'0a'``, a
+    list an ``ARRAY[...]`` of its elements')."""
     if value is None:
         return exp.Null()
     if isinstance(value, bool):
@@ -56,4 +57,8 @@ def _literal(value: object) -> exp.Expr:
         return exp.Cast(this=exp.Literal.string(str(value)), to=exp.DataType.build("uuid"))
     if isinstance(value, bytes | bytearray | memoryview):
         return exp.HexString(this=bytes(value).hex())
+    if isinstance(value, list | tuple):  # an array; an empty one takes its type from where
+        if not value:                    # it is used, as the literal '{}'
+            return exp.Literal.string("{}")
+        return exp.Array(expressions=[_literal(v) for v in value])
     raise SqlError(f"cannot use a parameter of type {type(value).__name__}")

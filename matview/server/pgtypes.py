@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from matview.ir import bytea, interval_values, times, timetz
 from matview.ir.eval_error import EvalError
+from matview.ir.intervals import Interval
 
 TEXT_OID = 25
 UNKNOWN_OID = 705
@@ -226,8 +227,9 @@ def _array_items(text: str) -> list[str | None]:
 def parameter(data: bytes | None, oid: int, binary: bool) -> object:
     """A Bind parameter's value: text format read by its declared type (unknown or text
     types stay text, a bytea's is read as bytes), binary format for integers, floats,
-    booleans, text, numeric, date, timestamp, time, timetz, bytea and uuid (psycopg sends
-    dates, times and bytes in binary)."""
+    booleans, text, numeric, date, timestamp, time, timetz, interval, json, jsonb, bytea,
+    uuid and one-dimensional arrays of those (psycopg sends dates, times and bytes in
+    binary)."""
     if data is None:
         return None
     if not binary and oid == 17:
@@ -258,10 +260,42 @@ def parameter(data: bytes | None, oid: int, binary: bool) -> object:
         return uuid.UUID(bytes=data)
     if oid == 1700 and len(data) >= 8:
         return _binary_numeric(data)
+    if oid == 1186 and len(data) == 16:  # microseconds, days, months
+        micros, days, months = struct.unpack("!qii", data)
+        return interval_values.python_value(Interval(months, days, micros))
+    if oid in (114, 3802):  # json; jsonb: a version byte, then the text
+        return data[1:].decode() if oid == 3802 and data[:1] == b"\x01" else data.decode()
+    if oid in _ARRAY_ELEMENTS and len(data) >= 12:
+        return _binary_array(data)
     if oid in (0, 25, 1043, UNKNOWN_OID):
         return data.decode()
     raise InvalidText(f"binary format of parameters of type {oid} is not supported; "
                       "send it in text format")
+
+
+_ARRAY_ELEMENTS = {1005: 21, 1007: 23, 1016: 20, 1021: 700, 1022: 701, 1231: 1700,
+                   1009: 25, 1015: 1043, 1000: 16, 1182: 1082, 1115: 1114, 1185: 1184,
+                   1183: 1083, 2951: 2950, 1001: 17}
+"""The element type of each array type whose binary parameters are read."""
+
+
+def _binary_array(data: bytes) -> list[object]:
+    """A one-dimensional array in PostgreSQL's binary format: dimensions, a NULL flag, the
+    element type, each dimension's length and lower bound, then each element's length (-1:
+    NULL) and value."""
+    dimensions, _, element = struct.unpack("!iiI", data[:12])
+    if dimensions == 0:
+        return []
+    if dimensions != 1:
+        raise InvalidText("multidimensional arrays are not supported")
+    count = struct.unpack("!i", data[12:16])[0]
+    values, at = [], 20
+    for _ in range(count):
+        size = struct.unpack("!i", data[at:at + 4])[0]
+        at += 4
+        values.append(None if size < 0 else parameter(data[at:at + size], element, True))
+        at += max(size, 0)
+    return values
 
 
 _EPOCH = datetime.datetime(2000, 1, 1)

@@ -272,7 +272,7 @@ def _add_key(engine: Engine, draft: _Draft, action: AddKey) -> None:
     taken = set(engine.catalog.entries) | {
         name for name, index in engine.catalog.indexes.items()
         if not (index.constraint and index.on == item.name)}  # the draft's keys: its own
-    key = added_key(item.name, draft.names, item.keys, action.name, columns, action.primary,
+    key = added_key(item.name, item.fields, item.keys, action.name, columns, action.primary,
                     taken)
     draft.item = dataclasses.replace(
         item, keys=(*item.keys, key),

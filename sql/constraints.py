@@ -18,6 +18,7 @@ from typing import NoReturn
 import sqlglot
 from matview.ir.relation import Field
 from matview.ir.scalar import Lit
+from matview.ir.types import INTERVAL
 from matview.sql.catalog import CatalogItem, UniqueKey
 from matview.sql.coerce import TypedScalar, assignment_cast
 from matview.sql.dialect import Matview
@@ -73,7 +74,7 @@ def bind_constraints(table: str, fields: Sequence[Field], items: Sequence[exp.Ex
         keys.append((name, key_columns(names, columns, node), primary, node))
     bound: list[UniqueKey] = []
     for name, columns, primary, node in keys:
-        bound.append(added_key(table, names, bound, name, columns, primary, set(), node))
+        bound.append(added_key(table, fields, bound, name, columns, primary, set(), node))
         if primary:
             not_null.update(columns)
     return tuple(bound), frozenset(not_null), tuple(defaults)
@@ -113,13 +114,20 @@ def key_columns(names: Sequence[str], columns: Sequence[str], node: exp.Expr | N
     return tuple(positions)
 
 
-def added_key(table: str, names: Sequence[str], keys: Sequence[UniqueKey], name: str | None,
+def added_key(table: str, fields: Sequence[Field], keys: Sequence[UniqueKey], name: str | None,
               columns: tuple[int, ...], primary: bool, taken: Collection[str],
               node: exp.Expr | None = None) -> UniqueKey:
-    """The key of ``columns`` (positions among ``names``) added to table ``table``, whose
-    keys are ``keys``: refused when it is a second primary key, or when its ``name`` is
-    taken (by a key of ``keys`` or a name of ``taken``: relations, indexes); unnamed, it
-    gets PostgreSQL's name, ``t_pkey`` or ``t_a_b_key``, numbered when taken."""
+    """The key of ``columns`` (positions among ``fields``) added to table ``table``, whose
+    keys are ``keys``: refused when it is a second primary key, when its ``name`` is taken
+    (by a key of ``keys`` or a name of ``taken``: relations, indexes), or over an INTERVAL
+    column (keys are checked by values, where intervals are equal by length: ``'1 mon'`` and
+    ``'30 days'`` would both go in); unnamed, it gets PostgreSQL's name, ``t_pkey`` or
+    ``t_a_b_key``, numbered when taken."""
+    names = [f.name for f in fields]
+    interval = next((names[i] for i in columns if fields[i].type == INTERVAL), None)
+    if interval is not None:
+        raise UnsupportedError.at(f'a unique key over interval column "{interval}" is not '
+                                  "supported yet", node)
     if primary and any(key.primary for key in keys):
         raise SqlError.at(f'multiple primary keys for table "{table}" are not allowed', node)
     used = {key.name for key in keys} | set(taken)

@@ -151,4 +151,4 @@ def test_views_match_duckdb_under_random_writes(spark: SparkSession, seed: int) 
             return f"DELETE FROM {table} WHERE id = {rng.randint(1, 8)}"
         return f"UPDATE {table} SET d = {span()} WHERE id = {rng.randint(1, 8)}"
 
-    mirror.steps_grouped([change() for _ in range(16)], rng)
+    mirror.steps_grouped([change() for _ in range(8)], rng)

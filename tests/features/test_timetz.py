@@ -257,7 +257,7 @@ def test_views_match_duckdb_under_random_writes(spark: SparkSession, seed: int) 
             return f"DELETE FROM mk WHERE z > {clock()}"
         return f"UPDATE ev SET z = {clock()} WHERE id = {rng.randint(1, 9)}"
 
-    mirror.steps_grouped([change() for _ in range(14)], rng)
+    mirror.steps_grouped([change() for _ in range(7)], rng)
 
 
 def test_a_durable_database_keeps_them(spark: SparkSession, tmp_path: Path) -> None:

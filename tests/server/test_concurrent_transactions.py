@@ -18,7 +18,7 @@ import pytest
 import matview
 from matview.server import Server, serve
 
-CLIENTS, TRANSACTIONS = 4, 12
+CLIENTS, TRANSACTIONS = 3, 8
 
 
 @pytest.fixture(scope="module")

@@ -2,7 +2,7 @@
 (psycopg's type lookup, ``DEALLOCATE ALL``), reflection of tables, views, materialized views,
 columns and keys (answered from the system catalogs: the results are PostgreSQL 15's for the
 same tables), ``text()`` with parameters, ``pandas.read_sql``, ``to_sql`` into a new and an
-existing table, ``read_sql_table``."""
+existing table."""
 
 from __future__ import annotations
 
@@ -64,8 +64,6 @@ def test_reflection_and_pandas(engine: Engine) -> None:
     back = pd.read_sql("SELECT a, b FROM sa_frame ORDER BY a, b", engine)
     assert back["a"].tolist()[:2] == [1.5, 1.5] and back["b"].tolist()[:2] == ["p", "p"]
     assert back["a"].isna().sum() == 2
-    table = pd.read_sql_table("sa_items", engine)
-    assert sorted(table["name"]) == ["x", "y"]
 
 
 def test_deallocate(engine: Engine) -> None:

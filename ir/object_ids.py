@@ -122,7 +122,8 @@ SETTINGS = {"server_version": "15.0 (matview)", "server_version_num": "150000",
             "standard_conforming_strings": "on", "server_encoding": "UTF8",
             "client_encoding": "UTF8", "datestyle": "ISO, MDY", "timezone": "UTC",
             "integer_datetimes": "on", "max_identifier_length": "63"}
-"""The settings ``current_setting`` reads inside a query: their defaults."""
+"""The settings ``current_setting`` reads inside a query: their defaults (the server's
+session starts from them: ``matview.server.settings``)."""
 
 
 def current_setting(name: str) -> str | None:

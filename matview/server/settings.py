@@ -4,7 +4,9 @@ time settings' values read (``statement_timeout``,
 
 import re
 
-SERVER_VERSION = "15.0 (matview)"
+from matview.ir.object_ids import SETTINGS
+
+SERVER_VERSION = SETTINGS["server_version"]
 REPORTED = {
     "server_version": SERVER_VERSION, "server_encoding": "UTF8", "client_encoding": "UTF8",
     "DateStyle": "ISO, MDY", "integer_datetimes": "on", "standard_conforming_strings": "on",
@@ -13,7 +15,8 @@ REPORTED = {
 }
 """Settings sent as ParameterStatus at startup and when SET changes them."""
 OTHER_SETTINGS = {
-    "server_version_num": "150000", "search_path": "public", "max_identifier_length": "63",
+    "server_version_num": SETTINGS["server_version_num"], "search_path": "public",
+    "max_identifier_length": "63",
     "transaction_isolation": "serializable", "default_transaction_isolation": "serializable",
     "transaction_read_only": "off", "extra_float_digits": "1", "lc_messages": "C",
     "lc_monetary": "C", "lc_numeric": "C", "lc_time": "C", "statement_timeout": "0",

@@ -14,7 +14,7 @@ from pyspark.sql import SparkSession
 
 import matview
 from matview.errors import DataError, IntegrityError, NotSupportedError, ProgrammingError
-from tests.support.alter_oracle import both, changes, rows, sqlstate
+from tests.support.alter_oracle import both, changes, created, rows, sqlstate
 
 
 @pytest.fixture(scope="module")
@@ -22,11 +22,6 @@ def db(spark: SparkSession) -> Iterator[matview.Connection]:
     """One connection for the module's tests (each uses tables of its own names)."""
     with matview.connect(clock=0, spark=spark) as connection:
         yield connection
-
-
-def created(db: matview.Connection, table: str) -> str:
-    """``SHOW CREATE TABLE table``'s statement."""
-    return str(db.execute(f"SHOW CREATE TABLE {table}").fetchall()[0][1])
 
 
 def test_defaults_and_not_null(db: matview.Connection) -> None:

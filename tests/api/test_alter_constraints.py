@@ -16,7 +16,7 @@ from pyspark.sql import SparkSession
 
 import matview
 from matview.errors import IntegrityError, NotSupportedError, ProgrammingError
-from tests.support.alter_oracle import both, rows, sqlstate
+from tests.support.alter_oracle import both, created, rows, sqlstate
 
 
 @pytest.fixture(scope="module")
@@ -24,11 +24,6 @@ def db(spark: SparkSession) -> Iterator[matview.Connection]:
     """One connection for the module's tests (each uses tables of its own names)."""
     with matview.connect(clock=0, spark=spark) as connection:
         yield connection
-
-
-def created(db: matview.Connection, table: str) -> str:
-    """``SHOW CREATE TABLE table``'s statement."""
-    return str(db.execute(f"SHOW CREATE TABLE {table}").fetchall()[0][1])
 
 
 def test_keys_added_to_rows_checked_enforced_and_dropped(db: matview.Connection) -> None:

@@ -36,3 +36,8 @@ def changes(con: matview.Connection, oracle: duckdb.DuckDBPyConnection, table: s
 def sqlstate(error: BaseException) -> str:
     """The SQLSTATE the server reports ``error`` with."""
     return pg_error(error).sqlstate
+
+
+def created(con: matview.Connection, table: str) -> str:
+    """``SHOW CREATE TABLE table``'s statement."""
+    return str(con.execute(f"SHOW CREATE TABLE {table}").fetchall()[0][1])

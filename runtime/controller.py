@@ -124,9 +124,12 @@ class Controller:
 
     def start(self, plan: physical.Operator, arity: int, now: int) -> tuple[Dataflow, Trace]:
         """The dataflow of a materialized view of physical ``plan`` (``arity`` columns) and
-        its output trace, holding the view's contents (and errors) at ``now``."""
+        its output trace, holding the view's contents (and errors) at ``now``, its small
+        steps' plans built by a rehearsal (``Dataflow.rehearse``)."""
         flow, trace = self.begun(plan, arity, now)
-        return self.step(flow, trace, now), trace
+        flow = self.step(flow, trace, now)
+        flow.rehearse()
+        return flow, trace
 
     def begun(self, plan: physical.Operator, arity: int, as_of: int
               ) -> tuple[Dataflow, Trace]:

@@ -33,6 +33,12 @@ from matview.runtime.step import PendingStep
 from pyspark.sql import Column, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
+from pyspark.sql.utils import is_remote
+
+LARGE_INPUT = 10
+"""A rehearsal (``Dataflow.rehearse``) changes the inputs holding at least a tenth of the
+largest input's rows: the facts of a warehouse change, its dimensions seldom (TPC-H's
+refreshes write ``lineitem`` and ``orders``; W1's both its tables)."""
 
 
 def _union(root: Operator, deltas: list[Delta]) -> Delta | None:
@@ -172,6 +178,36 @@ class Dataflow:
         delta = self.root.delta(ctx)
         errors = [op.errors for op in operators(self.root) if op.errors is not None]
         return PendingStep(self, delta, ctx.lower, upper, ctx.small, _union(self.root, errors), job)
+
+    def rehearse(self) -> None:
+        """Build the slots and Spark plans of a small step ahead of it: a step to
+        ``frontier + 1`` whose large inputs (``LARGE_INPUT``) read ``rehearsal_rows`` random
+        rows of theirs as its change, the others none (``StepContext.rehearsal``), computed
+        by its one job, then abandoned, as a failed step is: nothing it computed is kept. A
+        view's first small step builds its plans (0.8 s of W1's, 20 times a later one's);
+        a later small step changing the same inputs, whose batches fit the same slots (few
+        sizes: ``templates.slot_for``), reuses them, so such a view's first step costs what
+        its tenth does. Not for a loop (its rounds depend on the data) nor in a Spark
+        Connect session (no kept plans)."""
+        if self.first or self.loops() or is_remote() or not active().rehearsal_rows:
+            return
+        held = {op.name: op.trace.rows for op in self.sources() if op.trace is not None}
+        largest = max(held.values(), default=0)
+        large = frozenset(name for name, rows in held.items()
+                          if rows and rows * LARGE_INPUT >= largest)
+        job = OneJob()
+        ctx = StepContext(self.spark, self.frontier, self.frontier + 1, self.as_of, True,
+                          True, job, True, rehearsal=large)
+        try:
+            delta = self.root.delta(ctx)
+            errors = [op.errors for op in operators(self.root) if op.errors is not None]
+            PendingStep(self, delta, ctx.lower, ctx.upper, True, _union(self.root, errors),
+                        job).materialized()
+        finally:
+            for op in operators(self.root):
+                op.abandon()
+                op.meter.abandon()
+        self.warm = True
 
     def analyze(self) -> list[OperatorStats]:
         """What every operator did over the committed steps so far, in ``operators`` order

@@ -101,10 +101,16 @@ class RuntimeSettings:
         "driver up to this many rows, so that later steps release them by an Arrow cut."))
     arrow_batch_rows: int = _setting(10_000, (
         "Rows of each Arrow record batch sent from the driver to Spark."))
-    slot_min_capacity: int = _setting(256, (
-        "The fewest rows a slot of a kept plan holds room for (a power of two)."))
+    slot_min_capacity: int = _setting(4096, (
+        "The fewest rows a slot of a kept plan holds room for: every smaller batch of its "
+        "role binds into the same slot, and so reuses the same plans."), least=1)
     slot_shrink: int = _setting(16, (
-        "A slot with room for this many times a batch's rows gives way to a smaller one."))
+        "Each size of slot holds this many times the rows of the size before; a slot with "
+        "room for this many times a batch's rows gives way to a smaller one."), least=2)
+    rehearsal_rows: int = _setting(64, (
+        "A new materialized view (and each view of a reopened database) rehearses a small "
+        "step with this many random rows of each of its large inputs as the change, so "
+        "that its first real step finds the slots and plans built (0: no rehearsal)."))
     slot_max_rows: int = _setting(1 << 16, (
         "Batches larger than this are not bound into slots but made local frames of their "
         "own (a power of two)."))

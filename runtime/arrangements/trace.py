@@ -328,6 +328,24 @@ class Trace:
         df = self.read(upto=upto)
         return None if df is None else any_row(df)
 
+    def sample(self, upto: int, rows: int) -> pa.Table | None:
+        """At most ``rows`` of the updates with time ``<= upto``, as Arrow: drawn at random
+        (the same each time) from the newest batch the driver holds, else the first a Spark
+        job finds; None when there are none. A rehearsal stands them in for a step's change
+        (``Dataflow.rehearse``)."""
+        for batch in reversed([b for b in self.batches if b.lower <= upto]):
+            held = batch.leaf.in_driver
+            if held is not None:
+                if batch.upper > upto:
+                    held = held.filter(pc.less_equal(held[TIME], upto))
+                if held.num_rows:
+                    drawn = np.random.default_rng(0).choice(held.num_rows, replace=False,
+                                                            size=min(rows, held.num_rows))
+                    return held.take(pa.array(np.sort(drawn)))
+        df = self.read(upto=upto)
+        table = None if df is None else normalized(to_arrow(df.limit(rows)))
+        return table if table is not None and table.num_rows else None
+
     def discard(self, upto: int) -> None:
         """Forget every update with time ``<= upto`` (a temporal operator's released updates:
         they are in its output now). Batches held in the driver are cut in Arrow; others

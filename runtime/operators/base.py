@@ -64,6 +64,10 @@ class StepContext:
     sources read and its temporal filters emit are advanced to ``upper`` (``read_bound``'s
     ``at``), as compaction to the read frontier would: one output row per key, not one per
     time."""
+    rehearsal: frozenset[str] | None = None
+    """The stored collections a rehearsal (``Dataflow.rehearse``) reads some rows of as its
+    change, the others none; None: the step is no rehearsal. Nothing a rehearsal computes
+    is kept."""
 
     @property
     def first(self) -> bool:
@@ -235,11 +239,17 @@ class Operator:
                 if at is not None:
                     frames = [advance_times(f, at) for f in frames]
                     local = None if local is None else at_time(local, at)
-                parts = ([] if local is None else [self.bound(ctx, key, local)]) + frames
-                df = self.planned(("read", key), tuple(parts), lambda: union_all(parts))
+                df = self.bound_read(ctx, key, local, frames)
                 return df, (None if df is None else count)
         df, count = trace.read_counted(after, upto)
         return (df if df is None or at is None else advance_times(df, at)), count
+
+    def bound_read(self, ctx: StepContext, key: object, local: pa.Table | None,
+                   frames: list[DataFrame]) -> DataFrame | None:
+        """A ``templated`` step's read (``read_bound``): the driver's ``local`` updates
+        bound into slot ``key``, united with ``frames`` (None: nothing)."""
+        parts = ([] if local is None else [self.bound(ctx, key, local)]) + frames
+        return self.planned(("read", key), tuple(parts), lambda: union_all(parts))
 
     def built(self, key: object, make: Callable[[], T]) -> T:
         """What ``make`` returns, made at the first step that asks for ``key`` and reused by

@@ -9,7 +9,7 @@ from typing import ClassVar
 import pyarrow as pa
 import pyarrow.compute as pc
 from matview.runtime.arrangements.trace import Trace
-from matview.runtime.arrangements.updates import advance_times
+from matview.runtime.arrangements.updates import advance_times, at_time
 from matview.runtime.operators.base import Delta, Matched, Operator, StepContext
 from matview.runtime.operators.keyed_state import read_matching
 from matview.runtime.settings import active
@@ -28,6 +28,8 @@ class GetOp(Operator):
 
     trace: Trace | None = None
     name: str = ""
+    rehearsed: pa.Table | None = None
+    """The rows the last rehearsal read as its change (``_rehearsed``)."""
 
     def pending_rows(self, ctx: StepContext) -> int:
         """How many update rows the step will read (an upper bound)."""
@@ -56,9 +58,27 @@ class GetOp(Operator):
             df, count = trace.read_counted(upto=ctx.upper)
             return None if df is None else Delta(advance_times(df, ctx.as_of), rows,
                                                  count=count)
+        if ctx.rehearsal is not None:
+            return self._rehearsed(trace, ctx, what)
         df, count = self.read_bound(ctx, what, trace, after=ctx.lower, upto=ctx.upper,
                                     at=ctx.upper if ctx.collapsed else None)
         return None if df is None else Delta(df, rows, count=count)
+
+    def _rehearsed(self, trace: Trace, ctx: StepContext, what: str) -> Delta | None:
+        """A rehearsal's change (``StepContext.rehearsal``): some of ``trace``'s rows at
+        ``upper`` when the rehearsal changes this collection (else none), bound as a small
+        step binds its change, so that the plans over them are the ones a real step
+        reuses."""
+        assert ctx.rehearsal is not None
+        sample = trace.sample(ctx.lower, active().rehearsal_rows) \
+            if self.name in ctx.rehearsal else None
+        if what == "rows":
+            self.rehearsed = sample
+        if sample is None:
+            return None
+        changed = at_time(sample, ctx.upper)
+        return Delta(self.bound_read(ctx, what, changed, []), changed.num_rows,
+                     count=changed.num_rows)
 
     def history(self, ctx: StepContext) -> DataFrame | None:
         assert self.trace is not None
@@ -73,6 +93,8 @@ class GetOp(Operator):
 
     def step_values(self, ctx: StepContext, column: int) -> pa.Array | None:
         assert self.trace is not None
+        if ctx.rehearsal is not None:
+            return None if self.rehearsed is None else pc.unique(self.rehearsed[f"c{column}"])
         return None if ctx.first else self.trace.values(ctx.lower, ctx.upper, f"c{column}")
 
     def arrange(self, column: int) -> None:

@@ -89,8 +89,8 @@ public class SlotRows {
   }
 
   /**
-   * Overwrites the entries of slot's rows with the rows of the Arrow stream file at path
-   * (as many, padding included), of the slot's schema (times in UTC). An entry keeps its
+   * Overwrites the first entries of slot's rows with the rows of the Arrow stream file at
+   * path, of the slot's schema (times in UTC), and points the others at a padding row. An entry keeps its
    * UnsafeRow, pointed at the new row's bytes: Spark's optimizer copies a local relation's
    * sequence of rows (not the rows), and a plan planned once and run again
    * (ArrowCollect.run) reads them through its copy.
@@ -106,10 +106,15 @@ public class SlotRows {
     }
     scala.collection.Iterator read = ArrowConverters$.MODULE$.fromBatchIterator(
         PythonSQLUtils.readArrowStreamFromFile(path), schema, "UTC", true, false, null);
-    for (int n = 0; read.hasNext(); n++) {
+    int n = 0;
+    for (; read.hasNext(); n++) {
       UnsafeRow row = projection.apply((InternalRow) read.next()).copy();
       ((UnsafeRow) rows[n]).pointTo(row.getBaseObject(), row.getBaseOffset(),
           row.getSizeInBytes());
+    }
+    byte[] padding = padding(schema.fields().length);
+    for (; n < rows.length; n++) {
+      ((UnsafeRow) rows[n]).pointTo(padding, padding.length);
     }
   }
 

@@ -82,19 +82,14 @@ class Slot:
             point(self.spark, jvm_helper(self.spark, "SlotRows"), self.number,
                   unsafe_rows(table), table.num_columns + 1)
         else:
-            with arrow_file(self.spark, self._padded(table)) as (path, _):
+            with arrow_file(self.spark, self._live(table)) as (path, _):
                 jvm_helper(self.spark, "SlotRows").read(path, self.number)
         self.held = table
 
-    def _padded(self, table: pa.Table) -> pa.Table:
-        """``table``'s rows with ``_live`` true, padded up to the capacity with dead rows."""
-        pad = self.capacity - table.num_rows
-        loose = _loose(self.schema)
-        live = table.cast(loose).append_column(LIVE, pa.repeat(pa.scalar(True),
-                                                               table.num_rows))
-        dead = pa.table([*[pa.nulls(pad, f.type) for f in loose],
-                         pa.repeat(pa.scalar(False), pad)], schema=live.schema)
-        return pa.concat_tables([live, dead])
+    def _live(self, table: pa.Table) -> pa.Table:
+        """``table``'s rows with ``_live`` true (``SlotRows.read`` pads the rest)."""
+        return table.cast(_loose(self.schema)).append_column(
+            LIVE, pa.repeat(pa.scalar(True), table.num_rows))
 
 
 def _spark_schema(spark: SparkSession, schema: pa.Schema) -> str:
@@ -119,14 +114,19 @@ def slot_for(slots: list[Slot], spark: SparkSession, table: pa.Table) -> Slot | 
     to them (None: too large to bind, or a Spark Connect session). A role's batches grow and
     shrink from step to step (a loop's rounds gather more of them); keeping a slot per size
     lets a step reuse the plans built over the slot its batch fits, not build them again
-    over a new one. ``slots`` keeps one slot per size from ``slot_min_capacity`` to
-    ``slot_max_rows`` (settings), those used last."""
+    over a new one. The sizes are few, each ``slot_shrink`` times the one before from
+    ``slot_min_capacity`` up to ``slot_max_rows`` (4,096 and 65,536 rows with the
+    defaults), so that batches of sizes far apart share a slot and its plans (those of a
+    rehearsal: ``Dataflow.rehearse``), for some padding. ``slots`` keeps one slot per size,
+    those used last."""
     settings = active()
     if is_remote() or table.num_rows > settings.slot_max_rows:
         return None
     slot = min((s for s in slots if s.fits(table)), key=lambda s: s.capacity, default=None)
     if slot is None:
-        capacity = max(settings.slot_min_capacity, 1 << max(table.num_rows - 1, 0).bit_length())
+        capacity = settings.slot_min_capacity
+        while capacity < table.num_rows:
+            capacity = min(capacity * settings.slot_shrink, settings.slot_max_rows)
         slot = Slot(spark, table.schema, capacity)
     else:
         slots.remove(slot)
@@ -146,7 +146,9 @@ def same(a: object, b: object) -> bool:
 
 
 def slot_sizes(settings: RuntimeSettings) -> int:
-    """The sizes a slot may have: the powers of two from ``slot_min_capacity`` to
-    ``slot_max_rows`` (nine with the defaults), one slot kept per size."""
-    return max(settings.slot_max_rows.bit_length() - settings.slot_min_capacity.bit_length(),
-               0) + 1
+    """How many sizes a slot may have (``slot_for``; two with the defaults), one slot kept
+    per size."""
+    sizes, capacity = 1, settings.slot_min_capacity
+    while capacity < settings.slot_max_rows:
+        sizes, capacity = sizes + 1, capacity * settings.slot_shrink
+    return sizes

@@ -14,7 +14,7 @@ import pyarrow as pa
 import pytest
 from matview.runtime.operators.join import JoinOp
 from matview.runtime.render import operators
-from matview.runtime.settings import DEFAULTS
+from matview.runtime.settings import DEFAULTS, using
 from matview.runtime.spark import jvm_plans, one_job
 from matview.runtime.spark.arrow_frames import arrow_file
 from matview.runtime.spark.jvm_objects import jvm_helper
@@ -136,7 +136,7 @@ def test_fixed_width_rows_are_made_in_python_as_spark_writes_them(spark: SparkSe
         assert bound == ["point"], bound
         assert to_arrow(slot.frame).to_pylist() == (
             batch(n).cast(to_arrow(slot.frame).schema).to_pylist())
-        with arrow_file(spark, slot._padded(batch(n))) as (path, _):
+        with arrow_file(spark, slot._live(batch(n))) as (path, _):
             jvm_helper(spark, "SlotRows").read(path, spark_made.number)
         for i in range(n + 2):
             assert bytes(slot.rows[i].getBytes()) == bytes(spark_made.rows[i].getBytes()), i
@@ -174,30 +174,42 @@ def test_slots_bound_together_get_their_rows_in_one_jvm_call(spark: SparkSession
 
 def test_a_slot_grows_and_keeps_its_columns(spark: SparkSession) -> None:
     """A batch larger than the role's slots, of other columns, or so much smaller that
-    padding it would cost more than a new slot, takes a new slot; the role keeps the slots
-    it had, and a batch that fits one of them takes the smallest."""
+    padding it would cost more than a new slot, takes a new slot, of the next size
+    (``slot_shrink`` times the one before); the role keeps the slots it had, and a batch
+    that fits one of them takes the smallest."""
+    with using(SMALL):
+        _grows(spark)
+
+
+SMALL = DEFAULTS.replaced({"slot_min_capacity": 256})
+"""Slots of 256 rows at least: sizes 256, 4,096 and 65,536 (``slot_max_rows``)."""
+
+
+def _grows(spark: SparkSession) -> None:
     slots: list[Slot] = []
     slot = slot_for(slots, spark, _table([(1, "a")]))
-    assert slot is not None and slots == [slot]
-    bigger = _table([(i, "a") for i in range(DEFAULTS.slot_min_capacity + 1)])
+    assert slot is not None and slots == [slot] and slot.capacity == 256
+    bigger = _table([(i, "a") for i in range(257)])
     grown = slot_for(slots, spark, bigger)
     assert grown is not slot and grown is not None
-    assert grown.capacity == 2 * DEFAULTS.slot_min_capacity
+    assert grown.capacity == 256 * SMALL.slot_shrink
     grown.bind(bigger)
-    assert len(_rows(grown.frame)) == DEFAULTS.slot_min_capacity + 1
+    assert len(_rows(grown.frame)) == 257
     assert slot_for(slots, spark, _table([(2, "b")])) is slot  # the smallest that fits
     assert slot_for(slots, spark, bigger) is grown
+    assert slot_for(slots, spark, _table([(i, "a") for i in range(4_000)])) is grown
     other = pa.table({"k": pa.array([1], pa.int32()), "v": pa.array(["a"])})
-    assert slot_for(slots, spark, other) not in (slot, grown)
-    huge = _table([(i, "a") for i in range(DEFAULTS.slot_shrink * DEFAULTS.slot_min_capacity + 1)])
+    assert slot_for(list(slots), spark, other) not in (slot, grown)
+    huge = _table([(i, "a") for i in range(4_097)])
     big = slot_for(slots, spark, huge)
-    assert big is not None and big.capacity == 2 * DEFAULTS.slot_shrink * DEFAULTS.slot_min_capacity
-    assert slot_for(slots, spark, _table([(1, "a")])) is slot  # not the big one, 32x its rows
-    assert len(slots) == 4
-    for i in range(slot_sizes(DEFAULTS) + 1):  # more sizes than a role keeps: the oldest go
+    assert big is not None and big.capacity == SMALL.slot_max_rows
+    assert slot_for(slots, spark, _table([(i, "a") for i in range(200)])) is slot
+    assert slot_for(slots, spark, _table([(i, "a") for i in range(300)])) is grown
+    assert len(slots) == 3 and slot_sizes(SMALL) == 3
+    for i in range(slot_sizes(SMALL) + 1):  # more sizes than a role keeps: the oldest go
         slot_for(slots, spark, pa.table({"k": pa.array([1], pa.int32()),
                                          "v": pa.array(["a"]), f"x{i}": [i]}))
-    assert len(slots) == slot_sizes(DEFAULTS)
+    assert len(slots) == slot_sizes(SMALL)
 
 
 @contextmanager
@@ -454,3 +466,52 @@ def test_a_recursive_view_reuses_its_rounds_plans_when_steps_alternate(
             quiet.append(step)
     assert len(quiet) >= 5, quiet
     con.close()
+
+
+@pytest.mark.parametrize("rehearsal_rows", [64, 0])
+def test_a_new_view_steps_first_with_the_plans_its_rehearsal_built(
+        spark: SparkSession, monkeypatch: pytest.MonkeyPatch, rehearsal_rows: int) -> None:
+    """CREATE rehearses a small step (``Dataflow.rehearse``): its sources' sample rows as the
+    change, computed, then abandoned. The first real step writing the same sources then runs
+    no DataFrame method, and each frame its one job computes was planned by the rehearsal
+    and runs in the driver; the rehearsal's rows reach neither the view nor the operators'
+    row counts. Without a rehearsal (``rehearsal_rows`` 0) the first step builds its plans."""
+    wanted = _wanted_frames(monkeypatch)
+    con = matview.connect(clock=0, spark=spark, refresh="incremental",
+                          settings={"rehearsal_rows": rehearsal_rows})
+    con.execute("CREATE TABLE customers (id INT, region TEXT)")
+    con.execute("CREATE TABLE orders (id INT, cust INT, amount BIGINT)")
+    con.insert("customers", [(i, f"r{i % 5}") for i in range(100)])
+    con.insert("orders", [(i, i % 100, i) for i in range(1_000)])
+    con.execute("CREATE MATERIALIZED VIEW v AS SELECT c.region, count(*) AS n, "
+                "sum(o.amount) AS total FROM orders o JOIN customers c ON o.cust = c.id "
+                "GROUP BY c.region")
+    with con.transaction():
+        con.delete("customers", [(7, "r2")])
+        con.insert("customers", [(7, "r0")])
+        con.delete("orders", [(i, i % 100, i) for i in range(10)])
+        con.insert("orders", [(i, i % 100, i) for i in range(1_000, 1_010)])
+    wanted.clear()
+    with _dataframe_calls() as called:
+        rows = con.execute("SELECT * FROM v").fetchall()
+    expected: dict[str, list[int]] = {}
+    for i in range(10, 1_010):
+        group = expected.setdefault("r0" if i % 100 == 7 else f"r{i % 100 % 5}", [0, 0])
+        group[0] += 1
+        group[1] += i
+    assert sorted(rows) == sorted((k, n, t) for k, (n, t) in expected.items())
+    frames = [frame for job in wanted for frame in job]
+    assert frames
+    if rehearsal_rows:
+        assert called == []
+        kept = [jvm_plans._prepared.get(frame) for frame in frames]
+        assert all(k and k[2] is not None for k in kept)  # run in the driver
+    else:
+        assert called
+    flow = con._engine_for_use().catalog.entries["v"].dataflow
+    assert flow is not None
+    join = [op for op in operators(flow.root) if isinstance(op, JoinOp)]
+    # the first step joined the 1,000 orders; the next its 20 changed orders, and the
+    # customer's old and new rows each its 12 order updates (order 7 inserted and deleted,
+    # 9 others, order 1,007): the same with a rehearsal and without
+    assert join[0].meter.rows == 1_000 + 20 + 2 * 12

@@ -160,14 +160,17 @@ class Controller:
         """A dataflow of ``plan`` taking over from ``flow`` the view it maintains into
         ``trace``: another plan of the same rows (a relation it reads was altered:
         ``matview.alter``), started at ``now`` as a recompute's fresh dataflow, whose rows
-        are diffed with the view's (nothing changes when they are equal)."""
+        are diffed with the view's (nothing changes when they are equal), and rehearsed
+        (``Dataflow.rehearse``)."""
         job = OneJob()
         fresh = self.dataflow(plan, now, flow.policy)
         step = fresh.prepare(now, job).less(trace, flow.frontier, now)
         step.want()
         job.run()
-        return self._end(_Stepping(fresh, trace, step, Choice("recompute", "replanned"), 0, 0,
-                                   flow.frontier, now, 0.0))
+        fresh = self._end(_Stepping(fresh, trace, step, Choice("recompute", "replanned"), 0, 0,
+                                    flow.frontier, now, 0.0))
+        fresh.rehearse()
+        return fresh
 
     def _begin(self, flow: Dataflow, trace: Trace, now: int, subscribed: bool,
                job: OneJob) -> _Stepping | None:

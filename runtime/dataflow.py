@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from matview.ir import physical
+from matview.ir.eval_error import EvalError
 from matview.ir.table_functions import DEFAULT_ROW_LIMIT
 from matview.runtime.arrangements.trace import Trace
 from matview.runtime.arrangements.updates import DIFF, TIME, union_all
@@ -30,6 +31,7 @@ from matview.runtime.render import build, operators
 from matview.runtime.settings import active
 from matview.runtime.spark.one_job import OneJob
 from matview.runtime.step import PendingStep
+from pyspark.errors.exceptions.captured import CapturedException
 from pyspark.sql import Column, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -73,7 +75,8 @@ class Dataflow:
         self.as_of = as_of
         self.frontier = as_of - 1
         self.warm = False
-        """Whether an incremental step has run (``refresh.Measured.warming``)."""
+        """Whether a rehearsal or an incremental step has built its plans
+        (``refresh.Measured.warming``)."""
         self.reads = physical.reads(plan)
         self.root = build(plan, spark, trace_of, limit, max_join_rows)
         self._merged: dict[T.StructType, tuple[list[Column], list[Column]]] = {}
@@ -203,11 +206,13 @@ class Dataflow:
             errors = [op.errors for op in operators(self.root) if op.errors is not None]
             PendingStep(self, delta, ctx.lower, ctx.upper, True, _union(self.root, errors),
                         job).materialized()
+            self.warm = True
+        except (EvalError, CapturedException):
+            pass  # its rows failed the step (a row limit): the first real step builds them
         finally:
             for op in operators(self.root):
                 op.abandon()
                 op.meter.abandon()
-        self.warm = True
 
     def analyze(self) -> list[OperatorStats]:
         """What every operator did over the committed steps so far, in ``operators`` order

@@ -328,8 +328,9 @@ def _written(spark: SparkSession, df: DataFrame, rows: int | None, directory: st
     (None: as they are), written under ``directory``, and what was counted of ``key`` while
     writing them: about how many ``distinct`` values it holds, the ``least`` and the
     ``greatest`` (nothing for no key). A copy arranged by key that the driver will read by
-    row groups is not compressed (a keyed read decodes them 1.5x faster: W1's 500 orders of
-    10M, for 1.6x the bytes); one it will map (``_mapped``) is, in row groups of
+    row groups is compressed by LZ4, which decodes as fast as no compression (500 of 1M
+    W1 orders' row groups: 38 ms, uncompressed 96 ms, snappy 52 ms; pyarrow, one process)
+    for 0.6x the bytes; one it will map (``_mapped``) by snappy, in row groups of
     ``MAPPED_GROUP_ROWS``."""
     path = copy_path(directory, key)
     observation = Observation("key")
@@ -344,7 +345,7 @@ def _written(spark: SparkSession, df: DataFrame, rows: int | None, directory: st
          .options(**UNCHECKED)
          .option("parquet.block.row.count.limit", MAPPED_GROUP_ROWS if mapped else PAGE_ROWS)
          .option("parquet.page.row.count.limit", PAGE_ROWS)
-         .option("compression", "snappy" if mapped else "none").parquet(path))
+         .option("compression", "snappy" if mapped else "lz4_raw").parquet(path))
     stats = {} if key is None else dict(observation.get)
     return spark.read.schema(df.schema).options(**UNCHECKED).parquet(path), stats
 

@@ -178,9 +178,10 @@ def test_a_dataflows_first_incremental_step_is_no_estimate() -> None:
 
 
 def test_each_dataflows_first_incremental_step_is_warming(spark: SparkSession) -> None:
-    """The controller marks the first incremental step of each dataflow a view steps with:
-    after its first step, and after a recompute, which starts a fresh dataflow."""
-    con = matview.connect(clock=0, spark=spark)
+    """The controller marks the first incremental step of each dataflow a view steps with,
+    which builds its plans: after its first step (here CREATE rehearses no step), and after
+    a recompute, which starts a fresh dataflow."""
+    con = matview.connect(clock=0, spark=spark, settings={"rehearsal_rows": 0})
     con.execute("CREATE TABLE t (k INT, v INT)")
     con.insert("t", [(i % 3, i) for i in range(20)])
     con.execute("CREATE MATERIALIZED VIEW s AS SELECT k, sum(v) AS total FROM t GROUP BY k")
@@ -198,6 +199,23 @@ def test_each_dataflows_first_incremental_step_is_warming(spark: SparkSession) -
     assert [(m.changed, m.warming) for m in policy.measured["incremental"]] == [
         (1, True), (1, True), (1, False)]
     assert [m.changed for m in policy.measured["recompute"]] == [20, 15]
+
+
+def test_a_rehearsed_dataflows_first_incremental_step_is_no_warming(
+        spark: SparkSession) -> None:
+    """CREATE's rehearsal (``Dataflow.rehearse``) built the plans of the view's small steps:
+    its first incremental step is measured as any other, an estimate for the next."""
+    con = matview.connect(clock=0, spark=spark)
+    con.execute("CREATE TABLE t (k INT, v INT)")
+    con.insert("t", [(i % 3, i) for i in range(20)])
+    con.execute("CREATE MATERIALIZED VIEW s AS SELECT k, sum(v) AS total FROM t GROUP BY k")
+    con.insert("t", [(1, 100)])
+    assert sorted(con.execute("SELECT * FROM s").fetchall()) == [
+        (0, 63), (1, 70 + 100), (2, 57)]
+    entry = con._engine_for_use().catalog.entries["s"]
+    assert entry.dataflow is not None and entry.dataflow.warm
+    assert [(m.changed, m.warming) for m in entry.dataflow.policy.measured["incremental"]] == [
+        (1, False)]
 
 
 def test_refresh_setting_is_checked(spark: SparkSession) -> None:

@@ -90,10 +90,10 @@ public class SlotRows {
 
   /**
    * Overwrites the first entries of slot's rows with the rows of the Arrow stream file at
-   * path, of the slot's schema (times in UTC), and points the others at a padding row. An entry keeps its
-   * UnsafeRow, pointed at the new row's bytes: Spark's optimizer copies a local relation's
-   * sequence of rows (not the rows), and a plan planned once and run again
-   * (ArrowCollect.run) reads them through its copy.
+   * path, of the slot's schema (times in UTC), and points the others at a padding row. An
+   * entry keeps its UnsafeRow, pointed at the new row's bytes: Spark's optimizer copies a
+   * local relation's sequence of rows (not the rows), and a plan planned once and run
+   * again (ArrowCollect.run) reads them through its copy.
    */
   public synchronized void read(String path, int slot) {
     Object[] rows = (Object[]) ((java.lang.ref.WeakReference) slots.get(

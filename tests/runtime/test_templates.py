@@ -23,9 +23,9 @@ from matview.runtime.spark.templates import Slot, slot_for, slot_sizes
 from matview.runtime.spark.unsafe_rows import sent_together
 from py4j.java_gateway import JavaMember
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql.classic.dataframe import DataFrame as ClassicFrame
 
 import matview
+from tests.support.dataframe_calls import dataframe_calls
 
 
 def _table(rows: list[tuple[int, str]]) -> pa.Table:
@@ -212,30 +212,6 @@ def _grows(spark: SparkSession) -> None:
     assert len(slots) == slot_sizes(SMALL)
 
 
-@contextmanager
-def _dataframe_calls() -> Iterator[list[str]]:
-    """The DataFrame methods that build plans, called in the block (on a classic session's
-    frames: its class overrides every one of them)."""
-    names = ["select", "where", "join", "unionByName", "groupBy", "withColumn", "observe",
-             "hint", "coalesce", "drop", "alias"]
-    called: list[str] = []
-    originals = {name: getattr(ClassicFrame, name) for name in names}
-
-    def counting(name: str):  # type: ignore[no-untyped-def]
-        def method(self, *args, **kwargs):  # type: ignore[no-untyped-def]
-            called.append(name)
-            return originals[name](self, *args, **kwargs)
-        return method
-
-    for name in names:
-        setattr(ClassicFrame, name, counting(name))
-    try:
-        yield called
-    finally:
-        for name, original in originals.items():
-            setattr(ClassicFrame, name, original)
-
-
 def _wanted_frames(monkeypatch: pytest.MonkeyPatch) -> list[list[DataFrame]]:
     """The frames each run of a refresh's one job computes, one list per run, from now on."""
     wanted: list[list[DataFrame]] = []
@@ -297,7 +273,7 @@ def test_a_step_of_the_same_shape_reuses_its_plans(
         live.update({i: (i % 100, i) for i in new})
         joined += len(gone) + len(new)
         wanted.clear()
-        with _dataframe_calls() as called:
+        with dataframe_calls() as called:
             rows = con.execute("SELECT * FROM v").fetchall()
         expected: dict[str, list[int]] = {}
         for cust, amount in live.values():
@@ -340,7 +316,7 @@ def test_a_three_way_self_join_reuses_its_plans(spark: SparkSession,
             con.insert("edges", sorted(new))
         edges = (edges - gone) | new
         wanted.clear()
-        with _dataframe_calls() as called:
+        with dataframe_calls() as called:
             rows = con.execute("SELECT n FROM triangles").fetchall()
         assert rows == [(sum(1 for a, b in edges for c, d in edges if a == c
                              for e, f in edges if e == b and f == d),)]
@@ -373,7 +349,7 @@ def test_views_stepping_in_a_new_mix_reuse_their_plans(spark: SparkSession) -> N
             for name in names:
                 con.insert(name, [(100 + step, step)])
                 live[name].append((100 + step, step))
-        with _dataframe_calls() as called:
+        with dataframe_calls() as called:
             check("a")
             check("b")
         if names == "ab":
@@ -406,7 +382,7 @@ def test_a_temporal_filter_reuses_its_plans_when_steps_alternate(
             con.insert("events", new)
             events += new
         wanted.clear()
-        with _dataframe_calls() as called:
+        with dataframe_calls() as called:
             rows = con.execute("SELECT * FROM recent").fetchall()
         assert sorted(rows) == sorted(e for e in events if e[1] <= clock < e[1] + 50), step
         frames_of.append([frame for job in wanted for frame in job])
@@ -459,7 +435,7 @@ def test_a_recursive_view_reuses_its_rounds_plans_when_steps_alternate(
         else:
             con.insert("edges", sorted(cut))
             live |= cut
-        with _dataframe_calls() as called:
+        with dataframe_calls() as called:
             rows = con.execute("SELECT * FROM reach").fetchall()
         assert {n for (n,) in rows} == _reachable(live, {0}), step
         if step >= 2 and not called:
@@ -492,7 +468,7 @@ def test_a_new_view_steps_first_with_the_plans_its_rehearsal_built(
         con.delete("orders", [(i, i % 100, i) for i in range(10)])
         con.insert("orders", [(i, i % 100, i) for i in range(1_000, 1_010)])
     wanted.clear()
-    with _dataframe_calls() as called:
+    with dataframe_calls() as called:
         rows = con.execute("SELECT * FROM v").fetchall()
     expected: dict[str, list[int]] = {}
     for i in range(10, 1_010):

@@ -254,7 +254,6 @@ class Durability:
             loop.resume([([driver_table(t, self.store) for t in stored["batches"]],
                           stored["rounds"]) for stored in state])
         flow.frontier = saved["frontier"]
-        flow.rehearse()  # its next step finds its plans built, as it would have
         return flow, trace
 
 

@@ -108,9 +108,9 @@ class RuntimeSettings:
         "Each size of slot holds this many times the rows of the size before; a slot with "
         "room for this many times a batch's rows gives way to a smaller one."), least=2)
     rehearsal_rows: int = _setting(64, (
-        "A new materialized view (and each view of a reopened database) rehearses a small "
-        "step with this many random rows of each of its large inputs as the change, so "
-        "that its first real step finds the slots and plans built (0: no rehearsal)."))
+        "A new materialized view rehearses a small step with this many random rows of "
+        "each of its large inputs as the change, so that its first real step finds the "
+        "slots and plans built (0: no rehearsal)."))
     slot_max_rows: int = _setting(1 << 16, (
         "Batches larger than this are not bound into slots but made local frames of their "
         "own (a power of two)."))

@@ -21,7 +21,6 @@ from pyspark.sql import SparkSession
 import matview
 from matview import durability
 from matview.errors import DataError, OperationalError, ProgrammingError
-from tests.support.dataframe_calls import dataframe_calls
 
 SPILLED = {"driver_batch_rows": 1, "fetched_batch_rows": 0, "table_copy_rows": 0,
            "view_copy_rows": 0, "keyed_read_rows": 0, "driver_merge_rows": 0,
@@ -292,38 +291,6 @@ def test_a_recursive_view_resumes_its_loop(spark: SparkSession, tmp_path: Path,
             db.execute(change)
         assert _rows(con, "SELECT * FROM reach") == _rows(oracle, reach), change
     con.close()
-
-
-@pytest.mark.parametrize("rehearsal_rows", [64, 0])
-def test_a_reopened_database_steps_first_with_the_plans_its_rehearsal_built(
-        spark: SparkSession, tmp_path: Path, rehearsal_rows: int) -> None:
-    """Opening a durable database rehearses each view it resumes (``Dataflow.rehearse``):
-    the first step after the opening runs no DataFrame method, though a view's Spark plans
-    are JVM objects no file keeps, and the view equals its rows; with no rehearsal that step
-    builds them."""
-    settings = {"rehearsal_rows": rehearsal_rows}
-    expected = {"r0": 0, "r1": 0, "r2": 0}
-    with matview.connect(tmp_path / "db", spark=spark, clock=0, settings=settings) as con:
-        con.execute("CREATE TABLE customers (id INT, region TEXT)")
-        con.execute("CREATE TABLE orders (id INT, cust INT, amount BIGINT)")
-        con.insert("customers", [(i, f"r{i % 3}") for i in range(30)])
-        con.insert("orders", [(i, i % 30, i) for i in range(300)])
-        con.execute("CREATE MATERIALIZED VIEW v AS SELECT c.region, sum(o.amount) AS total "
-                    "FROM orders o JOIN customers c ON o.cust = c.id GROUP BY c.region")
-    for i in range(300):
-        expected[f"r{i % 30 % 3}"] += i
-    with matview.connect(tmp_path / "db", spark=spark, clock=100, settings=settings) as con:
-        with con.transaction():
-            con.delete("customers", [(4, "r1")])
-            con.insert("customers", [(4, "r2")])
-            con.insert("orders", [(300, 5, 1_000)])
-        with dataframe_calls() as called:
-            rows = con.execute("SELECT * FROM v").fetchall()
-    moved = sum(i for i in range(300) if i % 30 == 4)
-    expected["r1"] -= moved
-    expected["r2"] += moved + 1_000
-    assert sorted(rows) == sorted(expected.items())
-    assert (called == []) == bool(rehearsal_rows), called
 
 
 def _loop_state(loop: LetRecOp) -> list[tuple[list[tuple[object, ...]], int]]:

@@ -162,9 +162,8 @@ class Dataflow:
         the step's updates are advanced to it (``StepContext.collapsed``). ``job``: where
         its operators ask for the results they keep, a refresh's one job shared with other
         dataflows (by default the step's own, run when it is ``materialized``)."""
+        self._abandon()
         for op in operators(self.root):
-            op.abandon()
-            op.meter.abandon()
             op.meter.harvest()
         probe, pending, times = self._pending(upper)
         temporal = self.temporal()
@@ -178,9 +177,20 @@ class Dataflow:
                           collapse and not probe.first)
         if not ctx.first and pending == 0 and (due is None or due > upper):
             return PendingStep(self, None, ctx.lower, upper, True)
+        return self._computed(ctx)
+
+    def _computed(self, ctx: StepContext) -> PendingStep:
+        """The step ``ctx`` describes: the root's output delta and its operators' errors."""
         delta = self.root.delta(ctx)
         errors = [op.errors for op in operators(self.root) if op.errors is not None]
-        return PendingStep(self, delta, ctx.lower, upper, ctx.small, _union(self.root, errors), job)
+        return PendingStep(self, delta, ctx.lower, ctx.upper, ctx.small,
+                           _union(self.root, errors), ctx.job)
+
+    def _abandon(self) -> None:
+        """Forget what the operators staged in a step that will not commit."""
+        for op in operators(self.root):
+            op.abandon()
+            op.meter.abandon()
 
     def rehearse(self) -> None:
         """Build the slots and Spark plans of a small step ahead of it: a step to
@@ -202,17 +212,12 @@ class Dataflow:
         ctx = StepContext(self.spark, self.frontier, self.frontier + 1, self.as_of, True,
                           True, job, True, rehearsal=large)
         try:
-            delta = self.root.delta(ctx)
-            errors = [op.errors for op in operators(self.root) if op.errors is not None]
-            PendingStep(self, delta, ctx.lower, ctx.upper, True, _union(self.root, errors),
-                        job).materialized()
+            self._computed(ctx).materialized()
             self.warm = True
         except (EvalError, CapturedException):
             pass  # its rows failed the step (a row limit): the first real step builds them
         finally:
-            for op in operators(self.root):
-                op.abandon()
-                op.meter.abandon()
+            self._abandon()
 
     def analyze(self) -> list[OperatorStats]:
         """What every operator did over the committed steps so far, in ``operators`` order

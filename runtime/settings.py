@@ -111,6 +111,10 @@ class RuntimeSettings:
         "A new materialized view rehearses a small step with this many random rows of "
         "each of its large inputs as the change, so that its first real step finds the "
         "slots and plans built (0: no rehearsal)."))
+    rehearsal_min_rows: int = _setting(100_000, (
+        "Only a view whose largest input holds at least this many rows rehearses: a "
+        "rehearsal costs what building a step's plans does (0.5-1 s, whatever the data), "
+        "more than creating a view over small inputs does."))
     slot_max_rows: int = _setting(1 << 16, (
         "Batches larger than this are not bound into slots but made local frames of their "
         "own (a power of two)."))

@@ -166,7 +166,7 @@ def test_a_step_reads_the_touched_partitions_rows_by_key(
     rows = ", ".join(f"({p}, {o}, {o})" for p in [*range(1, 6), "NULL"] for o in range(1, 7))
     mirror.execute(f"INSERT INTO t VALUES {rows}")
     mirror.view("numbered", VIEWS["numbered"])
-    found.clear()  # CREATE's rehearsal (``Dataflow.rehearse``) read its sample's partitions
+    found.clear()  # what CREATE read (and a rehearsal, ``Dataflow.rehearse``, if one ran)
     mirror.steps(["INSERT INTO t VALUES (2, 9, 1)", "DELETE FROM t WHERE p = 3 AND o < 3",
                   "INSERT INTO t VALUES (NULL, 0, 7)"])
     assert found == [6, 6, 6]  # partition 2's rows, 3's, then NULL's, of the 36 arranged

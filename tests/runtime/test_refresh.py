@@ -204,8 +204,9 @@ def test_each_dataflows_first_incremental_step_is_warming(spark: SparkSession) -
 def test_a_rehearsed_dataflows_first_incremental_step_is_no_warming(
         spark: SparkSession) -> None:
     """CREATE's rehearsal (``Dataflow.rehearse``) built the plans of the view's small steps:
-    its first incremental step is measured as any other, an estimate for the next."""
-    con = matview.connect(clock=0, spark=spark)
+    its first incremental step is measured as any other, an estimate for the next (its
+    input of 20 rows rehearses with ``rehearsal_min_rows`` at most 20)."""
+    con = matview.connect(clock=0, spark=spark, settings={"rehearsal_min_rows": 20})
     con.execute("CREATE TABLE t (k INT, v INT)")
     con.insert("t", [(i % 3, i) for i in range(20)])
     con.execute("CREATE MATERIALIZED VIEW s AS SELECT k, sum(v) AS total FROM t GROUP BY k")

@@ -444,17 +444,20 @@ def test_a_recursive_view_reuses_its_rounds_plans_when_steps_alternate(
     con.close()
 
 
-@pytest.mark.parametrize("rehearsal_rows", [64, 0])
+@pytest.mark.parametrize(("rehearsal_rows", "min_rows", "rehearsed"), [
+    (64, 1_000, True), (0, 0, False), (64, 1_001, False)])
 def test_a_new_view_steps_first_with_the_plans_its_rehearsal_built(
-        spark: SparkSession, monkeypatch: pytest.MonkeyPatch, rehearsal_rows: int) -> None:
+        spark: SparkSession, monkeypatch: pytest.MonkeyPatch, rehearsal_rows: int,
+        min_rows: int, rehearsed: bool) -> None:
     """CREATE rehearses a small step (``Dataflow.rehearse``): its sources' sample rows as the
     change, computed, then abandoned. The first real step writing the same sources then runs
     no DataFrame method, and each frame its one job computes was planned by the rehearsal
     and runs in the driver; the rehearsal's rows reach neither the view nor the operators'
-    row counts. Without a rehearsal (``rehearsal_rows`` 0) the first step builds its plans."""
+    row counts. Without a rehearsal (``rehearsal_rows`` 0, or a largest input of 1,000 rows,
+    fewer than ``rehearsal_min_rows``) the first step builds its plans."""
     wanted = _wanted_frames(monkeypatch)
-    con = matview.connect(clock=0, spark=spark, refresh="incremental",
-                          settings={"rehearsal_rows": rehearsal_rows})
+    con = matview.connect(clock=0, spark=spark, refresh="incremental", settings={
+        "rehearsal_rows": rehearsal_rows, "rehearsal_min_rows": min_rows})
     con.execute("CREATE TABLE customers (id INT, region TEXT)")
     con.execute("CREATE TABLE orders (id INT, cust INT, amount BIGINT)")
     con.insert("customers", [(i, f"r{i % 5}") for i in range(100)])
@@ -478,7 +481,7 @@ def test_a_new_view_steps_first_with_the_plans_its_rehearsal_built(
     assert sorted(rows) == sorted((k, n, t) for k, (n, t) in expected.items())
     frames = [frame for job in wanted for frame in job]
     assert frames
-    if rehearsal_rows:
+    if rehearsed:
         assert called == []
         kept = [jvm_plans._prepared.get(frame) for frame in frames]
         assert all(k and k[2] is not None for k in kept)  # run in the driver

@@ -67,6 +67,15 @@ of a ``.crc`` file beside it, three to four times the cost of the read (500 keys
 rows: 1.1 s, 0.36 s without). Other file systems ignore them."""
 
 
+ENCODED = {"parquet.writer.version": "v2"}
+"""Options writing a batch's files in Parquet's second format version, whose pages encode
+the integers a dictionary does not hold (ids, amounts) as bit-packed deltas where the first
+stores them plain: 1M W1 orders arranged by customer in row groups of ``PAGE_ROWS``, LZ4,
+10.8 MB -> 6.5 MB (0.66x the rows as one snappy file of the first version), with no
+slower reads (500 row groups by pyarrow 33 -> 19-46 ms, 500 keys by Spark 1.37 -> 0.81-0.98
+s, a scan 0.33 -> 0.25 s)."""
+
+
 @dataclass(frozen=True)
 class FileReads:
     """What the reads of one arrangement's batches held in files read, over its life
@@ -335,14 +344,14 @@ def _written(spark: SparkSession, df: DataFrame, rows: int | None, directory: st
     path = copy_path(directory, key)
     observation = Observation("key")
     if key is None:
-        df.write.options(**UNCHECKED).parquet(path)
+        df.write.options(**UNCHECKED, **ENCODED).parquet(path)
     else:
         files = -(-(rows or 1) // active().file_rows)
         counted = df.observe(observation, F.approx_count_distinct(key).alias("distinct"),
                              F.min(key).alias("least"), F.max(key).alias("greatest"))
         mapped = _mapped(directory, df.schema, key, rows)
         (counted.repartitionByRange(files, F.col(key)).sortWithinPartitions(key).write
-         .options(**UNCHECKED)
+         .options(**UNCHECKED, **ENCODED)
          .option("parquet.block.row.count.limit", MAPPED_GROUP_ROWS if mapped else PAGE_ROWS)
          .option("parquet.page.row.count.limit", PAGE_ROWS)
          .option("compression", "snappy" if mapped else "lz4_raw").parquet(path))

@@ -238,8 +238,9 @@ def test_the_driver_reads_a_lookups_keys_row_groups_of_a_batch_held_in_files(
     """A keyed read the step fetches is made by the driver itself, with no Spark job: of
     the copy arranged by the key, it decodes only the row groups (``PAGE_ROWS`` rows each)
     whose key range may hold one of the keys, found in the files' footers (LZ4-compressed
-    pages: as fast to decode as uncompressed ones, for 0.6x the bytes). Where the driver
-    cannot read the files (here: told so), the same read is a Spark job's."""
+    pages: as fast to decode as uncompressed ones, for 0.6x the bytes; Parquet's second
+    version, whose order ids are delta-encoded: ``ENCODED``). Where the driver cannot read
+    the files (here: told so), the same read is a Spark job's."""
     con = _connect(spark)
     con.execute(f"CREATE MATERIALIZED VIEW v AS {VIEW}")
     with con.transaction():
@@ -251,8 +252,10 @@ def test_the_driver_reads_a_lookups_keys_row_groups_of_a_batch_held_in_files(
     assert _trace(con, "orders").file_reads.in_driver == 1
     files = _trace(con, "orders").batches[0].leaf.files
     assert files is not None
-    assert {pq.read_metadata(f).row_group(0).column(0).compression
-            for f in Path(f"{files.directory}/by-c1").glob("*.parquet")} == {"LZ4"}
+    footers = [pq.read_metadata(f) for f in Path(f"{files.directory}/by-c1").glob("*.parquet")]
+    assert {footer.row_group(0).column(0).compression for footer in footers} == {"LZ4"}
+    assert all("DELTA_BINARY_PACKED" in footer.row_group(0).column(0).encodings
+               for footer in footers)
     monkeypatch.setattr(batch_files, "row_groups", lambda *_: None)
     [batch] = _trace(con, "orders").batches
     assert batch.leaf.files is not None

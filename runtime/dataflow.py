@@ -203,8 +203,9 @@ class Dataflow:
         its tenth does. Not for a loop (its rounds depend on the data), in a Spark Connect
         session (no kept plans), nor for a view whose inputs are small
         (``rehearsal_min_rows``): a rehearsal costs about what building the plans does
-        (0.6-1 s for a join under a GROUP BY over 3,000 rows, whose CREATE takes 0.4 s
-        without it), so small data would pay more at CREATE than it saves later."""
+        (0.5-0.8 s for a join under a GROUP BY over 3,000 rows, whose CREATE takes 0.7 s
+        without it: ``bench small``), which a view over small inputs, often stepped in
+        shapes the rehearsal does not foresee, would pay at CREATE for little."""
         settings = active()
         if self.first or self.loops() or is_remote() or not settings.rehearsal_rows:
             return

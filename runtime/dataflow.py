@@ -174,7 +174,7 @@ class Dataflow:
         job = job or OneJob()
         ctx = StepContext(self.spark, self.frontier, upper, self.as_of,
                           pending + waiting <= active().small_step_rows, single, job,
-                          collapse and not probe.first)
+                          collapse and not probe.first, rows=pending + waiting)
         if not ctx.first and pending == 0 and (due is None or due > upper):
             return PendingStep(self, None, ctx.lower, upper, True)
         return self._computed(ctx)

@@ -68,6 +68,9 @@ class StepContext:
     """The stored collections a rehearsal (``Dataflow.rehearse``) reads some rows of as its
     change, the others none; None: the step is no rehearsal. Nothing a rehearsal computes
     is kept."""
+    rows: int | None = None
+    """How many update rows the step's sources and temporal operators bring (None: not
+    counted)."""
 
     @property
     def first(self) -> bool:

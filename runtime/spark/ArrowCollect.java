@@ -17,10 +17,13 @@ import org.apache.spark.sql.catalyst.plans.logical.LocalRelation;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.classic.Dataset;
 import org.apache.spark.sql.classic.Dataset$;
+import org.apache.spark.sql.execution.CollectLimitExec;
 import org.apache.spark.sql.execution.CollectMetricsExec;
+import org.apache.spark.sql.execution.CollectTailExec;
 import org.apache.spark.sql.execution.LastAttemptAggregatingAccumulator;
 import org.apache.spark.sql.execution.LocalTableScanExec;
 import org.apache.spark.sql.execution.SparkPlan;
+import org.apache.spark.sql.execution.TakeOrderedAndProjectExec;
 import org.apache.spark.sql.execution.arrow.ArrowBatchStreamWriter;
 import org.apache.spark.sql.execution.exchange.Exchange;
 import org.apache.spark.sql.internal.SQLConf;
@@ -59,6 +62,14 @@ public class ArrowCollect {
    * plan; interpreting them over the few thousand rows such a plan reads costs far less.
    */
   private static final String FACTORY_MODE = "spark.sql.codegen.factoryMode";
+
+  /**
+   * The operators whose RDD shuffles though the plan shows no exchange: a limit, a tail and
+   * an ordered limit move their child's rows into one partition first. A plan computed in
+   * the driver runs no shuffle's map side, so one with such an operator read no rows.
+   */
+  private static final Class[] SHUFFLING = {
+      CollectLimitExec.class, CollectTailExec.class, TakeOrderedAndProjectExec.class};
 
   private final ConcurrentHashMap running = new ConcurrentHashMap();
   private final AtomicLong made = new AtomicLong();
@@ -131,8 +142,13 @@ public class ArrowCollect {
         rows += scan.rows().size();
       }
       // a job run again over the RDD of a plan with an exchange would read the exchange's
-      // output of the first run
-      boolean here = made(plan, Exchange.class, LocalTableScanExec.class) && rows <= KEPT_ROWS;
+      // output of the first run (and the driver runs no shuffle: SHUFFLING)
+      java.util.List shuffling = new java.util.ArrayList();
+      for (Class cls : SHUFFLING) {
+        nodes(plan, cls, shuffling);
+      }
+      boolean here = made(plan, Exchange.class, LocalTableScanExec.class)
+          && shuffling.isEmpty() && rows <= KEPT_ROWS;
       if (!here) {
         return collectors.isEmpty() ? new Object[] {query, plan, null, null, null} : null;
       }

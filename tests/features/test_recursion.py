@@ -344,3 +344,45 @@ def test_rounds_without_differences_compute_nothing(
     assert sorted(con.execute("SELECT * FROM reach").fetchall()) == [(i,) for i in range(13)]
     assert 1 <= len([n for n in jobs if n]) <= 2, jobs
     con.close()
+
+
+@pytest.mark.parametrize("fetched, in_files", [(20_000, False), (20, True)])
+def test_a_first_steps_rounds_over_few_rows_stay_in_the_driver(
+        spark: SparkSession, monkeypatch: pytest.MonkeyPatch, fetched: int,
+        in_files: bool) -> None:
+    """A view's first step over few rows (at most ``fetched_batch_rows``) collects each
+    round's differences in the round's job into the driver, writing no files, unless a
+    round holds more than that many: with 20, the 20 edges (a chain of 8 and every pair of
+    4 nodes) fit, but a round's join pairs do not, and are computed again into files. The
+    closure is right either way, at creation and after edges are cut and put back."""
+    from matview.runtime.arrangements import updates
+
+    written: list[int] = []
+    held = updates.held
+
+    def counted(*args: object, **kwargs: object) -> object:
+        written.append(1)
+        return held(*args, **kwargs)  # type: ignore[arg-type]
+
+    edges = {(i, i + 1) for i in range(8)} | {(a, b) for a in range(10, 14)
+                                              for b in range(10, 14) if a != b}
+    con = matview.connect(spark=spark, refresh="incremental",
+                          settings={"fetched_batch_rows": fetched})
+    con.execute("CREATE TABLE edges (src BIGINT, dst BIGINT)")
+    con.insert("edges", sorted(edges))
+    monkeypatch.setattr(updates, "held", counted)
+    con.execute(f"CREATE MATERIALIZED VIEW closure AS {GRAPH_VIEWS['closure']}")
+    assert bool(written) is in_files
+    for change, edge in [(None, None), ("delete", (4, 5)), ("delete", (10, 11)),
+                         ("insert", (4, 5))]:
+        if change is not None:
+            getattr(con, change)("edges", [edge])
+            (edges.discard if change == "delete" else edges.add)(edge)
+        pairs = set(edges)
+        while True:
+            more = pairs | {(a, d) for a, b in pairs for c, d in edges if b == c}
+            if more == pairs:
+                break
+            pairs = more
+        assert set(con.execute("SELECT * FROM closure").fetchall()) == pairs
+    con.close()

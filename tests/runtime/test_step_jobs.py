@@ -326,3 +326,21 @@ def test_an_ad_hoc_query_over_small_tables_runs_no_job(
     assert sorted(rows) == expected
     assert read["jobs"] == 0, read
     con.close()
+
+
+def test_a_kept_plan_with_a_limit_over_local_rows_collects_its_rows(spark: SparkSession) -> None:
+    """A limit, an ordered limit and a tail move their rows into one partition by a shuffle
+    the physical plan does not show: ``ArrowCollect`` collects such a plan by a job, never
+    in the driver, where it read no rows at all."""
+    import pyarrow as pa
+    from matview.runtime.spark.arrow_frames import arrow_frame
+    from matview.runtime.spark.jvm_plans import computed_in_driver, to_arrow
+
+    df = arrow_frame(spark, pa.table({"a": list(range(10))}))
+    for frame, expected in [(df.limit(3), [0, 1, 2]), (df.orderBy(df.a.desc()).limit(2), [9, 8]),
+                            (df.offset(8), [8, 9])]:
+        assert not computed_in_driver(frame)
+        assert to_arrow(frame)["a"].to_pylist() == expected
+        assert to_arrow(frame)["a"].to_pylist() == expected  # its kept plan run again
+    assert computed_in_driver(df.where(df.a > 6))
+    assert to_arrow(df.where(df.a > 6))["a"].to_pylist() == [7, 8, 9]

@@ -76,3 +76,26 @@ def test_a_trace_indexes_its_driver_batches_when_a_reader_arranges_it(spark) -> 
     found = trace.matching(1, "c1", pa.array([5], pa.int64()))
     assert key_index._indexes[(id(held), "c1")] is made
     assert found is not None
+
+
+@pytest.mark.parametrize("keys", [[1, 1, 2, 5, 5, 5, 9], [-3, 0, 0, 7], [2, 1, 3], [1, None, 2]],
+                         ids=["ascending", "negative", "unordered", "nulls"])
+def test_a_column_in_order_is_its_own_index(keys: list[int | None],
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """A column already in order with no NULLs (a batch read from files arranged by it)
+    is indexed without sorting: its row numbers in order; any other is sorted. Both find
+    the rows a scan finds."""
+    sorts: list[int] = []
+    sort = pc.sort_indices
+    monkeypatch.setattr(pc, "sort_indices", lambda *a, **k: sorts.append(1) or sort(*a, **k))
+    in_order = None not in keys and keys == sorted(keys)
+    rows = len(keys) * 200
+    table = pa.table({"k": pa.array(sorted(keys * 200) if in_order else keys * 200, pa.int64()),
+                      "row": pa.array(range(rows))})
+    made = key_index.KeyIndex.of(table, "k")
+    assert bool(sorts) is not in_order
+    assert in_order is (made.order.tolist() == list(range(rows)))
+    for values in ([keys[0]], [keys[-1], 100], [None], []):
+        wanted = pa.array(values, pa.int64())
+        found = made.rows(table, wanted)
+        assert sorted(found["row"].to_pylist()) == _scanned(table, "k", wanted)

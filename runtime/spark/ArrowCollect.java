@@ -63,13 +63,18 @@ public class ArrowCollect {
    */
   private static final String FACTORY_MODE = "spark.sql.codegen.factoryMode";
 
+  /** No operator refused: any plan of the right leaves. */
+  private static final Class[] NONE = {};
+
   /**
-   * The operators whose RDD shuffles though the plan shows no exchange: a limit, a tail and
-   * an ordered limit move their child's rows into one partition first. A plan computed in
-   * the driver runs no shuffle's map side, so one with such an operator read no rows.
+   * The operators a plan computed in the driver may not have, as they shuffle: an exchange
+   * (a job run again over its RDD would read the exchange's output of the first run), and
+   * a limit, a tail and an ordered limit, whose RDD moves their child's rows into one
+   * partition though the plan shows no exchange (the driver runs no shuffle's map side: such
+   * a plan read no rows).
    */
-  private static final Class[] SHUFFLING = {
-      CollectLimitExec.class, CollectTailExec.class, TakeOrderedAndProjectExec.class};
+  private static final Class[] SHUFFLING = {Exchange.class, CollectLimitExec.class,
+      CollectTailExec.class, TakeOrderedAndProjectExec.class};
 
   private final ConcurrentHashMap running = new ConcurrentHashMap();
   private final AtomicLong made = new AtomicLong();
@@ -106,7 +111,7 @@ public class ArrowCollect {
    */
   public Object[] prepare(Dataset df) {
     LogicalPlan analyzed = df.queryExecution().analyzed();
-    if (!made(analyzed, Void.class, LocalRelation.class)) {
+    if (!made(analyzed, NONE, LocalRelation.class)) {
       return null;
     }
     Object active = activate(df);
@@ -128,7 +133,7 @@ public class ArrowCollect {
           conf.unsetConf(EXCLUDED);
         }
       }
-      if (!made(plan, Void.class, LocalTableScanExec.class)) {
+      if (!made(plan, NONE, LocalTableScanExec.class)) {
         return null;
       }
       java.util.List collectors = new java.util.ArrayList();
@@ -141,14 +146,7 @@ public class ArrowCollect {
         scans.add(scan);
         rows += scan.rows().size();
       }
-      // a job run again over the RDD of a plan with an exchange would read the exchange's
-      // output of the first run (and the driver runs no shuffle: SHUFFLING)
-      java.util.List shuffling = new java.util.ArrayList();
-      for (Class cls : SHUFFLING) {
-        nodes(plan, cls, shuffling);
-      }
-      boolean here = made(plan, Exchange.class, LocalTableScanExec.class)
-          && shuffling.isEmpty() && rows <= KEPT_ROWS;
+      boolean here = made(plan, SHUFFLING, LocalTableScanExec.class) && rows <= KEPT_ROWS;
       if (!here) {
         return collectors.isEmpty() ? new Object[] {query, plan, null, null, null} : null;
       }
@@ -180,11 +178,16 @@ public class ArrowCollect {
   }
 
   /**
-   * Whether no node of plan is a refused one or has subqueries, and every leaf is a leaf
+   * Whether no node of plan is of a refused class or has subqueries, and every leaf is a leaf
    * one.
    */
-  private static boolean made(QueryPlan plan, Class refused, Class leaf) {
-    if (refused.isInstance(plan) || !plan.subqueries().isEmpty()) {
+  private static boolean made(QueryPlan plan, Class[] refused, Class leaf) {
+    for (Class cls : refused) {
+      if (cls.isInstance(plan)) {
+        return false;
+      }
+    }
+    if (!plan.subqueries().isEmpty()) {
       return false;
     }
     scala.collection.Iterator children = plan.children().iterator();

@@ -14,7 +14,9 @@ log emptied). A crash loses only a transaction that had not returned.
 Opening the directory again (``restore``) replays the catalog: tables get their saved
 batches, a materialized view a dataflow of the plan its SQL plans to now, given its saved
 state and frontier, so the view steps on from there without recomputing anything; then
-the log's transactions the manifest does not hold are appended to their tables. A view
+the log's transactions the manifest does not hold are appended to their tables. Each view
+resumed rehearses a step like its last one (``Dataflow.rehearse``), so the first refresh
+after reopening runs plans built already, as any later one does. A view
 whose plan changed since (another matview, other settings) or whose state could not be
 saved (values Parquet cannot hold) is rebuilt from its inputs instead (``rebuilt``). A
 recursive query's loop keeps state beside its arrangements (``runtime.recursion.state``):
@@ -140,7 +142,7 @@ class Durability:
         cannot be saved (it is rebuilt when the database is opened again)."""
         try:
             return {"as_of": flow.as_of, "frontier": flow.frontier,
-                    "plan": self._fingerprint(flow.plan),
+                    "plan": self._fingerprint(flow.plan), "changed": sorted(flow.changed),
                     "output": self.records.trace(trace),
                     "state": {name: self.records.trace(owned)
                               for name, owned in flow.arrangements().items()},
@@ -240,7 +242,8 @@ class Durability:
     def _resumed(self, plan: physical.Operator, arity: int, saved: Record
                  ) -> tuple[Dataflow, Trace]:
         """A view's dataflow of ``plan`` (``_resumable``) given its ``saved`` state and
-        frontier."""
+        frontier, rehearsed (``Dataflow.rehearse``) changing the sources its last step
+        changed: the plans of the first step after reopening are built before it."""
         engine = self.engine
         flow, trace = engine.controller.begun(plan, arity, saved["as_of"])
         owned = flow.arrangements()
@@ -254,6 +257,8 @@ class Durability:
             loop.resume([([driver_table(t, self.store) for t in stored["batches"]],
                           stored["rounds"]) for stored in state])
         flow.frontier = saved["frontier"]
+        flow.changed = frozenset(saved.get("changed", ()))
+        flow.rehearse(flow.changed)
         return flow, trace
 
 

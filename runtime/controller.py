@@ -161,7 +161,7 @@ class Controller:
         ``trace``: another plan of the same rows (a relation it reads was altered:
         ``matview.alter``), started at ``now`` as a recompute's fresh dataflow, whose rows
         are diffed with the view's (nothing changes when they are equal), and rehearsed
-        (``Dataflow.rehearse``)."""
+        (``Dataflow.rehearse``) changing the sources ``flow``'s last step changed."""
         job = OneJob()
         fresh = self.dataflow(plan, now, flow.policy)
         step = fresh.prepare(now, job).less(trace, flow.frontier, now)
@@ -169,7 +169,7 @@ class Controller:
         job.run()
         fresh = self._end(_Stepping(fresh, trace, step, Choice("recompute", "replanned"), 0, 0,
                                     flow.frontier, now, 0.0))
-        fresh.rehearse()
+        fresh.rehearse(flow.changed)
         return fresh
 
     def _begin(self, flow: Dataflow, trace: Trace, now: int, subscribed: bool,

@@ -38,9 +38,10 @@ from pyspark.sql import types as T
 from pyspark.sql.utils import is_remote
 
 LARGE_INPUT = 10
-"""A rehearsal (``Dataflow.rehearse``) changes the inputs holding at least a tenth of the
-largest input's rows: the facts of a warehouse change, its dimensions seldom (TPC-H's
-refreshes write ``lineitem`` and ``orders``; W1's both its tables)."""
+"""A rehearsal (``Dataflow.rehearse``) of a new view changes the inputs holding at least a
+tenth of the largest input's rows: the facts of a warehouse change, its dimensions seldom
+(TPC-H's refreshes write ``lineitem`` and ``orders``; W1's both its tables at 1M orders,
+its orders alone at 10M)."""
 
 
 def _union(root: Operator, deltas: list[Delta]) -> Delta | None:
@@ -77,6 +78,9 @@ class Dataflow:
         self.warm = False
         """Whether a rehearsal or an incremental step has built its plans
         (``refresh.Measured.warming``)."""
+        self.changed: frozenset[str] = frozenset()
+        """The sources the last step after the first read changes of: what a rehearsal
+        changes when the dataflow is resumed or replanned (``rehearse``)."""
         self.reads = physical.reads(plan)
         self.root = build(plan, spark, trace_of, limit, max_join_rows)
         self._merged: dict[T.StructType, tuple[list[Column], list[Column]]] = {}
@@ -105,19 +109,22 @@ class Dataflow:
         """Whether the next step is the first (it reads every input's snapshot)."""
         return self.frontier < self.as_of
 
-    def _pending(self, upper: int) -> tuple[StepContext, int, set[tuple[int, int]]]:
+    def _pending(self, upper: int
+                 ) -> tuple[StepContext, int, set[tuple[int, int]], frozenset[str]]:
         """For a step to ``upper``: its context before sizes are known, the update rows it
-        reads from its sources (a bound) and the time ranges of the batches they are in."""
+        reads from its sources (a bound), the time ranges of the batches they are in and
+        the sources it reads updates from."""
         probe = StepContext(self.spark, self.frontier, upper, self.as_of, True)
         sources = self.sources()
-        return (probe, sum(op.pending_rows(probe) for op in sources),
-                {r for op in sources for r in op.pending_times(probe)})
+        rows = [op.pending_rows(probe) for op in sources]
+        return (probe, sum(rows), {r for op in sources for r in op.pending_times(probe)},
+                frozenset(op.name for op, n in zip(sources, rows) if n))
 
     def inputs(self, upper: int) -> tuple[int, int, int | None]:
         """For a step to ``upper``: how many update rows it reads from its sources (a
         bound), how many they hold up to ``upper``, and the one time its changes have
         (None: several, or a temporal filter may change the output at others)."""
-        _, changed, times = self._pending(upper)
+        _, changed, times, _ = self._pending(upper)
         held = sum(op.trace.rows_between(None, upper) for op in self.sources()
                    if op.trace is not None)
         if self.temporal() or len(times) != 1:
@@ -165,7 +172,7 @@ class Dataflow:
         self._abandon()
         for op in operators(self.root):
             op.meter.harvest()
-        probe, pending, times = self._pending(upper)
+        probe, pending, times, changed = self._pending(upper)
         temporal = self.temporal()
         waiting = sum(op.pending.rows for op in temporal if op.pending is not None)
         due = self.next_time()
@@ -177,6 +184,8 @@ class Dataflow:
                           collapse and not probe.first, rows=pending + waiting)
         if not ctx.first and pending == 0 and (due is None or due > upper):
             return PendingStep(self, None, ctx.lower, upper, True)
+        if not ctx.first:
+            self.changed = changed
         return self._computed(ctx)
 
     def _computed(self, ctx: StepContext) -> PendingStep:
@@ -192,11 +201,13 @@ class Dataflow:
             op.abandon()
             op.meter.abandon()
 
-    def rehearse(self) -> None:
+    def rehearse(self, changing: frozenset[str] = frozenset()) -> None:
         """Build the slots and Spark plans of a small step ahead of it: a step to
-        ``frontier + 1`` whose large inputs (``LARGE_INPUT``) read ``rehearsal_rows`` random
-        rows of theirs as its change, the others none (``StepContext.rehearsal``), computed
-        by its one job, then abandoned, as a failed step is: nothing it computed is kept. A
+        ``frontier + 1`` whose large inputs (``LARGE_INPUT``), or the sources ``changing``
+        names (a resumed dataflow's last step's: ``changed``), read ``rehearsal_rows``
+        random rows of theirs as its change, the others none (``StepContext.rehearsal``),
+        computed by its one job, then abandoned, as a failed step is: nothing it computed
+        is kept. A
         view's first small step builds its plans (0.8 s of W1's, 20 times a later one's);
         a later small step changing the same inputs, whose batches fit the same slots (few
         sizes: ``templates.slot_for``), reuses them, so such a view's first step costs what
@@ -213,8 +224,8 @@ class Dataflow:
         largest = max(held.values(), default=0)
         if largest < settings.rehearsal_min_rows:
             return
-        large = frozenset(name for name, rows in held.items()
-                          if rows and rows * LARGE_INPUT >= largest)
+        large = (changing & held.keys()) or frozenset(
+            name for name, rows in held.items() if rows and rows * LARGE_INPUT >= largest)
         job = OneJob()
         ctx = StepContext(self.spark, self.frontier, self.frontier + 1, self.as_of, True,
                           True, job, True, rehearsal=large)

@@ -21,6 +21,7 @@ from pyspark.sql import SparkSession
 import matview
 from matview import durability
 from matview.errors import DataError, OperationalError, ProgrammingError
+from tests.support.dataframe_calls import dataframe_calls
 
 SPILLED = {"driver_batch_rows": 1, "fetched_batch_rows": 0, "table_copy_rows": 0,
            "view_copy_rows": 0, "keyed_read_rows": 0, "driver_merge_rows": 0,
@@ -327,3 +328,54 @@ def test_a_view_whose_plan_changed_is_rebuilt(spark: SparkSession, tmp_path: Pat
             (1, 2), (1, 3), (1, 4), (1, 5), (2, 3), (2, 4), (2, 5), (3, 4), (3, 5), (4, 5)]
         assert con.execute("SELECT * FROM reached").fetchall() == [(10,)]
         assert con.execute("SELECT * FROM edges").fetchall() == [(4,)]
+
+
+def test_the_first_refresh_after_reopening_runs_plans_built_by_then(
+        spark: SparkSession, tmp_path: Path) -> None:
+    """Reopening rehearses each resumed view's step like its last one (the sources it
+    changed are saved with its state: ``Dataflow.changed``), so the first refresh after it
+    calls no DataFrame method. Each transaction moves a customer and changes orders; the
+    customers, a twentieth of the orders, are no input a new view's rehearsal would change
+    (``LARGE_INPUT``), and ``rehearsal_min_rows`` lets 1,000 orders rehearse."""
+    settings = {"rehearsal_min_rows": 500}
+    path = str(tmp_path / "db")
+    orders = {i: (i % 50, i) for i in range(1_000)}
+    customers = {c: f"r{c % 4}" for c in range(50)}
+
+    def written(con: matview.Connection, step: int) -> None:
+        moved = step % 50
+        with con.transaction():
+            con.delete("customers", [(moved, customers[moved])])
+            customers[moved] = f"moved{step}"
+            con.insert("customers", [(moved, customers[moved])])
+            con.delete("orders", [(step, *orders.pop(step))])
+            orders[2_000 + step] = (moved, step)
+            con.insert("orders", [(2_000 + step, moved, step)])
+
+    def expected() -> list[tuple[str, int, int]]:
+        totals: dict[str, list[int]] = {}
+        for cust, amount in orders.values():
+            total = totals.setdefault(customers[cust], [0, 0])
+            total[0] += 1
+            total[1] += amount
+        return sorted((name, n, amount) for name, (n, amount) in totals.items())
+
+    con = matview.connect(path=path, clock=0, spark=spark, settings=settings)
+    con.execute("CREATE TABLE customers (id INT, region TEXT)")
+    con.execute("CREATE TABLE orders (id INT, cust INT, amount BIGINT)")
+    con.insert("customers", list(customers.items()))
+    con.insert("orders", [(i, *row) for i, row in orders.items()])
+    con.execute("CREATE MATERIALIZED VIEW v AS SELECT c.region, count(*) AS n, "
+                "sum(o.amount) AS total FROM orders o JOIN customers c ON o.cust = c.id "
+                "GROUP BY c.region")
+    written(con, 1)
+    assert sorted(con.execute("SELECT * FROM v").fetchall()) == expected()
+    con.close()
+    con = matview.connect(path=path, clock=0, spark=spark, settings=settings)
+    assert sorted(con.execute("SELECT * FROM v").fetchall()) == expected()
+    written(con, 2)
+    with dataframe_calls() as called:
+        rows = sorted(con.execute("SELECT * FROM v").fetchall())
+    assert rows == expected()
+    assert called == []
+    con.close()

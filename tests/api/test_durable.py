@@ -22,6 +22,7 @@ import matview
 from matview import durability
 from matview.errors import DataError, OperationalError, ProgrammingError
 from tests.support.dataframe_calls import dataframe_calls
+from tests.support.region_totals import created, totals
 
 SPILLED = {"driver_batch_rows": 1, "fetched_batch_rows": 0, "table_copy_rows": 0,
            "view_copy_rows": 0, "keyed_read_rows": 0, "driver_merge_rows": 0,
@@ -352,30 +353,16 @@ def test_the_first_refresh_after_reopening_runs_plans_built_by_then(
             orders[2_000 + step] = (moved, step)
             con.insert("orders", [(2_000 + step, moved, step)])
 
-    def expected() -> list[tuple[str, int, int]]:
-        totals: dict[str, list[int]] = {}
-        for cust, amount in orders.values():
-            total = totals.setdefault(customers[cust], [0, 0])
-            total[0] += 1
-            total[1] += amount
-        return sorted((name, n, amount) for name, (n, amount) in totals.items())
-
     con = matview.connect(path=path, clock=0, spark=spark, settings=settings)
-    con.execute("CREATE TABLE customers (id INT, region TEXT)")
-    con.execute("CREATE TABLE orders (id INT, cust INT, amount BIGINT)")
-    con.insert("customers", list(customers.items()))
-    con.insert("orders", [(i, *row) for i, row in orders.items()])
-    con.execute("CREATE MATERIALIZED VIEW v AS SELECT c.region, count(*) AS n, "
-                "sum(o.amount) AS total FROM orders o JOIN customers c ON o.cust = c.id "
-                "GROUP BY c.region")
+    created(con, customers, orders)
     written(con, 1)
-    assert sorted(con.execute("SELECT * FROM v").fetchall()) == expected()
+    assert sorted(con.execute("SELECT * FROM v").fetchall()) == totals(customers, orders)
     con.close()
     con = matview.connect(path=path, clock=0, spark=spark, settings=settings)
-    assert sorted(con.execute("SELECT * FROM v").fetchall()) == expected()
+    assert sorted(con.execute("SELECT * FROM v").fetchall()) == totals(customers, orders)
     written(con, 2)
     with dataframe_calls() as called:
         rows = sorted(con.execute("SELECT * FROM v").fetchall())
-    assert rows == expected()
+    assert rows == totals(customers, orders)
     assert called == []
     con.close()

@@ -35,6 +35,7 @@ from tests.support.oracle.harness import KEYED_HISTORIES, check_views, oracle_se
 from tests.support.oracle.linear import check_linear_views
 from tests.support.oracle.queries import QUERIES
 from tests.support.recursive_graphs import check_fixed_points_over_min
+from tests.support.region_totals import created, totals
 from tests.support.topk_views import check_views_after_changes
 from tests.support.tpch_engines import (  # noqa: F401 (engines: the fixture, shared)
     Engines,
@@ -144,13 +145,7 @@ def test_views_keep_refreshing_after_an_executor_dies(
     customers = {i: f"r{i % 5}" for i in range(500)}
     orders = {i: (i % 500, i % 89) for i in range(5_000)}
     con = matview.connect(clock=0, spark=spark)
-    con.execute("CREATE TABLE customers (id INT, region TEXT)")
-    con.execute("CREATE TABLE orders (id INT, cust INT, amount BIGINT)")
-    con.insert("customers", list(customers.items()))
-    con.insert("orders", [(i, *row) for i, row in orders.items()])
-    con.execute("CREATE MATERIALIZED VIEW v AS SELECT c.region, count(*) AS n, "
-                "sum(o.amount) AS total FROM orders o JOIN customers c ON o.cust = c.id "
-                "GROUP BY c.region")
+    created(con, customers, orders)
     for step in range(3):
         os.kill(int(min(_executor_pids(spark))), signal.SIGKILL)
         gone = range(step * 300, step * 300 + 300)
@@ -163,13 +158,7 @@ def test_views_keep_refreshing_after_an_executor_dies(
             con.insert("customers", [(moved, "moved")])
         orders.update(new)
         customers[moved] = "moved"
-        totals: dict[str, list[int]] = {}
-        for cust, amount in orders.values():
-            row = totals.setdefault(customers[cust], [0, 0])
-            row[0] += 1
-            row[1] += amount
-        assert sorted(con.execute("SELECT * FROM v").fetchall()) == sorted(
-            (region, n, total) for region, (n, total) in totals.items())
+        assert sorted(con.execute("SELECT * FROM v").fetchall()) == totals(customers, orders)
     # the cluster whole again for the tests after this one: its worker relaunches the
     # killed executor, whose JVM takes some seconds to start and register
     workers = int(spark_master.split("[")[1].split(",")[0])

@@ -258,7 +258,7 @@ class Durability:
                           stored["rounds"]) for stored in state])
         flow.frontier = saved["frontier"]
         flow.changed = frozenset(saved.get("changed", ()))
-        flow.rehearse(flow.changed)
+        flow.rehearse()
         return flow, trace
 
 

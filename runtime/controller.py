@@ -96,18 +96,22 @@ class Controller:
         self.limits = limits
         self.setting = refresh
 
-    def dataflow(self, plan: physical.Operator, as_of: int,
-                 policy: RefreshPolicy | None = None,
+    def dataflow(self, plan: physical.Operator, as_of: int, after: Dataflow | None = None,
                  trace_of: Callable[[str], Trace] | None = None, measure: bool = True
                  ) -> Dataflow:
         """A dataflow of physical ``plan`` whose first step starts from the snapshot at
-        ``as_of`` (``policy``: a view's, which outlives the dataflows it recomputes with;
-        ``trace_of``: where it finds stored collections, the catalog's by default;
-        ``measure``: whether its operators count their rows, ``Dataflow``)."""
-        return Dataflow(plan, self.spark, trace_of or self.trace_of, as_of=as_of,
+        ``as_of`` (``after``: the dataflow of the view it takes over from, whose refresh
+        policy outlives the dataflows the view recomputes with, and whose last step's
+        changed sources it rehearses: ``Dataflow.changed``; ``trace_of``: where it finds
+        stored collections, the catalog's by default; ``measure``: whether its operators
+        count their rows, ``Dataflow``)."""
+        flow = Dataflow(plan, self.spark, trace_of or self.trace_of, as_of=as_of,
                         limit=self.limits.table_function_rows, measure=measure,
                         max_join_rows=self.limits.join_rows,
-                        policy=policy or RefreshPolicy(self.setting))
+                        policy=RefreshPolicy(self.setting) if after is None else after.policy)
+        if after is not None:
+            flow.changed = after.changed
+        return flow
 
     def run_once(self, plan: physical.Operator, now: int,
                  trace_of: Callable[[str], Trace] | None = None) -> DataFrame | None:
@@ -163,13 +167,13 @@ class Controller:
         are diffed with the view's (nothing changes when they are equal), and rehearsed
         (``Dataflow.rehearse``) changing the sources ``flow``'s last step changed."""
         job = OneJob()
-        fresh = self.dataflow(plan, now, flow.policy)
+        fresh = self.dataflow(plan, now, after=flow)
         step = fresh.prepare(now, job).less(trace, flow.frontier, now)
         step.want()
         job.run()
         fresh = self._end(_Stepping(fresh, trace, step, Choice("recompute", "replanned"), 0, 0,
                                     flow.frontier, now, 0.0))
-        fresh.rehearse(flow.changed)
+        fresh.rehearse()
         return fresh
 
     def _begin(self, flow: Dataflow, trace: Trace, now: int, subscribed: bool,
@@ -183,7 +187,7 @@ class Controller:
         choice = flow.policy.choose(changed, held, flow.first, subscribed and at is None)
         lower = flow.frontier
         if choice.strategy == "recompute" and not flow.first:
-            flow = self.dataflow(flow.plan, now, flow.policy)
+            flow = self.dataflow(flow.plan, now, after=flow)
             step = flow.prepare(now, job).less(trace, lower, now if at is None else at)
         else:  # none reading the times between: all at ``now``
             step = flow.prepare(now, job, collapse=not subscribed)

@@ -79,7 +79,8 @@ class Dataflow:
         """Whether a rehearsal or an incremental step has built its plans
         (``refresh.Measured.warming``)."""
         self.changed: frozenset[str] = frozenset()
-        """The sources whose changes the last step (not the first) read: what a rehearsal
+        """The sources whose changes the last step (not the first) read, or its
+        predecessor's last step (``Controller.dataflow``'s ``after``): what a rehearsal
         changes when the dataflow is resumed or replanned (``rehearse``)."""
         self.reads = physical.reads(plan)
         self.root = build(plan, spark, trace_of, limit, max_join_rows)
@@ -201,18 +202,18 @@ class Dataflow:
             op.abandon()
             op.meter.abandon()
 
-    def rehearse(self, changing: frozenset[str] = frozenset()) -> None:
-        """Build the slots and Spark plans of a small step ahead of it: a step to
-        ``frontier + 1`` whose large inputs (``LARGE_INPUT``), or the sources ``changing``
-        names (a resumed dataflow's last step's: ``changed``), read ``rehearsal_rows``
+    def rehearse(self) -> None:
+        """Build the slots and Spark plans of a small step ahead of it: a step to ``frontier + 1``
+        whose sources the last step changed (``changed``: of a dataflow resumed, or taking
+        over a view), else its large inputs (``LARGE_INPUT``), read ``rehearsal_rows``
         random rows of theirs as its change, the others none (``StepContext.rehearsal``),
-        computed by its one job, then abandoned, as a failed step is: nothing it computed
-        is kept. A view's first small step builds its plans (0.8 s of W1's, 20 times a
-        later one's); a later small step changing the same inputs, whose batches fit the
-        same slots (few sizes: ``templates.slot_for``), reuses them, so such a view's
-        first step costs what its tenth does. Not for a loop (its rounds depend on the
-        data), in a Spark Connect session (no kept plans), nor for a view whose inputs are
-        small (``rehearsal_min_rows``): a rehearsal costs about what building the plans does
+        computed by its one job, then abandoned, as a failed step is: nothing it computed is
+        kept. A view's first small step builds its plans (0.8 s of W1's, 20 times a later
+        one's); a later small step changing the same inputs, whose batches fit the same
+        slots (few sizes: ``templates.slot_for``), reuses them, so such a view's first step
+        costs what its tenth does. Not for a loop (its rounds depend on the data), in a
+        Spark Connect session (no kept plans), nor for a view whose inputs are small
+        (``rehearsal_min_rows``): a rehearsal costs about what building the plans does
         (0.5-0.8 s for a join under a GROUP BY over 3,000 rows, whose CREATE takes 0.7 s
         without it: ``bench small``), which a view over small inputs, often stepped in
         shapes the rehearsal does not foresee, would pay at CREATE for little."""
@@ -223,7 +224,7 @@ class Dataflow:
         largest = max(held.values(), default=0)
         if largest < settings.rehearsal_min_rows:
             return
-        large = (changing & held.keys()) or frozenset(
+        large = (self.changed & held.keys()) or frozenset(
             name for name, rows in held.items() if rows and rows * LARGE_INPUT >= largest)
         job = OneJob()
         ctx = StepContext(self.spark, self.frontier, self.frontier + 1, self.as_of, True,

@@ -13,6 +13,8 @@
    the first read's rows (target: at most 10% of ``rebuild``), and the batches after it,
    the first apart (target: what any other batch costs).
    ``--profile`` prints a cProfile of the first batch's read after the restart.
+   ``--uri``: the durable database opened at its directory's ``file://`` URI, reached
+   through Hadoop's ``FileSystem`` as an ``hdfs://`` one is (``hadoop_paths``).
 3. ``rebuild``: then, in that reopened database, the view created again from the tables (a
    database without durable views pays this at every start) and read.
 
@@ -69,20 +71,23 @@ def _loaded(spark: SparkSession, workload: Workload, path: str | None) -> Matvie
 
 
 def measure(spark: SparkSession, workload: Workload,
-            profile: cProfile.Profile | None = None) -> dict[str, Any]:
+            profile: cProfile.Profile | None = None, uri: bool = False) -> dict[str, Any]:
     """The figures of the module's docstring; ``workload.catchup`` are the batches after
-    the restart (``profile`` profiles the first one's read)."""
+    the restart (``profile`` profiles the first one's read; ``uri``: the database at its
+    ``file://`` URI)."""
     figures: dict[str, Any] = {}
     memory = _loaded(spark, workload, None)
     figures["memory"] = _batches(memory, workload.batches, 1)
     answer = memory.read()["w1"].sort_by("region")
     memory.con.close()
-    with tempfile.TemporaryDirectory(prefix="matview-durable-") as path:
+    with tempfile.TemporaryDirectory(prefix="matview-durable-") as directory:
+        path = Path(directory).as_uri() if uri else directory
         durable = _loaded(spark, workload, path)
         figures["durable"] = _batches(durable, workload.batches, 1)
         assert durable.read()["w1"].sort_by("region").equals(answer)
         durable.con.close()
-        figures["bytes"] = sum(f.stat().st_size for f in Path(path).rglob("*") if f.is_file())
+        figures["bytes"] = sum(f.stat().st_size for f in Path(directory).rglob("*")
+                               if f.is_file())
         started = time.perf_counter()
         reopened = Matview(spark, workload, path=path)
         first = reopened.read()["w1"]
@@ -132,14 +137,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--profile", action="store_true",
                         help="print a cProfile of the first read after the restart")
+    parser.add_argument("--uri", action="store_true",
+                        help="open the database at its directory's file:// URI")
     args = parser.parse_args(argv)
     workload = w1.make(orders=args.orders, batches=args.batches, catchup=2,
                        seed=args.seed)
     spark = start_session()
     print(f"running durable W1 {workload.params}", file=sys.stderr, flush=True)
     profile = cProfile.Profile() if args.profile else None
-    figures = measure(spark, workload, profile)
-    saved(f"durable-orders{args.orders}", args, figures, report(figures))
+    figures = measure(spark, workload, profile, args.uri)
+    saved(f"durable-orders{args.orders}{'-uri' if args.uri else ''}", args, figures,
+          report(figures))
     if profile is not None:
         pstats.Stats(profile).sort_stats("cumulative").print_stats(40)
     return 0

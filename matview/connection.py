@@ -14,6 +14,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from matview import files as files_module
 from matview.clock import TimestampOracle
+from matview.connect_args import check_reusable, checked, is_int
 from matview.cursor import Cursor, sql_text
 from matview.durability import Durability
 from matview.engine import Engine
@@ -30,9 +31,8 @@ from matview.rows import update_rows
 from matview.runtime.arrangements.batch_files import place
 from matview.runtime.controller import Limits
 from matview.runtime.durable.errors import StateError
-from matview.runtime.durable.store import Store
+from matview.runtime.durable.store import Store, is_uri
 from matview.runtime.operators.join import DEFAULT_JOIN_ROWS
-from matview.runtime.refresh import STRATEGIES
 from matview.runtime.settings import DEFAULTS, RuntimeSettings, using
 from matview.runtime.spark.session import isolated, spark_lost, start_session
 from matview.subscription import Subscription
@@ -52,33 +52,17 @@ class Connection:
                  files: Sequence[str | PathLike[str]] = (), progress: bool = True,
                  settings: RuntimeSettings = DEFAULTS,
                  state_dir: str | PathLike[str] | None = None) -> None:
-        if path is not None and state_dir is not None:
-            raise ProgrammingError("connect(path=...) keeps its state in path: state_dir= "
-                                   "cannot apply to it")
-        if spark is not None and (master is not None or config):
-            raise ProgrammingError("connect(spark=...) runs on that session: master= and "
-                                   "config= cannot apply to it")
-        for name, value in (("max_table_function_rows", max_table_function_rows),
-                            ("max_join_rows", max_join_rows)):
-            if not _is_int(value) or value < 1:
-                raise ProgrammingError(f"{name} must be a positive integer")
-        if refresh not in STRATEGIES:
-            raise ProgrammingError(f"refresh must be one of {', '.join(STRATEGIES)}, not "
-                                   f"{refresh!r}")
-        if clock is not None and not _is_int(clock):
-            raise ProgrammingError("clock must be an integer (milliseconds) or None")
+        checked(path, spark, master, config, state_dir, refresh, clock,
+                max_table_function_rows=max_table_function_rows, max_join_rows=max_join_rows)
         self._files = files_module.directories(files)
         self._progress = bool(progress)
         if spark is None:
             with translated():
-                _check_reusable(master, config or {})
+                check_reusable(master, config or {})
         self.path = path
         self._store: Store | None = None
-        if path is not None:
-            try:
-                self._store = Store(path)
-            except StateError as error:
-                raise OperationalError(str(error)) from None
+        if path is not None and not is_uri(path):
+            self._store = _opened(path, None)
         self._limits = Limits(max_table_function_rows, max_join_rows)
         self._refresh = refresh
         self._settings = settings
@@ -96,6 +80,8 @@ class Connection:
         self._turns = Turns(
             lambda: None if self._engine is None else self._engine.transactions.owner,
             self._abandon)
+        if path is not None and is_uri(path):
+            self._engine_for_use()  # a database at a URI is reached through Spark's JVM
 
     @property
     def closed(self) -> bool:
@@ -123,10 +109,13 @@ class Connection:
             if self._engine is None:
                 with translated():
                     if self._spark is None:
-                        _check_reusable(self._master, self._config)
+                        check_reusable(self._master, self._config)
                         spark = start_session(self._master, self._config)
                     else:
                         spark = isolated(self._spark)
+                if self.path is not None and self._store is None:
+                    self._store = _opened(self.path, spark)
+                    self._state_dir = str(self._store.state)
                 place(spark, self._state_dir)
                 engine = Engine(spark, self._oracle, self._limits, self._refresh,
                                 self._files, self._progress)
@@ -213,7 +202,7 @@ class Connection:
 
     def advance_time(self, to: int) -> None:
         """Move the manual clock forward to ``to`` (never backwards)."""
-        if not _is_int(to):
+        if not is_int(to):
             raise ProgrammingError(f"advance_time() takes an integer time (milliseconds), not "
                                    f"{type(to).__name__}")
         with self._turn():
@@ -369,30 +358,9 @@ class Connection:
                 self._using, beside=True), as_of)
 
 
-def _is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _check_reusable(master: str | None, config: Mapping[str, object]) -> None:
-    """Spark runs one classic session per process: when one runs already, it is the one a
-    new connection gets, so ``master`` or ``config`` settings that it cannot take (another
-    master, a static setting with another value) are refused instead of being ignored."""
-    from pyspark import SparkContext
-
-    context = SparkContext._active_spark_context
-    if context is None or (master is not None and master.startswith("sc://")):
-        return
-    if master is not None and master != context.master:
-        raise ProgrammingError(
-            f"a Spark session on master {context.master} already runs in this process, so "
-            f"master={master!r} cannot apply (Spark runs one per process); leave master out "
-            "to share it, or pass spark=")
-    session = SparkSession._instantiatedSession
-    settings = context.getConf()
-    for key, value in config.items():
-        modifiable = session is not None and session.conf.isModifiable(key)
-        if not modifiable and settings.get(key) != str(value):
-            raise ProgrammingError(
-                f"config {key}={value!r} cannot apply to the Spark session already running "
-                "in this process (it is set when Spark starts); leave it out to share that "
-                "session")
+def _opened(path: str | PathLike[str], spark: SparkSession | None) -> Store:
+    """The durable database at ``path`` (``Store``), opened for this connection."""
+    try:
+        return Store(path, spark)
+    except StateError as error:
+        raise OperationalError(str(error)) from None

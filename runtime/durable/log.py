@@ -29,6 +29,7 @@ from typing import BinaryIO
 import pyarrow as pa
 import pyarrow.ipc as ipc
 from matview.runtime.durable.errors import StateError
+from matview.runtime.durable.hadoop_paths import HadoopAppender, HadoopPath
 
 MAGIC = b"MVL1"
 _HEAD = struct.Struct("<4sQI")
@@ -41,9 +42,10 @@ LOG_BYTES = 64 << 20
 class Log:
     """The commit log at ``path`` (made if new), open for appending."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path | HadoopPath) -> None:
         self.path = path
-        self._file: BinaryIO = open(path, "ab")  # kept open while the store is
+        self._file: BinaryIO | HadoopAppender = path.appended() \
+            if isinstance(path, HadoopPath) else open(path, "ab")  # open while the store is
 
     @property
     def size(self) -> int:
@@ -91,14 +93,21 @@ class Log:
         """Forget every frame (a manifest holds their transactions now)."""
         self._file.truncate(0)
         self._file.seek(0)
-        os.fsync(self._file.fileno())
+        _synced(self._file)
 
     def close(self) -> None:
         self._file.close()
 
 
-def append_synced(file: BinaryIO, data: bytes) -> None:
+def append_synced(file: BinaryIO | HadoopAppender, data: bytes) -> None:
     """Append ``data`` to the open ``file``, on disk when this returns."""
     file.write(data)
     file.flush()
-    os.fsync(file.fileno())
+    _synced(file)
+
+
+def _synced(file: BinaryIO | HadoopAppender) -> None:
+    if isinstance(file, HadoopAppender):
+        file.hsync()
+    else:
+        os.fsync(file.fileno())

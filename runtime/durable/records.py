@@ -40,7 +40,9 @@ from matview.runtime.arrangements.spine import Batch
 from matview.runtime.arrangements.trace import Trace
 from matview.runtime.arrangements.updates import Leaf, normalized
 from matview.runtime.durable.errors import StateError
-from matview.runtime.durable.store import Store, sync_directory, write_synced
+from matview.runtime.durable.hadoop_paths import HadoopPath
+from matview.runtime.durable.store import Location, Store, sync_directory, write_synced
+from matview.runtime.spark.jvm_plans import to_arrow
 from pyspark.sql import SparkSession
 from pyspark.sql import types as T
 from pyspark.sql.pandas.types import to_arrow_schema
@@ -147,14 +149,14 @@ class Records:
 
     def _files(self, files: BatchFiles, copy: bool) -> Record:
         """A batch held in files: its copies' files synced (once) and sized."""
-        directory = Path(files.directory)
+        directory = self.store.at(files.directory)
         if directory.parent != self.store.state:
             raise Unsaved(f"a batch held outside the database directory ({directory})")
         sizes = {}
         for key in files.copies:
             path = copy_path(files.directory, key)
             if path not in self._synced:
-                self._synced[path] = _synced_sizes(Path(path))
+                self._synced[path] = _synced_sizes(self.store.at(path))
             sizes["" if key is None else key] = self._synced[path]
         return {"kind": "files", "dir": directory.name, "rows": files.rows,
                 "schema": files.schema.json(), "distinct": files.distinct,
@@ -162,21 +164,30 @@ class Records:
                 "sizes": sizes}
 
 
-def _synced_sizes(directory: Path) -> dict[str, int]:
-    """The data files of a copy's directory, each synced to disk, by size."""
+def _synced_sizes(directory: Location) -> dict[str, int]:
+    """The data files of a copy's directory, each synced to disk, by size (at a URI, Spark
+    closed them: on HDFS, on every replica)."""
     if not directory.is_dir():
         raise StateError(f"batch files {directory} are missing")
     sizes = {}
-    for entry in sorted(directory.iterdir()):
-        if entry.is_file() and not entry.name.startswith((".", "_")):
+    for entry in _data_files(directory):
+        if isinstance(entry, Path):
             descriptor = os.open(entry, os.O_RDONLY)
             try:
                 os.fsync(descriptor)
             finally:
                 os.close(descriptor)
-            sizes[entry.name] = entry.stat().st_size
+        sizes[entry.name] = entry.stat().st_size
     sync_directory(directory)
     return sizes
+
+
+def _data_files(directory: Location) -> list[Location]:
+    """The data files of a copy's directory (not Spark's markers nor hidden files), in
+    order of name."""
+    return sorted((entry for entry in directory.iterdir()
+                   if entry.is_file() and not entry.name.startswith((".", "_"))),
+                  key=lambda entry: entry.name)
 
 
 def restore(trace: Trace, record: Record, store: Store, spark: SparkSession) -> None:
@@ -206,7 +217,7 @@ def _leaf(record: Record, store: Store, spark: SparkSession) -> Leaf:
         return Leaf(None, record["rows"], driver_table(record, store), spark)
     directory = str(store.state / record["dir"])
     for key, sizes in record["sizes"].items():
-        copy = Path(copy_path(directory, key or None))
+        copy = store.at(copy_path(directory, key or None))
         for name, size in sizes.items():
             _sized(copy / name, size)
     schema = T.StructType.fromJson(json.loads(record["schema"]))
@@ -220,21 +231,22 @@ def _leaf(record: Record, store: Store, spark: SparkSession) -> Leaf:
                                "greatest": greatest})
     kept = None
     if record["copy"]:
-        first = copy_path(directory, next(iter(copies)))
+        first = next(iter(copies))
         arrow = to_arrow_schema(schema, error_on_duplicated_field_names_in_struct=True,
                                 timezone="UTC")
-        kept = normalized(pq.read_table(first).select(arrow.names).cast(arrow))
-        kept = kept.combine_chunks()
+        read = to_arrow(copies[first]) if isinstance(store.root, HadoopPath) else \
+            pq.read_table(copy_path(directory, first))  # no Spark job on a local disk
+        kept = normalized(read.select(arrow.names).cast(arrow)).combine_chunks()
     return Leaf(files.frame, files.rows, files=files, copy=kept)
 
 
-def _checked(path: Path, size: int) -> bytes:
+def _checked(path: Location, size: int) -> bytes:
     """The bytes of file ``path``, which must hold ``size`` of them (``_sized``)."""
     _sized(path, size)
     return path.read_bytes()
 
 
-def _sized(path: Path, size: int) -> None:
+def _sized(path: Location, size: int) -> None:
     """Refuse file ``path`` unless it holds ``size`` bytes (StateError: missing, truncated
     or grown)."""
     if not path.is_file():

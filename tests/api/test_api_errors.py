@@ -157,8 +157,9 @@ def test_bad_input_raises_its_db_api_error_and_changes_nothing(shared: Connectio
 def test_connect_refuses_what_it_would_ignore(spark: SparkSession, tmp_path) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(matview.ProgrammingError, match="state_dir= cannot apply"):
         matview.connect(str(tmp_path), state_dir=str(tmp_path / "state"))
-    with pytest.raises(matview.OperationalError, match="a URI is not supported yet"):
-        matview.connect("hdfs://namenode/db")
+    with pytest.raises(matview.OperationalError, match='"nosuch://x/db" cannot be reached: '
+                                                       ".*No FileSystem for scheme"):
+        matview.connect("nosuch://x/db", spark=spark)
     with pytest.raises(matview.ProgrammingError, match="master"):
         matview.connect(spark=spark, master="local[1]")
     with pytest.raises(matview.ProgrammingError, match="max_table_function_rows"):

@@ -26,6 +26,7 @@ import re
 import signal
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 from pyspark import SparkContext
@@ -123,6 +124,44 @@ def test_recursive_views(spark: SparkSession, remote: bool) -> None:
     loop) on a random graph under edge changes, against DuckDB (through Spark Connect six
     changes: twelve took 53 s there, 24 s in the classic session)."""
     check_fixed_points_over_min(spark, 0, changes=6 if remote else 12)
+
+
+def test_a_durable_database_at_a_uri_resumes_on_the_cluster(
+        spark: SparkSession, remote: bool, runtime_settings: Callable[..., None],
+        tmp_path: Path) -> None:
+    """A durable database at a URI (``hadoop_paths``: a ``file://`` one here, reached as an
+    ``hdfs://`` one is), its tables' and view's batches held in the executors' files under
+    its ``state/``: reopened, the view resumes without recomputing and keeps equal to its
+    query over the rows written. Through Spark Connect it is refused (no JVM to reach the
+    file system from)."""
+    import matview
+
+    uri = (tmp_path / "db").as_uri()
+    if remote:
+        with pytest.raises(matview.OperationalError, match="needs a classic SparkSession"):
+            matview.connect(uri, spark=spark)
+        return
+    runtime_settings(driver_batch_rows=100, table_copy_rows=0, view_copy_rows=0,
+                     keyed_read_rows=100, file_rows=1_000)
+    customers = {i: f"r{i % 5}" for i in range(500)}
+    orders = {i: (i % 500, i % 89) for i in range(3_000)}
+    for reopened in range(2):
+        with matview.connect(uri, clock=0, spark=spark) as con:
+            if reopened:
+                assert con._engine is not None and con._engine.durability is not None
+                assert con._engine.durability.rebuilt == []
+            else:
+                created(con, customers, orders)
+            with con.transaction():
+                con.delete("orders", [(i, *orders.pop(i)) for i in range(reopened * 200,
+                                                                         reopened * 200 + 200)])
+                con.insert("customers", [(1_000 + reopened, "new")])
+                customers[1_000 + reopened] = "new"
+                con.insert("orders", [(9_000 + reopened, 1_000 + reopened, 5)])
+                orders[9_000 + reopened] = (1_000 + reopened, 5)
+            assert sorted(con.execute("SELECT * FROM v").fetchall()) == totals(customers,
+                                                                               orders)
+    assert any((tmp_path / "db" / "state").iterdir())
 
 
 def test_views_keep_refreshing_after_an_executor_dies(

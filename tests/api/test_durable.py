@@ -63,22 +63,16 @@ def test_a_reopened_database_resumes_every_view_without_recomputing(
     _resumes(spark, tmp_path / "db", {}, monkeypatch, reopenings=2)
 
 
-@pytest.mark.parametrize(("settings", "uri"), [(SPILLED, False), (COPIED, False), (SPILLED, True)],
-                         ids=["spilled", "copied", "spilled-uri"])
+@pytest.mark.parametrize("settings", [SPILLED, COPIED], ids=["spilled", "copied"])
 def test_batches_held_in_files_survive_reopening(
         spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-        settings: dict[str, int], uri: bool) -> None:
+        settings: dict[str, int]) -> None:
     """As above, reopened once, every batch held in files (``SPILLED``) or copied there
-    (``COPIED``); in a directory of the driver's, or at a ``file://`` URI, reached through
-    Hadoop's ``FileSystem`` as an ``hdfs://`` one is (``hadoop_paths``; copies read back
-    from a URI: ``test_durable_uris.py``)."""
-    path = tmp_path / "db"
-    _resumes(spark, path.as_uri() if uri else path, settings, monkeypatch, reopenings=1)
-    if uri:  # Spark's files of the batches are in the database's directory
-        assert any((path / "state").iterdir()) and not (path / "LOCK").exists()
+    (``COPIED``)."""
+    _resumes(spark, tmp_path / "db", settings, monkeypatch, reopenings=1)
 
 
-def _resumes(spark: SparkSession, path: Path | str, settings: dict[str, int],
+def _resumes(spark: SparkSession, path: Path, settings: dict[str, int],
              monkeypatch: pytest.MonkeyPatch, reopenings: int) -> None:
     rng, clock = random.Random(7), 1_000
     oracle = duckdb.connect()

@@ -26,6 +26,7 @@ error names the file and its holder.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import socket
@@ -37,6 +38,7 @@ from typing import Any
 
 from matview.runtime.arrangements.batch_files import UNCHECKED
 from matview.runtime.durable.errors import StateError
+from matview.runtime.spark.jvm_objects import java_class
 from pyspark.sql import SparkSession
 from pyspark.sql.utils import is_remote
 
@@ -50,20 +52,29 @@ class _Stat:
 
 
 class HadoopPath:
-    """The file or directory at ``uri`` of ``fs`` (a JVM ``FileSystem``)."""
+    """The file or directory at ``uri`` of ``fs`` (a JVM ``FileSystem``; by default the one
+    the session's Hadoop configuration gives ``uri``). Its JVM ``Path`` is made when first
+    used: a save names many files and calls the file system for few of them."""
 
-    def __init__(self, spark: SparkSession, uri: str, fs: Any = None) -> None:
+    def __init__(self, spark: SparkSession, uri: str, fs: Any = None,
+                 listed: tuple[bool, int] | None = None) -> None:
         self.spark = spark
         self.uri = uri.rstrip("/")
-        self._jvm: Any = spark._jvm  # type: ignore[attr-defined]
-        self._path = self._jvm.org.apache.hadoop.fs.Path(self.uri)
+        self.listed = listed
+        """Whether it is a file, and its length, as the listing that found it said
+        (``iterdir``): no more calls for them."""
         if fs is None:
-            conf = self._jvm.org.apache.hadoop.conf.Configuration(
+            jvm: Any = spark._jvm  # type: ignore[attr-defined]
+            conf = jvm.org.apache.hadoop.conf.Configuration(
                 spark._jsc.hadoopConfiguration())  # type: ignore[attr-defined]
             for key, value in UNCHECKED.items():  # as Spark's files are: no checksum files
                 conf.set(key, value)
-            fs = self._path.getFileSystem(conf)
+            fs = jvm.org.apache.hadoop.fs.Path(self.uri).getFileSystem(conf)
         self.fs = fs
+
+    @functools.cached_property
+    def _path(self) -> Any:
+        return java_class(self.spark, "org.apache.hadoop.fs.Path")(self.uri)
 
     def __truediv__(self, name: str) -> HadoopPath:
         return HadoopPath(self.spark, f"{self.uri}/{name}", self.fs)
@@ -95,9 +106,13 @@ class HadoopPath:
         return bool(self.fs.exists(self._path))
 
     def is_dir(self) -> bool:
+        if self.listed is not None:
+            return not self.listed[0]
         return self.exists() and bool(self.fs.getFileStatus(self._path).isDirectory())
 
     def is_file(self) -> bool:
+        if self.listed is not None:
+            return self.listed[0]
         return self.exists() and bool(self.fs.getFileStatus(self._path).isFile())
 
     def mkdir(self, parents: bool = True, exist_ok: bool = True) -> None:
@@ -105,15 +120,19 @@ class HadoopPath:
 
     def iterdir(self) -> Iterator[HadoopPath]:
         for status in self.fs.listStatus(self._path):
-            yield self / status.getPath().getName()
+            yield HadoopPath(self.spark, f"{self.uri}/{status.getPath().getName()}", self.fs,
+                             (bool(status.isFile()), int(status.getLen())))
 
     def stat(self) -> _Stat:
+        if self.listed is not None:
+            return _Stat(self.listed[1])
         return _Stat(int(self.fs.getFileStatus(self._path).getLen()))
 
     def read_bytes(self) -> bytes:
         stream = self.fs.open(self._path)
         try:
-            return bytes(self._jvm.org.apache.commons.io.IOUtils.toByteArray(stream))
+            utils = java_class(self.spark, "org.apache.commons.io.IOUtils")
+            return bytes(utils.toByteArray(stream))
         finally:
             stream.close()
 

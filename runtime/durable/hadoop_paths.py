@@ -188,11 +188,12 @@ class HadoopAppender:
             try:
                 self._stream = path.fs.append(path._path)
                 return
-            except Exception:  # HDFS: a writer that died still holds the file's lease
-                recover = getattr(path.fs, "recoverLease", None)
-                if recover is None:
-                    raise
-                recover(path._path)
+            except Exception as error:
+                if path.fs.getClass().getSimpleName() != "DistributedFileSystem":
+                    raise StateError(f"{path} cannot be appended to ({_reason(error)}): a "
+                                     "durable database needs a file system that appends "
+                                     "(HDFS, a local one)") from None
+                path.fs.recoverLease(path._path)  # a writer that died holds its lease
                 time.sleep(1)
         raise StateError(f"{path} is still held by a writer that is gone; retry later")
 
@@ -299,7 +300,12 @@ def hadoop_root(spark: SparkSession | None, uri: str) -> HadoopPath:
         root = HadoopPath(spark, uri)
         root.exists()
     except Exception as error:  # the JVM's: no file system for the scheme, no such host
-        lines = str(error).strip().splitlines()  # py4j's first line names its call
-        reason = lines[1].lstrip(": ") if len(lines) > 1 else str(error)
-        raise StateError(f'database path "{uri}" cannot be reached: {reason}') from None
+        raise StateError(f'database path "{uri}" cannot be reached: {_reason(error)}'
+                         ) from None
     return root
+
+
+def _reason(error: Exception) -> str:
+    """What a JVM exception says (py4j's first line names the call that raised it)."""
+    lines = str(error).strip().splitlines()
+    return lines[1].lstrip(": ") if len(lines) > 1 else str(error)

@@ -185,7 +185,7 @@ class Durability:
         for item in body["catalog"]:
             if item["kind"] == "table":
                 engine.run(bind_statement(one_statement(item["sql"]), engine.catalog))
-                restore(engine.trace_of(item["name"]), item["trace"], self.store,
+                restore(engine.trace_of(item["name"]), item["trace"], self.records,
                         engine.spark)
         self._replay_log(clock["last_write"])
         later: list[dict[str, Any]] = []
@@ -248,13 +248,13 @@ class Durability:
         flow, trace = engine.controller.begun(plan, arity, saved["as_of"])
         owned = flow.arrangements()
         assert set(owned) == set(saved["state"]), "the plan saved has other arrangements"
-        restore(trace, saved["output"], self.store, engine.spark)
+        restore(trace, saved["output"], self.records, engine.spark)
         for name, record in saved["state"].items():
-            restore(owned[name], record, self.store, engine.spark)
+            restore(owned[name], record, self.records, engine.spark)
         loops = flow.loops()
         assert len(loops) == len(saved["loops"]), "the plan saved has other loops"
         for loop, state in zip(loops, saved["loops"]):
-            loop.resume([([driver_table(t, self.store) for t in stored["batches"]],
+            loop.resume([([driver_table(t, self.records) for t in stored["batches"]],
                           stored["rounds"]) for stored in state])
         flow.frontier = saved["frontier"]
         flow.changed = frozenset(saved.get("changed", ()))

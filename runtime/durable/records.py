@@ -111,6 +111,12 @@ class Records:
         self.directories.add(record["dir"])
         return record
 
+    def adopt(self, table: pa.Table, record: Record) -> None:
+        """``table``, read back from the file of ``record``: saved already, so that a save
+        names that file rather than writing the batch again."""
+        self._tables[id(table)] = (weakref.ref(table), record)
+        self._written.add(record["file"])
+
     def table(self, table: pa.Table) -> Record:
         """A batch held in the driver (written when first saved, ``_arrow``)."""
         kept = self._tables.get(id(table))
@@ -190,36 +196,39 @@ def _data_files(directory: Location) -> list[Location]:
                   key=lambda entry: entry.name)
 
 
-def restore(trace: Trace, record: Record, store: Store, spark: SparkSession) -> None:
+def restore(trace: Trace, record: Record, records: Records, spark: SparkSession) -> None:
     """Put the batches of ``record`` (saved from a trace of the same collection) into
-    ``trace``, a new one; every file checked before it is read."""
+    ``trace``, a new one; every file checked before it is read (those of ``records``'
+    store), each batch held in the driver kept as saved (``Records.adopt``)."""
     trace.keys = list(record["keys"])
     trace.since = record["since"]
-    trace.batches = [Batch(_leaf(b["leaf"], store, spark), b["lower"], b["upper"])
+    trace.batches = [Batch(_leaf(b["leaf"], records, spark), b["lower"], b["upper"])
                      for b in record["batches"]]
     if record["errors"] is not None:
         if trace.errors is None:
             trace.errors = Trace(spark, 1)
-        restore(trace.errors, record["errors"], store, spark)
+        restore(trace.errors, record["errors"], records, spark)
 
 
-def driver_table(record: Record, store: Store) -> pa.Table:
-    """The batch held in the driver of ``record`` (``Records.table``), its file checked."""
-    path = store.batches / record["file"]
+def driver_table(record: Record, records: Records) -> pa.Table:
+    """The batch held in the driver of ``record`` (``Records.table``), its file checked,
+    kept as saved (``Records.adopt``: a reopening writes it no second time)."""
+    path = records.store.batches / record["file"]
     data = _checked(path, record["bytes"])
     if zlib.crc32(data) != record["crc"]:
         raise StateError(f"batch file {path} is corrupted (its CRC-32 does not match)")
-    return ipc.open_file(pa.BufferReader(data)).read_all()
+    table = ipc.open_file(pa.BufferReader(data)).read_all()
+    records.adopt(table, record)
+    return table
 
 
-def _leaf(record: Record, store: Store, spark: SparkSession) -> Leaf:
+def _leaf(record: Record, records: Records, spark: SparkSession) -> Leaf:
+    store = records.store
     if record["kind"] == "arrow":
-        return Leaf(None, record["rows"], driver_table(record, store), spark)
+        return Leaf(None, record["rows"], driver_table(record, records), spark)
     directory = str(store.state / record["dir"])
     for key, sizes in record["sizes"].items():
-        copy = store.at(copy_path(directory, key or None))
-        for name, size in sizes.items():
-            _sized(copy / name, size)
+        _all_sized(store.at(copy_path(directory, key or None)), sizes)
     schema = T.StructType.fromJson(json.loads(record["schema"]))
     copies = {key or None: spark.read.schema(schema).options(**UNCHECKED).parquet(
         copy_path(directory, key or None)) for key in record["sizes"]}
@@ -240,6 +249,16 @@ def _leaf(record: Record, store: Store, spark: SparkSession) -> Leaf:
     return Leaf(files.frame, files.rows, files=files, copy=kept)
 
 
+def _all_sized(directory: Location, sizes: dict[str, int]) -> None:
+    """Refuse the copy in ``directory`` unless each of its files ``sizes`` names holds as
+    many bytes (``_sized``), read from one listing of the directory."""
+    if not directory.is_dir():
+        raise StateError(f"batch files {directory} are missing")
+    found = {entry.name: entry.stat().st_size for entry in _data_files(directory)}
+    for name, size in sizes.items():
+        _compared(directory / name, found.get(name), size)
+
+
 def _checked(path: Location, size: int) -> bytes:
     """The bytes of file ``path``, which must hold ``size`` of them (``_sized``)."""
     _sized(path, size)
@@ -249,9 +268,14 @@ def _checked(path: Location, size: int) -> bytes:
 def _sized(path: Location, size: int) -> None:
     """Refuse file ``path`` unless it holds ``size`` bytes (StateError: missing, truncated
     or grown)."""
-    if not path.is_file():
+    _compared(path, path.stat().st_size if path.is_file() else None, size)
+
+
+def _compared(path: Location, found: int | None, size: int) -> None:
+    """Refuse file ``path`` found holding ``found`` bytes (None: missing) unless that is
+    ``size``."""
+    if found is None:
         raise StateError(f"batch file {path} is missing")
-    found = path.stat().st_size
     if found != size:
         raise StateError(f"batch file {path} is truncated or damaged: {found} bytes, "
                          f"{size} expected")

@@ -162,6 +162,22 @@ def _rows(con: object, sql: str) -> Counter[tuple[object, ...]]:
     return Counter(con.execute(sql).fetchall())  # type: ignore[attr-defined]
 
 
+def test_a_reopening_writes_no_batch_again(spark: SparkSession, tmp_path: Path) -> None:
+    """A batch held in the driver is written once: a reopening reads it back and its saves
+    name the same file (``Records.adopt``), instead of writing every batch again."""
+    path = tmp_path / "db"
+    with matview.connect(path, spark=spark) as con:
+        con.execute("CREATE TABLE t (a INT)")
+        con.execute("INSERT INTO t VALUES (1), (2)")
+        con.execute("CREATE MATERIALIZED VIEW v AS SELECT count(*) AS n FROM t")
+        assert con.execute("SELECT * FROM v").fetchall() == [(2,)]
+    files = sorted(p.name for p in (path / "batches").iterdir())
+    assert files
+    with matview.connect(path, spark=spark) as con:
+        assert con.execute("SELECT * FROM v").fetchall() == [(2,)]
+    assert sorted(p.name for p in (path / "batches").iterdir()) == files
+
+
 def test_one_opener_at_a_time(spark: SparkSession, tmp_path: Path) -> None:
     path = tmp_path / "db"
     first = matview.connect(path, spark=spark)
@@ -237,15 +253,20 @@ def test_the_commit_log_s_cut_tail_is_dropped_and_its_corruption_reported(
         matview.connect(path, spark=spark).execute("SELECT 1")
 
 
+@pytest.mark.parametrize("damage", ["truncated", "removed"])
 def test_a_damaged_file_of_a_batch_held_in_spark_is_reported(
-        spark: SparkSession, tmp_path: Path) -> None:
+        spark: SparkSession, tmp_path: Path, damage: str) -> None:
     path = tmp_path / "db"
     with matview.connect(path, spark=spark, settings=SPILLED) as con:
         con.execute("CREATE TABLE t (a INT, b TEXT)")
         con.execute("INSERT INTO t VALUES (1, 'one'), (2, 'two'), (3, 'three')")
     (data,) = [f for f in (path / "state").rglob("*.parquet") if ".arrow" not in str(f)][:1]
-    data.write_bytes(data.read_bytes()[:-20])
-    with pytest.raises(OperationalError, match="truncated or damaged"):
+    if damage == "removed":
+        data.unlink()
+    else:
+        data.write_bytes(data.read_bytes()[:-20])
+    said = "missing" if damage == "removed" else "truncated or damaged"
+    with pytest.raises(OperationalError, match=f"batch file .*{data.name} is {said}"):
         matview.connect(path, spark=spark).execute("SELECT * FROM t")
 
 

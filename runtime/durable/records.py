@@ -251,7 +251,7 @@ def _leaf(record: Record, records: Records, spark: SparkSession) -> Leaf:
 
 def _all_sized(directory: Location, sizes: dict[str, int]) -> None:
     """Refuse the copy in ``directory`` unless each of its files ``sizes`` names holds as
-    many bytes (``_sized``), read from one listing of the directory."""
+    many bytes (``_compared``), read from one listing of the directory."""
     if not directory.is_dir():
         raise StateError(f"batch files {directory} are missing")
     found = {entry.name: entry.stat().st_size for entry in _data_files(directory)}
@@ -260,20 +260,14 @@ def _all_sized(directory: Location, sizes: dict[str, int]) -> None:
 
 
 def _checked(path: Location, size: int) -> bytes:
-    """The bytes of file ``path``, which must hold ``size`` of them (``_sized``)."""
-    _sized(path, size)
-    return path.read_bytes()
-
-
-def _sized(path: Location, size: int) -> None:
-    """Refuse file ``path`` unless it holds ``size`` bytes (StateError: missing, truncated
-    or grown)."""
+    """The bytes of file ``path``, which must hold ``size`` of them (``_compared``)."""
     _compared(path, path.stat().st_size if path.is_file() else None, size)
+    return path.read_bytes()
 
 
 def _compared(path: Location, found: int | None, size: int) -> None:
     """Refuse file ``path`` found holding ``found`` bytes (None: missing) unless that is
-    ``size``."""
+    ``size`` (StateError: missing, truncated or grown)."""
     if found is None:
         raise StateError(f"batch file {path} is missing")
     if found != size:

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import TypeVar
 
 from matview.ir.aggregate_call import Aggregate
+from matview.ir.computed_once import hashed_once, typed_once
 from matview.ir.joins import JoinPlan, input_at, offsets_of
 from matview.ir.recursion import DEFAULT_RECURSION_LIMIT
 from matview.ir.scalar import Scalar, type_of
@@ -35,28 +35,15 @@ class Field:
     type: SqlType
 
 
-R = TypeVar("R", bound=type)
-
-
-def hashed_once(cls: R) -> R:
-    """``cls`` (a frozen dataclass) with its hash by value computed once per node: nodes are
-    immutable trees, and a dataflow's operators key their plans and state by them, each
-    lookup otherwise hashing the whole tree below the node again."""
-    by_value = cls.__hash__
-
-    def __hash__(self: object) -> int:
-        cached = self.__dict__.get("_hash")
-        if cached is None:
-            cached = by_value(self)
-            object.__setattr__(self, "_hash", cached)
-        return cached  # type: ignore[no-any-return]
-
-    cls.__hash__ = __hash__  # type: ignore[assignment]
-    return cls
-
-
 class Relation:
-    """Base class of relational nodes."""
+    """Base class of relational nodes. A subclass's ``types`` is computed once per node
+    (``ir.computed_once``)."""
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        own = cls.__dict__.get("types")
+        if isinstance(own, property) and own.fget is not None:
+            cls.types = typed_once(own.fget)  # type: ignore[method-assign,assignment]
 
     @property
     def types(self) -> tuple[SqlType, ...]:

@@ -1,0 +1,47 @@
+"""Values of an IR node computed once per node and kept on it: nodes are immutable trees,
+so what is derived from a node's fields and its inputs' derived values never changes, while
+computing it anew on each ask walks the whole tree below the node."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from matview.ir.types import SqlType
+
+R = TypeVar("R", bound=type)
+
+
+def hashed_once(cls: R) -> R:
+    """``cls`` (a frozen dataclass) with its hash by value computed once per node: nodes are
+    immutable trees, and a dataflow's operators key their plans and state by them, each
+    lookup otherwise hashing the whole tree below the node again."""
+    by_value = cls.__hash__
+
+    def __hash__(self: object) -> int:
+        cached = self.__dict__.get("_hash")
+        if cached is None:
+            cached = by_value(self)
+            object.__setattr__(self, "_hash", cached)
+        return cached  # type: ignore[no-any-return]
+
+    cls.__hash__ = __hash__  # type: ignore[assignment]
+    return cls
+
+
+def typed_once(compute: Callable[[Any], tuple[SqlType, ...]]) -> property:
+    """A ``types`` property computing ``compute(node)`` once per node: a node's types are
+    its inputs' types carried through its own columns, so every uncached ask walked the
+    whole tree below it again, and a planner pass asking each node of a tree (a join's
+    ``offsets`` asks every input's arity) was quadratic: SQLAlchemy's reflection of a
+    table's columns (four correlated subqueries over the system catalogs) was planned in
+    5.5 s, most of it there."""
+
+    def types(self: Any) -> tuple[SqlType, ...]:
+        cached = self.__dict__.get("_types")
+        if cached is None:
+            cached = compute(self)
+            object.__setattr__(self, "_types", cached)
+        return cached
+
+    return property(types, doc=compute.__doc__)

@@ -19,11 +19,7 @@ def hashed_once(cls: R) -> R:
     by_value = cls.__hash__
 
     def __hash__(self: object) -> int:
-        cached = self.__dict__.get("_hash")
-        if cached is None:
-            cached = by_value(self)
-            object.__setattr__(self, "_hash", cached)
-        return cached  # type: ignore[no-any-return]
+        return kept(self, "_hash", by_value)  # type: ignore[no-any-return]
 
     cls.__hash__ = __hash__  # type: ignore[assignment]
     return cls
@@ -38,10 +34,16 @@ def typed_once(compute: Callable[[Any], tuple[SqlType, ...]]) -> property:
     2.4-3.4 s, and in 1.2-1.5 s with each node's types kept (bench/README.md)."""
 
     def types(self: Any) -> tuple[SqlType, ...]:
-        cached = self.__dict__.get("_types")
-        if cached is None:
-            cached = compute(self)
-            object.__setattr__(self, "_types", cached)
-        return cached
+        return kept(self, "_types", compute)  # type: ignore[no-any-return]
 
     return property(types, doc=compute.__doc__)
+
+
+def kept(node: Any, name: str, compute: Callable[[Any], object]) -> object:
+    """``compute(node)``, computed at the first ask and kept on the (frozen) node as
+    attribute ``name``."""
+    found = node.__dict__.get(name)
+    if found is None:
+        found = compute(node)
+        object.__setattr__(node, name, found)
+    return found

@@ -77,8 +77,8 @@ LOCAL_DRIVER_GC = "-XX:+UseParallelGC"
 parallel collector, not G1. The run is a throughput of short plans whose garbage dies young,
 and G1's barriers and concurrent threads took a share of the two cores: five feature and
 oracle modules took 180, 179 and 186 s with it against 210, 191 and 192 s with G1, the
-three largest 526 s against 568 s (bench/README.md). The
-cluster runs keep the JVM's default collector, as a user's session has it."""
+three largest 526 s against 568 s (bench/README.md). The cluster runs keep the JVM's
+default collector, as a user's session has it."""
 
 
 CLUSTER_CONFIG = {"spark.executor.extraJavaOptions": "-Xss32m -XX:TieredStopAtLevel=1"}

@@ -34,7 +34,7 @@ from matview.runtime.durable.errors import StateError
 from matview.runtime.durable.store import Store, is_uri
 from matview.runtime.operators.join import DEFAULT_JOIN_ROWS
 from matview.runtime.settings import DEFAULTS, RuntimeSettings, using
-from matview.runtime.spark.session import isolated, spark_lost, start_session
+from matview.runtime.spark.session import isolated, spark_lost, start_session, without_read_check
 from matview.subscription import Subscription
 from matview.transaction_sql import SqlBlock
 from matview.turns import Turns
@@ -113,6 +113,7 @@ class Connection:
                         spark = start_session(self._master, self._config)
                     else:
                         spark = isolated(self._spark)
+                    without_read_check(spark)
                 if self.path is not None and self._store is None:
                     self._store = _opened(self.path, spark)
                     self._state_dir = str(self._store.state)

@@ -4,6 +4,7 @@ import java.util.Properties;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
 import org.apache.spark.Partition;
+import org.apache.spark.SparkContext;
 import org.apache.spark.TaskContext$;
 import org.apache.spark.TaskContextImpl;
 import org.apache.spark.executor.TaskMetrics;
@@ -76,6 +77,15 @@ public class ArrowCollect {
   private static final Class[] SHUFFLING = {Exchange.class, CollectLimitExec.class,
       CollectTailExec.class, TakeOrderedAndProjectExec.class};
 
+  /**
+   * The call site every RDD and job of a collect records, in the local properties Spark reads
+   * it from before walking the calling thread's stack for it (a fifth of the time building a
+   * kept plan's RDD took: bench/README.md).
+   */
+  private static final String SITE = "matview collect";
+  private static final String SHORT_SITE = "callSite.short";
+  private static final String LONG_SITE = "callSite.long";
+
   private final ConcurrentHashMap running = new ConcurrentHashMap();
   private final AtomicLong made = new AtomicLong();
 
@@ -86,7 +96,13 @@ public class ArrowCollect {
    */
   public String start(Dataset df) {
     Dataset query = Dataset$.MODULE$.ofRows(df.sparkSession(), df.queryExecution().analyzed());
-    Object[] served = (Object[]) query.collectAsArrowToPython();
+    Object[] served;
+    Object[] active = activate(query);
+    try {
+      served = (Object[]) query.collectAsArrowToPython();
+    } finally {
+      restore(query, active);
+    }
     Long id = Long.valueOf(made.incrementAndGet());
     running.put(id, new Object[] {served[2], query});
     return served[0] + " " + served[1] + " " + id;
@@ -114,7 +130,7 @@ public class ArrowCollect {
     if (!made(analyzed, NONE, LocalRelation.class)) {
       return null;
     }
-    Object active = activate(df);
+    Object[] active = activate(df);
     try {
       SQLConf conf = df.sparkSession().sessionState().conf();
       boolean had = conf.contains(EXCLUDED);
@@ -153,28 +169,63 @@ public class ArrowCollect {
       return new Object[] {query, plan, query.toArrowBatchRdd(plan), scans.toArray(),
           collectors.toArray()};
     } finally {
-      restore(active);
+      restore(df, active);
     }
   }
 
   /**
    * Makes df's session the thread's active one (a physical plan takes its session from
-   * it), returning the one it replaces (an Option) for restore.
+   * it) and, unless the thread has one, SITE its call site, returning what they replace
+   * for restore.
    */
-  private static Object activate(Dataset df) {
+  private static Object[] activate(Dataset df) {
     scala.Option before = org.apache.spark.sql.classic.SparkSession$.MODULE$.getActiveSession();
     org.apache.spark.sql.classic.SparkSession.setActiveSession(df.sparkSession());
-    return before;
+    SparkContext context = df.sparkSession().sparkContext();
+    String site = context.getLocalProperty(SHORT_SITE);
+    if (site == null) {
+      context.setLocalProperty(SHORT_SITE, SITE);
+      context.setLocalProperty(LONG_SITE, SITE);
+    }
+    return new Object[] {before, site};
   }
 
-  private static void restore(Object active) {
-    scala.Option before = (scala.Option) active;
+  private static void restore(Dataset df, Object[] active) {
+    scala.Option before = (scala.Option) active[0];
     if (before.isDefined()) {
       org.apache.spark.sql.classic.SparkSession.setActiveSession(
           (org.apache.spark.sql.SparkSession) before.get());
     } else {
       org.apache.spark.sql.classic.SparkSession.clearActiveSession();
     }
+    if (active[1] == null) {
+      SparkContext context = df.sparkSession().sparkContext();
+      context.setLocalProperty(SHORT_SITE, null);
+      context.setLocalProperty(LONG_SITE, null);
+    }
+  }
+
+  /**
+   * The row counts query observed, one per name of names (separated by newlines),
+   * separated by spaces: "-" for a name it did not observe (RowCounts in jvm_plans.py).
+   */
+  public String counts(Dataset query, String names) {
+    scala.collection.Map metrics = query.queryExecution().observedMetrics();
+    String[] each = names.split("\n");
+    StringBuilder out = new StringBuilder();
+    for (int i = 0; i < each.length; i++) {
+      scala.Option found = metrics.get(each[i]);
+      if (i > 0) {
+        out.append(' ');
+      }
+      if (!found.isDefined()) {
+        out.append('-');
+      } else {
+        org.apache.spark.sql.Row row = (org.apache.spark.sql.Row) found.get();
+        out.append(row.length() > 0 ? row.getLong(0) : 0L);
+      }
+    }
+    return out.toString();
   }
 
   /**
@@ -224,7 +275,7 @@ public class ArrowCollect {
   public Dataset run(Object[] prepared, String path) throws Exception {
     Dataset query = (Dataset) prepared[0];
     Object[] collected;
-    Object active = activate(query);
+    Object[] active = activate(query);
     try {
       if (prepared[2] == null) {
         collected = (Object[]) query.toArrowBatchRdd(
@@ -249,7 +300,7 @@ public class ArrowCollect {
         }
       }
     } finally {
-      restore(active);
+      restore(query, active);
     }
     DataOutputStream out = new DataOutputStream(new FileOutputStream(path));
     try {

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from matview.runtime.spark.class_archive import archive_options
+from matview.runtime.spark.jvm_objects import jvm_helper
 from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
@@ -188,3 +189,13 @@ def spark_lost(spark: SparkSession) -> bool:
         return jsc is None or bool(jsc.sc().isStopped())
     except Exception:  # no JVM (or server) to answer
         return True
+
+
+def without_read_check(spark: SparkSession) -> None:
+    """``spark``'s analyzer without Spark's ``PreReadCheck``, which rebuilds every expression
+    of a plan at each Dataset made over it, looking for ``input_file_name()`` over two
+    sources, a function matview's plans never call (``AnalyzerChecks.java``). Only in
+    sessions matview's plans run in (its own, or its ``isolated`` one beside a user's); not
+    in Spark Connect sessions, which build no Dataset here."""
+    if not type(spark).__module__.startswith("pyspark.sql.connect"):
+        jvm_helper(spark, "AnalyzerChecks").withoutReadCheck(spark._jsparkSession)

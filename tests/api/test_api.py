@@ -259,3 +259,24 @@ def test_a_users_session_is_left_as_it_was(spark) -> None:  # type: ignore[no-un
     assert con.spark is not user
     for key, value in settings.items():
         assert user.conf.get(key) == value, key
+    # matview's session checks its plans without PreReadCheck, the user's keeps every check
+    assert _check_rules(user) - _check_rules(con.spark) == {"PreReadCheck$"}
+    # matview's collects name their call site only while they run, and keep the user's
+    context = user.sparkContext
+    assert context.getLocalProperty("callSite.short") is None
+    context.setLocalProperty("callSite.short", "the user's")
+    try:
+        con.execute("INSERT INTO t VALUES (3, 5, NULL)")
+        assert con.execute("SELECT * FROM s").fetchall() == [(2, 9)]
+        assert context.getLocalProperty("callSite.short") == "the user's"
+    finally:
+        context.setLocalProperty("callSite.short", None)
+
+
+def _check_rules(session) -> set[str]:  # type: ignore[no-untyped-def]
+    """The names of the extended checks ``session``'s analyzer runs over every plan."""
+    rules = session._jsparkSession.sessionState().analyzer().extendedCheckRules().iterator()
+    names = set()
+    while rules.hasNext():
+        names.add(rules.next().getClass().getSimpleName())
+    return names

@@ -285,8 +285,16 @@ class Engine:
 
     def evaluate_planned(self, plan: Relation, as_of: int | None = None) -> DataFrame | None:
         """``evaluate`` of a plan already planned (``physical``), at time ``as_of`` (now
-        when None; ``read_time``); one filtering a collection to some keys of an index
-        reads only their rows (``indexes.peeked``); ``mz_now()`` is that time."""
+        when None; ``read_time``)."""
+        return self.controller.run_once(*self.read_plan(plan, as_of))
+
+    def read_plan(self, plan: Relation, as_of: int | None
+                  ) -> tuple[PhysicalOperator, int, Callable[[str], Trace] | None]:
+        """A read of ``plan`` (planned) at ``as_of`` (now when None) as a run once reads it:
+        its lowered plan, its time and where it reads stored collections (None: the
+        catalog), its materialized views brought up to date first. One filtering a
+        collection to some keys of an index reads only their rows (``indexes.peeked``);
+        ``mz_now()`` is its time."""
         lowered = lower(plan)
         self._refresh(reads(lowered))
         now = self.read_time(reads(lowered), as_of)
@@ -295,9 +303,9 @@ class Engine:
             lowered = lower(plan)
         peek = indexes.peeked(self, plan, now)
         if peek is None and self.transactions.open is None:
-            return self.controller.run_once(lowered, now)
-        return self.controller.run_once(lowered, now, lambda name: peek[1] if (
-            peek is not None and name == peek[0]) else self.reading(name))
+            return lowered, now, None
+        return lowered, now, lambda name: peek[1] if (
+            peek is not None and name == peek[0]) else self.reading(name)
 
     def check_errors(self, name: str, at: int | None = None) -> None:
         """Raise the error that materialized view ``name`` holds now (or at ``at``), if it

@@ -34,9 +34,9 @@ def query(engine: Engine, stmt: Query) -> Result:
         at = engine.read_time([plan.name], stmt.as_of)
         engine.check_errors(plan.name, at)
         table = peek.held_rows(engine.reading(plan.name), plan.name, at, order)
-    if table is None:
-        table = peek.rows(engine.evaluate_planned(plan, stmt.as_of), stmt.plan.types, order,
-                          stmt.offset, stmt.limit)
+    if table is None:  # its rows and the errors its evaluation holds in one job
+        updates, errors = engine.controller.read_once(*engine.read_plan(plan, stmt.as_of))
+        table = peek.rows(updates, stmt.plan.types, order, stmt.offset, stmt.limit, errors)
     shown = len(stmt.column_names)  # without the columns only sorted by
     table = table.select(list(range(shown))).rename_columns(column_names(shown))
     return Result(stmt.column_names, stmt.plan.types[:shown], table, table.num_rows)

@@ -116,15 +116,30 @@ class Controller:
     def run_once(self, plan: physical.Operator, now: int,
                  trace_of: Callable[[str], Trace] | None = None) -> DataFrame | None:
         """Physical ``plan``'s contents at ``now``, as consolidated updates (None: empty),
-        computed lazily by a dataflow run once (reading stored collections through
-        ``trace_of``, by default the catalog's), whose operators count no rows (no reader
-        asks: observing them would keep its plan from being computed in the driver); an
-        error the plan's evaluation holds is raised (``EvalError``)."""
-        step = self.dataflow(plan, now, trace_of=trace_of, measure=False).prepare(now)
+        computed lazily by a dataflow run once (``read_once``); an error the plan's
+        evaluation holds is raised (``EvalError``), found by a job of its own."""
+        step = self._once(plan, now, trace_of)
         error = step.error()
         if error is not None:
             raise EvalError(error)
         return step.output
+
+    def read_once(self, plan: physical.Operator, now: int,
+                  trace_of: Callable[[str], Trace] | None = None
+                  ) -> tuple[DataFrame | None, DataFrame | None]:
+        """``run_once``'s contents, and the messages of the errors the plan's evaluation
+        holds, unchecked (each once, a lazy plan; None when it can hold none): for a reader
+        that computes both in one job (``peek.rows``)."""
+        step = self._once(plan, now, trace_of)
+        return step.output, step.failures
+
+    def _once(self, plan: physical.Operator, now: int,
+              trace_of: Callable[[str], Trace] | None) -> PendingStep:
+        """The step to ``now`` of a dataflow of ``plan`` run once, reading stored collections
+        through ``trace_of`` (by default the catalog's), whose operators count no rows (no
+        reader asks: observing them would keep its plan from being computed in the
+        driver)."""
+        return self.dataflow(plan, now, trace_of=trace_of, measure=False).prepare(now)
 
     def start(self, plan: physical.Operator, arity: int, now: int) -> tuple[Dataflow, Trace]:
         """The dataflow of a materialized view of physical ``plan`` (``arity`` columns) and

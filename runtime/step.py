@@ -22,6 +22,7 @@ from matview.runtime.arrangements.updates import (
     Leaf,
     any_row,
     materialize,
+    positive_rows,
     stored_or_none,
     union_all,
 )
@@ -59,6 +60,15 @@ class PendingStep:
         """The step's output updates, consolidated (a lazy plan; a small step's in one
         partition, so that a plan without a shuffle is computed in the driver)."""
         return None if self.delta is None else consolidate(self.delta.df, self.small)
+
+    @property
+    def failures(self) -> DataFrame | None:
+        """The messages of the errors the step's output holds once consolidated, each once
+        (a lazy plan, a small step's in one partition), or None when it can hold none."""
+        if self.errors is None:
+            return None
+        failed = self.errors.df
+        return positive_rows(failed.coalesce(1) if self.small else failed)
 
     def error(self) -> str | None:
         """An error the step's output holds once consolidated (one Spark job), or None."""

@@ -270,12 +270,18 @@ def nested(schema: T.StructType) -> bool:
     return any(isinstance(f.dataType, T.ArrayType | T.MapType | T.StructType) for f in schema)
 
 
-def any_row(df: DataFrame) -> tuple[object, ...] | None:
-    """A row that update batch ``df`` holds with positive multiplicity once consolidated
-    over all times (one Spark job), or None."""
+def positive_rows(df: DataFrame) -> DataFrame:
+    """The rows update batch ``df`` holds with positive multiplicity once consolidated over
+    all times, each once (a lazy plan)."""
     spark, names = df.sparkSession, tuple(data_columns(df))
     keys, total, none, held, shown = made_once(spark, ("any_row", names), lambda: (
         columns(spark, *names), F.sum(DIFF).alias(DIFF), columns(spark), col(DIFF) > 0,
         columns(spark, *names)))
-    found = to_arrow(select(aggregate(df, keys, total, none).where(held), shown).limit(1))
+    return select(aggregate(df, keys, total, none).where(held), shown)
+
+
+def any_row(df: DataFrame) -> tuple[object, ...] | None:
+    """A row that update batch ``df`` holds with positive multiplicity once consolidated
+    over all times (one Spark job), or None."""
+    found = to_arrow(positive_rows(df).limit(1))
     return tuple(found.slice(0, 1).to_pylist()[0].values()) if found.num_rows else None

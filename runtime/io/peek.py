@@ -10,12 +10,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from matview.ir.functions import EvalError
 from matview.ir.sort_keys import SortKey
 from matview.ir.types import SqlType
 from matview.runtime.arrangements.consolidation import consolidate
 from matview.runtime.arrangements.trace import NegativeRows, Trace
 from matview.runtime.arrangements.updates import DIFF, TIME, union_all
+from matview.runtime.lowering.checked import ERR
 from matview.runtime.lowering.ordering import arrow_order, spark_order
 from matview.runtime.lowering.types import column_names, update_schema
 from matview.runtime.spark.jvm_plans import to_arrow
@@ -37,13 +39,18 @@ def refusing_negative(updates: DataFrame) -> DataFrame:
 
 
 def rows(updates: DataFrame | None, types: Sequence[SqlType], order_by: Ordering = (),
-         offset: int | None = None, limit: int | None = None) -> pa.Table:
+         offset: int | None = None, limit: int | None = None,
+         errors: DataFrame | None = None) -> pa.Table:
     """The rows of consolidated ``updates`` (None: none) with columns of ``types``, each as
     many times as its multiplicity, sorted by ``order_by``, then ``offset`` and ``limit``
-    applied: one Spark job."""
+    applied: one Spark job. ``errors``: the messages of the errors the query's evaluation
+    holds (``Controller.read_once``), computed in the same job; one of them is raised
+    (``EvalError``) instead of the rows."""
     names = column_names(len(types))
     if updates is None:
         schema = update_schema(types)
+        if errors is not None:
+            _raise_first(to_arrow(errors.limit(1)))
         return pa.table([pa.array([], f.type) for f in list(schema)[:len(types)]], names=names)
     copies = F.explode(F.array_repeat(F.lit(1), _checked_diff().cast("int")))
     out = updates.select(*names, copies.alias("_copy"))
@@ -53,7 +60,20 @@ def rows(updates: DataFrame | None, types: Sequence[SqlType], order_by: Ordering
         out = out.offset(offset)
     if limit is not None:
         out = out.limit(limit)
-    return to_arrow(out.select(*names))
+    if errors is None:
+        return to_arrow(out.select(*names))
+    fields = {f.name: f.dataType for f in out.schema.fields}
+    table = to_arrow(out.select(*names, F.lit(None).cast("string").alias(ERR)).unionByName(
+        errors.limit(1).select(*[F.lit(None).cast(fields[n]).alias(n) for n in names],
+                               F.col("c0").alias(ERR))))
+    _raise_first(table.filter(pc.is_valid(table[ERR])).select([ERR]))
+    return table.filter(pc.is_null(table[ERR])).drop_columns([ERR])
+
+
+def _raise_first(messages: pa.Table) -> None:
+    """Raise the first error message of one-column ``messages``, if it holds one."""
+    if messages.num_rows:
+        raise EvalError(str(messages.column(0)[0].as_py()))
 
 
 def held_rows(trace: Trace, name: str, now: int, order_by: Ordering = ()) -> pa.Table | None:

@@ -309,21 +309,28 @@ def test_a_small_step_of_a_temporal_filter_runs_no_job(spark: SparkSession) -> N
 @pytest.mark.parametrize("query, expected", [
     ("SELECT count(*) FROM t WHERE v > 5", [(494,)]),
     ("SELECT k, sum(v) FROM t WHERE k < 2 GROUP BY k", [(0, 2_250), (1, 2_260)]),
-    ("SELECT t.k, u.w FROM t JOIN u ON t.k = u.k WHERE t.v = 7", [(7, "w7")])])
+    ("SELECT t.k, u.w FROM t JOIN u ON t.k = u.k WHERE t.v = 7", [(7, "w7")]),
+    ("SELECT v, 1000 / v FROM t WHERE k = 3", [(v, 1000 // v) for v in range(3, 500, 50)]),
+    ("SELECT v, 1000 / (v - 53) FROM t WHERE k = 3", "division by zero")])
 def test_an_ad_hoc_query_over_small_tables_runs_no_job(
-        spark: SparkSession, query: str, expected: list[tuple[object, ...]]) -> None:
+        spark: SparkSession, query: str, expected: list[tuple[object, ...]] | str) -> None:
     """A SELECT over tables whose rows the driver holds is computed by a dataflow run once
     whose plan has no shuffle (its one small step consolidated in one partition, no
     meters observing its rows, a global aggregate's empty-input row a local row too):
-    ``ArrowCollect`` computes it in the driver, with no Spark job."""
+    ``ArrowCollect`` computes it in the driver, with no Spark job. The errors a query's
+    evaluation may hold (a division by zero) are computed with its rows, in one plan, and
+    one is raised instead of the rows."""
     con = matview.connect(spark=spark)
     con.execute("CREATE TABLE t (k INT, v INT)")
     con.execute("CREATE TABLE u (k INT, w TEXT)")
     con.insert("t", [(i % 50, i) for i in range(500)])
     con.insert("u", [(i, f"w{i}") for i in range(50)])
     with counted(spark, f"ad hoc {query}") as read:
-        rows = con.execute(query).fetchall()
-    assert sorted(rows) == expected
+        if isinstance(expected, str):
+            with pytest.raises(matview.DataError, match=expected):
+                con.execute(query)
+        else:
+            assert sorted(con.execute(query).fetchall()) == expected
     assert read["jobs"] == 0, read
     con.close()
 

@@ -65,7 +65,7 @@ def rows(updates: DataFrame | None, types: Sequence[SqlType], order_by: Ordering
     fields = {f.name: f.dataType for f in out.schema.fields}
     table = to_arrow(out.select(*names, F.lit(None).cast("string").alias(ERR)).unionByName(
         errors.limit(1).select(*[F.lit(None).cast(fields[n]).alias(n) for n in names],
-                               F.col("c0").alias(ERR))))
+                               F.col("c0").alias(ERR))), nullable=True)  # the error's row
     _raise_first(table.filter(pc.is_valid(table[ERR])).select([ERR]))
     return table.filter(pc.is_null(table[ERR])).drop_columns([ERR])
 

@@ -83,8 +83,7 @@ public class ArrowCollect {
    * kept plan's RDD took: bench/README.md).
    */
   private static final String SITE = "matview collect";
-  private static final String SHORT_SITE = "callSite.short";
-  private static final String LONG_SITE = "callSite.long";
+  private static final String SHORT_SITE = "callSite.short", LONG_SITE = "callSite.long";
 
   private final ConcurrentHashMap running = new ConcurrentHashMap();
   private final AtomicLong made = new AtomicLong();
@@ -203,29 +202,6 @@ public class ArrowCollect {
       context.setLocalProperty(SHORT_SITE, null);
       context.setLocalProperty(LONG_SITE, null);
     }
-  }
-
-  /**
-   * The row counts query observed, one per name of names (separated by newlines),
-   * separated by spaces: "-" for a name it did not observe (RowCounts in jvm_plans.py).
-   */
-  public String counts(Dataset query, String names) {
-    scala.collection.Map metrics = query.queryExecution().observedMetrics();
-    String[] each = names.split("\n");
-    StringBuilder out = new StringBuilder();
-    for (int i = 0; i < each.length; i++) {
-      scala.Option found = metrics.get(each[i]);
-      if (i > 0) {
-        out.append(' ');
-      }
-      if (!found.isDefined()) {
-        out.append('-');
-      } else {
-        org.apache.spark.sql.Row row = (org.apache.spark.sql.Row) found.get();
-        out.append(row.length() > 0 ? row.getLong(0) : 0L);
-      }
-    }
-    return out.toString();
   }
 
   /**

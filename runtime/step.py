@@ -20,7 +20,6 @@ from matview.runtime.arrangements.updates import (
     DIFF,
     TIME,
     Leaf,
-    any_row,
     materialize,
     positive_rows,
     stored_or_none,
@@ -30,6 +29,7 @@ from matview.runtime.lowering.checked import ERR, split_arrow_errors, split_erro
 from matview.runtime.lowering.types import col
 from matview.runtime.operators.base import Delta
 from matview.runtime.render import operators
+from matview.runtime.spark.jvm_plans import to_arrow
 from matview.runtime.spark.one_job import OneJob
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -71,11 +71,13 @@ class PendingStep:
         return positive_rows(failed.coalesce(1) if self.small else failed)
 
     def error(self) -> str | None:
-        """An error the step's output holds once consolidated (one Spark job), or None."""
-        if self.errors is None:
+        """An error the step's output holds once consolidated (one of its ``failures``, one
+        Spark job), or None."""
+        failures = self.failures
+        if failures is None:
             return None
-        found = any_row(self.errors.df)
-        return None if found is None else str(found[0])
+        found = to_arrow(failures.limit(1))
+        return str(found.column(0)[0].as_py()) if found.num_rows else None
 
     def want(self) -> None:
         """Ask the step's job (a small step's) for the output updates and the errors the

@@ -72,13 +72,16 @@ about a fifth of the run: ``test_maintained_subqueries`` 125 s against 94.5 s, t
 loop 276 s against 233 s. The cluster runs keep Spark's code generation, as a user's
 session has it, so both kinds of evaluation run every workload they share."""
 
-LOCAL_DRIVER_GC = "-XX:+UseParallelGC"
-"""The garbage collector of a local run's driver JVM, beside matview's own JVM options: the
-parallel collector, not G1. The run is a throughput of short plans whose garbage dies young,
-and G1's barriers and concurrent threads took a share of the two cores: five feature and
-oracle modules took 180, 179 and 186 s with it against 210, 191 and 192 s with G1, the
-three largest 526 s against 568 s (bench/README.md). The cluster runs keep the JVM's
-default collector, as a user's session has it."""
+LOCAL_DRIVER_JVM = "-XX:+UseParallelGC -XX:CompileThresholdScaling=0.3"
+"""The options of a local run's driver JVM beyond matview's own. The parallel garbage
+collector, not G1: the run is a throughput of short plans whose garbage dies young, and
+G1's barriers and concurrent threads took a share of the two cores (five feature and oracle
+modules took 180, 179 and 186 s with it against 210, 191 and 192 s with G1, the three
+largest 526 s against 568 s: bench/README.md). And the JIT compiling a method after a
+third of the calls it waits for by default: the run's thread planning every step waits on
+Catalyst's code being compiled, which the JIT's threads do on the other core (five modules
+took 124.9 and 126.9 s with it against 129.2 and 130.5 s without, in alternation). The
+cluster runs keep the JVM's defaults, as a user's session has them."""
 
 
 CLUSTER_CONFIG = {"spark.executor.extraJavaOptions": "-Xss32m -XX:TieredStopAtLevel=1"}
@@ -140,7 +143,7 @@ def _config(master: str) -> dict[str, str]:
     from matview.runtime.spark.session import DEFAULT_CONFIG
 
     java = DEFAULT_CONFIG["spark.driver.extraJavaOptions"]
-    return {**LOCAL_CONFIG, "spark.driver.extraJavaOptions": f"{java} {LOCAL_DRIVER_GC}"}
+    return {**LOCAL_CONFIG, "spark.driver.extraJavaOptions": f"{java} {LOCAL_DRIVER_JVM}"}
 
 
 @pytest.fixture()

@@ -44,23 +44,29 @@ import org.apache.spark.sql.internal.SQLConf;
  */
 public class ArrowCollect {
   private static final String EXCLUDED = "spark.sql.optimizer.excludedRules";
-  private static final String FOLDING =
-      "org.apache.spark.sql.catalyst.optimizer.ConvertToLocalRelation";
+  /**
+   * The optimizer's rules a prepared plan is planned without: ConvertToLocalRelation (it
+   * evaluates operators over a local relation's rows while planning; a slot's rows change),
+   * and rules looking for what a plan of local relations without subqueries never has,
+   * each walking the whole plan all the same (a tenth of the optimizer's time: JFR).
+   */
+  private static final String LEFT_OUT = "org.apache.spark.sql.catalyst.optimizer."
+      + String.join(",org.apache.spark.sql.catalyst.optimizer.", "ConvertToLocalRelation",
+          "OptimizeOneRowRelationSubquery", "InjectRuntimeFilter")
+      + ",org.apache.spark.sql.execution.datasources.SchemaPruning"
+      + ",org.apache.spark.sql.execution.datasources.PushVariantIntoScan"
+      + ",org.apache.spark.sql.execution.dynamicpruning.PartitionPruning";
 
   /**
-   * The most local rows a kept RDD reads (computed in the driver): its partitions hold a
-   * copy of them while its frame lives (a larger plan's copies, run again, are made anew at
-   * each run, by a job). The local relations of a small refresh of six TPC-H views at SF 1
-   * hold 86,000 rows.
+   * The most local rows a kept RDD (computed in the driver) reads: its partitions hold a copy
+   * of them while its frame lives (a small refresh of six TPC-H views at SF 1: 86,000).
    */
   private static final long KEPT_ROWS = 1 << 18;
 
   /**
    * The setting choosing how operators make the projections, orderings and predicates they
-   * build for each partition (a window's frames, a sort's ordering): a plan computed in the
-   * driver has them interpreted (NO_CODEGEN). Generating and loading their code again at each
-   * run (whole-stage code is generated once per plan) was half the time of a W4 round's
-   * plan; interpreting them over the few thousand rows such a plan reads costs far less.
+   * build per partition: interpreted (NO_CODEGEN) in the driver. Generating their code again
+   * at each run was half the time of a W4 round's plan; interpreting them costs far less.
    */
   private static final String FACTORY_MODE = "spark.sql.codegen.factoryMode";
 
@@ -69,10 +75,8 @@ public class ArrowCollect {
 
   /**
    * The operators a plan computed in the driver may not have, as they shuffle: an exchange
-   * (a job run again over its RDD would read the exchange's output of the first run), and
-   * a limit, a tail and an ordered limit, whose RDD moves their child's rows into one
-   * partition though the plan shows no exchange (the driver runs no shuffle's map side: such
-   * a plan read no rows).
+   * (a run again would read its output of the first run), and a limit, a tail and an ordered
+   * limit, whose RDD moves their child's rows into one partition with no exchange shown.
    */
   private static final Class[] SHUFFLING = {Exchange.class, CollectLimitExec.class,
       CollectTailExec.class, TakeOrderedAndProjectExec.class};
@@ -115,14 +119,12 @@ public class ArrowCollect {
   }
 
   /**
-   * A query over the analysed plan of df and its physical plan, planned with the optimizer's
-   * ConvertToLocalRelation left out (it evaluates operators over a local relation's rows
-   * while planning), and, for a plan without exchanges over at most KEPT_ROWS local rows,
-   * the RDD of its Arrow batches and the plan's metrics collectors; null when the plan
-   * cannot be run again as planned: it has subqueries (their results are kept by the plan),
-   * reads leaves other than local relations (before planning, or after: Spark reads cached
-   * data where a cached plan matches), or observes metrics and is not computed in the
-   * driver (a copy's metrics are not the query's).
+   * A query over the analysed plan of df and its physical plan, planned without the rules
+   * LEFT_OUT, and, for a plan without exchanges over at most KEPT_ROWS local rows, the RDD
+   * of its Arrow batches and the plan's metrics collectors; null when the plan cannot be
+   * run again as planned: it has subqueries (the plan keeps their results), reads leaves
+   * other than local relations (before planning, or after: Spark reads cached data where a
+   * cached plan matches), or observes metrics and is not computed in the driver.
    */
   public Object[] prepare(Dataset df) {
     LogicalPlan analyzed = df.queryExecution().analyzed();
@@ -135,7 +137,7 @@ public class ArrowCollect {
       boolean had = conf.contains(EXCLUDED);
       String before = had ? conf.getConfString(EXCLUDED) : null;
       conf.setConfString(EXCLUDED,
-          had && before.length() > 0 ? before + "," + FOLDING : FOLDING);
+          had && before.length() > 0 ? before + "," + LEFT_OUT : LEFT_OUT);
       SparkPlan plan;
       Dataset query;
       try {
@@ -173,9 +175,8 @@ public class ArrowCollect {
   }
 
   /**
-   * Makes df's session the thread's active one (a physical plan takes its session from
-   * it) and, unless the thread has one, SITE its call site, returning what they replace
-   * for restore.
+   * Makes df's session the thread's active one (a physical plan takes its session from it)
+   * and, unless the thread has one, SITE its call site; returns what restore puts back.
    */
   private static Object[] activate(Dataset df) {
     scala.Option before = org.apache.spark.sql.classic.SparkSession$.MODULE$.getActiveSession();
@@ -204,10 +205,7 @@ public class ArrowCollect {
     }
   }
 
-  /**
-   * Whether no node of plan is of a refused class or has subqueries, and every leaf is a leaf
-   * one.
-   */
+  /** Whether no node of plan is refused or has subqueries, and every leaf is a leaf one. */
   private static boolean made(QueryPlan plan, Class[] refused, Class leaf) {
     for (Class cls : refused) {
       if (cls.isInstance(plan)) {

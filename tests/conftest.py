@@ -80,8 +80,9 @@ modules took 180, 179 and 186 s with it against 210, 191 and 192 s with G1, the 
 largest 526 s against 568 s: bench/README.md). And the JIT compiling a method after a
 third of the calls it waits for by default: the run's thread planning every step waits on
 Catalyst's code being compiled, which the JIT's threads do on the other core (five modules
-took 124.9 and 126.9 s with it against 129.2 and 130.5 s without, in alternation). The
-cluster runs keep the JVM's defaults, as a user's session has them."""
+took 124.9 and 126.9 s with it against 129.2 and 130.5 s without, in alternation; later,
+slower, 161.0 and 161.9 s against 171.3 and 174.5 s). The cluster runs keep the JVM's
+defaults, as a user's session has them."""
 
 
 CLUSTER_CONFIG = {"spark.executor.extraJavaOptions": "-Xss32m -XX:TieredStopAtLevel=1"}

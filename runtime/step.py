@@ -20,6 +20,7 @@ from matview.runtime.arrangements.updates import (
     DIFF,
     TIME,
     Leaf,
+    first_row,
     materialize,
     positive_rows,
     stored_or_none,
@@ -29,7 +30,6 @@ from matview.runtime.lowering.checked import ERR, split_arrow_errors, split_erro
 from matview.runtime.lowering.types import col
 from matview.runtime.operators.base import Delta
 from matview.runtime.render import operators
-from matview.runtime.spark.jvm_plans import to_arrow
 from matview.runtime.spark.one_job import OneJob
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -76,8 +76,8 @@ class PendingStep:
         failures = self.failures
         if failures is None:
             return None
-        found = to_arrow(failures.limit(1))
-        return str(found.column(0)[0].as_py()) if found.num_rows else None
+        found = first_row(failures)
+        return None if found is None else str(found[0])
 
     def want(self) -> None:
         """Ask the step's job (a small step's) for the output updates and the errors the

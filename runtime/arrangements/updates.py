@@ -283,5 +283,10 @@ def positive_rows(df: DataFrame) -> DataFrame:
 def any_row(df: DataFrame) -> tuple[object, ...] | None:
     """A row that update batch ``df`` holds with positive multiplicity once consolidated
     over all times (one Spark job), or None."""
-    found = to_arrow(positive_rows(df).limit(1))
+    return first_row(positive_rows(df))
+
+
+def first_row(df: DataFrame) -> tuple[object, ...] | None:
+    """The first row of ``df`` (one Spark job), or None when it has none."""
+    found = to_arrow(df.limit(1))
     return tuple(found.slice(0, 1).to_pylist()[0].values()) if found.num_rows else None

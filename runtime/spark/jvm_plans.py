@@ -100,7 +100,7 @@ def to_arrow(df: DataFrame, nullable: bool = False) -> pa.Table:
             with pa.OSFile(path) as source:
                 table = pa.ipc.open_stream(source).read_all()
         if observed is not None:
-            row_counts.read(jvm_helper(spark, "ObservedCounts"), observed)
+            row_counts.read(spark, observed)
         return table.cast(schema) if table.num_rows else schema.empty_table()
     # a new query over the analysed plan (not analysed again): Spark caches a query's
     # physical plan with the rows of its local relations, and a plan over slots is run
@@ -112,7 +112,7 @@ def to_arrow(df: DataFrame, nullable: bool = False) -> pa.Table:
     finally:
         with unwrap_spark_exception():
             query = collect.finish(int(started))  # the job's failure, raised as PySpark does
-    row_counts.read(jvm_helper(spark, "ObservedCounts"), query)
+    row_counts.read(spark, query)
     table = pa.Table.from_batches(batches) if batches else schema.empty_table()
     return table.cast(schema)
 
@@ -160,15 +160,16 @@ class RowCounts:
     def expect(self, name: str, owner: object) -> None:
         self.pending[name] = (weakref.ref(owner), None)
 
-    def read(self, observed: Any, query: Any) -> None:
-        """Take the counts of the pending names from ``query`` (a JVM Dataset), which ran,
-        in one call of ``observed`` (``ObservedCounts.java``)."""
+    def read(self, spark: SparkSession, query: Any) -> None:
+        """Take the counts of the pending names from ``query`` (a JVM Dataset of ``spark``),
+        which ran, in one JVM call (``ObservedCounts.java``)."""
         for name in [n for n, (owner, _) in self.pending.items() if owner() is None]:
             del self.pending[name]
         waiting = [n for n, (_, count) in self.pending.items() if count is None]
         if not waiting:
             return
-        counts = observed.counts(query, "\n".join(waiting)).split(" ")
+        counts = jvm_helper(spark, "ObservedCounts").counts(
+            query, "\n".join(waiting)).split(" ")
         for name, count in zip(waiting, counts, strict=True):
             if count != "-":
                 self.pending[name] = (self.pending[name][0], int(count))

@@ -90,6 +90,12 @@ class RuntimeSettings:
         "Plans an operator keeps for each of its shapes, to run again without building."))
     loop_plans_kept: int = _setting(64, (
         "Plans a recursive query's loop keeps for each of its shapes (its rounds differ)."))
+    driver_plan_rows: int = _setting(1 << 21, (
+        "The most local rows (its slots' room included) a kept plan without exchanges reads "
+        "and still runs in the driver, with no job; its partitions hold a copy of each "
+        "while it is kept. A larger one runs as a query planned anew each time."))
+    loop_driver_plan_rows: int = _setting(1 << 18, (
+        "`driver_plan_rows` in a recursive query's loop, which keeps more plans."))
     max_waiting: int = _setting(4096, (
         "Observations of committed steps an operator keeps waiting for their Spark job."))
     history_slot_rows: int = _setting(4096, (
@@ -202,3 +208,13 @@ def using(settings: RuntimeSettings) -> Iterator[None]:
         yield
     finally:
         _ACTIVE.reset(token)
+
+
+@contextmanager
+def in_loop() -> Iterator[None]:
+    """Run the block as a recursive query's loop: the plans it keeps in the driver read
+    at most ``loop_driver_plan_rows`` local rows each (it keeps ``loop_plans_kept``)."""
+    settings = active()
+    with using(dataclasses.replace(settings,
+                                   driver_plan_rows=settings.loop_driver_plan_rows)):
+        yield

@@ -83,7 +83,7 @@ from matview.runtime.recursion.group_wise import group_round
 from matview.runtime.recursion.join import file_later, join_round
 from matview.runtime.recursion.scope import body_operator
 from matview.runtime.recursion.state import commit_staged, stored_nodes, with_rounds
-from matview.runtime.settings import active
+from matview.runtime.settings import active, in_loop
 from matview.runtime.spark.jvm_objects import jvm_helper
 from matview.runtime.spark.one_job import OneJob
 from matview.runtime.spark.unsafe_rows import sent_together
@@ -177,7 +177,7 @@ class LetRecOp(Operator):
         self._new, self.held, self.whole = defaultdict(dict), defaultdict(dict), {}
         self.unions, self._pending, self.filed, self._errors = {}, {}, {}, []
         spark = ctx.spark  # a round's slots get their rows in one JVM call
-        with sent_together(spark, jvm_helper(spark, "SlotRows")) \
+        with in_loop(), sent_together(spark, jvm_helper(spark, "SlotRows")) \
                 if templated(ctx) and not is_remote() else nullcontext():
             self._rounds(loop)
         self._stage()

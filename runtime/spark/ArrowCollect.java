@@ -35,7 +35,7 @@ import org.apache.spark.sql.internal.SQLConf;
  * A frame whose plan reads only local relations is planned once (prepare)
  * and each collect runs that physical plan again (run), reading the rows its slots
  * (runtime/templates.py) hold when it runs: the optimizer did not fold them into the plan.
- * A plan without exchanges over at most KEPT_ROWS local rows runs in the driver, where its
+ * A plan without exchanges over at most keptRows local rows runs in the driver, where its
  * rows are: its partitions are computed by the plan's own operators in the calling thread,
  * each as a task would compute it (a task context of its own, with the session's SQL
  * settings and memory from the driver's memory manager), without a job to schedule, ship
@@ -56,12 +56,6 @@ public class ArrowCollect {
       + ",org.apache.spark.sql.execution.datasources.SchemaPruning"
       + ",org.apache.spark.sql.execution.datasources.PushVariantIntoScan"
       + ",org.apache.spark.sql.execution.dynamicpruning.PartitionPruning";
-
-  /**
-   * The most local rows a kept RDD (computed in the driver) reads: its partitions hold a copy
-   * of them while its frame lives (a small refresh of six TPC-H views at SF 1: 86,000).
-   */
-  private static final long KEPT_ROWS = 1 << 18;
 
   /**
    * The setting choosing how operators make the projections, orderings and predicates they
@@ -120,13 +114,13 @@ public class ArrowCollect {
 
   /**
    * A query over the analysed plan of df and its physical plan, planned without the rules
-   * LEFT_OUT, and, for a plan without exchanges over at most KEPT_ROWS local rows, the RDD
+   * LEFT_OUT, and, for a plan without exchanges over at most keptRows local rows, the RDD
    * of its Arrow batches and the plan's metrics collectors; null when the plan cannot be
    * run again as planned: it has subqueries (the plan keeps their results), reads leaves
    * other than local relations (before planning, or after: Spark reads cached data where a
    * cached plan matches), or observes metrics and is not computed in the driver.
    */
-  public Object[] prepare(Dataset df) {
+  public Object[] prepare(Dataset df, long keptRows) {
     LogicalPlan analyzed = df.queryExecution().analyzed();
     if (!made(analyzed, NONE, LocalRelation.class)) {
       return null;
@@ -163,7 +157,7 @@ public class ArrowCollect {
         scans.add(scan);
         rows += scan.rows().size();
       }
-      boolean here = made(plan, SHUFFLING, LocalTableScanExec.class) && rows <= KEPT_ROWS;
+      boolean here = made(plan, SHUFFLING, LocalTableScanExec.class) && rows <= keptRows;
       if (!here) {
         return collectors.isEmpty() ? new Object[] {query, plan, null, null, null} : null;
       }

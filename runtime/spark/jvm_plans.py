@@ -17,6 +17,7 @@ from typing import Any
 
 import pyarrow as pa
 from matview.runtime.lowering.types import col
+from matview.runtime.settings import active
 from matview.runtime.spark.arrow_frames import scratch_file
 from matview.runtime.spark.jvm_objects import java_class, jvm_helper, made_once
 from matview.runtime.spark.unsafe_rows import send
@@ -132,7 +133,8 @@ def _prepare(df: DataFrame) -> Any:
 
     if df not in _prepared:
         with unwrap_spark_exception():  # a failure planning it (folding constants)
-            prepared = jvm_helper(df.sparkSession, "ArrowCollect").prepare(df._jdf) or False
+            prepared = jvm_helper(df.sparkSession, "ArrowCollect").prepare(
+                df._jdf, active().driver_plan_rows) or False
         _prepared[df] = prepared
         _here[df] = bool(prepared) and prepared[2] is not None
     return _prepared[df]

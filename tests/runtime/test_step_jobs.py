@@ -12,6 +12,9 @@ runs no job."""
 
 from __future__ import annotations
 
+import random
+from collections.abc import Callable
+
 import pytest
 from matview.runtime.settings import DEFAULTS
 from pyspark.sql import SparkSession
@@ -351,3 +354,39 @@ def test_a_kept_plan_with_a_limit_over_local_rows_collects_its_rows(spark: Spark
         assert to_arrow(frame)["a"].to_pylist() == expected  # its kept plan run again
     assert computed_in_driver(df.where(df.a > 6))
     assert to_arrow(df.where(df.a > 6))["a"].to_pylist() == [7, 8, 9]
+
+
+CLIQUES = ("SELECT count(*) AS n FROM edges ab JOIN edges ac ON ab.src = ac.src "
+           "JOIN edges ad ON ab.src = ad.src JOIN edges bc ON ab.dst = bc.src "
+           "AND ac.dst = bc.dst JOIN edges bd ON ab.dst = bd.src AND ad.dst = bd.dst "
+           "JOIN edges cd ON ac.dst = cd.src AND ad.dst = cd.dst")
+"""The 4-cliques of a directed graph (``bench/cyclic.py``'s ``cliques4``)."""
+
+
+def test_a_small_step_of_a_cyclic_join_over_many_slots_runs_in_the_driver(
+        spark: SparkSession, runtime_settings: Callable[..., None]) -> None:
+    """A 4-clique view's small step: six delta paths of five lookups, over about fifty
+    slots; of 8,192 rows each, they hold some 400,000 local rows (mostly room), fewer than
+    ``driver_plan_rows``, so after its first step the view steps with no Spark job (with
+    262,144, the bound before, its plan was a new query at every step, 6-7x slower)."""
+    runtime_settings(slot_min_capacity=8192)
+    con = matview.connect(clock=0, spark=spark, refresh="incremental")
+    con.execute("CREATE TABLE edges (src INT, dst INT)")
+    rng = random.Random(4)
+    edges = {(a, b) for a, b in ((rng.randrange(40), rng.randrange(40)) for _ in range(500))
+             if a != b}
+    con.insert("edges", sorted(edges))
+    con.execute(f"CREATE MATERIALIZED VIEW cliques AS {CLIQUES}")
+    for step in range(3):
+        gone, new = rng.choice(sorted(edges)), (40 + step, rng.randrange(40))
+        con.delete("edges", [gone])
+        con.insert("edges", [new])
+        edges = (edges - {gone}) | {new}
+        with counted(spark, f"cliques-{step}") as read:
+            got = con.execute("SELECT * FROM cliques").fetchall()
+        out = {a: {b for x, b in edges if x == a} for a, _ in edges}
+        want = sum(len(out[a] & out.get(b, set()) & out.get(c, set()))
+                   for a in out for b in out[a] for c in out[a] & out.get(b, set()))
+        assert got == [(want,)]
+        if step:  # the first step builds the plan and its slots
+            assert read["jobs"] == 0, (step, read)

@@ -93,7 +93,8 @@ class RuntimeSettings:
     driver_plan_rows: int = _setting(1 << 21, (
         "The most local rows (its slots' room included) a kept plan without exchanges reads "
         "and still runs in the driver, with no job; its partitions hold a copy of each "
-        "while it is kept. A larger one runs as a query planned anew each time."))
+        "while it is kept. A larger one runs as a job, planned anew each time when it "
+        "observes row counts."))
     loop_driver_plan_rows: int = _setting(1 << 18, (
         "`driver_plan_rows` in a recursive query's loop, which keeps more plans."))
     max_waiting: int = _setting(4096, (

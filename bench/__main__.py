@@ -8,6 +8,7 @@
     python -m bench w3 --events 1000000
     python -m bench w4 --edges 100000 --catchup 100   # reachability, a recursive view
     python -m bench w5 --trades 1000000        # an ASOF JOIN of trades and prices
+    python -m bench w6 --trades 1000000        # trades priced as of their arrival
     python -m bench tpch --sf 0.1
     python -m bench tpch22 --sf 0.1            # the 22 TPC-H queries: created? RF1/RF2 steps
     python -m bench config                     # the measurements behind the Spark settings
@@ -39,7 +40,7 @@ RESULTS = Path(__file__).parent / "results"
 
 
 def _workloads(args: argparse.Namespace) -> list[Workload]:
-    from bench import tpch, w1, w2, w3, w4, w5
+    from bench import tpch, w1, w2, w3, w4, w5, w6
 
     names = ["w1", "w2", "w3", "tpch"] if args.workload == "quick" else [args.workload]
     out = []
@@ -63,6 +64,9 @@ def _workloads(args: argparse.Namespace) -> list[Workload]:
                                catchup=args.catchup, seed=args.seed))
         elif name == "w5":
             out.append(w5.make(trades=args.trades, batches=args.batches or 20,
+                               catchup=args.catchup, seed=args.seed))
+        elif name == "w6":
+            out.append(w6.make(trades=args.trades, batches=args.batches or 20,
                                catchup=args.catchup, seed=args.seed))
     return out
 
@@ -139,8 +143,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("workload",
-                        choices=["quick", "w1", "w2", "w3", "w4", "w5", "tpch", "tpch22", "config",
-                                 "small"])
+                        choices=["quick", "w1", "w2", "w3", "w4", "w5", "w6", "tpch", "tpch22",
+                                 "config", "small"])
     parser.add_argument("--session", choices=["classic", "connect", "user"],
                         default="classic", help="user: a SparkSession with Spark's defaults, "
                         "passed to matview.connect(spark=...)")
@@ -160,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--edges", type=int, default=None,
                         help="W2 edges (default 200,000), W4 edges (default 1,000,000)")
     parser.add_argument("--events", type=int, default=1_000_000, help="W3 initial events")
-    parser.add_argument("--trades", type=int, default=1_000_000, help="W5 trades")
+    parser.add_argument("--trades", type=int, default=1_000_000, help="W5 and W6 trades")
     parser.add_argument("--sf", type=float, default=0.1, help="TPC-H scale factor")
     parser.add_argument("--baselines", default="spark,duckdb")
     parser.add_argument("--load", choices=["arrow", "spark"], default="arrow",

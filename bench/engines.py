@@ -151,8 +151,9 @@ class SparkRecompute:
 
     def read(self) -> dict[str, pa.Table]:
         return {name: (self.views[name](self.tables) if name in self.views
-                       else self.spark.sql(at_clock(sql, self.clock))).toArrow()
-                for name, sql in self.workload.views.items()}
+                       else self.spark.sql(at_clock(self.workload.recompute_sql(name),
+                                                    self.clock))).toArrow()
+                for name in self.workload.views}
 
 
 class DuckDBRecompute:
@@ -193,5 +194,6 @@ class DuckDBRecompute:
         self._run(f"DELETE FROM {table.name} USING _rows WHERE {match}", rows.select(table.key))
 
     def read(self) -> dict[str, pa.Table]:
-        return {name: self.db.sql(at_clock(sql, self.clock)).to_arrow_table()
-                for name, sql in self.workload.views.items()}
+        return {name: self.db.sql(at_clock(self.workload.recompute_sql(name), self.clock)
+                                  ).to_arrow_table()
+                for name in self.workload.views}

@@ -124,9 +124,14 @@ def _catchup(spark: SparkSession, workload: Workload, stepped: Matview) -> dict[
 
     fresh = Matview(spark, workload, stepped.refresh, stepped.load)
     fresh.load_tables()
+    if workload.arrivals:  # stepped through the batches, as the first connection was
+        fresh.create_views()
     for i, batch in enumerate(workload.batches):
         fresh.apply(batch, BASE_TIME + i)
-    fresh.create_views()
+        if workload.arrivals:
+            fresh.read()
+    if not workload.arrivals:
+        fresh.create_views()
     fresh_subs = {name: fresh.con.subscribe(name) for name in workload.views}
     for i, batch in enumerate(workload.catchup):
         fresh.apply(batch, first + i)

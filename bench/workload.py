@@ -51,7 +51,10 @@ class Workload:
     ``params`` records the sizes and seed that generated it; ``clock`` is the logical time
     (milliseconds) when the tables are loaded and the views built, which the baselines put
     in place of ``mz_now()``. ``spark_views`` computes the views Spark SQL cannot run (W4's
-    recursion, W5's ASOF JOIN) for the Spark baseline (``bench.engines.SparkView``)."""
+    recursion, W5's ASOF JOIN) for the Spark baseline (``bench.engines.SparkView``);
+    ``recompute_views`` are the SQL both baselines run in place of a view matview alone
+    can state (W6's as-of join on transaction time, over the history the workload keeps
+    for them)."""
 
     name: str
     tables: tuple[Table, ...]
@@ -61,3 +64,11 @@ class Workload:
     params: dict[str, object]
     clock: int = 0
     spark_views: Mapping[str, Callable[[Mapping[str, Any]], Any]] = field(default_factory=dict)
+    recompute_views: Mapping[str, str] = field(default_factory=dict)
+    arrivals: bool = False
+    """Whether a view's contents depend on when rows arrived (W6): a connection replaying
+    the batches must create its views before them, as the first one did."""
+
+    def recompute_sql(self, name: str) -> str:
+        """The SQL the baselines run for view ``name``."""
+        return self.recompute_views.get(name, self.views[name])

@@ -10,7 +10,7 @@ field the column is a copy of, or None when it is computed (or its origin has no
   column ``#i`` and None otherwise (each expression sees the columns appended before it);
   ``project`` picks; ``flat_map`` appends None for each column it adds; ``filter`` and
   ``repeat_row`` keep the names.
-- ``Join``: the names of its inputs, concatenated.
+- ``Join``, ``AsOfJoin``: the names of its inputs, concatenated.
 - ``Reduce``: a group key entry that is a bare column keeps that input column's name; other
   group key entries and the aggregates are None.
 - ``Union``: the names of its first input (none when it has no inputs).
@@ -27,6 +27,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from matview.ir.relation import (
+    AsOfJoin,
     Constant,
     Get,
     Join,
@@ -38,6 +39,7 @@ from matview.ir.relation import (
     TopK,
     Union,
     Window,
+    inputs_of,
 )
 from matview.ir.scalar import Col, Scalar
 from matview.ir.steps import FlatMap, Map, Project
@@ -53,8 +55,8 @@ def column_names(rel: Relation) -> Names:
         return (None,) * len(rel.column_types)
     if isinstance(rel, Linear):
         return linear_column_names(rel)[-1]
-    if isinstance(rel, Join):
-        return tuple(name for i in rel.inputs for name in column_names(i))
+    if isinstance(rel, (Join, AsOfJoin)):
+        return tuple(name for i in inputs_of(rel) for name in column_names(i))
     if isinstance(rel, Reduce):
         names = column_names(rel.input)
         keys = tuple(name_of(k, names) for k in rel.group_key)

@@ -26,6 +26,7 @@ from matview.ir.intervals import Interval
 from matview.ir.linear_logic import BOTTOM, join_function, steps_logic
 from matview.ir.recursion import RecursionLimit, recursion_limit_message
 from matview.ir.relation import (
+    AsOfJoin,
     Constant,
     Get,
     Join,
@@ -38,7 +39,7 @@ from matview.ir.relation import (
     Union,
     Window,
 )
-from matview.ir.scalar import Scalar, volatile
+from matview.ir.scalar import Scalar, remap, volatile
 from matview.ir.sort_keys import SortKey, total_order
 from matview.ir.steps import step_scalars
 from matview.ir.table_functions import DEFAULT_ROW_LIMIT
@@ -69,6 +70,9 @@ def _interpret(rel: Relation, tables: Mapping[str, Counter[Row]], now: int,
         return _linear(rel, interpret(rel.input, tables, now, limit), now, limit)
     if isinstance(rel, Join):
         return _join(rel, [interpret(i, tables, now, limit) for i in rel.inputs])
+    if isinstance(rel, AsOfJoin):
+        return _as_of(rel, interpret(rel.left, tables, now, limit),
+                      interpret(rel.right, tables, now, limit))
     if isinstance(rel, Union):
         return _consolidate(
             entry for i in rel.inputs for entry in interpret(i, tables, now, limit).items()
@@ -135,6 +139,20 @@ def _join(rel: Join, inputs: list[Counter[Row]]) -> Counter[Row]:
         if all(_all_equal(exprs, row, types) for exprs in rel.equivalences) and all(
                 evaluate(p, row, types) is True for p in rel.predicates):
             out.append((row, prod(mult for _, mult in combination)))
+    return _consolidate(out)
+
+
+def _as_of(rel: AsOfJoin, left: Counter[Row], right: Counter[Row]) -> Counter[Row]:
+    """``rel`` on a static collection, every row of which arrived at once: the (left) join
+    of ``left`` and ``right`` (the reference knows no history)."""
+    types, out, width = rel.types, [], rel.left.arity
+    pairs = [(k, remap(r, lambda c: c + width))
+             for k, r in zip(rel.left_keys, rel.right_keys, strict=True)]
+    for x, m in left.items():
+        matched = [(x + y, m * n) for y, n in right.items() if all(
+            _all_equal(pair, x + y, types) for pair in pairs) and all(
+            evaluate(p, x + y, types) is True for p in rel.predicates)]
+        out += matched or ([(x + (None,) * rel.right.arity, m)] if rel.outer else [])
     return _consolidate(out)
 
 

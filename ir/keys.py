@@ -15,7 +15,8 @@ multiplicity 1, as Materialize's keys. The empty key ``()`` says there is at mos
   repeat rows).
 - ``Join``: every combination of one key per input, each shifted by its input's offset in the
   concatenated row, concatenated: the join has keys only when every input has one (a join of
-  no inputs is one empty row: the empty key).
+  no inputs is one empty row: the empty key). An ``AsOfJoin`` as a join of its two inputs
+  (each left row joins right's rows at one time), none when ``outer`` (NULL-padded rows).
 - ``Reduce``: its group key columns ``(0, ..., k-1)`` (the empty key for a global aggregate).
 - ``Union``, ``LetRec``, ``Recur``: none (a recursive query's rows are not known to be
   distinct).
@@ -34,6 +35,7 @@ from collections.abc import Iterable
 from itertools import product
 
 from matview.ir.relation import (
+    AsOfJoin,
     Constant,
     Get,
     Join,
@@ -82,6 +84,8 @@ def _keys(rel: Relation) -> Iterable[Key]:
         ]
         return (tuple(c for key in combination for c in key) for combination in
                 product(*per_input))
+    if isinstance(rel, AsOfJoin):
+        return () if rel.outer else _keys(Join((rel.left, rel.right), ()))
     if isinstance(rel, Reduce):
         return (tuple(range(len(rel.group_key))),)
     if isinstance(rel, TopK):

@@ -17,6 +17,7 @@ from matview.ir.joins import PathStep
 from matview.ir.parse_scalars import Invalid, ScalarBuilder, Slot, read_value, unquote
 from matview.ir.relation import (
     Aggregate,
+    AsOfJoin,
     Constant,
     Field,
     Get,
@@ -123,6 +124,12 @@ class PlanBuilder(ScalarBuilder):
         assert isinstance(predicates, tuple)
         return Header("Join", None,
                        lambda inputs: Join(inputs, equivalences, plan, predicates))
+
+    def asof_join(self, outer: Token | None, left_keys: tuple[Scalar, ...],
+                  right_keys: tuple[Scalar, ...], where: _Where | None, *unique: int) -> Header:
+        predicates = () if where is None else where.predicates
+        return Header("AsOfJoin", 2, lambda inputs: AsOfJoin(
+            inputs[0], inputs[1], left_keys, right_keys, predicates, outer is not None, unique))
 
     def join_where(self, predicates: tuple[Scalar, ...]) -> _Where:
         return _Where(predicates)

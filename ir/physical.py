@@ -21,6 +21,7 @@ what the logical plan leaves open:
   applied after it; groups of lookups that extend the path by one attribute run worst-case
   optimally (``Extension``: count, propose, validate). The runtime
   (``runtime.operators.join``) runs exactly these and derives none of them again.
+- an AsOfJoin's output, always owned: its retractions read what an insertion produced.
 - a Reduce's layout (``ReduceLayout``): which aggregates it accumulates, the hidden
   accumulator columns of its output arrangement, which it recomputes from its ``values``,
   and whether its output is deferred to its reader's job; a Linear's ``copies`` (the input
@@ -241,6 +242,22 @@ class Join(Operator):
 
 
 @dataclass(frozen=True)
+class AsOfJoin(Operator):
+    """Joins each change of its left input with its right input's updates up to the
+    change's time (its right input is looked up, so arranged); owns ``output`` (its own
+    rows by the left input's unique key), which a left retraction reads."""
+
+    relation: logical.AsOfJoin
+    output: Arrangement
+
+    def state(self) -> tuple[Arrangement, ...]:
+        return (self.output,)
+
+    def history(self) -> tuple[str, ...]:
+        return (self.output.name,)
+
+
+@dataclass(frozen=True)
 class ReduceLayout:
     """How a Reduce computes its aggregates (Materialize's ``ReducePlan``): ``accumulable``
     (the SUMMED aggregates with an argument, by index) are running accumulators kept in the
@@ -364,6 +381,13 @@ def operators(root: Operator) -> Iterator[Operator]:
     """Every operator under ``root`` once, in id order (inputs before consumers; an
     operator of several consumers is one node of the plan, ``planner.lower``)."""
     return iter(post_order(root, lambda op: op.inputs, key=lambda op: op.id))
+
+
+def reads_arrival_times(root: Operator) -> bool:
+    """Whether an operator under ``root`` reads when its input's rows arrived (an
+    ``AsOfJoin``): its steps keep their updates' times apart, and it is never recomputed
+    from its inputs' snapshots, which do not know them."""
+    return any(isinstance(op, AsOfJoin) for op in operators(root))
 
 
 def reads(root: Operator) -> set[str]:

@@ -153,6 +153,34 @@ class Join(Relation):
 
 @hashed_once
 @dataclass(frozen=True)
+class AsOfJoin(Relation):
+    """``left [LEFT] JOIN right FOR SYSTEM_TIME AS OF mz_now() ON ...`` (seed 001's as-of
+    join on transaction time). Meaning at time t: each row x of left present at t, arrived
+    at time a(x), joined with the rows y of right at a(x) where ``left_keys`` (over left)
+    equal ``right_keys`` (over right) and ``predicates`` (over both) hold (``outer``: x and
+    NULLs when none does); a static collection (all arrived at once) gives the (left) join.
+    Delta rule (differentiate, half join, integrate): an insertion (x, t, +1) joins right's
+    updates at times <= t; right's changes emit nothing; a retraction (x, t, -1) emits the
+    negation, at t, of what x's insertion produced (its half join again when x arrived in
+    the same step, else its output rows read back by ``unique``, a NOT NULL unique key of
+    left). State: right arranged by ``right_keys``, its own output by ``unique``.
+    """
+
+    left: Relation
+    right: Relation
+    left_keys: tuple[Scalar, ...]
+    right_keys: tuple[Scalar, ...]
+    predicates: tuple[Scalar, ...]
+    outer: bool
+    unique: tuple[int, ...]
+
+    @property
+    def types(self) -> tuple[SqlType, ...]:
+        return self.left.types + self.right.types
+
+
+@hashed_once
+@dataclass(frozen=True)
 class Reduce(Relation):
     """GROUP BY ``group_key`` computing ``aggregates``; output is keys then aggregate values.
 
@@ -343,6 +371,8 @@ def inputs_of(rel: Relation) -> tuple[Relation, ...]:
         return (rel.input,)
     if isinstance(rel, (Join, Union)):
         return rel.inputs
+    if isinstance(rel, AsOfJoin):
+        return (rel.left, rel.right)
     if isinstance(rel, LetRec):
         return rel.values
     return ()
@@ -354,6 +384,8 @@ def with_inputs(rel: Relation, new_inputs: Sequence[Relation]) -> Relation:
         return replace(rel, input=new_inputs[0])
     if isinstance(rel, (Join, Union)):
         return replace(rel, inputs=tuple(new_inputs))
+    if isinstance(rel, AsOfJoin):
+        return replace(rel, left=new_inputs[0], right=new_inputs[1])
     if isinstance(rel, LetRec):
         return replace(rel, values=tuple(new_inputs))
     return rel

@@ -24,6 +24,10 @@ Operators (the grammar is ``grammar.lark``):
   equivalence classes (``on=()`` when none), the predicates evaluated inside the join
   (``where=`` left out when none), then the join plan's kind and one order of input indexes
   per path; ``plan=`` is left out when the join has no plan. An empty class has no text form.
+- ``AsOfJoin [outer] left_keys=(EXPR, ...) right_keys=(EXPR, ...) where=(PRED, ...)
+  unique=(#i, ...)``: the as-of join on transaction time, each left key (over the left
+  input) equal to the right key at its position (over the right input's own columns), the
+  predicates over both (``where=`` left out when none), the left input's unique key.
 - ``Reduce group_key=(EXPR, ...) aggregates=(count(*), sum(EXPR), ...)``, ``*`` standing for
   an aggregate without an expression; an aggregate of values in order prints its separator
   and its ORDER BY: ``string_agg(#1, ', ' order by #2 desc)``.
@@ -85,6 +89,7 @@ from matview.ir.column_names import column_names, linear_column_names
 from matview.ir.keys import unique_keys
 from matview.ir.parse import INDENT
 from matview.ir.relation import (
+    AsOfJoin,
     Constant,
     Get,
     Join,
@@ -188,6 +193,15 @@ def _render_header(rel: Relation, humanized: bool) -> str:
             orders = ", ".join(f"({', '.join(map(_render_path_step, o))})" for o in rel.plan.orders)
             text += f" plan={render_name(rel.plan.kind)}[{orders}]"
         return text
+    if isinstance(rel, AsOfJoin):
+        names = column_names(rel) if humanized else ()
+        left, right = names[:rel.left.arity], names[rel.left.arity:]
+        text = (f"AsOfJoin{' outer' if rel.outer else ''} left_keys=("
+                f"{_render_scalars(rel.left_keys, left)}) right_keys=("
+                f"{_render_scalars(rel.right_keys, right)})")
+        if rel.predicates:
+            text += f" where=({_render_scalars(rel.predicates, names)})"
+        return text + f" unique={_render_columns(rel.unique, left)}"
     if isinstance(rel, Reduce):
         names = column_names(rel.input) if humanized else ()
         group_key = _render_scalars(rel.group_key, names)

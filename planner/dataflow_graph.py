@@ -17,7 +17,8 @@ arrangements alike.
 - **Edges**: ``kind="input"`` from an input operator to its consumer (``position``);
   ``kind="reads"`` from a shared arrangement to the Get reading it; ``kind="maintains"``
   from an operator to an arrangement it owns; ``kind="lookup"`` from an arrangement to a
-  Join whose delta path looks it up (``paths``: the path numbers).
+  Join whose delta path looks it up (``paths``: the path numbers), or to an AsOfJoin that
+  looks its right input up (path 0, from its left input).
 """
 
 from __future__ import annotations
@@ -45,6 +46,9 @@ def dataflow_graph(plan: physical.Operator) -> nx.DiGraph:
             graph.nodes[op.id]["implementation"] = op.implementation
             graph.nodes[op.id]["paths"] = op.implementation.paths
             _add_lookups(graph, op)
+        if isinstance(op, physical.AsOfJoin):  # its one path, from its left input
+            for name in op.inputs[1].history():
+                graph.add_edge(name, op.id, kind="lookup", paths=(0,))
     return graph
 
 

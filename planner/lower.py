@@ -13,6 +13,7 @@ runtime executes and EXPLAIN PHYSICAL prints (``ir.physical``).
       - a Linear's copies: the input column each output column copies, when its steps only
         rearrange columns (``steps.copied_columns``);
         Join -> output iff a consumer looks its output up (through Linear and Union);
+        AsOfJoin -> output (its right input is looked up, its left not);
         TopK -> values (its input), prefix, and output iff a consumer looks its output up;
         Window -> values (its input) and output iff a consumer looks its output up;
         LetRec -> its inputs are the parts of its bindings that read no binding
@@ -38,6 +39,7 @@ from matview.ir.aggregates import Maintenance, maintained
 from matview.ir.joins import JoinPlan, offsets_of
 from matview.ir.linear_logic import is_temporal_steps
 from matview.ir.relation import (
+    AsOfJoin,
     Constant,
     Get,
     Join,
@@ -80,9 +82,10 @@ def _uses(plan: Relation) -> dict[Relation, tuple[bool, bool]]:
         looked_up, reaches_output = uses[rel]
         below = looked_up and isinstance(rel, (Linear, Union)) or isinstance(rel, Join)
         passes = reaches_output and _copies(rel) is not None
-        for child in _children(rel):
+        for position, child in enumerate(_children(rel)):
             before = uses.get(child, (False, True))
-            uses[child] = (before[0] or below, before[1] and passes)
+            looked = below or isinstance(rel, AsOfJoin) and position == 1
+            uses[child] = (before[0] or looked, before[1] and passes)
     return uses
 
 
@@ -132,6 +135,10 @@ class _Lowering:
             ) if looked_up else None
             return physical.Join(op, rel, inputs, _delta_join(rel, [i.id for i in inputs]),
                                   output)
+        if isinstance(rel, AsOfJoin):
+            return physical.AsOfJoin(op, rel, inputs, physical.Arrangement(
+                op, "output", "the joined rows by the left input's unique key, read by its "
+                "retractions"))
         if isinstance(rel, Reduce):
             values = physical.Arrangement(
                 op, "values", "the input values of min/max by group key"

@@ -108,7 +108,10 @@ class Controller:
         flow = Dataflow(plan, self.spark, trace_of or self.trace_of, as_of=as_of,
                         limit=self.limits.table_function_rows, measure=measure,
                         max_join_rows=self.limits.join_rows,
-                        policy=RefreshPolicy(self.setting) if after is None else after.policy)
+                        policy=after.policy if after is not None else RefreshPolicy(
+                            self.setting, "an as-of join's rows depend on when each row "
+                            "arrived: no recompute" if physical.reads_arrival_times(plan)
+                            else None))
         if after is not None:
             flow.changed = after.changed
         return flow

@@ -83,6 +83,8 @@ class Dataflow:
         predecessor's last step (``Controller.dataflow``'s ``after``): what a rehearsal
         changes when the dataflow is resumed or replanned (``rehearse``)."""
         self.reads = physical.reads(plan)
+        self.arrivals = physical.reads_arrival_times(plan)
+        """Whether an operator reads when rows arrived: no step collapses its times."""
         self.root = build(plan, spark, trace_of, limit, max_join_rows)
         self._merged: dict[T.StructType, tuple[list[Column], list[Column]]] = {}
         self._owned = [(arrangement, getattr(op, arrangement.what))
@@ -166,11 +168,13 @@ class Dataflow:
         A step runs when a source changed in that range or a temporal operator holds
         updates due in it. All input updates share one time on the first step, when every
         source change has one time and no temporal operator may release or emit updates at
-        other times, or when ``collapse``: no reader sees the times before ``upper``, so
-        the step's updates are advanced to it (``StepContext.collapsed``). ``job``: where
-        its operators ask for the results they keep, a refresh's one job shared with other
-        dataflows (by default the step's own, run when it is ``materialized``)."""
+        other times, or when ``collapse``: no reader sees the times before ``upper`` (nor
+        does an operator: ``arrivals``), so the step's updates are advanced to it
+        (``StepContext.collapsed``). ``job``: where its operators ask for the results they
+        keep, a refresh's one job shared with other dataflows (by default the step's own,
+        run when it is ``materialized``)."""
         self._abandon()
+        collapse = collapse and not self.arrivals
         for op in operators(self.root):
             op.meter.harvest()
         probe, pending, times, changed = self._pending(upper)

@@ -20,7 +20,9 @@ to go by, a step recomputes when it changes at least half as many rows as its in
 before it. Recompute puts the whole change at one time (that of the inputs' changes when
 they have one, else the step's last), so a step whose changes have several times (or a
 temporal filter's) runs incrementally, whatever the setting, when a subscription reads the
-view or a view over it: the subscription sees every time.
+view or a view over it: the subscription sees every time. A view with an as-of join on
+transaction time always runs incrementally after its first step: its contents depend on
+when each row arrived, which a recompute from the snapshots cannot know.
 """
 
 from __future__ import annotations
@@ -63,9 +65,11 @@ class RefreshPolicy:
     """The choice of strategy for one view's steps (``setting`` one of ``STRATEGIES``) and
     the measured steps it is made from."""
 
-    def __init__(self, setting: str = "auto") -> None:
+    def __init__(self, setting: str = "auto", pinned: str | None = None) -> None:
         assert setting in STRATEGIES
-        self.setting = setting
+        self.setting, self.pinned = setting, pinned
+        """``pinned``: why every step after the first runs incrementally, whatever the
+        setting (a view whose contents depend on its inputs' history), or None."""
         history = active().refresh_history
         self.measured: dict[str, deque[Measured]] = {
             "incremental": deque(maxlen=history), "recompute": deque(maxlen=history)}
@@ -80,6 +84,8 @@ class RefreshPolicy:
             return Choice("recompute", "first step: the inputs' snapshots")
         if not changed:
             return Choice("incremental", "no input changed")
+        if self.pinned is not None:
+            return Choice("incremental", self.pinned)
         if keep_times:
             return Choice("incremental", "a subscription reads each of the step's times")
         if self.setting != "auto":

@@ -13,6 +13,7 @@ from matview.ir import physical
 from matview.ir.table_functions import DEFAULT_ROW_LIMIT
 from matview.ir.walk import post_order
 from matview.runtime.arrangements.trace import Trace
+from matview.runtime.operators.asof_join import AsOfJoinOp
 from matview.runtime.operators.base import Operator
 from matview.runtime.operators.constant import ConstantOp
 from matview.runtime.operators.get import GetOp
@@ -66,6 +67,12 @@ def _operator(node: physical.Operator, inputs: tuple[Operator, ...],
                       predicates=node.relation.predicates,
                       keep_history=node.output is not None, max_rows=max_join_rows,
                       label=f"Join %{node.id}")
+    if isinstance(node, physical.AsOfJoin):
+        return AsOfJoinOp(rel.types, left=inputs[0], right=inputs[1],
+                          left_keys=node.relation.left_keys,
+                          right_keys=node.relation.right_keys,
+                          predicates=node.relation.predicates, outer=node.relation.outer,
+                          unique=node.relation.unique)
     if isinstance(node, physical.Reduce):
         return ReduceOp(rel.types, input=inputs[0], group_key=node.relation.group_key,
                         aggregates=node.relation.aggregates, layout=node.layout)

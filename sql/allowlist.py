@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from matview.sql.dialect_nodes import MutuallyRecursive, RecursiveBinding
 from matview.sql.errors import UnsupportedError
+from matview.sql.from_items import system_time
 from sqlglot import exp
 
 _QUERY = {"with_", "order", "limit", "offset"}
@@ -96,7 +97,7 @@ def check_supported(tree: exp.Expr) -> None:
     for node in tree.walk():
         allowed = ALLOWED.get(type(node))
         if allowed is not None:
-            check_arguments(node, allowed)
+            check_arguments(node, allowed | {"version"} if system_time(node) else allowed)
         if isinstance(node, exp.Join) and (node.method or "") not in JOIN_METHODS:
             raise UnsupportedError.at(f"{node.method} JOIN is not supported", node)
         if isinstance(node, exp.Lateral) and node.args.get("cross_apply") is False:

@@ -179,8 +179,8 @@ class _FromBuilder:
             item, on, computed = self._condition(join, left, right, hidden, side)
             at = self._column(start or 0)
             operands = self._take(start or 0), right_side._take(0), _shifted(on, at)
-            joined = (asof(join, side, *operands) if side.startswith("ASOF") else
-                      outer_join(side, *operands))
+            joined = (outer_join(side, *operands) if side in ("LEFT", "RIGHT", "FULL") else
+                      asof(join, side, *operands))
         if computed:
             joined = linear(joined, [Map(tuple(_shifted([c.expr for c in computed], at)))])
             self.types.extend(c.type for c in computed)

@@ -25,9 +25,18 @@ def rename(names: Sequence[str], aliases: Sequence[str], relation: str,
 
 def outer_side(join: exp.Join) -> str | None:
     """``LEFT``, ``RIGHT`` or ``FULL`` for an outer join, ``ASOF`` or ``ASOF LEFT`` for an
-    ASOF join (``ir.asof_joins``), None for an inner or cross join (or a comma); other kinds
-    of join are refused."""
+    ASOF join (``ir.asof_joins``), ``SYSTEM_TIME`` or ``SYSTEM_TIME LEFT`` for an as-of
+    join on transaction time (``sql.asof_join``), None for an inner or cross join (or a
+    comma); other kinds of join are refused."""
     side, kind = (join.side or "").upper(), (join.kind or "").upper()
+    if system_time(join.this):
+        if side not in ("", "LEFT") or kind not in ("", "OUTER", "INNER") or join.method:
+            raise UnsupportedError.at(f"{join.method or side or kind} JOIN ... FOR "
+                                      "SYSTEM_TIME AS OF is not supported", join)
+        if join.args.get("on") is None:
+            raise SqlSyntaxError.at("syntax error: JOIN ... FOR SYSTEM_TIME AS OF mz_now() "
+                                    "needs an ON clause", join)
+        return "SYSTEM_TIME LEFT" if side else "SYSTEM_TIME"
     if (join.method or "").upper() == "ASOF":
         if side not in ("", "LEFT") or kind not in ("", "OUTER", "INNER"):
             raise UnsupportedError.at(f"ASOF {side or kind} JOIN is not supported", join)
@@ -41,6 +50,18 @@ def outer_side(join: exp.Join) -> str | None:
         raise UnsupportedError.at(f"{' '.join(w for w in (side, kind) if w)} JOIN is not "
                                   "supported yet", join)
     return None
+
+
+def system_time(node: exp.Expr) -> bool:
+    """Whether ``node`` is a FROM item ``name FOR SYSTEM_TIME AS OF mz_now()`` on the right
+    of a JOIN (the as-of join on transaction time: ``sql.asof_join``), the one time travel
+    the binder reads."""
+    version = node.args.get("version") if isinstance(node, exp.Table) else None
+    return (isinstance(version, exp.Version) and str(version.args.get("kind")) == "AS OF"
+            and isinstance(version.expression, exp.Anonymous)
+            and str(version.expression.this).lower() == "mz_now"
+            and not version.expression.expressions and isinstance(node.parent, exp.Join)
+            and node.arg_key == "this")
 
 
 def table_function(node: exp.Expr) -> tuple[exp.Expr, bool] | None:

@@ -26,6 +26,7 @@ from collections.abc import Iterator
 from matview.ir.linear_logic import is_temporal_steps
 from matview.ir.recursion import DEFAULT_RECURSION_LIMIT
 from matview.ir.relation import (
+    AsOfJoin,
     Join,
     LetRec,
     Linear,
@@ -195,6 +196,9 @@ def _check_loop(plan: Relation, node: exp.Expr) -> bool:
         raise UnsupportedError.at("mz_now() over a recursive query's rows inside its "
                                   "definition is not supported yet (use it in the query that "
                                   "reads the recursive query)", node)
+    if isinstance(plan, AsOfJoin):
+        raise UnsupportedError.at("JOIN ... FOR SYSTEM_TIME AS OF over a recursive query's "
+                                  "rows inside its definition is not supported", node)
     return True
 
 

@@ -38,6 +38,8 @@ with ``KIND`` and its attributes:
   ``{"kind": "delta", "orders": [[STEP, ...], ...]}`` (``orders[i]``: the inputs path ``i``
   looks up, in order, each STEP an input ``INT`` or a group ``[INT, ...]`` extending the
   path by counts) or ``null`` before physical planning.
+- ``"AsOfJoin"``: ``"left_keys"``, ``"right_keys"`` (over the right input's own columns),
+  ``"predicates"``: ``[SCALAR, ...]``, ``"outer"``: BOOL, ``"unique"``: ``[INT, ...]``.
 - ``"Reduce"``: ``"group_key"``: ``[SCALAR, ...]``, ``"aggregates"``:
   ``[{"func": "count" | "sum" | "min" | "max", "expr": SCALAR | null}, ...]`` (``null``
   for ``count(*)``).
@@ -133,6 +135,7 @@ import networkx as nx
 from matview.ir import physical
 from matview.ir.physical import DeltaPath, Equality, Lookup
 from matview.ir.relation import (
+    AsOfJoin,
     Constant,
     Get,
     Join,
@@ -256,6 +259,10 @@ def _attributes(rel: Relation) -> Json:
                 for order in rel.plan.orders]}
         return {"equivalences": [_scalars(cls) for cls in rel.equivalences],
                 "predicates": _scalars(rel.predicates), "plan": plan}
+    if isinstance(rel, AsOfJoin):
+        return {"left_keys": _scalars(rel.left_keys), "right_keys": _scalars(rel.right_keys),
+                "predicates": _scalars(rel.predicates), "outer": rel.outer,
+                "unique": list(rel.unique)}
     if isinstance(rel, Reduce):
         return {"group_key": _scalars(rel.group_key), "aggregates": [
             {"func": a.func, "expr": None if a.expr is None else render_scalar(a.expr)}
@@ -306,13 +313,8 @@ def _scalars(exprs: Sequence[Scalar]) -> list[str]:
 
 def _operator_json(graph: nx.DiGraph, op: int, stats: OperatorStats | None) -> Json:
     node = graph.nodes[op]
-    out: Json = {
-        "id": op,
-        "operator": node["kind"],
-        "text": render_line(node["relation"]),
-        "inputs": list(node["inputs"]),
-        "arrangements": arrangements(graph, op),
-    }
+    out: Json = {"id": op, "operator": node["kind"], "text": render_line(node["relation"]),
+                 "inputs": list(node["inputs"]), "arrangements": arrangements(graph, op)}
     if "paths" in node:
         out["paths"] = [_path_json(graph, path) for path in node["paths"]]
     if isinstance(node["operator"], physical.LetRec):

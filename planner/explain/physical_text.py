@@ -21,6 +21,10 @@ describe it:
   validate: V1 | V2)``: per path row, each input's matches by its stage ``Si`` are counted,
   the one with the fewest is looked up by it and the others then by their stages ``Vi``
   (those after ``Si`` when input ``i`` proposed), which check the attribute it proposed.
+- for an as-of join on transaction time, ``implementation: as of each change's time``, then
+  ``differentiate %a`` (its left input's changes), ``half join %b[KEY] <= stream=(SKEY) in
+  NAME`` (the right input's arrangement, at times up to each change's) and ``integrate``
+  (a retraction negates what its key's insertion produced, read from its own output).
 - ``lookups: %b in NAME (reused) by (KEY; ...), ...``: the arrangements each lookup reads,
   and the keys the join's paths look them up by (a stored collection's batches held in the
   executors are arranged by those columns: ``runtime.arrangements.batch_files``). ``reused``
@@ -150,6 +154,8 @@ def _render_operator(graph: nx.DiGraph, op: int, depth: int, options: RenderOpti
         lines.append(f"{detail}implementation: {node['implementation'].kind}")
         lines += [f"{detail}  {render_path(path)}" for path in node["paths"]]
         lines.append(f"{detail}lookups: " + ", ".join(_lookups(graph, op)))
+    if isinstance(node["operator"], physical.AsOfJoin):
+        lines += _as_of(graph, node["operator"], detail)
     for name in arrangements(graph, op):
         lines.append(f"{detail}arrangements: creates {name} ({graph.nodes[name]['purpose']})")
     if isinstance(node["operator"], physical.Reduce):
@@ -160,6 +166,18 @@ def _render_operator(graph: nx.DiGraph, op: int, depth: int, options: RenderOpti
         lines += _statistics(stats[op], detail)
     for child in node["inputs"]:
         _render_operator(graph, child, depth + 1, options, stats, lines, printed)
+
+
+def _as_of(graph: nx.DiGraph, op: physical.AsOfJoin, pad: str) -> list[str]:
+    """How as-of join ``op`` runs (see the module docstring)."""
+    rel, (left, right) = op.relation, op.inputs
+    looked = ", ".join(history_arrangements(graph, right.id))
+    return [f"{pad}implementation: as of each change's time",
+            f"{pad}  differentiate %{left.id}: each change reads %{right.id} at its time",
+            f"{pad}  half join %{right.id}[{_scalars(rel.right_keys)}] <= stream=("
+            f"{_scalars(rel.left_keys)}) in {looked}",
+            f"{pad}  integrate: a retraction negates its key's rows of {op.output.name} by ("
+            + ", ".join(f"#{c}" for c in rel.unique) + ")"]
 
 
 def _loop(op: physical.LetRec, pad: str, options: RenderOptions) -> list[str]:

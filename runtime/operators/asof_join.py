@@ -1,0 +1,207 @@
+"""The as-of join on transaction time (``AsOfJoin``, seed 001) on Spark: differentiate, half
+join, integrate.
+
+A step's left changes, consolidated, are its differences. Each carries ``_as``, the time at
+which it reads the right input: an insertion its own time; a retraction the time of its
+key's latest insertion earlier in the same step (``unique``, the left input's unique key:
+one row per key at a time), when there is one. The changes with an ``_as`` are half-joined
+with the right input's updates (its history and its changes of the step) at times ``<=
+_as`` where the keys are equal and the predicates hold; the right updates of one pair
+summed (earlier ones may cancel), the pairs that remain are the change's output, at the
+change's time with the product of the diffs. With ``outer`` a change matching none is
+padded with NULLs. A retraction without an ``_as`` (its row arrived in an earlier step)
+emits the negation, at its time, of the output rows of its key: the operator's own
+``output`` arrangement, read by the key's first column (integrate: its output is the sum of
+its differences). Right's changes alone emit nothing, but are computed every step (their
+operators' state advances) and, arranged by the right input, serve later steps.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import ClassVar
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from matview.ir.scalar import Col, Scalar
+from matview.runtime.arrangements.consolidation import consolidate
+from matview.runtime.arrangements.trace import Trace
+from matview.runtime.arrangements.updates import (
+    DIFF,
+    TIME,
+    key_match,
+    lookup,
+    materialize,
+    union_all,
+)
+from matview.runtime.lowering.expressions import compile_scalar
+from matview.runtime.lowering.types import col, column_names, spark_type
+from matview.runtime.operators.base import ArrangedWhenLookedUp, Delta, Operator, StepContext
+from matview.runtime.operators.keyed_state import read_touched
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import Window as SparkWindow
+from pyspark.sql import functions as F
+
+_AS, _RIGHT_DIFF = "_as", "_rdiff"
+"""The time a left change reads the right input at; the right updates' summed diff."""
+
+
+@dataclass
+class AsOfJoinOp(ArrangedWhenLookedUp, Operator):
+    """``AsOfJoin``: see the module docstring. ``output`` arranges its own output rows."""
+
+    kind: ClassVar[str] = "AsOfJoin"
+    arranges: ClassVar[tuple[str, ...]] = ("output",)
+
+    left: Operator | None = None
+    right: Operator | None = None
+    left_keys: tuple[Scalar, ...] = ()
+    right_keys: tuple[Scalar, ...] = ()
+    predicates: tuple[Scalar, ...] = ()
+    outer: bool = False
+    unique: tuple[int, ...] = ()
+    output: Trace | None = None
+
+    def attach(self, what: str, trace: Trace) -> None:
+        """Hold ``output``, arranged by the unique key's first column (a retraction's read)."""
+        super().attach(what, trace)
+        trace.arrange(f"c{self.unique[0]}")
+
+    def compute(self, ctx: StepContext) -> Delta | None:
+        assert self.left is not None and self.right is not None and self.output is not None
+        right_changes = self.right.delta(ctx)
+        changes = self.left.delta(ctx)
+        if changes is None:
+            return None
+        retracts = _retracts(changes)
+        stamp = retracts and not (ctx.single_time or ctx.collapsed)  # one may follow
+        left = self.frame_of(ctx, "left", changes)
+        rights = [part for part in (
+            self._right_history(ctx),
+            None if right_changes is None else self.frame_of(ctx, "right", right_changes))
+            if part is not None]
+        old = self._old(ctx) if retracts and not ctx.first else None
+        out = self.planned("output", (left, *rights, old, stamp, ctx.small), lambda: (
+            self._output(ctx, left, union_all(rights), old, stamp)))
+        result = None if out is None else materialize(ctx.spark, out, ctx.small)
+        self.stage(self.output, result, ctx)
+        return None if result is None else Delta(None, result.rows, result, count=result.rows)
+
+    def _right_history(self, ctx: StepContext) -> DataFrame | None:
+        """The right input's updates up to ``lower``: read by its first key column the
+        values the left changes hold in it, when the driver knows them and the right input
+        can be read so (a stored collection, arranged by it from the first step on); else
+        all of them."""
+        assert self.left is not None and self.right is not None
+        pair = next(((k, r) for k, r in zip(self.left_keys, self.right_keys, strict=True)
+                     if isinstance(k, Col) and isinstance(r, Col)), None)
+        if ctx.first:
+            if pair is not None:
+                self.right.arrange(pair[1].index)
+            return None
+        values = None if pair is None else self.left.step_values(ctx, pair[0].index)
+        found = None if values is None or pair is None else self.right.history_matching(
+            ctx, pair[1].index, values)
+        return self.right.history(ctx) if found is None else found.frame
+
+    def _old(self, ctx: StepContext) -> DataFrame | None:
+        """Its output up to ``lower`` that the step's retractions may read: the rows of
+        their keys, by the key's first column, when the driver knows its values."""
+        assert self.left is not None and self.output is not None
+        source, first = self.left, self.unique[0]
+        return read_touched(self, ctx, self.output, "history", f"c{first}",
+                            lambda: source.step_values(ctx, first))
+
+    def _output(self, ctx: StepContext, changes: DataFrame, rights: DataFrame | None,
+                old: DataFrame | None, stamp: bool) -> DataFrame | None:
+        """The plan of the step's output: the left ``changes`` (each with its ``_as``, by
+        a window over its key's times when ``stamp``) half-joined with ``rights``, and
+        the retractions without an ``_as`` negating their rows of ``old``."""
+        assert self.left is not None
+        names = column_names(self.left.arity)
+        left = consolidate(changes.select(*names, TIME, DIFF), ctx.small)
+        inserted = col(DIFF) > 0
+        if stamp:
+            earlier = SparkWindow.partitionBy(*[names[c] for c in self.unique]).orderBy(
+                TIME).rangeBetween(SparkWindow.unboundedPreceding, -1)
+            stamped = left.withColumn(_AS, F.when(inserted, col(TIME)).otherwise(
+                F.max(F.when(inserted, col(TIME))).over(earlier)))
+        else:
+            stamped = left.withColumn(_AS, F.when(inserted, col(TIME)))
+        parts = [self._half_join(ctx, stamped.where(col(_AS).isNotNull()), rights)]
+        if old is not None:
+            parts.append(self._integrated(ctx, stamped.where(col(_AS).isNull()), old))
+        out = union_all([p for p in parts if p is not None])
+        return None if out is None else consolidate(out, ctx.small)
+
+    def _half_join(self, ctx: StepContext, probe: DataFrame,
+                   rights: DataFrame | None) -> DataFrame | None:
+        """The output of the changes ``probe`` (each with its ``_as``): their pairs with
+        the right updates ``rights`` up to ``_as`` (and, ``outer``, the changes without)."""
+        assert self.left is not None and self.right is not None
+        width, arity = self.left.arity, self.right.arity
+        names, others = column_names(width), [f"r{j}" for j in range(arity)]
+        shown = column_names(self.arity)
+        matched = None
+        if rights is not None:
+            renamed = rights.select(*[col(f"c{j}").alias(others[j]) for j in range(arity)],
+                                    col(TIME).alias("_rtime"), col(DIFF).alias(_RIGHT_DIFF))
+            joined = lookup(probe, renamed, self._condition(names, others), "inner", ctx.small)
+            summed = joined.groupBy(*names, TIME, DIFF, _AS, *others).agg(
+                F.sum(_RIGHT_DIFF).alias(_RIGHT_DIFF)).where(col(_RIGHT_DIFF) != 0)
+            matched = summed.select(
+                *names, *[col(o).alias(s) for o, s in zip(others, shown[width:], strict=True)],
+                col(TIME), (col(DIFF) * col(_RIGHT_DIFF)).alias(DIFF))
+        if not self.outer:
+            return matched
+        unmatched = probe if matched is None else lookup(
+            probe, matched.select(*[col(names[c]).alias(f"m{c}") for c in self.unique],
+                                  col(TIME).alias("_mtime")).distinct(),
+            key_match([names[c] for c in self.unique], [f"m{c}" for c in self.unique])
+            & (col(TIME) == col("_mtime")), "left_anti", ctx.small)
+        padded = unmatched.select(*names, *[
+            F.lit(None).cast(spark_type(t)).alias(s)
+            for t, s in zip(self.right.types, shown[width:], strict=True)], TIME, DIFF)
+        return union_all([f for f in (matched, padded) if f is not None])
+
+    def _condition(self, names: list[str], others: list[str]) -> Column:
+        """The half join's condition: keys equal, right's update not after ``_as``, the
+        predicates TRUE (over left's columns then right's)."""
+        assert self.left is not None and self.right is not None
+        lefts = [col(n) for n in names]
+        rights = [col(o) for o in others]
+        conds = [compile_scalar(k, lefts, self.left.types)
+                 == compile_scalar(r, rights, self.right.types)
+                 for k, r in zip(self.left_keys, self.right_keys, strict=True)]
+        conds.append(col("_rtime") <= col(_AS))
+        conds += [compile_scalar(p, lefts + rights, self.types) for p in self.predicates]
+        return functools.reduce(Column.__and__, conds)
+
+    def _integrated(self, ctx: StepContext, gone: DataFrame, old: DataFrame) -> DataFrame:
+        """The negation of the output rows in ``old`` of the retractions ``gone`` (whose
+        rows arrived in earlier steps), at each retraction's time."""
+        assert self.left is not None
+        names, shown = column_names(self.left.arity), column_names(self.arity)
+        keys = [names[c] for c in self.unique]
+        taken = gone.select(*[col(k).alias(f"g_{k}") for k in keys], col(TIME).alias("_gtime"),
+                            col(DIFF).alias("_gdiff"))
+        found = lookup(old, taken, key_match(keys, [f"g_{k}" for k in keys]), "inner",
+                       ctx.small)
+        return found.select(*shown, col("_gtime").alias(TIME),
+                            (col(DIFF) * col("_gdiff")).alias(DIFF))
+
+    def step_values(self, ctx: StepContext, column: int) -> pa.Array | None:
+        """A left column's values in the step's output are those of its left changes."""
+        assert self.left is not None
+        return self.left.step_values(ctx, column) if column < self.left.arity else None
+
+    def children(self) -> tuple[Operator, ...]:
+        assert self.left is not None and self.right is not None
+        return (self.left, self.right)
+
+
+def _retracts(delta: Delta) -> bool:
+    """Whether ``delta`` may hold retractions (True unless the driver holds its rows)."""
+    table = None if delta.leaf is None else delta.leaf.table
+    return table is None or (table.num_rows > 0 and pc.min(table[DIFF]).as_py() < 0)

@@ -2,90 +2,26 @@
 ...``, the ``AsOfJoin`` node, seed 001): each row of ``L`` joins ``R`` as it was when the
 row arrived, and never changes when ``R`` changes later.
 
-The reference replays history in DuckDB: after every transaction it keeps a snapshot of
-the right table per transaction and each left row with the transaction it arrived in (an
-update is a new arrival), and the view must equal the left rows joined with the snapshot
-of their arrival, after every group of one to three transactions of seeded random writes
-to both tables (some changing both at once), with and without a subscription (which keeps
-the times of a step apart, so that rows arrive and leave within one step).
+The reference replays history in DuckDB (``tests/support/arrival_history.py``): the views
+must equal the left rows joined with the right table's snapshot at their arrival, after
+every group of one to three transactions of seeded random writes to both tables (some
+changing both at once), with and without a subscription (which keeps the times of a step
+apart, so that rows arrive and leave within one step).
 """
 
 from __future__ import annotations
 
-import random
+import re
 from pathlib import Path
 
-import duckdb
 import pytest
 from pyspark.sql import SparkSession
 
 import matview
 from matview.connection import Connection
 from matview.errors import NotSupportedError, ProgrammingError
-from tests.support.oracle.compare import difference
+from tests.support.arrival_history import AS_OF, IN_FILES, check_arrivals
 from tests.support.seeds import seeds
-
-AS_OF = "FOR SYSTEM_TIME AS OF mz_now()"
-
-VIEWS = {
-    "padded": (f"SELECT o.id, o.item, o.qty, p.price FROM orders o LEFT JOIN prices {AS_OF} p "
-               "ON o.item = p.item",
-               "SELECT o.id, o.item, o.qty, p.price FROM arrived o LEFT JOIN snapshots p "
-               "ON p.tx = o.tx AND o.item = p.item"),
-    "matched": (f"SELECT o.id, p.price FROM orders o JOIN prices {AS_OF} AS p "
-              "ON o.item = p.item AND p.price > o.qty",
-              "SELECT o.id, p.price FROM arrived o JOIN snapshots p "
-              "ON p.tx = o.tx AND o.item = p.item AND p.price > o.qty"),
-    "summed": ("SELECT p.item, sum(o.qty * p.price), count(*) FROM orders o "
-               "JOIN prices FOR TIMESTAMP AS OF mz_now() p ON o.item = p.item GROUP BY p.item",
-               "SELECT p.item, sum(o.qty * p.price), count(*) FROM arrived o JOIN snapshots p "
-               "ON p.tx = o.tx AND o.item = p.item GROUP BY p.item"),
-}
-
-
-class History:
-    """A matview connection and a DuckDB database holding the same tables, and in DuckDB
-    each transaction's snapshot of ``prices`` (``snapshots``) and each row of ``orders``
-    with the transaction it arrived in (``arrived``)."""
-
-    def __init__(self, spark: SparkSession) -> None:
-        self.con = matview.connect(clock=0, spark=spark, refresh="recompute")
-        self.db = duckdb.connect()
-        self.tx, self.log = 0, []
-        for ddl in ("CREATE TABLE orders (id int PRIMARY KEY, item text, qty int)",
-                    "CREATE TABLE prices (item text, price int)"):
-            self.con.execute(ddl)
-            self.db.execute(ddl)
-        self.db.execute("CREATE TABLE snapshots (tx int, item text, price int)")
-        self.db.execute("CREATE TABLE arrived (id int, item text, qty int, tx int)")
-
-    def transaction(self, statements: list[str]) -> None:
-        """Run ``statements`` as one transaction on both, then record it in the history."""
-        self.log.append("; ".join(statements))
-        with self.con.transaction():
-            for statement in statements:
-                self.con.execute(statement)
-                self.db.execute(statement)
-        self.record()
-
-    def record(self) -> None:
-        self.tx += 1
-        same = "a.id = o.id AND a.item IS NOT DISTINCT FROM o.item AND a.qty IS NOT " \
-               "DISTINCT FROM o.qty"
-        self.db.execute(f"INSERT INTO snapshots SELECT {self.tx}, * FROM prices")
-        self.db.execute(f"DELETE FROM arrived a WHERE NOT EXISTS (SELECT 1 FROM orders o "
-                        f"WHERE {same})")
-        self.db.execute(f"INSERT INTO arrived SELECT o.*, {self.tx} FROM orders o "
-                        f"WHERE NOT EXISTS (SELECT 1 FROM arrived a WHERE {same})")
-
-    def check(self) -> None:
-        failures = []
-        for name, (_, reference) in VIEWS.items():
-            missing, extra = difference(self.con.execute(f"SELECT * FROM {name}").fetchall(),
-                                        self.db.execute(reference).fetchall())
-            if missing or extra:
-                failures.append(f"{name}: lacks {missing}, has beyond {extra}")
-        assert not failures, "\n".join(failures + ["after:", *self.log])
 
 
 def _orders_and_prices(con: Connection) -> Connection:
@@ -96,52 +32,14 @@ def _orders_and_prices(con: Connection) -> Connection:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("subscribed", [False, True])
+@pytest.mark.parametrize("subscribed, settings", [(False, {}), (True, IN_FILES)])
 @pytest.mark.parametrize("seed", seeds())
 def test_views_equal_the_right_side_at_each_left_rows_arrival(
-        spark: SparkSession, seed: int, subscribed: bool) -> None:
-    """Orders come, change (a changed order arrives again) and go; prices (duplicates and
-    NULL items among them) change between and within the same transactions; views are
-    read after one to three transactions. ``refresh="recompute"`` is overruled: a view
-    with this join steps incrementally (a recompute cannot know when rows arrived)."""
-    rng = random.Random(seed)
-    history = History(spark)
-    history.transaction(["INSERT INTO prices VALUES ('a', 10), ('b', 20), ('b', 21)",
-                         "INSERT INTO orders VALUES (1, 'a', 1), (2, 'b', 30), (3, 'c', 2)"])
-    for name, (sql, _) in VIEWS.items():
-        history.con.execute(f"CREATE MATERIALIZED VIEW {name} AS {sql}")
-    history.transaction(["UPDATE prices SET price = price + 1"])
-    subscription = history.con.subscribe("padded") if subscribed else None
-    history.check()
-    next_id = 4
-
-    def item() -> str:
-        return "NULL" if rng.random() < 0.1 else f"'{rng.choice('abc')}'"
-
-    def statement() -> str:
-        nonlocal next_id
-        roll, some = rng.random(), rng.randint(1, next_id)
-        if roll < 0.3:
-            next_id += 1
-            return f"INSERT INTO orders VALUES ({next_id}, {item()}, {rng.randint(1, 40)})"
-        if roll < 0.45:
-            return f"DELETE FROM orders WHERE id = {some}"
-        if roll < 0.6:
-            return f"UPDATE orders SET qty = qty + 1 WHERE id = {some}"
-        if roll < 0.8:
-            return f"INSERT INTO prices VALUES ({item()}, {rng.randint(1, 50)})"
-        if roll < 0.9:
-            return f"UPDATE prices SET price = price + {rng.randint(1, 9)} WHERE item = {item()}"
-        return f"DELETE FROM prices WHERE item = {item()}"
-
-    for _ in range(6):
-        for _ in range(rng.randint(1, 3)):
-            history.transaction([statement() for _ in range(rng.randint(1, 2))])
-        history.check()
-    stats = history.con.execute("EXPLAIN ANALYZE MATERIALIZED VIEW padded").fetchall()[0][0]
-    assert "recomputes" in stats and " 1 recomputes" in stats, stats
-    if subscription is not None:
-        subscription.fetch()
+        spark: SparkSession, seed: int, subscribed: bool, settings: dict[str, int]) -> None:
+    """``check_arrivals``: without a subscription, every step's transactions at one time;
+    with one, each at its own, and the join's own output held in files, read by key."""
+    stats = check_arrivals(spark, seed, subscribed, **settings)
+    assert bool(re.search(r"%2\.output: .* read: [1-9]\d* by key", stats)) == subscribed, stats
 
 
 def test_a_left_row_keeps_the_price_it_arrived_with(spark: SparkSession) -> None:

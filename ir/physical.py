@@ -21,7 +21,7 @@ what the logical plan leaves open:
   applied after it; groups of lookups that extend the path by one attribute run worst-case
   optimally (``Extension``: count, propose, validate). The runtime
   (``runtime.operators.join``) runs exactly these and derives none of them again.
-- an AsOfJoin's output, always owned: its retractions read what an insertion produced.
+- an AsOfJoin's matches (what each left key got), always owned: its retractions read them.
 - a Reduce's layout (``ReduceLayout``): which aggregates it accumulates, the hidden
   accumulator columns of its output arrangement, which it recomputes from its ``values``,
   and whether its output is deferred to its reader's job; a Linear's ``copies`` (the input
@@ -244,16 +244,19 @@ class Join(Operator):
 @dataclass(frozen=True)
 class AsOfJoin(Operator):
     """Joins each change of its left input with its right input's updates up to the
-    change's time (its right input is looked up, so arranged); owns ``output`` (its own
-    rows by the left input's unique key), which a left retraction reads."""
+    change's time (its right input is looked up, so arranged); owns ``matches`` (each
+    output row's left key and right columns, by that key), which a left retraction reads,
+    and, only when a consumer looks its output up, ``output``."""
 
     relation: logical.AsOfJoin
-    output: Arrangement
+    matches: Arrangement
+    output: Arrangement | None = None
 
     def state(self) -> tuple[Arrangement, ...]:
-        return (self.output,)
+        return (self.matches,) + (() if self.output is None else (self.output,))
 
     def history(self) -> tuple[str, ...]:
+        assert self.output is not None, "an as-of join's history is read only when arranged"
         return (self.output.name,)
 
 

@@ -13,7 +13,8 @@ runtime executes and EXPLAIN PHYSICAL prints (``ir.physical``).
       - a Linear's copies: the input column each output column copies, when its steps only
         rearrange columns (``steps.copied_columns``);
         Join -> output iff a consumer looks its output up (through Linear and Union);
-        AsOfJoin -> output (its right input is looked up, its left not);
+        AsOfJoin -> matches, and output iff a consumer looks it up (its right input is
+        looked up, its left not);
         TopK -> values (its input), prefix, and output iff a consumer looks its output up;
         Window -> values (its input) and output iff a consumer looks its output up;
         LetRec -> its inputs are the parts of its bindings that read no binding
@@ -137,8 +138,9 @@ class _Lowering:
                                   output)
         if isinstance(rel, AsOfJoin):
             return physical.AsOfJoin(op, rel, inputs, physical.Arrangement(
-                op, "output", "the joined rows by the left input's unique key, read by its "
-                "retractions"))
+                op, "matches", "the right rows each left key got, read by its retractions"),
+                physical.Arrangement(op, "output", "the joined rows, for the lookups of a "
+                                     "consumer", reused=False) if looked_up else None)
         if isinstance(rel, Reduce):
             values = physical.Arrangement(
                 op, "values", "the input values of min/max by group key"

@@ -24,7 +24,7 @@ describe it:
 - for an as-of join on transaction time, ``implementation: as of each change's time``, then
   ``differentiate %a`` (its left input's changes), ``half join %b[KEY] <= stream=(SKEY) in
   NAME`` (the right input's arrangement, at times up to each change's) and ``integrate``
-  (a retraction negates what its key's insertion produced, read from its own output).
+  (a retraction negates what its key got, read from the operator's ``matches``).
 - ``lookups: %b in NAME (reused) by (KEY; ...), ...``: the arrangements each lookup reads,
   and the keys the join's paths look them up by (a stored collection's batches held in the
   executors are arranged by those columns: ``runtime.arrangements.batch_files``). ``reused``
@@ -176,7 +176,7 @@ def _as_of(graph: nx.DiGraph, op: physical.AsOfJoin, pad: str) -> list[str]:
             f"{pad}  differentiate %{left.id}: each change reads %{right.id} at its time",
             f"{pad}  half join %{right.id}[{_scalars(rel.right_keys)}] <= stream=("
             f"{_scalars(rel.left_keys)}) in {looked}",
-            f"{pad}  integrate: a retraction negates its key's rows of {op.output.name} by ("
+            f"{pad}  integrate: a retraction negates what its key got in {op.matches.name} by ("
             + ", ".join(f"#{c}" for c in rel.unique) + ")"]
 
 

@@ -10,9 +10,10 @@ _as`` where the keys are equal and the predicates hold; the right updates of one
 summed (earlier ones may cancel), the pairs that remain are the change's output, at the
 change's time with the product of the diffs. With ``outer`` a change matching none is
 padded with NULLs. A retraction without an ``_as`` (its row arrived in an earlier step)
-emits the negation, at its time, of the output rows of its key: the operator's own
-``output`` arrangement, read by the key's first column (integrate: its output is the sum of
-its differences). Right's changes alone emit nothing, but are computed every step (their
+emits the negation, at its time, of its row joined with the right rows its key got: the
+operator's ``matches`` arrangement (each output row's left key and right columns, no copy
+of the left row), read by the key's first column (integrate: its output is the sum of its
+differences). Right's changes alone emit nothing, but are computed every step (their
 operators' state advances) and, arranged by the right input, serve later steps.
 """
 
@@ -30,9 +31,11 @@ from matview.runtime.arrangements.trace import Trace
 from matview.runtime.arrangements.updates import (
     DIFF,
     TIME,
+    Leaf,
     key_match,
     lookup,
     materialize,
+    stored,
     union_all,
 )
 from matview.runtime.lowering.expressions import compile_scalar
@@ -49,10 +52,11 @@ _AS, _RIGHT_DIFF = "_as", "_rdiff"
 
 @dataclass
 class AsOfJoinOp(ArrangedWhenLookedUp, Operator):
-    """``AsOfJoin``: see the module docstring. ``output`` arranges its own output rows."""
+    """``AsOfJoin``: see the module docstring. ``matches`` arranges the left key and right
+    columns of its output rows; ``output`` its output, only when a consumer looks it up."""
 
     kind: ClassVar[str] = "AsOfJoin"
-    arranges: ClassVar[tuple[str, ...]] = ("output",)
+    arranges: ClassVar[tuple[str, ...]] = ("matches", "output")
 
     left: Operator | None = None
     right: Operator | None = None
@@ -61,15 +65,24 @@ class AsOfJoinOp(ArrangedWhenLookedUp, Operator):
     predicates: tuple[Scalar, ...] = ()
     outer: bool = False
     unique: tuple[int, ...] = ()
+    matches: Trace | None = None
     output: Trace | None = None
 
     def attach(self, what: str, trace: Trace) -> None:
-        """Hold ``output``, arranged by the unique key's first column (a retraction's read)."""
+        """Hold ``what``; ``matches`` arranged by its first column, the unique key's first
+        (a retraction's read)."""
         super().attach(what, trace)
-        trace.arrange(f"c{self.unique[0]}")
+        if what == "matches":
+            trace.arrange("c0")
+
+    def arrangement_arity(self, what: str) -> int:
+        """``matches``: the unique key's columns and the right input's; ``output``: its
+        own."""
+        assert self.right is not None
+        return len(self.unique) + self.right.arity if what == "matches" else self.arity
 
     def compute(self, ctx: StepContext) -> Delta | None:
-        assert self.left is not None and self.right is not None and self.output is not None
+        assert self.left is not None and self.right is not None and self.matches is not None
         right_changes = self.right.delta(ctx)
         changes = self.left.delta(ctx)
         if changes is None:
@@ -85,7 +98,9 @@ class AsOfJoinOp(ArrangedWhenLookedUp, Operator):
         out = self.planned("output", (left, *rights, old, stamp, ctx.small), lambda: (
             self._output(ctx, left, union_all(rights), old, stamp)))
         result = None if out is None else materialize(ctx.spark, out, ctx.small)
-        self.stage(self.output, result, ctx)
+        if self.output is not None:
+            self.stage(self.output, result, ctx)
+        self.stage(self.matches, None if result is None else self._matched(ctx, result), ctx)
         return None if result is None else Delta(None, result.rows, result, count=result.rows)
 
     def _right_history(self, ctx: StepContext) -> DataFrame | None:
@@ -106,12 +121,27 @@ class AsOfJoinOp(ArrangedWhenLookedUp, Operator):
         return self.right.history(ctx) if found is None else found.frame
 
     def _old(self, ctx: StepContext) -> DataFrame | None:
-        """Its output up to ``lower`` that the step's retractions may read: the rows of
-        their keys, by the key's first column, when the driver knows its values."""
-        assert self.left is not None and self.output is not None
+        """Its ``matches`` up to ``lower`` that the step's retractions may read: the rows
+        of their keys, by the key's first column, when the driver knows its values."""
+        assert self.left is not None and self.matches is not None
         source, first = self.left, self.unique[0]
-        return read_touched(self, ctx, self.output, "history", f"c{first}",
+        return read_touched(self, ctx, self.matches, "matches", "c0",
                             lambda: source.step_values(ctx, first))
+
+    def _matched(self, ctx: StepContext, result: Leaf) -> Leaf | None:
+        """The step's output batch ``result`` as ``matches`` holds it: each row's unique
+        key columns, then its right columns (in Arrow when the driver holds it)."""
+        assert self.left is not None and self.right is not None
+        width = self.left.arity
+        picked = [f"c{c}" for c in self.unique] + [
+            f"c{width + j}" for j in range(self.right.arity)]
+        names = [*column_names(len(picked)), TIME, DIFF]
+        if result.table is not None:
+            return stored(ctx.spark, result.table.select([*picked, TIME, DIFF])
+                          .rename_columns(names))
+        return materialize(ctx.spark, result.df.select(*[
+            col(c).alias(n) for c, n in zip([*picked, TIME, DIFF], names, strict=True)]),
+            ctx.small)
 
     def _output(self, ctx: StepContext, changes: DataFrame, rights: DataFrame | None,
                 old: DataFrame | None, stamp: bool) -> DataFrame | None:
@@ -179,17 +209,19 @@ class AsOfJoinOp(ArrangedWhenLookedUp, Operator):
         return functools.reduce(Column.__and__, conds)
 
     def _integrated(self, ctx: StepContext, gone: DataFrame, old: DataFrame) -> DataFrame:
-        """The negation of the output rows in ``old`` of the retractions ``gone`` (whose
-        rows arrived in earlier steps), at each retraction's time."""
+        """The negation, at each retraction's time, of the retractions ``gone`` (whose rows
+        arrived in earlier steps) joined with the right rows their keys got (``old``, of
+        ``matches``)."""
         assert self.left is not None
-        names, shown = column_names(self.left.arity), column_names(self.arity)
-        keys = [names[c] for c in self.unique]
-        taken = gone.select(*[col(k).alias(f"g_{k}") for k in keys], col(TIME).alias("_gtime"),
-                            col(DIFF).alias("_gdiff"))
-        found = lookup(old, taken, key_match(keys, [f"g_{k}" for k in keys]), "inner",
+        width, keys = self.left.arity, len(self.unique)
+        names, shown = column_names(width), column_names(self.arity)
+        got = old.select(*[col(f"c{i}").alias(f"k{i}") for i in range(keys)], *[
+            col(f"c{keys + j}").alias(shown[width + j]) for j in range(self.arity - width)],
+            col(TIME).alias("_mtime"), col(DIFF).alias("_mdiff"))
+        found = lookup(got, gone, key_match([f"k{i}" for i in range(keys)],
+                                            [names[c] for c in self.unique]), "inner",
                        ctx.small)
-        return found.select(*shown, col("_gtime").alias(TIME),
-                            (col(DIFF) * col("_gdiff")).alias(DIFF))
+        return found.select(*shown, TIME, (col(DIFF) * col("_mdiff")).alias(DIFF))
 
     def step_values(self, ctx: StepContext, column: int) -> pa.Array | None:
         """A left column's values in the step's output are those of its left changes."""

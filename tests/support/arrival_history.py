@@ -26,10 +26,11 @@ VIEWS = {
                "ON o.item = p.item",
                "SELECT o.id, o.item, o.qty, p.price FROM arrived o LEFT JOIN snapshots p "
                "ON p.tx = o.tx AND o.item = p.item"),
-    "matched": (f"SELECT o.id, p.price FROM orders o JOIN prices {AS_OF} AS p "
-              "ON o.item = p.item AND p.price > o.qty",
-              "SELECT o.id, p.price FROM arrived o JOIN snapshots p "
-              "ON p.tx = o.tx AND o.item = p.item AND p.price > o.qty"),
+    "matched": (f"SELECT o.id, p.price, c.name FROM orders o JOIN prices {AS_OF} AS p "
+                "ON o.item = p.item AND p.price > o.qty JOIN customers c ON c.id = o.id % 4",
+                "SELECT o.id, p.price, c.name FROM arrived o JOIN snapshots p "
+                "ON p.tx = o.tx AND o.item = p.item AND p.price > o.qty "
+                "JOIN customers c ON c.id = o.id % 4"),
     "summed": ("SELECT p.item, sum(o.qty * p.price), count(*) FROM orders o "
                "JOIN prices FOR TIMESTAMP AS OF mz_now() p ON o.item = p.item GROUP BY p.item",
                "SELECT p.item, sum(o.qty * p.price), count(*) FROM arrived o JOIN snapshots p "
@@ -48,7 +49,8 @@ class History:
         self.db = duckdb.connect()
         self.tx, self.log = 0, []
         for ddl in ("CREATE TABLE orders (id int PRIMARY KEY, item text, qty int)",
-                    "CREATE TABLE prices (item text, price int)"):
+                    "CREATE TABLE prices (item text, price int)",
+                    "CREATE TABLE customers (id int, name text)"):
             self.con.execute(ddl)
             self.db.execute(ddl)
         self.db.execute("CREATE TABLE snapshots (tx int, item text, price int)")
@@ -86,7 +88,8 @@ class History:
 def check_arrivals(spark: SparkSession, seed: int, subscribed: bool, groups: int = 6,
                    **settings: int) -> str:
     """Orders come, change (a changed order arrives again) and go; prices (duplicates and
-    NULL items among them) change between and within the same transactions; ``VIEWS`` are
+    NULL items among them) change between and within the same transactions, customers
+    come (one view joins them with the as-of join's rows, which it looks up); ``VIEWS`` are
     read after ``groups`` groups of one to three transactions, equal to their references
     (``subscribed``: with a subscription open, so that a step keeps its transactions'
     times apart). ``refresh="recompute"`` is overruled: a view with this join steps
@@ -95,7 +98,8 @@ def check_arrivals(spark: SparkSession, seed: int, subscribed: bool, groups: int
     rng = random.Random(seed)
     history = History(spark, **settings)
     history.transaction(["INSERT INTO prices VALUES ('a', 10), ('b', 20), ('b', 21)",
-                         "INSERT INTO orders VALUES (1, 'a', 1), (2, 'b', 30), (3, 'c', 2)"])
+                         "INSERT INTO orders VALUES (1, 'a', 1), (2, 'b', 30), (3, 'c', 2)",
+                         "INSERT INTO customers VALUES (0, 'c0'), (1, 'c1'), (2, 'c2')"])
     for name, (sql, _) in VIEWS.items():
         history.con.execute(f"CREATE MATERIALIZED VIEW {name} AS {sql}")
     history.transaction(["UPDATE prices SET price = price + 1"])
@@ -112,15 +116,17 @@ def check_arrivals(spark: SparkSession, seed: int, subscribed: bool, groups: int
         if roll < 0.3:
             next_id += 1
             return f"INSERT INTO orders VALUES ({next_id}, {item()}, {rng.randint(1, 40)})"
-        if roll < 0.45:
+        if roll < 0.42:
             return f"DELETE FROM orders WHERE id = {some}"
-        if roll < 0.6:
+        if roll < 0.55:
             return f"UPDATE orders SET qty = qty + 1 WHERE id = {some}"
-        if roll < 0.8:
+        if roll < 0.75:
             return f"INSERT INTO prices VALUES ({item()}, {rng.randint(1, 50)})"
-        if roll < 0.9:
+        if roll < 0.85:
             return f"UPDATE prices SET price = price + {rng.randint(1, 9)} WHERE item = {item()}"
-        return f"DELETE FROM prices WHERE item = {item()}"
+        if roll < 0.92:
+            return f"DELETE FROM prices WHERE item = {item()}"
+        return f"INSERT INTO customers VALUES ({rng.randint(0, 3)}, 'n{rng.randint(1, 9)}')"
 
     for _ in range(groups):
         for _ in range(rng.randint(1, 3)):

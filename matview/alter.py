@@ -33,7 +33,7 @@ from sqlglot import exp
 
 from matview import indexes
 from matview.catalog import Entry
-from matview.errors import IntegrityError, ProgrammingError
+from matview.errors import IntegrityError, NotSupportedError, ProgrammingError
 from matview.ir.relation import Field, gets
 from matview.planner.lower import lower
 from matview.planner.pipeline import physical
@@ -105,6 +105,12 @@ def apply(engine: Engine, alteration: Alteration) -> None:
              if view not in dropping and catalog.entries[view].dataflow is not None}
     replanned = [view for view, entry in flows.items() if replanning and entry.plan is not None
                  and any(g.name == name for g in gets(entry.plan))]
+    for view in replanned:
+        flow = catalog.entries[view].dataflow
+        if flow is not None and flow.arrivals:
+            raise NotSupportedError(
+                f'cannot alter relation "{name}": materialized view "{view}" joins it as of '
+                "when rows arrived (FOR SYSTEM_TIME AS OF), which a new plan cannot know")
     for view in replanned:  # up to date: the new dataflow takes over from now
         engine.refresh(view)
     at = engine.oracle.peek_write()

@@ -39,6 +39,7 @@ from matview.ir.relation import (
     inputs_of,
 )
 from matview.ir.render import own_subplans
+from matview.ir.subquery import outer_columns
 from matview.ir.types import SqlType, common_type
 from matview.sql import interval_keys
 from matview.sql.coerce import cast_columns
@@ -89,6 +90,7 @@ def recursive_query(body: exp.Expr, name: str, aliases: list[str], alias: exp.Ex
     if body.args.get("distinct"):
         value = interval_keys.distinct(value, types)
     _check_not_nested(value, first)
+    _check_uncorrelated(value, first)
     _check_loop(value, step_node)
     return Query(LetRec((name,), (value,), 0), names)
 
@@ -128,6 +130,7 @@ def mutually_recursive(with_: MutuallyRecursive, ctx: Context) -> Context:
         values.append(_cast_to(query.plan, types, name, binding.this, "declared"))
     for value, binding in zip(values, bindings, strict=True):
         _check_not_nested(value, binding.this)
+        _check_uncorrelated(value, binding.this)
         _check_loop(value, binding.this)
     for index, (name, (columns, _)) in enumerate(zip(names, declared, strict=True)):
         ctx = ctx.with_cte(name, Query(
@@ -200,6 +203,14 @@ def _check_loop(plan: Relation, node: exp.Expr) -> bool:
         raise UnsupportedError.at("JOIN ... FOR SYSTEM_TIME AS OF over a recursive query's "
                                   "rows inside its definition is not supported", node)
     return True
+
+
+def _check_uncorrelated(plan: Relation, node: exp.Expr) -> None:
+    """Refuse a recursive query, in a subquery, that reads the enclosing query's columns
+    (decorrelation would have to run its loop once per outer row)."""
+    if outer_columns(plan):
+        raise UnsupportedError.at("a recursive query in a subquery cannot read the columns "
+                                  "of the enclosing query", node)
 
 
 def _check_not_nested(plan: Relation, node: exp.Expr) -> None:

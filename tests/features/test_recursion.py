@@ -78,6 +78,9 @@ def test_plans_denote_what_duckdb_computes(
      'binding "a" declares 2 columns but its query has 1'),
     ("WITH MUTUALLY RECURSIVE (RETURN AT RECURSION LIMIT 0) a (x int) AS (SELECT 1) "
      "SELECT * FROM a", SqlError, "RECURSION LIMIT must be at least 1"),
+    ("SELECT (SELECT count(*) FROM (WITH RECURSIVE r(n) AS (SELECT t.id UNION SELECT n + 1 "
+     "FROM r WHERE n < 3) SELECT * FROM r) s) FROM tags t", UnsupportedError,
+     "cannot read the columns of the enclosing query"),
 ])
 def test_misuse_is_refused(sql: str, error: type[Exception], message: str,
                            setup: Environment) -> None:  # noqa: F811 (the fixture)

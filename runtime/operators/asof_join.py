@@ -15,6 +15,13 @@ operator's ``matches`` arrangement (each output row's left key and right columns
 of the left row), read by the key's first column (integrate: its output is the sum of its
 differences). Right's changes alone emit nothing, but are computed every step (their
 operators' state advances) and, arranged by the right input, serve later steps.
+
+The first step's changes (every row at ``as_of``, batches that cancel among them) and a
+step's insertions alone are half-joined as they come (linear); changes that may hold
+retractions are consolidated first. A small step's output is computed once (Arrow) and
+``matches`` cut from it in the driver; a large step's output is a plan its consumer
+computes, of which only ``matches`` is written (the output too when a consumer looks it
+up).
 """
 
 from __future__ import annotations
@@ -87,16 +94,21 @@ class AsOfJoinOp(ArrangedWhenLookedUp, Operator):
         changes = self.left.delta(ctx)
         if changes is None:
             return None
-        retracts = _retracts(changes)
+        retracts = _retracts(changes) and not ctx.first  # the first: all at as_of, linear
         stamp = retracts and not (ctx.single_time or ctx.collapsed)  # one may follow
         left = self.frame_of(ctx, "left", changes)
         rights = [part for part in (
             self._right_history(ctx),
             None if right_changes is None else self.frame_of(ctx, "right", right_changes))
             if part is not None]
-        old = self._old(ctx) if retracts and not ctx.first else None
-        out = self.planned("output", (left, *rights, old, stamp, ctx.small), lambda: (
-            self._output(ctx, left, union_all(rights), old, stamp)))
+        old = self._old(ctx) if retracts else None
+        out = self.planned("output", (left, *rights, old, retracts, stamp, ctx.small),
+                           lambda: self._output(ctx, left, union_all(rights), old, retracts,
+                                                stamp))
+        if out is not None and not ctx.small and self.output is None:
+            # a large step's output is a plan its consumer computes; only matches is written
+            self.stage(self.matches, materialize(ctx.spark, self._narrowed(out), False), ctx)
+            return Delta(out, None)
         result = None if out is None else materialize(ctx.spark, out, ctx.small)
         if self.output is not None:
             self.stage(self.output, result, ctx)
@@ -129,28 +141,43 @@ class AsOfJoinOp(ArrangedWhenLookedUp, Operator):
                             lambda: source.step_values(ctx, first))
 
     def _matched(self, ctx: StepContext, result: Leaf) -> Leaf | None:
-        """The step's output batch ``result`` as ``matches`` holds it: each row's unique
-        key columns, then its right columns (in Arrow when the driver holds it)."""
+        """The step's output batch ``result`` as ``matches`` holds it (``_narrowed``; in
+        Arrow when the driver holds it)."""
+        if result.table is None:
+            return materialize(ctx.spark, self._narrowed(result.df), ctx.small)
+        picked = self._picked()
+        return stored(ctx.spark, result.table.select(picked).rename_columns([
+            *column_names(len(picked) - 2), TIME, DIFF]))
+
+    def _narrowed(self, out: DataFrame) -> DataFrame:
+        """Output updates ``out`` as ``matches`` holds them: each row's unique key
+        columns, then its right columns."""
+        picked = self._picked()
+        names = [*column_names(len(picked) - 2), TIME, DIFF]
+        return out.select(*[col(c).alias(n) for c, n in zip(picked, names, strict=True)])
+
+    def _picked(self) -> list[str]:
+        """The output columns ``matches`` keeps (``_narrowed``), then time and diff."""
         assert self.left is not None and self.right is not None
         width = self.left.arity
-        picked = [f"c{c}" for c in self.unique] + [
-            f"c{width + j}" for j in range(self.right.arity)]
-        names = [*column_names(len(picked)), TIME, DIFF]
-        if result.table is not None:
-            return stored(ctx.spark, result.table.select([*picked, TIME, DIFF])
-                          .rename_columns(names))
-        return materialize(ctx.spark, result.df.select(*[
-            col(c).alias(n) for c, n in zip([*picked, TIME, DIFF], names, strict=True)]),
-            ctx.small)
+        return [*[f"c{c}" for c in self.unique],
+                *[f"c{width + j}" for j in range(self.right.arity)], TIME, DIFF]
 
     def _output(self, ctx: StepContext, changes: DataFrame, rights: DataFrame | None,
-                old: DataFrame | None, stamp: bool) -> DataFrame | None:
+                old: DataFrame | None, retracts: bool, stamp: bool) -> DataFrame | None:
         """The plan of the step's output: the left ``changes`` (each with its ``_as``, by
         a window over its key's times when ``stamp``) half-joined with ``rights``, and
-        the retractions without an ``_as`` negating their rows of ``old``."""
+        the retractions without an ``_as`` negating their rows of ``old``. Without
+        ``retracts`` (no retraction known, or the first step, whose changes are all at
+        ``as_of``: linear) every change is half-joined at its time, as it comes; else the
+        changes are consolidated first (an insertion and a retraction of a row at one
+        time cancel, rather than read two different things)."""
         assert self.left is not None
         names = column_names(self.left.arity)
-        left = consolidate(changes.select(*names, TIME, DIFF), ctx.small)
+        left = changes.select(*names, TIME, DIFF)
+        if not retracts:
+            return self._half_join(ctx, left.withColumn(_AS, col(TIME)), rights)
+        left = consolidate(left, ctx.small)
         inserted = col(DIFF) > 0
         if stamp:
             earlier = SparkWindow.partitionBy(*[names[c] for c in self.unique]).orderBy(

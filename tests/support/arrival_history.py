@@ -18,8 +18,10 @@ from tests.support.oracle.harness import KEYED_HISTORIES
 
 AS_OF = "FOR SYSTEM_TIME AS OF mz_now()"
 
-IN_FILES = {**KEYED_HISTORIES, "driver_batch_rows": 1, "driver_merge_rows": 1}
-"""Runtime settings: every batch of more than one row in files, read by key."""
+IN_FILES = {**KEYED_HISTORIES, "driver_batch_rows": 1, "driver_merge_rows": 1,
+            "small_step_rows": 2}
+"""Runtime settings: every batch of more than one row in files, read by key, and every step
+of more than two update rows a large one (its plans computed by Spark jobs)."""
 
 VIEWS = {
     "padded": (f"SELECT o.id, o.item, o.qty, p.price FROM orders o LEFT JOIN prices {AS_OF} p "

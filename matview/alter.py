@@ -105,12 +105,11 @@ def apply(engine: Engine, alteration: Alteration) -> None:
              if view not in dropping and catalog.entries[view].dataflow is not None}
     replanned = [view for view, entry in flows.items() if replanning and entry.plan is not None
                  and any(g.name == name for g in gets(entry.plan))]
-    for view in replanned:
-        flow = catalog.entries[view].dataflow
-        if flow is not None and flow.arrivals:
-            raise NotSupportedError(
-                f'cannot alter relation "{name}": materialized view "{view}" joins it as of '
-                "when rows arrived (FOR SYSTEM_TIME AS OF), which a new plan cannot know")
+    stuck = next((view for view in replanned if flows[view].dataflow.arrivals), None)
+    if stuck is not None:
+        raise NotSupportedError(
+            f'cannot alter relation "{name}": materialized view "{stuck}" joins it as of '
+            "when rows arrived (FOR SYSTEM_TIME AS OF), which a new plan cannot know")
     for view in replanned:  # up to date: the new dataflow takes over from now
         engine.refresh(view)
     at = engine.oracle.peek_write()

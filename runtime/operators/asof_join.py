@@ -145,23 +145,22 @@ class AsOfJoinOp(ArrangedWhenLookedUp, Operator):
         Arrow when the driver holds it)."""
         if result.table is None:
             return materialize(ctx.spark, self._narrowed(result.df), ctx.small)
-        picked = self._picked()
-        return stored(ctx.spark, result.table.select(picked).rename_columns([
-            *column_names(len(picked) - 2), TIME, DIFF]))
+        kept, names = self._kept()
+        return stored(ctx.spark, result.table.select(kept).rename_columns(names))
 
     def _narrowed(self, out: DataFrame) -> DataFrame:
         """Output updates ``out`` as ``matches`` holds them: each row's unique key
         columns, then its right columns."""
-        picked = self._picked()
-        names = [*column_names(len(picked) - 2), TIME, DIFF]
-        return out.select(*[col(c).alias(n) for c, n in zip(picked, names, strict=True)])
+        kept, names = self._kept()
+        return out.select(*[col(c).alias(n) for c, n in zip(kept, names, strict=True)])
 
-    def _picked(self) -> list[str]:
-        """The output columns ``matches`` keeps (``_narrowed``), then time and diff."""
+    def _kept(self) -> tuple[list[str], list[str]]:
+        """The output columns ``matches`` keeps, then time and diff, and their names there."""
         assert self.left is not None and self.right is not None
         width = self.left.arity
-        return [*[f"c{c}" for c in self.unique],
-                *[f"c{width + j}" for j in range(self.right.arity)], TIME, DIFF]
+        kept = [*[f"c{c}" for c in self.unique],
+                *[f"c{width + j}" for j in range(self.right.arity)]]
+        return [*kept, TIME, DIFF], [*column_names(len(kept)), TIME, DIFF]
 
     def _output(self, ctx: StepContext, changes: DataFrame, rights: DataFrame | None,
                 old: DataFrame | None, retracts: bool, stamp: bool) -> DataFrame | None:

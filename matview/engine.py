@@ -6,10 +6,9 @@ materialized views' dataflows, ``peek`` reads results out of Spark, ``transactio
 checks and commits the writes. Writes are transactions at a new time from the timestamp
 oracle; materialized views are brought up to date lazily, when a read, a SUBSCRIBE fetch or
 a dependent view needs them. A statement that fails changes nothing: writes append their
-batch only after it was computed and checked, and a dataflow step applies its state only
-after the whole step succeeded. The engine runs the statements that define objects; those
-that only read run in ``queries``, those that change a table's rows in ``changes``.
-"""
+batch only once computed and checked, a dataflow step applies its state only once it all
+succeeded. The engine runs the statements that define objects (each forgets the reads the
+controller keeps); reads run in ``queries``, writes of a table's rows in ``changes``."""
 
 from __future__ import annotations
 
@@ -135,6 +134,8 @@ class Engine:
                 "commit it first")
         if self.transactions.elsewhere and not isinstance(stmt, READS):
             self.await_writer()
+        if not isinstance(stmt, READS + WRITES):
+            self.controller.forget_reads()
         with self.showing(described(stmt)):
             result = HANDLERS[type(stmt)](self, stmt)
         if not isinstance(stmt, WRITES):  # a write's commit made it durable
@@ -389,12 +390,11 @@ HANDLERS: dict[type, Callable[[Engine, Any], Result]] = {
     CreateTable: Engine._create_table, CreateView: Engine.create_view, Insert: changes.insert,
     Upsert: changes.upsert, Delete: changes.delete, Update: changes.update, Drop: Engine._drop,
     Show: queries.show, Query: queries.query, Explain: queries.explain,
-    CreateTableAs: Engine._create_table_as,
-    CopyFrom: changes.copy_from, CopyTo: queries.copy_to, CreateSink: Engine._create_sink,
+    CreateTableAs: Engine._create_table_as, CopyFrom: changes.copy_from,
+    CopyTo: queries.copy_to, CreateSink: Engine._create_sink,
     DropSink: Engine._drop_sink, SubscribeTo: queries.subscribe, CreateIndex: indexes.create,
     DropIndex: indexes.drop, AlterTable: alter_table.alter_table,
-    AlterTableRenameColumn: alter.rename_column,
-    AlterTableRenameConstraint: alter.rename_constraint, AlterRename: alter.rename,
-    CommentOn: comments.comment,
+    AlterTableRenameColumn: alter.rename_column, AlterRename: alter.rename,
+    AlterTableRenameConstraint: alter.rename_constraint, CommentOn: comments.comment,
 }
 """The handler of each type of bound statement."""

@@ -11,6 +11,7 @@ import pyarrow as pa
 
 from matview import comments, files, indexes
 from matview.errors import ProgrammingError
+from matview.ir.mz_now import reads_mz_now
 from matview.ir.relation import Get, Relation, SortKey, TopK
 from matview.ir.sort_keys import total_order
 from matview.ir.types import BIGINT, MZ_TIMESTAMP, TEXT
@@ -35,8 +36,10 @@ def query(engine: Engine, stmt: Query) -> Result:
         engine.check_errors(plan.name, at)
         table = peek.held_rows(engine.reading(plan.name), plan.name, at, order)
     if table is None:  # its rows and the errors its evaluation holds in one job
-        updates, errors = engine.controller.read_once(*engine.read_plan(plan, stmt.as_of))
-        table = peek.rows(updates, stmt.plan.types, order, stmt.offset, stmt.limit, errors)
+        step = engine.controller.read_once(*engine.read_plan(plan, stmt.as_of),
+                                           kept=not reads_mz_now(plan))  # else new each time
+        table = peek.rows(step.output, stmt.plan.types, order, stmt.offset, stmt.limit,
+                          step.failures, step.kept)
     shown = len(stmt.column_names)  # without the columns only sorted by
     table = table.select(list(range(shown))).rename_columns(column_names(shown))
     return Result(stmt.column_names, stmt.plan.types[:shown], table, table.num_rows)

@@ -33,6 +33,7 @@ from matview.runtime.refresh import Choice, Measured, RefreshPolicy
 from matview.runtime.settings import active
 from matview.runtime.spark.one_job import OneJob
 from matview.runtime.step import PendingStep
+from matview.runtime.time import READ_TIME
 from pyspark.sql import DataFrame, SparkSession
 
 
@@ -95,6 +96,9 @@ class Controller:
         self.trace_of = trace_of
         self.limits = limits
         self.setting = refresh
+        self._reads: dict[tuple[physical.Operator, tuple[Trace, ...]], Dataflow] = {}
+        """The dataflows of the last reads kept (``read_once``), by plan and the stored
+        collections it reads (a collection dropped and made again is another)."""
 
     def dataflow(self, plan: physical.Operator, as_of: int, after: Dataflow | None = None,
                  trace_of: Callable[[str], Trace] | None = None, measure: bool = True
@@ -128,13 +132,31 @@ class Controller:
         return step.output
 
     def read_once(self, plan: physical.Operator, now: int,
-                  trace_of: Callable[[str], Trace] | None = None
-                  ) -> tuple[DataFrame | None, DataFrame | None]:
-        """``run_once``'s contents, and the messages of the errors the plan's evaluation
-        holds, unchecked (each once, a lazy plan; None when it can hold none): for a reader
-        that computes both in one job (``peek.rows``)."""
-        step = self._once(plan, now, trace_of)
-        return step.output, step.failures
+                  trace_of: Callable[[str], Trace] | None = None, kept: bool = False
+                  ) -> PendingStep:
+        """The step holding ``run_once``'s contents (``output``) and the messages of the
+        errors the plan's evaluation holds, unchecked (``failures``: each once, a lazy plan;
+        None when it can hold none): for a reader that computes both in one job and reads
+        nothing else of it (``peek.rows``). ``kept``: the dataflow is kept for the reads of
+        the same plan over the same stored collections that follow (``reads_kept``), which
+        run its plans again over their snapshots (``Dataflow.reread``: every update at
+        ``READ_TIME``); not for a read through ``trace_of`` (a transaction's, an index's),
+        of a recursive query (its rounds depend on the data) nor of when rows arrived (an as-of
+        join on transaction time)."""
+        if not kept or trace_of is not None or any(
+                isinstance(op, physical.LetRec | physical.AsOfJoin)
+                for op in physical.operators(plan)):
+            return self._once(plan, now, trace_of)
+        key = (plan, tuple(self.trace_of(name) for name in sorted(physical.reads(plan))))
+        flow = self._reads.pop(key, None) or self.dataflow(plan, READ_TIME, measure=False)
+        self._reads[key] = flow  # the most recent last
+        while len(self._reads) > active().reads_kept:
+            del self._reads[next(iter(self._reads))]
+        return flow.reread(now)
+
+    def forget_reads(self) -> None:
+        """Keep no read (``read_once``): a statement may drop what they read."""
+        self._reads.clear()
 
     def _once(self, plan: physical.Operator, now: int,
               trace_of: Callable[[str], Trace] | None) -> PendingStep:

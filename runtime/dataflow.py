@@ -161,8 +161,18 @@ class Dataflow:
         times = [t for t in (op.next_time() for op in self.temporal()) if t is not None]
         return min(times, default=None)
 
-    def prepare(self, upper: int, job: OneJob | None = None, collapse: bool = False
-                ) -> PendingStep:
+    def reread(self, at: int) -> PendingStep:
+        """A kept read's step (``Controller.read_once``): this dataflow's first step again,
+        its contents at ``at`` (every update at its ``as_of``, ``READ_TIME``, the same at
+        every read, so that no plan kept names a read's time), never committed; the
+        snapshots the driver holds are bound into slots (``StepContext.reread``), so that a
+        read of the same shape as one of the last few runs their plans again, building
+        none."""
+        self.frontier = self.as_of - 1
+        return self.prepare(at, reread=True)
+
+    def prepare(self, upper: int, job: OneJob | None = None, collapse: bool = False,
+                reread: bool = False) -> PendingStep:
         """Compute the output updates with times in ``(frontier, upper]``, consolidated.
 
         A step runs when a source changed in that range or a temporal operator holds
@@ -172,7 +182,7 @@ class Dataflow:
         does an operator: ``arrivals``), so the step's updates are advanced to it
         (``StepContext.collapsed``). ``job``: where its operators ask for the results they
         keep, a refresh's one job shared with other dataflows (by default the step's own,
-        run when it is ``materialized``)."""
+        run when it is ``materialized``); ``reread``: a kept read's (``reread``)."""
         self._abandon()
         collapse = collapse and not self.arrivals
         for op in operators(self.root):
@@ -186,7 +196,7 @@ class Dataflow:
         job = job or OneJob()
         ctx = StepContext(self.spark, self.frontier, upper, self.as_of,
                           pending + waiting <= active().small_step_rows, single, job,
-                          collapse and not probe.first, rows=pending + waiting)
+                          collapse and not probe.first, rows=pending + waiting, reread=reread)
         if not ctx.first and pending == 0 and (due is None or due > upper):
             return PendingStep(self, None, ctx.lower, upper, True)
         if not ctx.first:
@@ -198,7 +208,7 @@ class Dataflow:
         delta = self.root.delta(ctx)
         errors = [op.errors for op in operators(self.root) if op.errors is not None]
         return PendingStep(self, delta, ctx.lower, ctx.upper, ctx.small,
-                           _union(self.root, errors), ctx.job)
+                           _union(self.root, errors), ctx.job, ctx.reread)
 
     def _abandon(self) -> None:
         """Forget what the operators staged in a step that will not commit."""

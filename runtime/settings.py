@@ -88,6 +88,8 @@ class RuntimeSettings:
         least=-1)
     plans_kept: int = _setting(4, (
         "Plans an operator keeps for each of its shapes, to run again without building."))
+    reads_kept: int = _setting(16, (
+        "Reads (SELECTs) whose plans are kept, to run again when repeated."))
     loop_plans_kept: int = _setting(64, (
         "Plans a recursive query's loop keeps for each of its shapes (its rounds differ)."))
     driver_plan_rows: int = _setting(1 << 21, (

@@ -51,6 +51,9 @@ class PendingStep:
     small: bool
     errors: Delta | None = None
     job: OneJob | None = None
+    reread: bool = False
+    """Whether it is a kept read's step (``Dataflow.reread``), whose readers' plans are kept
+    (``kept``)."""
     _asked: bool = False
     _got: dict[str, Leaf | None] = field(default_factory=dict)
     """What the job returned: the batch of ``rows``, of ``errors``."""
@@ -59,7 +62,10 @@ class PendingStep:
     def output(self) -> DataFrame | None:
         """The step's output updates, consolidated (a lazy plan; a small step's in one
         partition, so that a plan without a shuffle is computed in the driver)."""
-        return None if self.delta is None else consolidate(self.delta.df, self.small)
+        if self.delta is None:
+            return None
+        delta, small = self.delta.df, self.small
+        return self.kept("output", (delta,), lambda: consolidate(delta, small))
 
     @property
     def failures(self) -> DataFrame | None:
@@ -67,8 +73,18 @@ class PendingStep:
         (a lazy plan, a small step's in one partition), or None when it can hold none."""
         if self.errors is None:
             return None
-        failed = self.errors.df
-        return positive_rows(failed.coalesce(1) if self.small else failed)
+        failed, small = self.errors.df, self.small
+        return self.kept("failures", (failed,),
+                         lambda: positive_rows(failed.coalesce(1) if small else failed))
+
+    def kept(self, key: object, inputs: tuple[object, ...], make: Callable[[], DataFrame]
+             ) -> DataFrame:
+        """``make()``, a plan over ``inputs`` that reads the step's results: in a kept
+        read's step (``reread``) made once for the same ``inputs`` (kept by the root
+        operator, ``Operator.planned``), so that its collect runs a kept plan again."""
+        if not self.reread:
+            return make()
+        return self.dataflow.root.planned(("read", key), inputs, make)
 
     def error(self) -> str | None:
         """An error the step's output holds once consolidated (one of its ``failures``, one

@@ -16,3 +16,8 @@ MIN_TIME = BOTTOM
 
 MAX_TIME = TOP
 """The greatest logical time (the greatest int64)."""
+
+READ_TIME = MAX_TIME - 1
+"""The time of every update a kept read computes (``Dataflow.reread``): after every time it
+reads, the same at every read (so that no plan it keeps names the time read), before
+``MAX_TIME``."""

@@ -7,7 +7,7 @@ that computes the rows fails at such a row (``NEGATIVE_ROWS``) instead of hiding
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -31,6 +31,9 @@ NEGATIVE_ROWS = ("the result holds a row with negative multiplicity, which no SQ
 Ordering = tuple[SortKey, ...]
 """Sort keys: (column, descending, nulls first)."""
 
+Kept = Callable[[object, tuple[object, ...], Callable[[], DataFrame]], DataFrame]
+"""Where a read's plan is made: ``(key, inputs, make)`` to a plan (``PendingStep.kept``)."""
+
 
 def refusing_negative(updates: DataFrame) -> DataFrame:
     """``updates`` (consolidated) whose computation fails with ``NEGATIVE_ROWS`` at a row of
@@ -38,20 +41,42 @@ def refusing_negative(updates: DataFrame) -> DataFrame:
     return updates.withColumn(DIFF, _checked_diff())
 
 
+def _made(key: object, inputs: tuple[object, ...], make: Callable[[], DataFrame]
+          ) -> DataFrame:
+    return make()
+
+
 def rows(updates: DataFrame | None, types: Sequence[SqlType], order_by: Ordering = (),
          offset: int | None = None, limit: int | None = None,
-         errors: DataFrame | None = None) -> pa.Table:
+         errors: DataFrame | None = None, kept: Kept = _made) -> pa.Table:
     """The rows of consolidated ``updates`` (None: none) with columns of ``types``, each as
     many times as its multiplicity, sorted by ``order_by``, then ``offset`` and ``limit``
     applied: one Spark job. ``errors``: the messages of the errors the query's evaluation
     holds (``Controller.read_once``), computed in the same job; one of them is raised
-    (``EvalError``) instead of the rows."""
+    (``EvalError``) instead of the rows. ``kept``: where the plan collected is made (a kept
+    read's ``PendingStep.kept``, made once for the same frames)."""
     names = column_names(len(types))
     if updates is None:
         schema = update_schema(types)
         if errors is not None:
-            _raise_first(to_arrow(errors.limit(1)))
+            failed = errors
+            _raise_first(to_arrow(kept("first error", (failed,), lambda: failed.limit(1))))
         return pa.table([pa.array([], f.type) for f in list(schema)[:len(types)]], names=names)
+    shape = ("peek", tuple(types), order_by, offset, limit)
+    if errors is None:
+        return to_arrow(kept(shape, (updates,), lambda: _sorted(updates, types, order_by,
+                                                                offset, limit)))
+    table = to_arrow(kept(shape, (updates, errors), lambda: _with_errors(
+        _sorted(updates, types, order_by, offset, limit), errors)), nullable=True)
+    _raise_first(table.filter(pc.is_valid(table[ERR])).select([ERR]))
+    return table.filter(pc.is_null(table[ERR])).drop_columns([ERR])
+
+
+def _sorted(updates: DataFrame, types: Sequence[SqlType], order_by: Ordering,
+            offset: int | None, limit: int | None) -> DataFrame:
+    """``rows``' rows of ``updates``, each as many times as its multiplicity, sorted, then
+    ``offset`` and ``limit`` applied (a plan)."""
+    names = column_names(len(types))
     copies = F.explode(F.array_repeat(F.lit(1), _checked_diff().cast("int")))
     out = updates.select(*names, copies.alias("_copy"))
     if order_by:
@@ -60,14 +85,16 @@ def rows(updates: DataFrame | None, types: Sequence[SqlType], order_by: Ordering
         out = out.offset(offset)
     if limit is not None:
         out = out.limit(limit)
-    if errors is None:
-        return to_arrow(out.select(*names))
+    return out.select(*names)
+
+
+def _with_errors(out: DataFrame, errors: DataFrame) -> DataFrame:
+    """The rows of ``out`` with ``_err`` NULL, and a row of ``errors``' first message."""
+    names = out.columns
     fields = {f.name: f.dataType for f in out.schema.fields}
-    table = to_arrow(out.select(*names, F.lit(None).cast("string").alias(ERR)).unionByName(
+    return out.select(*names, F.lit(None).cast("string").alias(ERR)).unionByName(
         errors.limit(1).select(*[F.lit(None).cast(fields[n]).alias(n) for n in names],
-                               F.col("c0").alias(ERR))), nullable=True)  # the error's row
-    _raise_first(table.filter(pc.is_valid(table[ERR])).select([ERR]))
-    return table.filter(pc.is_null(table[ERR])).drop_columns([ERR])
+                               F.col("c0").alias(ERR)))  # the error's row
 
 
 def _raise_first(messages: pa.Table) -> None:

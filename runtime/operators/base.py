@@ -71,6 +71,10 @@ class StepContext:
     rows: int | None = None
     """How many update rows the step's sources and temporal operators bring (None: not
     counted)."""
+    reread: bool = False
+    """Whether the step is a kept read's (``Dataflow.reread``): a first step whose results
+    are all read at once, made again over the snapshots of later reads, so that it binds
+    the snapshots the driver holds into slots as a later step binds its changes."""
 
     @property
     def first(self) -> bool:
@@ -84,13 +88,11 @@ class StepContext:
         return (self.as_of if self.first else self.lower + 1, self.upper)
 
 
-
-
 def templated(ctx: StepContext) -> bool:
     """Whether the step binds driver-held batches into slots (``runtime.templates``): a
-    small step after the first, whose results all come back from the refresh's one job,
-    so that no plan over a slot outlives it."""
-    return ctx.small and ctx.job is not None and not ctx.first
+    small step after the first (or a kept read's), whose results all come back from the
+    refresh's one job (the read's collect), so that no plan over a slot outlives it."""
+    return ctx.small and ctx.job is not None and (ctx.reread or not ctx.first)
 
 
 def kept_in_driver(ctx: StepContext) -> bool:

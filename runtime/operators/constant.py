@@ -22,13 +22,19 @@ class ConstantOp(Operator):
     rows: tuple[tuple[tuple[object, ...], int], ...] = ()
 
     def _frame(self, ctx: StepContext, time: int) -> DataFrame | None:
+        """Its rows at ``time``, a local frame made once per time (every step of a
+        dataflow reads them at its ``as_of``: the plans over them are kept)."""
         if not self.rows:
             return None
-        schema = update_schema(self.types)
-        columns = list(zip(*[values + (time, diff) for values, diff in self.rows]))
-        table = pa.table([pa.array(arrow_values(c), type=f.type) for c, f in zip(columns, schema)],
-                         schema=schema)
-        return arrow_frame(ctx.spark, table)
+
+        def made() -> DataFrame:
+            schema = update_schema(self.types)
+            columns = list(zip(*[values + (time, diff) for values, diff in self.rows]))
+            return arrow_frame(ctx.spark, pa.table(
+                [pa.array(arrow_values(c), type=f.type) for c, f in zip(columns, schema)],
+                schema=schema))
+
+        return self.built(("rows", time), made)
 
     def compute(self, ctx: StepContext) -> Delta | None:
         if not ctx.first:

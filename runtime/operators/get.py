@@ -9,7 +9,7 @@ from typing import ClassVar
 import pyarrow as pa
 import pyarrow.compute as pc
 from matview.runtime.arrangements.trace import Trace
-from matview.runtime.arrangements.updates import advance_times, at_time
+from matview.runtime.arrangements.updates import at_time
 from matview.runtime.operators.base import Delta, Matched, Operator, StepContext
 from matview.runtime.operators.keyed_state import read_matching
 from matview.runtime.settings import active
@@ -54,14 +54,13 @@ class GetOp(Operator):
         """``trace``'s updates of the step (on the first step its snapshot at ``as_of``),
         ``what`` naming the slot they are bound into."""
         rows = trace.rows_between(None if ctx.first else ctx.lower, ctx.upper)
-        if ctx.first:
-            df, count = trace.read_counted(upto=ctx.upper)
-            return None if df is None else Delta(advance_times(df, ctx.as_of), rows,
-                                                 count=count)
         if ctx.rehearsal is not None:
             return self._rehearsed(trace, ctx, what)
-        df, count = self.read_bound(ctx, what, trace, after=ctx.lower, upto=ctx.upper,
-                                    at=ctx.upper if ctx.collapsed else None)
+        if ctx.first:  # bound into a slot in a kept read's step (``templated``)
+            df, count = self.read_bound(ctx, what, trace, upto=ctx.upper, at=ctx.as_of)
+        else:
+            df, count = self.read_bound(ctx, what, trace, after=ctx.lower, upto=ctx.upper,
+                                        at=ctx.upper if ctx.collapsed else None)
         return None if df is None else Delta(df, rows, count=count)
 
     def _rehearsed(self, trace: Trace, ctx: StepContext, what: str) -> Delta | None:

@@ -8,19 +8,22 @@ that computes the rows fails at such a row (``NEGATIVE_ROWS``) instead of hiding
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Literal
 
 import pyarrow as pa
 import pyarrow.compute as pc
 from matview.ir.functions import EvalError
 from matview.ir.sort_keys import SortKey
 from matview.ir.types import SqlType
-from matview.runtime.arrangements.consolidation import consolidate
+from matview.runtime.arrangements.consolidation import consolidate, consolidated_arrow
+from matview.runtime.arrangements.spine import in_driver
 from matview.runtime.arrangements.trace import NegativeRows, Trace
 from matview.runtime.arrangements.updates import DIFF, TIME, union_all
 from matview.runtime.lowering.checked import ERR
 from matview.runtime.lowering.ordering import arrow_order, spark_order
 from matview.runtime.lowering.types import column_names, update_schema
 from matview.runtime.spark.jvm_plans import to_arrow
+from matview.runtime.time import MIN_TIME
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
@@ -128,9 +131,13 @@ def changes(trace: Trace, arity: int, after: int, upper: int,
             snapshot: int | None = None) -> pa.Table | None:
     """The updates of ``trace`` at times in ``(after, upper]`` (with, when ``snapshot`` is a
     time, its contents at that time dated ``snapshot`` first), consolidated per time, as
-    ``(time, diff, *columns)`` sorted by time then row (one Spark job); None when the trace
-    holds no batch in that range."""
+    ``(time, diff, *columns)`` sorted by time then row (one Spark job, none when the
+    driver holds them: ``_held_changes``); None when the trace holds no batch in that
+    range."""
     names = column_names(arity)
+    held = _held_changes(trace, names, after, upper, snapshot)
+    if held is not None:
+        return held or None
     parts = []
     if snapshot is not None:
         snap = trace.read(upto=snapshot)
@@ -143,6 +150,35 @@ def changes(trace: Trace, arity: int, after: int, upper: int,
     if df is None:
         return None
     return to_arrow(consolidate(df).orderBy(TIME, *names).select(TIME, DIFF, *names))
+
+
+def _held_changes(trace: Trace, names: list[str], after: int, upper: int,
+                  snapshot: int | None) -> pa.Table | Literal[False] | None:
+    """``changes`` computed in Arrow when the driver holds every batch they read (False:
+    there is none), as ``held_rows`` reads a collection; None when it does not."""
+    def cut(low: int | None, high: int) -> list[pa.Table] | None:
+        tables = in_driver([b for b in trace.batches
+                            if b.lower <= high and (low is None or b.upper > low)])
+        return None if tables is None else [t.filter(pc.and_(
+            pc.less_equal(t[TIME], high),
+            pc.greater(t[TIME], MIN_TIME if low is None else low))) for t in tables]
+
+    later = cut(after, upper)
+    before = [] if snapshot is None else cut(None, snapshot)
+    if later is None or before is None:
+        return None
+    if not later and not before:
+        return False
+    parts = [t.select([*names, TIME, DIFF]) for t in later]
+    if before:
+        contents = consolidated_arrow(pa.concat_tables(
+            before, promote_options="permissive").select([*names, DIFF]))
+        parts.insert(0, contents.append_column(TIME, pa.repeat(
+            pa.scalar(snapshot, pa.int64()), contents.num_rows)).select([*names, TIME, DIFF]))
+    table = consolidated_arrow(pa.concat_tables(parts, promote_options="permissive"))
+    order = arrow_order(table, [TIME, *names],
+                        [(i, False, True) for i in range(len(names) + 1)])
+    return table.take(order).select([TIME, DIFF, *names])
 
 
 def _checked_diff() -> Column:

@@ -41,12 +41,17 @@ def arrow_frame(spark: SparkSession, table: pa.Table) -> DataFrame:
 @contextmanager
 def arrow_file(spark: SparkSession, table: pa.Table) -> Iterator[tuple[str, StructType]]:
     """``table`` written to an Arrow stream file the driver's JVM reads (removed after),
-    as its Spark schema's types: the file's path and that schema."""
+    as its Spark schema's types: the file's path and that schema. Its empty record batches
+    are left out: Spark's reader of such a file's rows (``ArrowConverters.fromBatchIterator``,
+    which ``SlotRows.read`` and ``toDataFrame`` use) ends at the first empty batch, dropping
+    the rows after it, and a table put together from several reads (a keyed read's batches,
+    some of which matched nothing) has empty chunks."""
     schema = from_arrow_schema(table.schema, prefer_timestamp_ntz=False)
     table = table.cast(to_arrow_schema(schema, timezone="UTC"))
     with scratch_file(spark) as path:
         with open(path, "wb") as out:
-            batches = table.to_batches(max_chunksize=active().arrow_batch_rows)
+            batches = [b for b in table.to_batches(max_chunksize=active().arrow_batch_rows)
+                       if b.num_rows]
             ArrowStreamSerializer().dump_stream(batches, out)
         yield path, schema
 

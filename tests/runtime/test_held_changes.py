@@ -14,9 +14,10 @@ from pyspark.sql import DataFrame, SparkSession
 
 import matview
 
-FILES = {"driver_batch_rows": 1, "fetched_batch_rows": 0, "view_copy_rows": 0,
-         "driver_merge_rows": 0}
-"""Settings holding every batch of more than one row in the executors' files."""
+FILES = {"driver_batch_rows": 1, "fetched_batch_rows": 0, "table_copy_rows": 0,
+         "view_copy_rows": 0, "keyed_read_rows": 0, "driver_merge_rows": 0}
+"""Settings holding every batch of more than one row in the executors' files, read by key
+from them."""
 
 VIEW = ("SELECT k % 3 AS g, s, count(*) AS n, sum(x) AS total, max(v) AS top FROM t "
         "GROUP BY k % 3, s")

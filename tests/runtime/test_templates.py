@@ -10,7 +10,6 @@ import decimal
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-import duckdb
 import pyarrow as pa
 import pytest
 from matview.runtime.operators.join import JoinOp
@@ -57,31 +56,6 @@ def test_a_slot_frame_reads_the_rows_bound_last(spark: SparkSession) -> None:
     assert to_arrow(grouped).to_pylist() == [{"v": "x", "k": 2}]
     slot.bind(_table([]))
     assert _rows(plan) == []
-
-
-def test_a_text_keyed_state_read_with_an_empty_part_binds_every_row(
-        spark: SparkSession) -> None:
-    """A GROUP BY on text whose state is held in files, read by key: of a batch whose
-    string statistics cannot rule the key out ('a' to 'c' for 'b') the read finds no row,
-    an empty chunk before the next batch's rows. A slot of text rows is read from an Arrow
-    file (``SlotRows.read``), and Spark's reader of its rows stops at an empty record batch:
-    ``arrow_file`` leaves them out, else the state lost the later rows and the delete
-    retracted a stale count."""
-    con = matview.connect(clock=0, spark=spark, refresh="incremental", settings={
-        "driver_batch_rows": 1, "fetched_batch_rows": 0, "table_copy_rows": 0,
-        "keyed_read_rows": 0})
-    duck = duckdb.connect()
-    view = "SELECT s, count(*) AS n FROM t GROUP BY s"
-    for db in (con, duck):
-        db.execute("CREATE TABLE t (k INT, s TEXT)")
-    con.execute(f"CREATE MATERIALIZED VIEW m AS {view}")
-    for statement in ["INSERT INTO t VALUES (1, 'b'), (2, 'a')",
-                      "INSERT INTO t VALUES (3, 'a'), (4, 'c')",
-                      "INSERT INTO t VALUES (5, 'b'), (6, 'c')", "DELETE FROM t WHERE k = 1"]:
-        con.execute(statement)
-        duck.execute(statement)
-        assert sorted(con.execute("SELECT * FROM m").fetchall()) == sorted(
-            duck.execute(view).fetchall()), statement
 
 
 @contextmanager

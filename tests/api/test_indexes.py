@@ -16,11 +16,7 @@ from pyspark.sql import SparkSession
 
 import matview
 from matview.errors import DataError, NotSupportedError, ProgrammingError
-
-IN_FILES = {"driver_batch_rows": 1, "fetched_batch_rows": 0, "table_copy_rows": 0,
-            "view_copy_rows": 0, "keyed_read_rows": 0, "driver_merge_rows": 0}
-"""Every batch of more than one row held in files (where an arrangement by key is a copy
-of them sorted by the key)."""
+from tests.support.oracle.harness import IN_FILES
 
 
 def test_indexes_are_created_shown_and_dropped(spark: SparkSession) -> None:

@@ -17,11 +17,8 @@ from pyspark.sql import SparkSession
 import matview
 from matview.errors import DataError, IntegrityError, NotSupportedError, ProgrammingError
 from matview.server import serve
+from tests.support.oracle.harness import IN_FILES
 from tests.support.seeds import seeds
-
-IN_FILES = {"driver_batch_rows": 1, "fetched_batch_rows": 0, "table_copy_rows": 0,
-            "view_copy_rows": 0, "keyed_read_rows": 0, "driver_merge_rows": 0}
-"""Every batch of more than one row held in files, read by key."""
 
 
 def test_keys_are_declared_shown_and_backed_by_indexes(spark: SparkSession) -> None:

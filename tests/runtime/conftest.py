@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from matview.runtime.io import peek
+from pyspark.sql import DataFrame
 
 
 @pytest.fixture()
@@ -21,3 +24,17 @@ def decoded(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
     monkeypatch.setattr(pq.ParquetFile, "read_row_groups", spy)
     return groups
+
+
+@pytest.fixture()
+def peek_collects(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[DataFrame]]:
+    """The frames ``peek`` collects through Spark (``to_arrow``), in order."""
+    frames: list[DataFrame] = []
+    collect = peek.to_arrow
+
+    def spied(df: DataFrame, nullable: bool = False) -> pa.Table:
+        frames.append(df)
+        return collect(df, nullable)
+
+    monkeypatch.setattr(peek, "to_arrow", spied)
+    yield frames

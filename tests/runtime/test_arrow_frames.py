@@ -12,6 +12,7 @@ from matview.runtime.spark.templates import slot_for
 from pyspark.sql import SparkSession
 
 import matview
+from tests.support.oracle.harness import IN_FILES
 
 PARTS = pa.concat_tables([pa.table({"k": pa.array(k, pa.int64()), "s": pa.array(s, pa.string())})
                           for k, s in (([1], ["a"]), ([], []), ([2, 3], ["b", None]))])
@@ -39,9 +40,7 @@ def test_a_text_keyed_state_read_with_an_empty_part_binds_every_row(
     file (``SlotRows.read``), and Spark's reader of its rows stops at an empty record batch:
     ``arrow_file`` leaves them out, else the state lost the later rows and the delete
     retracted a stale count."""
-    con = matview.connect(clock=0, spark=spark, refresh="incremental", settings={
-        "driver_batch_rows": 1, "fetched_batch_rows": 0, "table_copy_rows": 0,
-        "keyed_read_rows": 0})
+    con = matview.connect(clock=0, spark=spark, refresh="incremental", settings=IN_FILES)
     duck = duckdb.connect()
     view = "SELECT s, count(*) AS n FROM t GROUP BY s"
     for db in (con, duck):

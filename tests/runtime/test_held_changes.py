@@ -6,35 +6,15 @@ executors' files instead."""
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator
 
 import pytest
-from matview.runtime.io import peek
 from pyspark.sql import DataFrame, SparkSession
 
 import matview
-
-FILES = {"driver_batch_rows": 1, "fetched_batch_rows": 0, "table_copy_rows": 0,
-         "view_copy_rows": 0, "keyed_read_rows": 0, "driver_merge_rows": 0}
-"""Settings holding every batch of more than one row in the executors' files, read by key
-from them."""
+from tests.support.oracle.harness import IN_FILES
 
 VIEW = ("SELECT k % 3 AS g, s, count(*) AS n, sum(x) AS total, max(v) AS top FROM t "
         "GROUP BY k % 3, s")
-
-
-@pytest.fixture
-def collects(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[DataFrame]]:
-    """The frames ``peek`` collects through Spark, in order."""
-    frames: list[DataFrame] = []
-    collect = peek.to_arrow
-
-    def spied(df: DataFrame, nullable: bool = False):  # type: ignore[no-untyped-def]
-        frames.append(df)
-        return collect(df, nullable)
-
-    monkeypatch.setattr(peek, "to_arrow", spied)
-    yield frames
 
 
 def _statements(rng: random.Random) -> list[str]:
@@ -52,14 +32,14 @@ def _statements(rng: random.Random) -> list[str]:
 
 @pytest.mark.parametrize("seed", [0, 1])
 def test_changes_held_in_the_driver_equal_sparks(spark: SparkSession,
-                                                 collects: list[DataFrame], seed: int) -> None:
+                                                 peek_collects: list[DataFrame], seed: int) -> None:
     """The same writes on two databases, one holding its batches in the driver, one in the
     executors' files: after each, a subscription to the view (and one to the table) fetches
     the same rows in the same order from both, the driver's with no collect through Spark
     (its view already up to date), the files' through Spark."""
     statements = _statements(random.Random(seed))
     cons = [matview.connect(clock=0, spark=spark, refresh="incremental", settings=settings)
-            for settings in ({}, FILES)]
+            for settings in ({}, IN_FILES)]
     for con in cons:
         con.execute("CREATE TABLE t (k INT, s TEXT, v DOUBLE, x INT)")
         con.execute(f"CREATE MATERIALIZED VIEW m AS {VIEW}")
@@ -70,9 +50,9 @@ def test_changes_held_in_the_driver_equal_sparks(spark: SparkSession,
         for con, pair in zip(cons, subscriptions, strict=True):
             con.execute(statement)
             con.execute("SELECT count(*) FROM m").fetchall()  # the view brought up to date
-            collects.clear()
+            peek_collects.clear()
             fetched.append([sub.fetch() for sub in pair])
-            collected.append(len(collects))
+            collected.append(len(peek_collects))
         held, spilled = fetched
         assert repr(held) == repr(spilled), statement  # NaN != NaN: compared as text
         assert collected[0] == 0, statement

@@ -6,17 +6,15 @@ and its errors come and go with the rows that cause them."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import duckdb
 import pytest
-from matview.runtime.io import peek
 from matview.runtime.spark import jvm_plans
 from pyspark.sql import DataFrame, SparkSession
 
 import matview
 from matview.errors import DataError
 from tests.support.dataframe_calls import dataframe_calls
+from tests.support.oracle.harness import IN_FILES
 
 DDL = ("CREATE TABLE a (k INT, v INT)", "CREATE TABLE b (k INT, w TEXT)")
 
@@ -29,20 +27,6 @@ QUERIES = {
                 "WHERE v = 3",
     "ordered limit": "SELECT v, k FROM a ORDER BY v DESC, k LIMIT 4",
 }
-
-
-@pytest.fixture
-def collected(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[DataFrame]]:
-    """The frames reads collect (``peek.to_arrow``), in order."""
-    frames: list[DataFrame] = []
-    collect = peek.to_arrow
-
-    def spied(df: DataFrame, nullable: bool = False):  # type: ignore[no-untyped-def]
-        frames.append(df)
-        return collect(df, nullable)
-
-    monkeypatch.setattr(peek, "to_arrow", spied)
-    yield frames
 
 
 def _both(con: matview.Connection, db: duckdb.DuckDBPyConnection, sql: str) -> None:
@@ -58,10 +42,6 @@ def _rows(rows: list[tuple[object, ...]], ordered: bool) -> list[tuple[object, .
 WRITES = ["INSERT INTO a VALUES (3, 100), (6, 3)", "DELETE FROM a WHERE v < 4",
           "INSERT INTO b VALUES (3, 'w')", "DELETE FROM b WHERE k = 1",
           "UPDATE a SET v = v + 1 WHERE k = 2", "INSERT INTO a VALUES (9, 3)"]
-
-FILES = {"driver_batch_rows": 1, "fetched_batch_rows": 0, "table_copy_rows": 0,
-         "keyed_read_rows": 0, "driver_merge_rows": 0}
-"""Settings holding every batch of more than one row in the executors' files."""
 
 
 def _filled(spark: SparkSession, **settings: int
@@ -81,7 +61,7 @@ def test_reads_of_batches_in_files_equal_duckdb(spark: SparkSession) -> None:
     slots), each query read again after each write equals DuckDB's answer: the rows of
     every batch are at the read's one time, the later ones' retractions cancelling the
     earlier ones' rows."""
-    con, db = _filled(spark, **FILES)
+    con, db = _filled(spark, **IN_FILES)
     for write in WRITES:
         _both(con, db, write)
         for sql in QUERIES.values():
@@ -92,7 +72,7 @@ def test_reads_of_batches_in_files_equal_duckdb(spark: SparkSession) -> None:
 
 
 @pytest.mark.parametrize("name", QUERIES)
-def test_a_read_run_again_reuses_its_plans(spark: SparkSession, collected: list[DataFrame],
+def test_a_read_run_again_reuses_its_plans(spark: SparkSession, peek_collects: list[DataFrame],
                                            name: str) -> None:
     """After each of six writes (inserts and deletes on both tables, the sizes kept in
     one slot's room), the query equals DuckDB's answer; from the second read on it calls
@@ -103,12 +83,12 @@ def test_a_read_run_again_reuses_its_plans(spark: SparkSession, collected: list[
     previous: DataFrame | None = None
     for i, write in enumerate(["SELECT 1", *WRITES]):
         _both(con, db, write)
-        collected.clear()
+        peek_collects.clear()
         with dataframe_calls() as called:
             got = con.execute(sql).fetchall()
         ordered = "ORDER BY" in sql
         assert _rows(got, ordered) == _rows(db.execute(sql).fetchall(), ordered), (i, write)
-        (frame,) = collected
+        (frame,) = peek_collects
         if i >= 1:
             assert called == [], (i, called)
             assert frame is previous, i

@@ -27,6 +27,11 @@ KEYED_HISTORIES = {"driver_batch_rows": 8, "driver_merge_rows": 8, "table_copy_r
 """Runtime settings: batches of more than 8 rows in files, read by key; the steps' smaller
 changes in the driver."""
 
+IN_FILES = {"driver_batch_rows": 1, "fetched_batch_rows": 0, "table_copy_rows": 0,
+            "view_copy_rows": 0, "keyed_read_rows": 0, "driver_merge_rows": 0}
+"""Runtime settings: every batch of more than one row held in files (where an arrangement
+by key is a copy of them sorted by the key), read by key."""
+
 
 def sampled(queries: Sequence[Query], part: int, parts: int) -> list[Query]:
     """Part ``part`` of ``parts`` interleaved parts of ``queries`` (every query in exactly

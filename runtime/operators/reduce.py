@@ -67,7 +67,7 @@ from matview.runtime.operators.reduce_extremes import ReduceExtremes
 from matview.runtime.operators.reduce_state import NEVER
 from matview.runtime.spark.jvm_plans import aggregate, columns
 from matview.runtime.spark.one_job import OneJob
-from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 
@@ -267,15 +267,19 @@ class ReduceOp(ReduceAccumulators, ReduceExtremes):
     def _updates(self, ctx: StepContext, prepared: DataFrame | None, old: DataFrame | None,
                  pairs: DataFrame | None) -> DataFrame:
         """Retractions of the previous rows and insertions of the new rows at every
-        interesting time of every touched key."""
+        interesting time of every touched key (on a single-time first step, with no stored
+        row to retract, the insertions alone: a smaller plan, built and planned sooner)."""
         parts = self._contributions(ctx, prepared, old)
         hidden = self.hidden_names()
+        first = ctx.first and ctx.single_time  # no stored row (none at NEVER), one time
         single = ctx.single_time and not self._extremes()
         if single:
-            keys, first, rest = self.built("single time sums", lambda: (
-                columns(ctx.spark, *self._keys), self._single_time_sums[0],
-                columns(ctx.spark, *self._single_time_sums[1:])))
-            rows = aggregate(parts, keys, first, rest).where(self._later)
+            sums = self._single_time_sums
+            keys, head, rest = self.built(("single time sums", first), lambda: (
+                columns(ctx.spark, *self._keys), sums[0],
+                columns(ctx.spark, *sums[1:1 + len(hidden)] if first else sums[1:])))
+            rows = aggregate(parts, keys, head, rest)
+            rows = rows if first else rows.where(self._later)
         else:
             per_time = parts.groupBy(*self._keys, TIME).agg(
                 *[F.sum(n).alias(n) for n in hidden])
@@ -289,17 +293,11 @@ class ReduceOp(ReduceAccumulators, ReduceExtremes):
                 per_time = per_time.select("*", *[
                     F.lit(None).cast(spark_type(self.types[len(self._keys) + j])).alias(f"e{j}")
                     for j in self._extremes()])
-            by_time = Window.partitionBy(*self._keys).orderBy(TIME)
-            running = by_time.rowsBetween(Window.unboundedPreceding, Window.currentRow)
-            carried = hidden + [f"e{j}" for j in self._extremes()]
-            accumulated = per_time.select(
-                *self._keys, TIME, *[F.sum(n).over(running).alias(n) for n in hidden],
-                *[col(f"e{j}") for j in self._extremes()])
-            rows = accumulated.select(
-                *self._keys, TIME, *carried,
-                *[F.lag(n).over(by_time).alias(f"p_{n}") for n in carried],
-                F.lag(TIME).over(by_time).isNotNull().alias("p_exists"),
-            ).where(self._later)
+            rows = per_time if first else self._running(per_time)
+        if first:  # nothing to retract: each key's new row, when it exists
+            exists, inserted = self._inserted
+            return self.selected(rows if exists is None else rows.where(exists), "inserted",
+                                 lambda: inserted)
         update, outputs = self._emitted(single)
         exploded = self.selected(rows, ("exploded", single), lambda: [col(TIME), update])
         return self.selected(exploded.where(self._kept), ("emitted", single), lambda: outputs)
@@ -322,13 +320,10 @@ class ReduceOp(ReduceAccumulators, ReduceExtremes):
 
     def _new_emitted(self, single: bool) -> tuple[Column, list[Column]]:
         has_prev = col("p_exists").isNotNull() if single else col("p_exists")
-        names, types = self.full_names(), self._full_types()
-        new, prev = self._row(""), self._row("p_")
-        new_row = F.struct(*[new[n].cast(t).alias(n) for n, t in zip(names, types)])
-        prev_row = F.struct(*[prev[n].cast(t).alias(n) for n, t in zip(names, types)])
+        new, prev = self._typed(""), self._typed("p_")
+        new_row, prev_row = F.struct(*new), F.struct(*prev)
         if self.group_key:
-            exists_new = F.coalesce(new["cnt"] > 0, F.lit(False))
-            exists_prev = has_prev & F.coalesce(prev["cnt"] > 0, F.lit(False))
+            exists_new, exists_prev = self._exists(""), has_prev & self._exists("p_")
         else:
             exists_new, exists_prev = F.lit(True), has_prev
         update = F.explode(F.array(
@@ -336,8 +331,26 @@ class ReduceOp(ReduceAccumulators, ReduceExtremes):
                      exists_prev.alias("keep")),
             F.struct(new_row.alias("row"), F.lit(1).cast("bigint").alias("d"),
                      exists_new.alias("keep"))))
-        return update.alias("u"), [*[col(f"u.row.{n}").alias(n) for n in names], col(TIME),
-                                   col("u.d").alias(DIFF)]
+        return update.alias("u"), [*[col(f"u.row.{n}").alias(n) for n in self.full_names()],
+                                   col(TIME), col("u.d").alias(DIFF)]
+
+    @functools.cached_property
+    def _inserted(self) -> tuple[Column | None, list[Column]]:
+        """A first step's output: no row existed before it, so each (key, time) inserts its
+        new row when it exists (the filter; None: always, a global aggregate's row). The
+        first step's sums (``_updates``) have no ``p_*`` columns (built once)."""
+        return (self._exists("") if self.group_key else None,
+                [*self._typed(""), col(TIME), F.lit(1).cast("bigint").alias(DIFF)])
+
+    def _typed(self, prefix: str) -> list[Column]:
+        """The output row of the accumulators named with ``prefix`` (``_row``), each column
+        cast to its type and named."""
+        row = self._row(prefix)
+        return [row[n].cast(t).alias(n) for n, t in zip(self.full_names(), self._full_types())]
+
+    def _exists(self, prefix: str) -> Column:
+        """Whether the group of the accumulators named with ``prefix`` holds rows."""
+        return F.coalesce(col(f"{prefix}cnt"), F.lit(0)) > 0
 
     def _row(self, prefix: str) -> dict[str, Column]:
         """An output row (keys, visible aggregates, accumulators) from the accumulator (and

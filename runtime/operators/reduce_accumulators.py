@@ -16,7 +16,7 @@ from matview.runtime.lowering.types import col
 from matview.runtime.operators.base import StepContext
 from matview.runtime.operators.reduce_state import NEVER, ReduceState
 from matview.runtime.spark.arrow_frames import arrow_frame
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 
@@ -77,7 +77,8 @@ class ReduceAccumulators(ReduceState):
     def _single_time_sums(self) -> list[Column]:
         """A single-time step's aggregation per key: the time, the accumulators summed over
         the state and the changes, over the state alone (``p_*``), and whether there was a
-        previous row (built once)."""
+        previous row (built once); the time and the sums come first, all a first step
+        (which has no state) takes."""
         is_state = col(TIME) == NEVER
         hidden = self.hidden_names()
         return [F.max(TIME).alias(TIME), *[F.sum(n).alias(n) for n in hidden],
@@ -89,3 +90,18 @@ class ReduceAccumulators(ReduceState):
         """The accumulator columns a stored output row contributes (built once)."""
         return [(col(n) * col(DIFF)).alias(n) for n in self.hidden_names()]
 
+    def _running(self, per_time: DataFrame) -> DataFrame:
+        """The accumulators after each of a key's times (sums running over its times, one
+        window ordered by time), each beside the previous time's (``p_*``, ``p_exists``),
+        at real times (not the state's ``NEVER``)."""
+        hidden, extremes = self.hidden_names(), [f"e{j}" for j in self._extremes()]
+        by_time = Window.partitionBy(*self._keys).orderBy(TIME)
+        running = by_time.rowsBetween(Window.unboundedPreceding, Window.currentRow)
+        accumulated = per_time.select(
+            *self._keys, TIME, *[F.sum(n).over(running).alias(n) for n in hidden],
+            *[col(n) for n in extremes])
+        return accumulated.select(
+            *self._keys, TIME, *hidden, *extremes,
+            *[F.lag(n).over(by_time).alias(f"p_{n}") for n in hidden + extremes],
+            F.lag(TIME).over(by_time).isNotNull().alias("p_exists"),
+        ).where(col(TIME) > NEVER)

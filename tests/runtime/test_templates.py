@@ -15,7 +15,7 @@ import pytest
 from matview.runtime.operators.join import JoinOp
 from matview.runtime.render import operators
 from matview.runtime.settings import DEFAULTS, using
-from matview.runtime.spark import jvm_plans, one_job
+from matview.runtime.spark import jvm_plans
 from matview.runtime.spark.arrow_frames import arrow_file
 from matview.runtime.spark.jvm_objects import jvm_helper
 from matview.runtime.spark.jvm_plans import to_arrow
@@ -25,7 +25,7 @@ from py4j.java_gateway import JavaMember
 from pyspark.sql import DataFrame, SparkSession
 
 import matview
-from tests.support.dataframe_calls import dataframe_calls
+from tests.support.dataframe_calls import dataframe_calls, wanted_frames
 
 
 def _table(rows: list[tuple[int, str]]) -> pa.Table:
@@ -212,19 +212,6 @@ def _grows(spark: SparkSession) -> None:
     assert len(slots) == slot_sizes(SMALL)
 
 
-def _wanted_frames(monkeypatch: pytest.MonkeyPatch) -> list[list[DataFrame]]:
-    """The frames each run of a refresh's one job computes, one list per run, from now on."""
-    wanted: list[list[DataFrame]] = []
-    run = one_job.OneJob.run
-
-    def recording(self: one_job.OneJob) -> None:
-        wanted.append([frame for frame, _ in self.wanted])
-        run(self)
-
-    monkeypatch.setattr(one_job.OneJob, "run", recording)
-    return wanted
-
-
 def _kept_from_the_third_step(step: int, called: list[str], wanted: list[list[DataFrame]],
                               previous: list[DataFrame]) -> list[DataFrame]:
     """Check a step's run: from the third step on (the second binds the slots and builds the
@@ -252,7 +239,7 @@ def test_a_step_of_the_same_shape_reuses_its_plans(
     ``CAST(sum AS BIGINT) / count``, TPC-H's shape) a projection computes over the reduce's
     output, a batch the driver holds, which it reads bound into a slot
     (``Operator.frame_of``)."""
-    wanted = _wanted_frames(monkeypatch)
+    wanted = wanted_frames(monkeypatch)
     con = matview.connect(clock=0, spark=spark, refresh="incremental")
     con.execute("CREATE TABLE customers (id INT, region TEXT)")
     con.execute("CREATE TABLE orders (id INT, cust INT, amount BIGINT)")
@@ -299,7 +286,7 @@ def test_a_three_way_self_join_reuses_its_plans(spark: SparkSession,
     own change). From the third small step on, inserting and deleting edges, each step's one
     job computes the same frames as the step before, in the driver, and no DataFrame method
     runs, while the count equals the triangles of the live edges."""
-    wanted = _wanted_frames(monkeypatch)
+    wanted = wanted_frames(monkeypatch)
     con = matview.connect(clock=0, spark=spark, refresh="incremental")
     con.execute("CREATE TABLE edges (src INT, dst INT)")
     edges = {(i % 40, (i * 7 + 3) % 40) for i in range(300)}
@@ -366,7 +353,7 @@ def test_a_temporal_filter_reuses_its_plans_when_steps_alternate(
     keep the plans of their last few shapes (``plans_kept``): once both shapes have run,
     each step's one job computes the same frames as the step two before and no DataFrame
     method runs. The view holds the events in its window after every step."""
-    wanted = _wanted_frames(monkeypatch)
+    wanted = wanted_frames(monkeypatch)
     con = matview.connect(clock=1_000, spark=spark, refresh="incremental")
     con.execute("CREATE TABLE events (id INT, ts BIGINT)")
     con.execute("CREATE MATERIALIZED VIEW recent AS SELECT id, ts FROM events "
@@ -455,7 +442,7 @@ def test_a_new_view_steps_first_with_the_plans_its_rehearsal_built(
     and runs in the driver; the rehearsal's rows reach neither the view nor the operators'
     row counts. Without a rehearsal (``rehearsal_rows`` 0, or a largest input of 1,000 rows,
     fewer than ``rehearsal_min_rows``) the first step builds its plans."""
-    wanted = _wanted_frames(monkeypatch)
+    wanted = wanted_frames(monkeypatch)
     con = matview.connect(clock=0, spark=spark, refresh="incremental", settings={
         "rehearsal_rows": rehearsal_rows, "rehearsal_min_rows": min_rows})
     con.execute("CREATE TABLE customers (id INT, region TEXT)")

@@ -274,10 +274,9 @@ class ReduceOp(ReduceAccumulators, ReduceExtremes):
         first = ctx.first and ctx.single_time  # no stored row (none at NEVER), one time
         single = ctx.single_time and not self._extremes()
         if single:
-            sums = self._single_time_sums
+            sums = self._single_time_sums + ([] if first else self._previous_sums)
             keys, head, rest = self.built(("single time sums", first), lambda: (
-                columns(ctx.spark, *self._keys), sums[0],
-                columns(ctx.spark, *sums[1:1 + len(hidden)] if first else sums[1:])))
+                columns(ctx.spark, *self._keys), sums[0], columns(ctx.spark, *sums[1:])))
             rows = aggregate(parts, keys, head, rest)
             rows = rows if first else rows.where(self._later)
         else:
@@ -301,11 +300,6 @@ class ReduceOp(ReduceAccumulators, ReduceExtremes):
         update, outputs = self._emitted(single)
         exploded = self.selected(rows, ("exploded", single), lambda: [col(TIME), update])
         return self.selected(exploded.where(self._kept), ("emitted", single), lambda: outputs)
-
-    @functools.cached_property
-    def _later(self) -> Column:
-        """The rows at real times (not the stored state's ``NEVER``)."""
-        return col(TIME) > NEVER
 
     @functools.cached_property
     def _kept(self) -> Column:

@@ -75,15 +75,23 @@ class ReduceAccumulators(ReduceState):
 
     @functools.cached_property
     def _single_time_sums(self) -> list[Column]:
-        """A single-time step's aggregation per key: the time, the accumulators summed over
-        the state and the changes, over the state alone (``p_*``), and whether there was a
-        previous row (built once); the time and the sums come first, all a first step
-        (which has no state) takes."""
+        """A single-time step's aggregation per key: the time and the accumulators summed
+        over the state and the changes (all a first step, which has no state, takes; built
+        once)."""
+        return [F.max(TIME).alias(TIME), *[F.sum(n).alias(n) for n in self.hidden_names()]]
+
+    @functools.cached_property
+    def _previous_sums(self) -> list[Column]:
+        """Beside ``_single_time_sums`` in a later step: the accumulators summed over the
+        state alone (``p_*``), and whether there was a previous row (built once)."""
         is_state = col(TIME) == NEVER
-        hidden = self.hidden_names()
-        return [F.max(TIME).alias(TIME), *[F.sum(n).alias(n) for n in hidden],
-                *[F.sum(F.when(is_state, col(n))).alias(f"p_{n}") for n in hidden],
+        return [*[F.sum(F.when(is_state, col(n))).alias(f"p_{n}") for n in self.hidden_names()],
                 F.max(F.when(is_state, F.lit(1))).alias("p_exists")]
+
+    @functools.cached_property
+    def _later(self) -> Column:
+        """The rows at real times (not the stored state's ``NEVER``)."""
+        return col(TIME) > NEVER
 
     @functools.cached_property
     def _state_contributions(self) -> list[Column]:
@@ -93,7 +101,7 @@ class ReduceAccumulators(ReduceState):
     def _running(self, per_time: DataFrame) -> DataFrame:
         """The accumulators after each of a key's times (sums running over its times, one
         window ordered by time), each beside the previous time's (``p_*``, ``p_exists``),
-        at real times (not the state's ``NEVER``)."""
+        at real times (``_later``)."""
         hidden, extremes = self.hidden_names(), [f"e{j}" for j in self._extremes()]
         by_time = Window.partitionBy(*self._keys).orderBy(TIME)
         running = by_time.rowsBetween(Window.unboundedPreceding, Window.currentRow)
@@ -104,4 +112,4 @@ class ReduceAccumulators(ReduceState):
             *self._keys, TIME, *hidden, *extremes,
             *[F.lag(n).over(by_time).alias(f"p_{n}") for n in hidden + extremes],
             F.lag(TIME).over(by_time).isNotNull().alias("p_exists"),
-        ).where(col(TIME) > NEVER)
+        ).where(self._later)

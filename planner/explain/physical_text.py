@@ -29,7 +29,9 @@ describe it:
   and the keys the join's paths look them up by (a stored collection's batches held in the
   executors are arranged by those columns: ``runtime.arrangements.batch_files``). ``reused``
   arrangements exist anyway (a stored collection's, a Reduce's output); ``created`` ones
-  exist only for these lookups (a join's output).
+  exist only for these lookups (a join's output). ``counted by (KEY; ...)`` follows a stored
+  collection a worst-case optimal group proposes from: the count indexes by those columns,
+  kept beside its arrangement and shared (``runtime.arrangements.count_index``).
 - ``arrangements: creates NAME (what it holds)``: state the operator maintains.
 - ``layout: hidden=(cnt, n1, s1) accumulable=(AGG, ...) extremes=(AGG, ...) deferred``
   for a Reduce (``physical.ReduceLayout``): the hidden accumulator columns of its output
@@ -73,7 +75,7 @@ from matview.ir.physical import DeltaPath, Equality, Lookup, ReduceLayout
 from matview.ir.relation import Get, Join, Linear, Reduce, Relation, TopK, Window, inputs_of
 from matview.ir.render import PLAIN, RenderOptions, render_aggregate, render_line
 from matview.ir.render_scalars import render_scalar
-from matview.ir.scalar import Scalar
+from matview.ir.scalar import Col, Scalar
 from matview.planner.dataflow_graph import (
     arrangements,
     history_arrangements,
@@ -266,6 +268,11 @@ def _lookups(graph: nx.DiGraph, op: int) -> list[str]:
         keys = sorted({_scalars(lk.key) for path in node["paths"] for lk in path.every_lookup
                        if lk.input == i})
         by = f" by ({'; '.join(keys)})" if keys else ""
+        counted = sorted({_scalars(o[0].key) for path in node["paths"] for e in path.extensions
+                          for o in e.orders if o[0].input == i and len(o[0].key) == 1
+                          and isinstance(o[0].key[0], Col)})
+        if counted and isinstance(graph.nodes[child].get("relation"), Get):
+            by += f" counted by ({'; '.join(counted)})"
         for name in history_arrangements(graph, child):
             out.append(f"%{child} in {name} "
                        f"({'reused' if graph.nodes[name]['reused'] else 'created'}){by}")

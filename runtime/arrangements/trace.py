@@ -28,6 +28,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from matview.runtime.arrangements.batch_files import PAGE_ROWS, FileReads, keyable
 from matview.runtime.arrangements.consolidation import consolidated_arrow
+from matview.runtime.arrangements.count_index import follow
 from matview.runtime.arrangements.key_index import holding, index
 from matview.runtime.arrangements.keyed_reads import FileRead, KeyedRead
 from matview.runtime.arrangements.spine import Batch, in_driver, merged, to_merge
@@ -86,6 +87,8 @@ class Trace:
         self._reads: dict[tuple[int | None, int | None], tuple[DataFrame | None, int | None]] = {}
         """Reads since the batches last changed: every dataflow reading this trace in one
         refresh asks for the same ranges, and building a plan from Arrow costs a JVM call."""
+        self.counts: dict[str, Trace] = {}
+        """Its count indexes, by column (``arrangements.count_index``)."""
 
     @property
     def rows(self) -> int:
@@ -125,7 +128,13 @@ class Trace:
     def append(self, leaf: Leaf | None, lower: int, upper: int) -> None:
         """Add a batch of updates with times in ``[lower, upper]`` (its driver copy only
         while the trace's copies stay within ``copy_rows``; held in files, arranged by each
-        of the trace's ``keys``: one Spark job per copy it lacks)."""
+        of the trace's ``keys``: one Spark job per copy it lacks), and its projections to
+        the count indexes (``count_index.follow``)."""
+        self._add(leaf, lower, upper)
+        if leaf is not None:
+            follow(self, leaf, lower, upper)
+
+    def _add(self, leaf: Leaf | None, lower: int, upper: int) -> None:
         if leaf is not None:
             if leaf.copy is not None and self._copied() + leaf.rows > self.copy_rows:
                 leaf = dataclasses.replace(leaf, copy=None)
@@ -139,7 +148,7 @@ class Trace:
         """A copy holding this trace's batches and ``leaves`` at time ``at`` (what an open
         transaction's reads see of a table it wrote); this trace is unchanged."""
         seen = copy.copy(self)
-        seen.keys, seen._reads = list(self.keys), {}
+        seen.keys, seen._reads, seen.counts = list(self.keys), {}, {}
         seen.batches = [*self.batches, *(Batch(leaf, at, at) for leaf in leaves)]
         return seen
 
@@ -176,7 +185,6 @@ class Trace:
 
     def read(self, after: int | None = None, upto: int | None = None) -> DataFrame | None:
         """The updates with ``after < time <= upto`` (either bound may be absent), or None.
-
         The batches held in the driver are cut to the range and concatenated in Arrow, so
         they reach Spark as one local relation (no job to broadcast, one scan)."""
         return self.read_counted(after, upto)[0]
@@ -367,16 +375,15 @@ class Trace:
             leaf = Leaf(batch.leaf.df.where(col(TIME) > upto), batch.leaf.rows, exact=False)
             kept.append(Batch(leaf, upto + 1, batch.upper))
         if len(kept) != len(self.batches) or any(a is not b for a, b in zip(kept, self.batches)):
-            self.batches = kept
-            self._reads = {}
+            self.batches, self._reads, self.counts = kept, {}, {}
 
     def compact(self, since: int) -> None:
         """Allow times before ``since`` to be forgotten, and merge batches (``spine.to_merge``)
         into one consolidated batch. Batches held in the driver merge there, with no Spark
         job."""
         self.since = max(self.since, since)
-        if self.errors is not None:
-            self.errors.compact(since)
+        for derived in [*self.counts.values(), *[e for e in [self.errors] if e is not None]]:
+            derived.compact(since)
         merging_range = to_merge(self.batches, self.since)
         if merging_range is None:
             return
@@ -388,6 +395,6 @@ class Trace:
         kept = self.batches[end:]
         self.batches = self.batches[:start]
         self._reads = {}
-        self.append(leaf, lower, max(max(b.upper for b in merging), lower))
+        self._add(leaf, lower, max(max(b.upper for b in merging), lower))
         self.batches += kept
 

@@ -8,10 +8,8 @@ and apply it in ``commit``, which the dataflow calls only once the whole step su
 
 An operator that evaluates expressions which may fail on some row (division by zero,
 overflow, a bad cast) sets ``errors`` in the step: the failing rows leave its output and
-become error updates there, which the dataflow gathers into its error output.
-
-Every operator also keeps a ``Meter`` of what it did over the committed steps of its life
-(``runtime.operators.metering``).
+become error updates there, which the dataflow gathers into its error output. Every
+operator keeps a ``Meter`` of what it did in its committed steps (``operators.metering``).
 """
 
 from __future__ import annotations
@@ -83,8 +81,7 @@ class StepContext:
 
     @property
     def span(self) -> tuple[int, int]:
-        """The first and last time the step's updates may have: the state batch it adds
-        covers them."""
+        """The first and last time of the step's updates: the state batch it adds covers."""
         return (self.as_of if self.first else self.lower + 1, self.upper)
 
 
@@ -134,9 +131,8 @@ class Delta:
 @dataclass(frozen=True)
 class Matched:
     """A keyed read of an operator's history (``Operator.history_matching``): the rows read
-    (None: none), about how many (``KeyedRead.rows``: it decides whether a lookup of them
-    is one task or broadcasts its other side), and ``values(c)``, the distinct values column
-    ``c`` of those rows may hold (a superset), known in the driver (None: not known)."""
+    (None: none), about how many (``KeyedRead.rows``: a lookup of them is one task or
+    broadcasts its other side), ``values(c)`` a superset of column ``c``'s (None: unknown)."""
 
     frame: DataFrame | None
     rows: int
@@ -316,6 +312,11 @@ class Operator:
         """``history`` keeping (at least) the rows whose column ``column`` holds one of
         ``values``, read by key from an arrangement held in the driver; None when there is
         no such read (the caller reads the whole history)."""
+        return None
+
+    def key_counts(self, ctx: StepContext, column: int) -> DataFrame | None:
+        """Its rows up to ``ctx.upper`` counted by ``column`` from its arrangement's count
+        index (``count_index.counts``: ``c0``, ``_n``); None: it has none (count them)."""
         return None
 
     def arrange(self, column: int) -> None:

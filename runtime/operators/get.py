@@ -8,6 +8,7 @@ from typing import ClassVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
+from matview.runtime.arrangements.count_index import count_index, counts
 from matview.runtime.arrangements.trace import Trace
 from matview.runtime.arrangements.updates import at_time
 from matview.runtime.operators.base import Delta, Matched, Operator, StepContext
@@ -95,6 +96,10 @@ class GetOp(Operator):
         if ctx.rehearsal is not None:
             return None if self.rehearsed is None else pc.unique(self.rehearsed[f"c{column}"])
         return None if ctx.first else self.trace.values(ctx.lower, ctx.upper, f"c{column}")
+
+    def key_counts(self, ctx: StepContext, column: int) -> DataFrame | None:
+        assert self.trace is not None
+        return counts(count_index(self.trace, f"c{column}"), ctx.upper)
 
     def arrange(self, column: int) -> None:
         assert self.trace is not None

@@ -58,7 +58,7 @@ from matview.runtime.lowering.checked import (
 from matview.runtime.lowering.expressions import compile_scalar
 from matview.runtime.lowering.types import arrow_type, col
 from matview.runtime.operators.base import ArrangedWhenLookedUp, Delta, Operator, StepContext
-from matview.runtime.operators.join_extension import by_counts, extend
+from matview.runtime.operators.join_extension import by_counts, extend, index_counts
 from matview.runtime.operators.join_reads import (
     Values,
     keyed_histories,
@@ -80,8 +80,8 @@ class RowLimitExceeded(EvalError):
     """A join would produce more rows in one step than its limit."""
 
 
-_PathInputs = tuple[int, DataFrame, tuple[DataFrame | None, ...],
-                    tuple[DataFrame | None, ...], tuple[bool, ...], tuple[bool, ...]]
+_PathInputs = tuple[int, DataFrame, tuple[DataFrame | None, ...], tuple[DataFrame | None, ...],
+                    tuple[bool, ...], tuple[bool, ...], tuple[tuple[DataFrame | None, ...], ...]]
 """What a path of a step is built from (``JoinOp._output``)."""
 
 _TIMES: dict[str, Callable[[Column, Column], Column]] = {"<=": operator.le, "<": operator.lt}
@@ -218,7 +218,8 @@ class JoinOp(ArrangedWhenLookedUp, Operator):
         return any(may_fail(p) for p in self.predicates)
 
     def _path(self, small: bool, i: int, start: DataFrame, others: list[DataFrame | None],
-              large: tuple[bool, ...], counted: tuple[bool, ...]) -> DataFrame | None:
+              large: tuple[bool, ...], counted: tuple[bool, ...],
+              counts: tuple[tuple[DataFrame | None, ...], ...]) -> DataFrame | None:
         (own, checks), *stages = self.stages(i)
         found: DataFrame | None = self._prefixed(start, i)
         assert found is not None
@@ -233,7 +234,8 @@ class JoinOp(ArrangedWhenLookedUp, Operator):
         while k < len(lookups) and found is not None:
             if k in extensions:
                 n = extensions[k]
-                found, k = self._extended(small, i, n, found, bound, others, large), \
+                found, k = self._extended(small, i, n, found, bound, others, counts[n],
+                                          large), \
                     k + len(self.paths[i].extensions[n].orders)
             else:
                 found, k = self._joined(small, i, found, lookups[k], stages[k], bound,
@@ -259,11 +261,12 @@ class JoinOp(ArrangedWhenLookedUp, Operator):
         return self._filter(path, checks) if checks else path
 
     def _extended(self, small: bool, i: int, n: int, path: DataFrame, bound: frozenset[int],
-                  others: list[DataFrame | None], large: tuple[bool, ...]) -> DataFrame | None:
-        """Path ``i``'s rows extended by its extension ``n`` (``join_extension``)."""
+                  others: list[DataFrame | None], counts: tuple[DataFrame | None, ...],
+                  large: tuple[bool, ...]) -> DataFrame | None:
+        """Path ``i``'s rows extended by its extension ``n`` (``join_extension.extend``)."""
         extension, stages = self.paths[i].extensions[n], self.extension_stages(i, n)
         refs = self._column_refs()
-        return extend(path, extension, bound, small, others,
+        return extend(path, extension, bound, small, others, counts,
                       lambda s: [self._compile(e, refs) for e in s.stream_key],
                       lambda j, k: compile_scalar(k, [col(f"c{c}") for c in range(
                           self.inputs[j].arity)], self.inputs[j].types),
@@ -296,8 +299,7 @@ class JoinOp(ArrangedWhenLookedUp, Operator):
                 col(f"_d{i}").alias(DIFF)]
 
     def step_values(self, ctx: StepContext, column: int) -> pa.Array | None:
-        """The values column ``column`` of this step's output may hold, when the driver
-        knows them (``join_reads.output_values``); else None."""
+        """Values column ``column`` of the step's output may hold (``output_values``)."""
         if self._known is None or self._known[0] is not ctx:
             return None
         return output_values(self.inputs, self._known[1], column,
@@ -354,8 +356,10 @@ class JoinOp(ArrangedWhenLookedUp, Operator):
             seen = tuple(None if delta is None or j not in olds or (
                 self._alt_neu(ctx) and j > i) else frames[j] for j, delta in enumerate(deltas))
             large = tuple((size or 0) > active().large_lookup_rows for size in sizes)
+            counted = by_counts(self.paths[i], ctx.small, sizes, deltas)
             paths.append((i, frames[i], tuple(olds.get(j) for j in range(len(deltas))), seen,
-                          large, by_counts(self.paths[i], ctx.small, sizes, deltas)))
+                          large, counted, index_counts(self.inputs, self.paths[i], ctx,
+                                                       counted)))
         made = tuple(paths)
         out, failed = self.planned("output", (ctx.small, made),
                                    lambda: self._output(ctx.small, made))
@@ -374,11 +378,11 @@ class JoinOp(ArrangedWhenLookedUp, Operator):
                 ) -> tuple[DataFrame | None, DataFrame | None]:
         """The step's output over its ``paths`` (each: the input it starts from, that
         input's changes, what it reads of each input's history and changes, and which
-        inputs it looks up as large, which extensions it runs by counts), and the rows on
-        which a predicate failed (None when none can)."""
+        inputs it looks up as large, which extensions it runs by counts and their count
+        indexes' counts), and the rows on which a predicate failed (None when none can)."""
         made = [self._path(small, i, start, [union_all([p for p in (old, new) if p is not None])
-                                             for old, new in zip(olds, seen)], large, counted)
-                for i, start, olds, seen, large, counted in paths]
+                                             for old, new in zip(olds, seen)], large, counted,
+                           counts) for i, start, olds, seen, large, counted, counts in paths]
         out = union_all([p for p in made if p is not None])
         if out is None:
             return None, None

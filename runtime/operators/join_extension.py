@@ -1,8 +1,12 @@
 """A delta path's group of lookups run worst-case optimally (seed 003; ``physical.Extension``).
 
 The inputs of the group can each bind the path's next attribute. For every path row:
-*count*: each input's updates matching the row by the key of its first stage (a keyed
-aggregate of what the path reads of it, joined to the rows by that key); *propose*: the
+*count*: each input's rows matching the row by the key of its first stage, read from the
+input's count index by that key (``arrangements.count_index``: a stored collection's rows
+counted by one column, kept in step with it and shared by its readers) where the input has
+one, else a keyed aggregate of what the path reads of it, joined to the rows by that key (the
+counts only choose each row's branch, so the index's, up to the step's ``upper``, serve
+whichever times the path sees); *propose*: the
 rows go to the branch of the input with the fewest matches (ties: the earliest), which
 looks that input up first; *validate*: each branch then looks up the group's other inputs,
 by keys holding the proposed attribute. The branches' rows union into the path's rows,
@@ -18,9 +22,10 @@ import functools
 from collections.abc import Callable, Sequence
 
 from matview.ir import physical
-from matview.ir.scalar import Scalar
+from matview.ir.scalar import Col, Scalar
+from matview.runtime.arrangements.count_index import COUNT, KEY
 from matview.runtime.arrangements.updates import lookup, union_all
-from matview.runtime.operators.base import Delta
+from matview.runtime.operators.base import Delta, Operator, StepContext
 from matview.runtime.settings import active
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -47,6 +52,20 @@ def by_counts(path: physical.DeltaPath, small: bool, sizes: Sequence[int | None]
                  for e in path.extensions)
 
 
+def index_counts(inputs: Sequence[Operator], path: physical.DeltaPath, ctx: StepContext,
+                 counted: tuple[bool, ...]) -> tuple[tuple[DataFrame | None, ...], ...]:
+    """Per extension of ``path`` the step runs by counts (``counted``; others: none), per
+    order, its first stage's input counted by that stage's key from the input's count index
+    (``Operator.key_counts``) when the key is one column of it; else None (``extend``
+    counts the rows the path reads of it)."""
+    def counts(stage: physical.Lookup) -> DataFrame | None:
+        key = stage.key[0] if len(stage.key) == 1 else None
+        return inputs[stage.input].key_counts(ctx, key.index) if isinstance(key, Col) else None
+
+    return tuple(tuple(counts(order[0]) for order in e.orders) if run else ()
+                 for e, run in zip(path.extensions, counted, strict=True))
+
+
 Joined = Callable[[DataFrame, int, int, frozenset[int]], DataFrame | None]
 """Stage ``s`` of order ``m`` of the group run on path rows whose bound inputs are given:
 the rows joined with that stage's input (None: it holds nothing)."""
@@ -54,23 +73,28 @@ the rows joined with that stage's input (None: it holds nothing)."""
 
 def extend(path: DataFrame, extension: physical.Extension, bound: frozenset[int],
            small: bool, others: Sequence[DataFrame | None],
+           counts: Sequence[DataFrame | None],
            stream: Callable[[physical.Lookup], list[Column]],
            own: Callable[[int, Scalar], Column], joined: Joined) -> DataFrame | None:
     """``path`` extended by the group of ``extension`` (the module docstring), after the
-    inputs ``bound``; ``others`` are what the path reads of each input, ``stream`` compiles
-    a stage's stream key over the path's columns, ``own`` an expression over input ``j``'s
-    own columns."""
+    inputs ``bound``; ``others`` are what the path reads of each input, ``counts`` per
+    order its first input's count index's counts (``index_counts``; None: none),
+    ``stream`` compiles a stage's stream key over the path's columns, ``own`` an
+    expression over input ``j``'s own columns."""
     size = len(extension.orders)
     for m, order in enumerate(extension.orders):
-        frame = others[order[0].input]
+        frame, indexed = others[order[0].input], counts[m]
         if frame is None:
             return None
         key, stream_key = [own(order[0].input, k) for k in order[0].key], stream(order[0])
         names = [f"_k{m}_{x}" for x in range(len(key))]
-        if small:  # one partition: counted with no exchange, in the step's one task
-            frame = frame.coalesce(1)
-        counted = frame.groupBy(*[k.alias(n) for k, n in zip(key, names, strict=True)]).agg(
-            F.count(F.lit(1)).alias(f"_n{m}"))
+        if indexed is not None:
+            counted = indexed.select(F.col(KEY).alias(names[0]), F.col(COUNT).alias(f"_n{m}"))
+        else:
+            if small:  # one partition: counted with no exchange, in the step's one task
+                frame = frame.coalesce(1)
+            counted = frame.groupBy(*[k.alias(n) for k, n in zip(
+                key, names, strict=True)]).agg(F.count(F.lit(1)).alias(f"_n{m}"))
         on = functools.reduce(Column.__and__, [
             s == counted[n] for s, n in zip(stream_key, names, strict=True)])
         path = lookup(path, counted, on, "left", small).drop(*names)

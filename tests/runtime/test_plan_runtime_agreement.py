@@ -60,18 +60,25 @@ def golden_plans() -> Iterator[tuple[str, physical.Operator, str]]:
                    case.expected)
 
 
-def run_paths(join: JoinOp, ids: list[int]) -> tuple[physical.DeltaPath, ...]:
-    """The delta paths ``join`` compiled (``ids``: its inputs' operator ids), as a plan."""
-    paths = []
+def run_paths(join: JoinOp, planned: list[physical.DeltaPath]) -> tuple[physical.DeltaPath, ...]:
+    """The delta paths ``join`` compiled (``planned``: the plan's, by input), as a plan. A
+    path's worst-case optimal groups are the plan's, each order of them compiled
+    (``JoinOp.extension_stages``; its first order is the path's own stages)."""
+    paths, ids = [], [p.operator for p in planned]
     for i, op in enumerate(ids):
         join.stages(i)
         start = join.compiled[(i, None)]
         stages = [(j, stage) for (path, j), stage in join.compiled.items()
                   if path == i and j is not None]
         assert all(s.time is not None for _, s in stages)
+        extensions = planned[i].extensions
+        for n, extension in enumerate(extensions):
+            orders = join.extension_stages(i, n)
+            assert [len(o) for o in orders] == [len(o) for o in extension.orders]
+            assert all(condition is not None for o in orders for condition, _ in o)
         paths.append(physical.DeltaPath(i, op, start.equalities, start.closure, tuple(
             physical.Lookup(j, ids[j], s.stream_key, s.key, str(s.time), s.equalities,
-                            s.closure) for j, s in stages)))
+                            s.closure) for j, s in stages), extensions))
     return tuple(paths)
 
 
@@ -142,7 +149,7 @@ def check_paths(op: JoinOp, node: physical.Join | physical.LoopJoin, where: str,
     """``op`` compiled exactly the delta paths of ``node``'s implementation, with the
     conditions they name, and EXPLAIN PHYSICAL prints them."""
     paths = node.implementation.paths
-    compiled = run_paths(op, [p.operator for p in sorted(paths, key=lambda p: p.input)])
+    compiled = run_paths(op, sorted(paths, key=lambda p: p.input))
     assert compiled == paths, where
     assert set(op.compiled) == {(p.input, j) for p in paths for j in (None, *p.order)}, where
     check_conditions(op, node)

@@ -11,8 +11,9 @@ second run kept (the first warms the JVM). Each builds the view (``CREATE``: its
 the whole graph at once, a large step) and steps every batch (small steps, whose paths read
 the graph by key: both run them alike); Spark and DuckDB recompute the query after each
 batch. Reported per query: the build's seconds, the median batch's, the state's update rows
-(the edges' arrangement and the view's own; a join keeps no intermediate arrangement), and
-the ratios. Every engine's answer after every batch must agree, else the run fails.
+(the edges' arrangement, its count indexes and the view's own; a join keeps no intermediate
+arrangement), and the ratios. Every engine's answer after every batch must agree, else the
+run fails.
 """
 
 from __future__ import annotations
@@ -90,10 +91,12 @@ def _recompute(engine: SparkRecompute | DuckDBRecompute, workload: Workload
     return figures, answers
 
 
-def measure(spark: SparkSession, workload: Workload, baselines: list[str]) -> dict[str, Any]:
+def measure(spark: SparkSession, workload: Workload, baselines: list[str],
+            settings: dict[str, int]) -> dict[str, Any]:
+    """Each engine's figures over ``workload``, matview's with ``settings`` too."""
     runs = {}
-    for name, settings in [("binary", BINARY), ("counts", {})] * 2:  # the second of each kept
-        runs[name] = _matview(spark, workload, settings)
+    for name, own in [("binary", BINARY), ("counts", {})] * 2:  # the second of each kept
+        runs[name] = _matview(spark, workload, {**settings, **own})
     if "spark" in baselines:
         runs["spark"] = _recompute(SparkRecompute(spark, workload), workload)
     if "duckdb" in baselines:
@@ -118,7 +121,8 @@ def report(results: dict[str, dict[str, Any]]) -> str:
             batch = statistics.median(run["batches"])
             build = f"{run['build']:9.2f}" if "build" in run else f"{'':9}"
             rows = run.get("state", {})
-            held = f"{rows['table_rows'] + rows['view_rows']:12,}" if rows else f"{'':12}"
+            held = f"{rows['table_rows'] + rows['view_rows'] + rows.get('count_rows', 0):12,}" \
+                if rows else f"{'':12}"
             ratio = "" if name == "counts" else f"  {name} / counts {batch / counts:.2f}"
             lines.append(f"{query:10}{name:8}{build}{batch:9.3f}{held}{ratio}")
         if "build" in figures["binary"] and "build" in figures["counts"]:
@@ -138,7 +142,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batches", type=int, default=5)
     parser.add_argument("--baselines", default="spark,duckdb")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--small-step-rows", type=int, default=None,
+                        help="matview's small_step_rows (0: every batch a large step, by "
+                             "counts where the group's inputs are large enough)")
     args = parser.parse_args(argv)
+    settings = {} if args.small_step_rows is None else {"small_step_rows": args.small_step_rows}
     spark = start_session()
     results = {}
     for query in args.queries.split(","):
@@ -147,8 +155,9 @@ def main(argv: list[str] | None = None) -> int:
             hub_degree=args.hub_degree,
             batches=args.batches, seed=args.seed), views={query: QUERIES[query]})
         print(f"running {query} {workload.params}", file=sys.stderr, flush=True)
-        results[query] = measure(spark, workload, args.baselines.split(","))
-    saved(f"cyclic-edges{args.edges}-hubs{args.hubs}x{args.hub_degree}", args, results,
+        results[query] = measure(spark, workload, args.baselines.split(","), settings)
+    large = "" if args.small_step_rows is None else f"-small{args.small_step_rows}"
+    saved(f"cyclic-edges{args.edges}-hubs{args.hubs}x{args.hub_degree}{large}", args, results,
           report(results))
     return 0
 

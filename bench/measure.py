@@ -80,7 +80,8 @@ def _traces(con: Connection) -> tuple[list[Trace], list[Trace]]:
 def state(con: Connection) -> dict[str, int]:
     """Update rows held in arrangements: the tables' (``table_rows``, taking
     ``table_bytes``: ``Trace.bytes``, exact in the driver, estimated in Spark) and the views'
-    own state (``view_rows``: outputs, reduce accumulators, join outputs), plus the bytes of
+    own state (``view_rows``: outputs, reduce accumulators, join outputs), the count indexes
+    kept beside them (``count_rows``: ``arrangements.count_index``), plus the bytes of
     batches held in the driver as Arrow or copied there (``local_bytes``) and the number of
     stored batches."""
     tables, views = _traces(con)
@@ -88,6 +89,7 @@ def state(con: Connection) -> dict[str, int]:
         "table_rows": sum(t.rows for t in tables),
         "table_bytes": sum(t.bytes for t in tables),
         "view_rows": sum(t.rows for t in views),
+        "count_rows": sum(c.rows for t in tables + views for c in t.counts.values()),
         "local_bytes": sum(b.leaf.bytes or 0 for t in tables + views for b in t.batches),
         "batches": sum(len(t.batches) for t in tables + views),
     }

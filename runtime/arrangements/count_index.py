@@ -18,6 +18,7 @@ as a table's copies do (a row per key and time: far fewer than the rows they cou
 
 from __future__ import annotations
 
+import weakref
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -78,14 +79,21 @@ def follow(trace: Trace, leaf: Leaf, lower: int, upper: int) -> None:
         index.append(counted, lower, upper)
 
 
+_summed: weakref.WeakKeyDictionary[DataFrame, DataFrame] = weakref.WeakKeyDictionary()
+"""``counts``' plan by the read it sums: the index's read is kept until its batches change
+(``Trace.read``), so every path and view counting by it in a step gets one plan."""
+
+
 def counts(index: Trace, upto: int) -> DataFrame | None:
     """The keys of ``index`` counted up to ``upto``: columns ``c0`` and ``_n`` (the rows
     holding the key), keys counted zero left out; None when it holds nothing."""
     df = index.read(upto=upto)
     if df is None:
         return None
-    summed = df.groupBy(KEY).agg(F.sum(DIFF).alias(COUNT))
-    return summed.where(col(COUNT) != 0)
+    if df not in _summed:
+        summed = df.groupBy(KEY).agg(F.sum(DIFF).alias(COUNT))
+        _summed[df] = summed.where(col(COUNT) != 0)
+    return _summed[df]
 
 
 def _groupable(table: pa.Table, column: str) -> bool:

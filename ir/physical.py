@@ -9,18 +9,16 @@ what the logical plan leaves open:
 
 - ``state()``: the arrangements it owns (``Arrangement``), which live as long as its
   dataflow: a Reduce's output (and its min/max input values), a temporal Linear's pending
-  updates, a Join's output when a consumer looks that output up, a TopK's input values and
-  prefix, a Window's input rows (each, and a Join, with its output when a consumer looks
-  it up). This is the
-  seam for persistence: the whole state of a dataflow is the state its operators declare.
-- ``reads()``: the shared arrangements it reads (a Get's stored collection).
-- ``history()``: the arrangements a lookup of its output reads.
+  updates, a TopK's input values and prefix, a Window's input rows (each, and a Join, with
+  its output when a consumer looks it up). This is the seam for persistence: the whole
+  state of a dataflow is the state its operators declare.
+- ``reads()``: the shared arrangements it reads (a Get's stored collection); ``history()``:
+  the arrangements a lookup of its output reads.
 - a Join's implementation (``DeltaJoin``), with its delta paths spelled out: per input,
   the filters on its changes, then the lookups in order, each with its stream and lookup
   keys, its Alt/Neu time comparison, the other equalities it checks and the predicates
   applied after it; groups of lookups that extend the path by one attribute run worst-case
-  optimally (``Extension``: count, propose, validate). The runtime
-  (``runtime.operators.join``) runs exactly these and derives none of them again.
+  optimally (``Extension``: count, propose, validate). The runtime runs exactly these.
 - an AsOfJoin's matches (what each left key got), always owned: its retractions read them.
 - a Reduce's layout (``ReduceLayout``): which aggregates it accumulates, the hidden
   accumulator columns of its output arrangement, which it recomputes from its ``values``,
@@ -37,7 +35,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from matview.ir import relation as logical
-from matview.ir.scalar import Scalar
+from matview.ir.scalar import Col, Scalar
 from matview.ir.types import SqlType
 from matview.ir.walk import post_order
 
@@ -45,9 +43,8 @@ from matview.ir.walk import post_order
 @dataclass(frozen=True)
 class Arrangement:
     """State an operator owns: the updates of ``what`` it holds (``output``, ``values``,
-    ``pending`` or ``prefix``), named ``%<owner>.<what>``. ``reused`` says whether the
-    arrangement exists anyway (a Reduce's output, which it needs itself) rather than only for
-    the lookups of a consumer (a Join's output)."""
+    ``pending`` or ``prefix``), named ``%<owner>.<what>``. ``reused``: it exists anyway (a
+    Reduce's output, which it needs) rather than only for a consumer's lookups (a Join's)."""
 
     owner: int
     what: str
@@ -83,6 +80,13 @@ class Lookup:
     equalities: tuple[Equality, ...]
     closure: tuple[Scalar, ...]
 
+    @property
+    def counted_by(self) -> int | None:
+        """The column of its input a count index counts it by when it proposes (its key is
+        one plain column); None: counted from the rows read (``Extension``)."""
+        key = self.key[0] if len(self.key) == 1 else None
+        return key.index if isinstance(key, Col) else None
+
 
 @dataclass(frozen=True)
 class Extension:
@@ -111,8 +115,7 @@ class DeltaPath:
     """Path ``input``: the changes of input ``input`` (operator ``operator``), filtered by
     ``equalities`` and ``closure`` (the equalities and predicates reading that input alone,
     or no input), then looking the other inputs up as ``lookups`` say, in order, save the
-    groups of stages ``extensions`` run by counts. Expressions are over the join's
-    columns."""
+    groups of stages ``extensions`` run by counts. Expressions are over the join's columns."""
 
     input: int
     operator: int
@@ -128,8 +131,7 @@ class DeltaPath:
 
     @property
     def every_lookup(self) -> tuple[Lookup, ...]:
-        """Its stages in every order it may run them in (``lookups``, then those of its
-        extensions' other orders)."""
+        """Its stages in every order it may run (``lookups``, then its extensions' others)."""
         return self.lookups + tuple(lk for e in self.extensions for order in e.orders[1:]
                                     for lk in order)
 

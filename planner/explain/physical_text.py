@@ -75,7 +75,7 @@ from matview.ir.physical import DeltaPath, Equality, Lookup, ReduceLayout
 from matview.ir.relation import Get, Join, Linear, Reduce, Relation, TopK, Window, inputs_of
 from matview.ir.render import PLAIN, RenderOptions, render_aggregate, render_line
 from matview.ir.render_scalars import render_scalar
-from matview.ir.scalar import Col, Scalar
+from matview.ir.scalar import Scalar
 from matview.planner.dataflow_graph import (
     arrangements,
     history_arrangements,
@@ -269,8 +269,7 @@ def _lookups(graph: nx.DiGraph, op: int) -> list[str]:
                        if lk.input == i})
         by = f" by ({'; '.join(keys)})" if keys else ""
         counted = sorted({_scalars(o[0].key) for path in node["paths"] for e in path.extensions
-                          for o in e.orders if o[0].input == i and len(o[0].key) == 1
-                          and isinstance(o[0].key[0], Col)})
+                          for o in e.orders if o[0].input == i and o[0].counted_by is not None})
         if counted and isinstance(graph.nodes[child].get("relation"), Get):
             by += f" counted by ({'; '.join(counted)})"
         for name in history_arrangements(graph, child):

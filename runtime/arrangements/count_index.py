@@ -19,6 +19,7 @@ as a table's copies do (a row per key and time: far fewer than the rows they cou
 from __future__ import annotations
 
 import weakref
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -54,15 +55,12 @@ def count_index(trace: Trace, column: str) -> Trace:
     it holds, then kept in step with it (``Trace.append`` and ``Trace.compact``)."""
     if column not in trace.counts:
         index = type(trace)(trace.spark, 1, local_rows=active().table_copy_rows, key=KEY)
-        tables = in_driver(trace.batches)
         if trace.batches:
-            if tables is not None and all(_groupable(t, column) for t in tables):
-                leaf = _counted_arrow(trace, pa.concat_tables(
-                    [t.select([column, TIME, DIFF]) for t in tables],
-                    promote_options="permissive"), column)
-            else:
-                leaf = _counted_spark(trace, union_all([b.leaf.df for b in trace.batches]),
-                                      trace.rows, column)
+            tables = in_driver(trace.batches)
+            table = None if tables is None else pa.concat_tables(
+                [t.select([column, TIME, DIFF]) for t in tables], promote_options="permissive")
+            leaf = _counted(trace, column, table, lambda: union_all(
+                [b.leaf.df for b in trace.batches]), trace.rows)
             index.append(leaf, min(b.lower for b in trace.batches), trace.upper)
         index.compact(trace.since)
         trace.counts[column] = index
@@ -73,10 +71,8 @@ def follow(trace: Trace, leaf: Leaf, lower: int, upper: int) -> None:
     """Add to each count index of ``trace`` the projection of ``leaf``, a batch of updates
     in ``[lower, upper]`` just added to it (for a batch held only in Spark, one job each)."""
     for column, index in trace.counts.items():
-        table = leaf.in_driver
-        counted = _counted_arrow(trace, table, column) if table is not None and _groupable(
-            table, column) else _counted_spark(trace, leaf.df, leaf.rows, column)
-        index.append(counted, lower, upper)
+        index.append(_counted(trace, column, leaf.in_driver, lambda: leaf.df, leaf.rows),
+                     lower, upper)
 
 
 _summed: weakref.WeakKeyDictionary[DataFrame, DataFrame] = weakref.WeakKeyDictionary()
@@ -96,30 +92,22 @@ def counts(index: Trace, upto: int) -> DataFrame | None:
     return _summed[df]
 
 
-def _groupable(table: pa.Table, column: str) -> bool:
-    """Whether Arrow groups ``table`` by ``column`` (``consolidated_arrow``: not by lists or
-    maps, which Spark groups)."""
-    kind = table.schema.field(column).type
-    return not pa.types.is_nested(kind) or pa.types.is_struct(kind)
-
-
-def _counted_arrow(trace: Trace, table: pa.Table, column: str) -> Leaf | None:
-    """The projection of the updates ``table`` on ``column``, consolidated, as a batch of
-    ``trace``'s count index (held in the driver)."""
-    projected = table.select([column, TIME, DIFF]).rename_columns([KEY, TIME, DIFF])
-    return stored_or_none(trace.spark, consolidated_arrow(projected), active().table_copy_rows,
-                          KEY)
-
-
-def _counted_spark(trace: Trace, df: DataFrame | None, rows: int, column: str
-                   ) -> Leaf | None:
-    """The projection of the updates ``df`` (``rows`` of them) on ``column``, consolidated
-    in Spark (one job), as a batch of ``trace``'s count index: fetched into the driver when
-    it may be held there, else held in the executors."""
+def _counted(trace: Trace, column: str, table: pa.Table | None,
+             frame: Callable[[], DataFrame | None], rows: int) -> Leaf | None:
+    """The projection on ``column`` of some of ``trace``'s updates (``rows`` of them),
+    consolidated, as a batch of its count index: in Arrow from ``table`` when the driver
+    holds them there and Arrow groups by the column (not lists or maps), else in Spark from
+    ``frame()`` (one job), fetched into the driver when it may be held there (at most
+    ``table_copy_rows`` rows), else held in the executors."""
+    most = active().table_copy_rows
+    kind = None if table is None else table.schema.field(column).type
+    if table is not None and (not pa.types.is_nested(kind) or pa.types.is_struct(kind)):
+        projected = table.select([column, TIME, DIFF]).rename_columns([KEY, TIME, DIFF])
+        return stored_or_none(trace.spark, consolidated_arrow(projected), most, KEY)
+    df = frame()
     if df is None:
         return None
-    most = active().table_copy_rows
-    projected = consolidate(df.select(col(column).alias(KEY), col(TIME), col(DIFF)))
+    summed = consolidate(df.select(col(column).alias(KEY), col(TIME), col(DIFF)))
     if rows > most:
-        return held(projected, KEY)
-    return stored_or_none(trace.spark, normalized(to_arrow(projected)), most, KEY)
+        return held(summed, KEY)
+    return stored_or_none(trace.spark, normalized(to_arrow(summed)), most, KEY)

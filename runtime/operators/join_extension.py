@@ -22,7 +22,7 @@ import functools
 from collections.abc import Callable, Sequence
 
 from matview.ir import physical
-from matview.ir.scalar import Col, Scalar
+from matview.ir.scalar import Scalar
 from matview.runtime.arrangements.count_index import COUNT, KEY
 from matview.runtime.arrangements.updates import lookup, union_all
 from matview.runtime.operators.base import Delta, Operator, StepContext
@@ -59,8 +59,8 @@ def index_counts(inputs: Sequence[Operator], path: physical.DeltaPath, ctx: Step
     (``Operator.key_counts``) when the key is one column of it; else None (``extend``
     counts the rows the path reads of it)."""
     def counts(stage: physical.Lookup) -> DataFrame | None:
-        key = stage.key[0] if len(stage.key) == 1 else None
-        return inputs[stage.input].key_counts(ctx, key.index) if isinstance(key, Col) else None
+        column = stage.counted_by
+        return None if column is None else inputs[stage.input].key_counts(ctx, column)
 
     return tuple(tuple(counts(order[0]) for order in e.orders) if run else ()
                  for e, run in zip(path.extensions, counted, strict=True))

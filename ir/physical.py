@@ -265,13 +265,13 @@ class AsOfJoin(Operator):
 @dataclass(frozen=True)
 class ReduceLayout:
     """How a Reduce computes its aggregates (Materialize's ``ReducePlan``): ``accumulable``
-    (the SUMMED aggregates with an argument, by index) are running accumulators kept in the
-    ``hidden`` columns its output arrangement adds after the visible ones (``cnt``, the
-    group's row count; ``n{j}``, aggregate j's count of non-NULL values; ``s{j}``, its sum);
-    ``extremes`` (the EXTREME ones, by index) are recomputed at each interesting time from
-    its ``values`` arrangement of (key, argument and ORDER BY keys); ``deferred``: its
-    changes are computed by the job of the refresh that reads them (the reduce reaches the
-    dataflow's output through Linears that only rearrange columns), not by one of its own."""
+    (the SUMMED aggregates with an argument, by index) are running accumulators in the
+    ``hidden`` columns its output arrangement adds after the visible ones (``cnt``, the row
+    count; ``n{j}``, aggregate j's count of non-NULL values; ``s{j}``, its sum, or of BIGINTs
+    ``l{j}_0..2``, the sums of the values' 21-bit limbs); ``extremes`` (the EXTREME ones) are
+    recomputed at each interesting time from its ``values`` arrangement of (key, argument,
+    ORDER BY keys); ``deferred``: its changes are computed by the job of the refresh reading
+    them (only Linears that rearrange columns lie on its way out), not by one of its own."""
 
     accumulable: tuple[int, ...]
     extremes: tuple[int, ...]

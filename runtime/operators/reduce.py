@@ -62,7 +62,7 @@ from matview.runtime.lowering.checked import (
 )
 from matview.runtime.lowering.types import col, column_names, spark_type
 from matview.runtime.operators.base import Delta, Operator, StepContext
-from matview.runtime.operators.reduce_accumulators import ReduceAccumulators
+from matview.runtime.operators.reduce_accumulators import ReduceAccumulators, joined
 from matview.runtime.operators.reduce_extremes import ReduceExtremes
 from matview.runtime.operators.reduce_state import NEVER
 from matview.runtime.spark.jvm_plans import aggregate, columns
@@ -358,6 +358,9 @@ class ReduceOp(ReduceAccumulators, ReduceExtremes):
                 value = col(f"{prefix}e{j}")
             elif f"s{j}" in self.layout.hidden:
                 value = F.when(acc(f"n{j}") > 0, acc(f"s{j}"))
+            elif f"l{j}_0" in self.layout.hidden:
+                value = F.when(acc(f"n{j}") > 0, joined(
+                    [acc(f"l{j}_{i}") for i in range(3)], self._sum_spark(j)))
             else:
                 value = acc("cnt") if agg.expr is None else acc(f"n{j}")
             row[f"v{j}"] = value.cast(spark_type(self.types[len(self._keys) + j]))

@@ -18,6 +18,26 @@ from matview.runtime.operators.reduce_state import NEVER, ReduceState
 from matview.runtime.spark.arrow_frames import arrow_frame
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+LIMB_BITS = 21
+"""A sum of BIGINTs is kept in three BIGINT limbs (``ReduceLayout``): x = l2 * 2^42 + l1 *
+2^21 + l0, with l0 and l1 in [0, 2^21) and l2 in [-2^21, 2^21). A limb times a diff below
+2^42 fits a BIGINT, and so do the limbs' sums over rows whose diffs add up to less than
+2^42 (4.4 trillion); past that a sum fails as an overflow (ANSI), never wraps."""
+
+
+def limbs(x: Column) -> list[Column]:
+    """The limbs l0, l1, l2 of BIGINT ``x`` (arithmetic shifts: x's sign is l2's)."""
+    mask = F.lit((1 << LIMB_BITS) - 1).cast("bigint")
+    return [x.bitwiseAND(mask), F.shiftright(x, LIMB_BITS).bitwiseAND(mask),
+            F.shiftright(x, 2 * LIMB_BITS)]
+
+
+def joined(sums: list[Column], to: T.DataType) -> Column:
+    """The exact sum (of type ``to``, a NUMERIC of 38 digits) of the limbs' sums l0, l1, l2."""
+    return sum((part.cast(to) * F.lit(1 << LIMB_BITS * i).cast(to)
+                for i, part in enumerate(sums[1:], 1)), sums[0].cast(to))
 
 
 class ReduceAccumulators(ReduceState):
@@ -36,7 +56,7 @@ class ReduceAccumulators(ReduceState):
             # a global aggregate's row exists even over no input rows: from the first step
             # on, and before every later step (a reduce without arrangements has no
             # stored row: it contributes nothing at ``NEVER``)
-            zero = [F.lit(0).cast("bigint").alias(n) if n[0] in "cn"
+            zero = [F.lit(0).cast("bigint").alias(n) if n[0] in "cnl"
                     else F.lit(None).cast(self._sum_spark(int(n[1:]))).alias(n)
                     for n in self.hidden_names()]
             at = ctx.as_of if ctx.first else NEVER
@@ -68,7 +88,10 @@ class ReduceAccumulators(ReduceState):
         for j in self._accumulated():
             present = col(f"a{j}").isNotNull()
             delta.append(F.when(present, col(DIFF)).otherwise(0).alias(f"n{j}"))
-            if maintained(self.aggregates[j].func).sums_values:
+            if f"l{j}_0" in self.layout.hidden:
+                delta += [F.when(present, limb * col(DIFF)).otherwise(0).alias(f"l{j}_{i}")
+                          for i, limb in enumerate(limbs(col(f"a{j}")))]
+            elif maintained(self.aggregates[j].func).sums_values:
                 weighted = col(f"a{j}").cast(self._sum_spark(j)) * col(DIFF)
                 delta.append(F.when(present, weighted).alias(f"s{j}"))
         return delta

@@ -41,7 +41,8 @@ class ReduceState(Operator):
     layout: ReduceLayout
 
     # Layout of an output row: keys k0.., visible aggregates v0.., then hidden ``cnt`` and the
-    # accumulators ``n{j}`` (non-null count) and ``s{j}`` (sum) of count/sum aggregates.
+    # accumulators ``n{j}`` (non-null count) and ``s{j}`` (sum) or ``l{j}_0..2`` (a BIGINT
+    # sum's limbs, ``reduce_accumulators.limbs``) of count/sum aggregates.
     @property
     def _keys(self) -> list[str]:
         return [f"k{i}" for i in range(len(self.group_key))]
@@ -75,7 +76,7 @@ class ReduceState(Operator):
     def _full_types(self) -> list[T.DataType]:
         """The Spark types of ``full_names``."""
         out = [spark_type(t) for t in self.types]
-        for name in self.hidden_names():
+        for name in self.hidden_names():  # an exact sum ``s{j}`` has the sum's type
             sums = name.startswith("s")
             out.append(spark_type(self._sum_type(int(name[1:]))) if sums else T.LongType())
         return out

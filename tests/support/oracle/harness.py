@@ -27,6 +27,10 @@ KEYED_HISTORIES = {"driver_batch_rows": 8, "driver_merge_rows": 8, "table_copy_r
 """Runtime settings: batches of more than 8 rows in files, read by key; the steps' smaller
 changes in the driver."""
 
+INDEXES = ("CREATE INDEX ON customers (id)", "CREATE INDEX ON orders (cust)",
+           "CREATE INDEX ON orders (id)", "CREATE INDEX ON items (order_id)")
+"""Indexes on the tables' join columns (``check_views``' ``midway``)."""
+
 IN_FILES = {"driver_batch_rows": 1, "fetched_batch_rows": 0, "table_copy_rows": 0,
             "view_copy_rows": 0, "keyed_read_rows": 0, "driver_merge_rows": 0}
 """Runtime settings: every batch of more than one row held in files (where an arrangement
@@ -99,12 +103,23 @@ class Run:
 
 
 def check_views(spark: SparkSession, seed: int, refresh: str = "auto",
-                queries: Sequence[Query] = QUERIES) -> None:
+                queries: Sequence[Query] = QUERIES, midway: bool = False) -> None:
     """Every query of ``queries`` (by default all of ``QUERIES``) as a view stepping as
     ``refresh`` says, checked against DuckDB after every operation of seed ``seed``'s
-    workload that writes a table it reads."""
+    workload that writes a table it reads. ``midway``: the tables indexed (``INDEXES``)
+    first and the views created halfway through the operations, so that each imports its
+    inputs' live arrangements as they are then (compacted, arranged by the indexes' keys)
+    instead of being built with them from the first rows."""
     workload = generate(seed)
     run = Run(spark, workload, refresh)
+    ops = workload.ops
+    if midway:
+        for statement in INDEXES:
+            run.log.append(statement)
+            run.con.execute(statement)
+        for op in ops[:len(ops) // 2]:
+            run.apply(op)
+        ops = ops[len(ops) // 2:]
     failures = run.create_views(queries)
 
     def check(queries: Sequence[Query]) -> None:
@@ -123,7 +138,7 @@ def check_views(spark: SparkSession, seed: int, refresh: str = "auto",
                 failures[query.name] = report
 
     check(queries)
-    for op in workload.ops:
+    for op in ops:
         run.apply(op)
         table = op.table
         check(queries if table is None else [q for q in queries if q.reads(table)])

@@ -175,8 +175,8 @@ class _Lowering:
 def _layout(reduce: Reduce, deferred: bool) -> physical.ReduceLayout:
     """How ``reduce`` computes its aggregates (``physical.ReduceLayout``). A sum of BIGINTs
     (a NUMERIC, as in PostgreSQL) is accumulated exactly in three BIGINT limbs of 21 bits
-    each, x = l2 * 2^42 + l1 * 2^21 + l0 (``l{j}_0..2``), not in a NUMERIC(38): Spark adds
-    longs 2-3x faster than 38-digit decimals, which it holds as Java BigDecimals."""
+    each, x = l2 * 2^42 + l1 * 2^21 + l0 (``l{j}_0..2``), not in a NUMERIC(38): Spark sums
+    the limbs about twice as fast as 38-digit decimals, which it holds as Java BigDecimals."""
     accumulable, extremes, hidden = [], [], ["cnt"]
     for j, aggregate in enumerate(reduce.aggregates):
         fn = maintained(aggregate.func)

@@ -40,6 +40,18 @@ def joined(sums: list[Column], to: T.DataType) -> Column:
                 for i, part in enumerate(sums[1:], 1)), sums[0].cast(to))
 
 
+def times_diff(value: Column, to: T.DataType) -> Column:
+    """``value`` times its row's diff, as type ``to``. Spark keeps only 6 decimals of a
+    NUMERIC times a BIGINT once the product's digits pass 38 (its precision loss), which a
+    NUMERIC(38, s) always does: a diff of 1 or -1 (nearly every update) keeps or negates the
+    value instead, and any other multiplies it at its own precision (exact up to 17 digits,
+    or at a scale of at most 6) before widening it to ``to``."""
+    if not isinstance(to, T.DecimalType):
+        return value.cast(to) * col(DIFF)
+    return (F.when(col(DIFF) == 1, value.cast(to)).when(col(DIFF) == -1, (-value).cast(to))
+            .otherwise((value * col(DIFF).cast(T.DecimalType(20, 0))).cast(to)))
+
+
 class ReduceAccumulators(ReduceState):
     """The contributions of a step's changes and of the stored state to a reduce's
     accumulators."""
@@ -92,7 +104,7 @@ class ReduceAccumulators(ReduceState):
                 delta += [F.when(present, limb * col(DIFF)).otherwise(0).alias(f"l{j}_{i}")
                           for i, limb in enumerate(limbs(col(f"a{j}")))]
             elif maintained(self.aggregates[j].func).sums_values:
-                weighted = col(f"a{j}").cast(self._sum_spark(j)) * col(DIFF)
+                weighted = times_diff(col(f"a{j}"), self._sum_spark(j))
                 delta.append(F.when(present, weighted).alias(f"s{j}"))
         return delta
 
@@ -119,7 +131,8 @@ class ReduceAccumulators(ReduceState):
     @functools.cached_property
     def _state_contributions(self) -> list[Column]:
         """The accumulator columns a stored output row contributes (built once)."""
-        return [(col(n) * col(DIFF)).alias(n) for n in self.hidden_names()]
+        return [(times_diff(col(n), self._sum_spark(int(n[1:]))) if n.startswith("s")
+                 else col(n) * col(DIFF)).alias(n) for n in self.hidden_names()]
 
     def _running(self, per_time: DataFrame) -> DataFrame:
         """The accumulators after each of a key's times (sums running over its times, one

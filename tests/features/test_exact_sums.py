@@ -1,8 +1,10 @@
-"""Sums of BIGINTs, kept in three BIGINT limbs of 21 bits (``ReduceLayout``: ``l{j}_0..2``,
-``reduce_accumulators.limbs``), are NUMERICs exact past BIGINT's range, as in PostgreSQL:
-against DuckDB (whose sum of BIGINTs is a 128-bit integer), at the extremes of BIGINT and at
-the limbs' edges, over inserts and deletes, in small steps, in large steps, and in one step
-of several transactions read by a subscriber (each time's sums running over the limbs)."""
+"""Sums are exact NUMERICs, as in PostgreSQL. Sums of BIGINTs, kept in three BIGINT limbs of
+21 bits (``ReduceLayout``: ``l{j}_0..2``, ``reduce_accumulators.limbs``), are exact past
+BIGINT's range: against DuckDB (whose sum of BIGINTs is a 128-bit integer), at the extremes
+of BIGINT and at the limbs' edges, over inserts and deletes, in small steps, in large steps,
+and in one step of several transactions read by a subscriber (each time's sums running over
+the limbs). Sums of NUMERICs keep every decimal of their scale, also past 6 (which Spark's
+product of a NUMERIC(38, s) and a diff rounds to: ``reduce_accumulators.times_diff``)."""
 
 from __future__ import annotations
 
@@ -90,3 +92,32 @@ def test_a_step_of_several_transactions_gives_each_times_sums(spark: SparkSessio
             seen[time][k] = int(s)
     assert [seen[t] for t in times] == [{1: 2 * BIG}, {1: 3 * BIG, 2: -BIG - 1},
                                         {1: 3 * BIG - 1, 2: 2 * (-BIG - 1)}]
+
+
+@pytest.mark.parametrize("step", ["small", "large"])
+def test_numeric_sums_keep_every_decimal(
+        spark: SparkSession, runtime_settings: Callable[..., None], step: str) -> None:
+    """NUMERIC(10,8) with duplicate rows (a diff of 2 in one step) and NUMERIC(20,10) sums,
+    inserted and deleted, equal DuckDB's to the last decimal."""
+    if step == "large":
+        runtime_settings(small_step_rows=0)
+    con = matview.connect(clock=0, spark=spark, refresh="incremental")
+    db = duckdb.connect()
+    for target in (con, db):
+        target.execute("CREATE TABLE t (k INT, u NUMERIC(10,8), w NUMERIC(20,10))")
+    sql = "SELECT k, sum(u) AS u, sum(w) AS w FROM t GROUP BY k"
+    con.execute(f"CREATE MATERIALIZED VIEW s AS {sql}")
+    writes = [
+        [(1, Decimal("12.34567891"), Decimal("1234567890.0123456789")),
+         (1, Decimal("12.34567891"), None), (2, Decimal("-0.00000001"), None)],
+        [(1, Decimal("0.00000003"), Decimal("-0.0000000001")),
+         (2, Decimal("99.99999999"), Decimal("9999999999.9999999999"))],
+    ]
+    for rows in writes:
+        con.insert("t", rows)
+        db.executemany("INSERT INTO t VALUES (?, ?, ?)", rows)
+        assert sorted(con.execute("SELECT * FROM s").fetchall()) == sorted(
+            db.execute(sql).fetchall())
+    con.delete("t", [(1, Decimal("12.34567891"), None)])
+    db.execute("DELETE FROM t WHERE k = 1 AND u = 12.34567891 AND w IS NULL")
+    assert sorted(con.execute("SELECT * FROM s").fetchall()) == sorted(db.execute(sql).fetchall())

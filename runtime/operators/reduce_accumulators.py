@@ -68,8 +68,7 @@ class ReduceAccumulators(ReduceState):
             # a global aggregate's row exists even over no input rows: from the first step
             # on, and before every later step (a reduce without arrangements has no
             # stored row: it contributes nothing at ``NEVER``)
-            zero = [F.lit(0).cast("bigint").alias(n) if n[0] in "cnl"
-                    else F.lit(None).cast(self._sum_spark(int(n[1:]))).alias(n)
+            zero = [F.lit(None if n.startswith("s") else 0).cast(self._hidden_type(n)).alias(n)
                     for n in self.hidden_names()]
             at = ctx.as_of if ctx.first else NEVER
             one = self.built("one row", lambda: arrow_frame(  # a local leaf: the plan can
@@ -131,8 +130,7 @@ class ReduceAccumulators(ReduceState):
     @functools.cached_property
     def _state_contributions(self) -> list[Column]:
         """The accumulator columns a stored output row contributes (built once)."""
-        return [(times_diff(col(n), self._sum_spark(int(n[1:]))) if n.startswith("s")
-                 else col(n) * col(DIFF)).alias(n) for n in self.hidden_names()]
+        return [times_diff(col(n), self._hidden_type(n)).alias(n) for n in self.hidden_names()]
 
     def _running(self, per_time: DataFrame) -> DataFrame:
         """The accumulators after each of a key's times (sums running over its times, one

@@ -75,11 +75,13 @@ class ReduceState(Operator):
 
     def _full_types(self) -> list[T.DataType]:
         """The Spark types of ``full_names``."""
-        out = [spark_type(t) for t in self.types]
-        for name in self.hidden_names():  # an exact sum ``s{j}`` has the sum's type
-            sums = name.startswith("s")
-            out.append(spark_type(self._sum_type(int(name[1:]))) if sums else T.LongType())
-        return out
+        return [spark_type(t) for t in self.types] + [
+            self._hidden_type(name) for name in self.hidden_names()]
+
+    def _hidden_type(self, name: str) -> T.DataType:
+        """The Spark type of hidden column ``name``: a sum ``s{j}`` has the sum's type, the
+        counts and a BIGINT sum's limbs are BIGINTs."""
+        return self._sum_spark(int(name[1:])) if name.startswith("s") else T.LongType()
 
     def _sum_type(self, j: int) -> SqlType:
         assert self.input is not None

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import networkx as nx
 
+from matview import refresh_history
 from matview.errors import ProgrammingError
 from matview.indexes import Index
 from matview.ir.relation import Field, Relation
@@ -39,6 +40,8 @@ class LiveCatalog:
         """The indexes by name (``matview.indexes``), dropped with their collection."""
 
     def lookup(self, name: str) -> CatalogItem | None:
+        if name == refresh_history.NAME:
+            return refresh_history.history_item(self.entries)
         system = catalog_name(name)
         if system is not None:  # pg_catalog is searched first, as in PostgreSQL
             return catalog_item(system, [entry.item for entry in self.entries.values()],

@@ -340,6 +340,14 @@ class Connection:
             updates = update_rows(rows, engine.table_item(table), sign)
             return engine.write(table, updates, small=not isinstance(updates, DataFrame))
 
+    def feed(self, source: str, rows: object, batch: int) -> int:
+        """Apply batch ``batch`` of a stream (rows in any form ``insert`` takes) to source
+        ``source`` (``CREATE SOURCE ... FROM STREAM``) as one transaction, once: a batch id
+        not after the last one applied is a replay and is skipped (0 rows). Spark's
+        ``df.writeStream.foreachBatch(lambda rows, batch: con.feed("s", rows, batch))``."""
+        with self._using() as engine:
+            return engine.sources.feed(source.lower(), rows, batch)
+
     def subscribe(self, name: str, as_of: int | None = None) -> Subscription:
         """Follow every change of materialized view (or table) ``name``: its contents now
         (or at time ``as_of``, which it must still hold: ``retain_history``), then every

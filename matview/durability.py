@@ -43,9 +43,10 @@ from matview.runtime.durable.errors import StateError
 from matview.runtime.durable.log import LOG_BYTES
 from matview.runtime.durable.records import Record, Records, Unsaved, driver_table, restore
 from matview.runtime.durable.store import Store
+from matview.sources import progress_name
 from matview.sql.catalog import CatalogItem
 from matview.sql.parse import bind_statement, one_statement
-from matview.sql.statements import CreateSink, CreateView, Statement
+from matview.sql.statements import CreateSink, CreateSource, CreateView, Statement
 
 if TYPE_CHECKING:
     from matview.engine import Engine
@@ -111,14 +112,18 @@ class Durability:
         catalog = []
         for name in nx.topological_sort(engine.catalog.graph):
             entry = engine.catalog.entries[name]
+            if (entry.item.origin or "").startswith("PROGRESS OF"):
+                continue  # saved with its source
             item: dict[str, Any] = {"name": name, "kind": entry.item.kind,
                                     "sql": _create_sql(entry.item),
                                     "depends": sorted(engine.catalog.graph.predecessors(name))}
             if entry.item.comment is not None or entry.item.column_comments:
                 item["comments"] = entry.item.comment_sql()
-            if entry.item.kind == "table":
+            if entry.item.kind in ("table", "source"):
                 assert entry.trace is not None
                 item["trace"] = records.trace(entry.trace)
+            if entry.item.kind == "source":
+                item["progress"] = records.trace(engine.trace_of(progress_name(name)))
             elif entry.dataflow is not None and entry.trace is not None:
                 item["flow"] = self._flow(entry.dataflow, entry.trace)
             catalog.append(item)
@@ -183,14 +188,20 @@ class Durability:
         oracle.last_write = max(oracle.last_write, clock["last_write"])
         oracle.last_read = max(oracle.last_read, clock["last_read"])
         for item in body["catalog"]:
-            if item["kind"] == "table":
-                engine.run(bind_statement(one_statement(item["sql"]), engine.catalog))
+            if item["kind"] in ("table", "source"):
+                stmt = bind_statement(one_statement(item["sql"]), engine.catalog)
+                if isinstance(stmt, CreateSource):  # its lake is read at its first read
+                    engine.sources.create(stmt, resume=True)
+                    restore(engine.trace_of(progress_name(item["name"])), item["progress"],
+                            self.records, engine.spark)
+                else:
+                    engine.run(stmt)
                 restore(engine.trace_of(item["name"]), item["trace"], self.records,
                         engine.spark)
         self._replay_log(clock["last_write"])
         later: list[dict[str, Any]] = []
         for item in body["catalog"]:
-            if item["kind"] == "table":
+            if item["kind"] in ("table", "source"):
                 continue
             if later and not set(item["depends"]).isdisjoint(i["name"] for i in later):
                 later.append(item)

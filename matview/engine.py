@@ -43,6 +43,7 @@ from matview.runtime.io.constraints import Constraints
 from matview.runtime.io.transactions import Transactions
 from matview.runtime.settings import active
 from matview.sinks import Sinks
+from matview.sources import Sources
 from matview.sql.catalog import CatalogItem
 from matview.sql.parameters import bind_parameters
 from matview.sql.parse import bind_statement, explain_statement, one_statement, split
@@ -56,6 +57,7 @@ from matview.sql.statements import (
     CopyTo,
     CreateIndex,
     CreateSink,
+    CreateSource,
     CreateTable,
     CreateTableAs,
     CreateView,
@@ -90,6 +92,7 @@ class Engine:
         self.cursors: dict[int, tuple[str, int]] = {}
         """Open subscriptions: id -> (collection name, time up to which it has read)."""
         self.sinks = Sinks(self)
+        self.sources = Sources(self)
         self.transactions = Transactions(spark, oracle, self._committed)
         self.durability: Durability | None = None
         """Where its state is saved, for a durable database (``matview.durability``)."""
@@ -194,14 +197,6 @@ class Engine:
             raise
         return Result(rowcount=count)
 
-    def _create_sink(self, stmt: CreateSink) -> Result:
-        self.sinks.create(stmt)
-        return Result()
-
-    def _drop_sink(self, stmt: DropSink) -> Result:
-        self.sinks.drop(stmt)
-        return Result()
-
     def _exists(self, name: str, if_not_exists: bool) -> bool:
         if self.catalog.lookup(name) is None:
             return False
@@ -223,7 +218,7 @@ class Engine:
             self.sinks.check_drop([stmt.name], "replace")
         elif self._exists(stmt.name, stmt.if_not_exists):
             return Result()
-        item = CatalogItem(stmt.name, kind, fields, stmt.query_sql)
+        item = CatalogItem(stmt.name, kind, fields, stmt.query_sql, refresh=stmt.refresh)
         entry = Entry(item)
         if stmt.materialized:
             plan = lower(physical(stmt.plan))
@@ -233,6 +228,7 @@ class Engine:
                 flow, trace = self.controller.start(plan, len(fields), self.oracle.read())
             else:
                 flow, trace = resumed
+            flow.policy.written(stmt.refresh)
             entry = Entry(item, trace=trace, dataflow=flow, plan=stmt.plan)
         if replacing:
             self.catalog.remove(stmt.name)
@@ -242,6 +238,7 @@ class Engine:
 
     def _drop(self, stmt: Drop) -> Result:
         dropped = self.catalog.dropped(stmt)
+        dropped += self.sources.companions(dropped)
         self.sinks.check_drop(dropped)
         for name in dropped:
             self.catalog.remove(name)
@@ -348,7 +345,8 @@ class Engine:
 
     def _refresh(self, names: set[str]) -> None:
         """Step the materialized views ``names`` depend on (and they) to the current time
-        (``Controller.refresh``)."""
+        (``Controller.refresh``), the sources they read brought up to date first."""
+        self.sources.poll(self.catalog.upstream(names))
         self.controller.refresh(names, self.catalog, self.oracle.read(),
                                 list(self.cursors.values()))
 
@@ -391,10 +389,11 @@ HANDLERS: dict[type, Callable[[Engine, Any], Result]] = {
     Upsert: changes.upsert, Delete: changes.delete, Update: changes.update, Drop: Engine._drop,
     Show: queries.show, Query: queries.query, Explain: queries.explain,
     CreateTableAs: Engine._create_table_as, CopyFrom: changes.copy_from,
-    CopyTo: queries.copy_to, CreateSink: Engine._create_sink,
-    DropSink: Engine._drop_sink, SubscribeTo: queries.subscribe, CreateIndex: indexes.create,
-    DropIndex: indexes.drop, AlterTable: alter_table.alter_table,
+    CopyTo: queries.copy_to, CreateSink: lambda engine, stmt: engine.sinks.create(stmt),
+    DropSink: lambda engine, stmt: engine.sinks.drop(stmt), SubscribeTo: queries.subscribe,
+    CreateIndex: indexes.create, DropIndex: indexes.drop, AlterTable: alter_table.alter_table,
     AlterTableRenameColumn: alter.rename_column, AlterRename: alter.rename,
     AlterTableRenameConstraint: alter.rename_constraint, CommentOn: comments.comment,
+    CreateSource: lambda engine, stmt: engine.sources.create(stmt),
 }
 """The handler of each type of bound statement."""

@@ -89,7 +89,7 @@ def show(engine: Engine, stmt: Show) -> Result:
         names, values, meanings = zip(*active().described(), strict=True)
         return Result(("name", "setting", "description"), (TEXT, TEXT, TEXT),
                       pa.table({"name": names, "setting": values, "description": meanings}))
-    kind = {"tables": "table", "views": "view",
+    kind = {"tables": "table", "views": "view", "sources": "source",
             "materialized views": "materialized view"}[stmt.what]
     return Result(("name",), (TEXT,), pa.table({"name": engine.catalog.of_kind(kind)}))
 

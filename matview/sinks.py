@@ -34,6 +34,7 @@ import pyarrow.parquet as pq
 
 from matview import files
 from matview.errors import DataError, ProgrammingError
+from matview.result import Result
 from matview.runtime.durable.store import replace_atomically
 from matview.sql.catalog import quoted_name
 
@@ -155,7 +156,7 @@ class Sinks:
         self.engine = engine
         self.by_name: dict[str, Sink] = {}
 
-    def create(self, stmt: CreateSink) -> None:
+    def create(self, stmt: CreateSink) -> Result:
         """A new sink, which writes its view's contents now."""
         engine = self.engine
         if stmt.name in self.by_name or engine.catalog.lookup(stmt.name) is not None:
@@ -163,6 +164,7 @@ class Sinks:
         sink = Sink(engine, stmt)
         self.by_name[stmt.name] = sink
         sink.flush()  # the view's contents now
+        return Result()
 
     def resume(self, stmt: CreateSink) -> None:
         """A durable database's sink again, from what its files hold (module docstring)."""
@@ -170,12 +172,13 @@ class Sinks:
         self.by_name[stmt.name] = sink
         sink.flush()
 
-    def drop(self, stmt: DropSink) -> None:
+    def drop(self, stmt: DropSink) -> Result:
         sink = self.by_name.pop(stmt.name, None)
         if sink is None and not stmt.if_exists:
             raise ProgrammingError(f'sink "{stmt.name}" does not exist')
         if sink is not None:
             sink.close()
+        return Result()
 
     def flush(self) -> None:
         """After a committed write: every sink appends its view's changes."""

@@ -36,7 +36,7 @@ from matview.sql.catalog import CatalogItem
 
 OWNER, HEAP, BTREE, DEFAULT_COLLATION = 10, 2, 403, 100
 DATABASE = "matview"
-_RELKIND = {"table": "r", "view": "v", "materialized view": "m"}
+_RELKIND = {"table": "r", "view": "v", "materialized view": "m", "source": "r"}
 Row = tuple[Any, ...]
 Table = tuple[list[tuple[str, SqlType]], Callable[[list[CatalogItem]], Iterable[Row]]]
 
@@ -130,7 +130,7 @@ def _definitions(items: list[CatalogItem]) -> Iterable[Row]:
 def _tables(items: list[CatalogItem]) -> Iterable[Row]:
     for item in items:
         if item.kind != "materialized view":
-            kind = "BASE TABLE" if item.kind == "table" else "VIEW"
+            kind = "BASE TABLE" if item.kind in ("table", "source") else "VIEW"
             yield DATABASE, "public", item.name, kind, "YES", "NO"
 
 

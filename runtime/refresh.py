@@ -23,10 +23,15 @@ temporal filter's) runs incrementally, whatever the setting, when a subscription
 view or a view over it: the subscription sees every time. A view with an as-of join on
 transaction time always runs incrementally after its first step: its contents depend on
 when each row arrived, which a recompute from the snapshots cannot know.
+
+A view's own ``REFRESH POLICY`` (``POLICIES``) takes the place of the connection's setting
+for it. Every step's choice, both estimates and what it measured are kept (``history``:
+``matview_refresh_history``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import statistics
 from collections import deque
 from dataclasses import dataclass
@@ -36,15 +41,23 @@ from matview.runtime.settings import active
 STRATEGIES = ("auto", "incremental", "recompute")
 """The refresh settings of ``matview.connect(refresh=...)``: ``auto`` picks per step."""
 
-
+POLICIES = {"AUTO": "auto", "INCREMENTAL": "incremental", "INCREMENTAL STRICT": "strict",
+            "FULL": "recompute"}
+"""A view's ``REFRESH POLICY`` as its setting: ``strict`` steps incrementally, as
+``incremental`` does, and a change its inputs cannot give incrementally fails instead of
+being recomputed (a source whose lake lost the versions it had to read:
+``matview.sources``)."""
 
 
 @dataclass(frozen=True)
 class Choice:
-    """How one step runs (``incremental`` or ``recompute``) and why, in words."""
+    """How one step runs (``incremental`` or ``recompute``) and why, in words, with the
+    seconds each strategy was estimated to take (None: nothing to estimate from)."""
 
     strategy: str
     reason: str
+    incremental: float | None = None
+    recompute: float | None = None
 
 
 @dataclass(frozen=True)
@@ -61,6 +74,15 @@ class Measured:
     warming: bool = False
 
 
+@dataclass(frozen=True)
+class Refresh:
+    """A step that ran at time ``at``: its ``choice`` and what was ``measured``."""
+
+    at: int
+    choice: Choice
+    measured: Measured
+
+
 class RefreshPolicy:
     """The choice of strategy for one view's steps (``setting`` one of ``STRATEGIES``) and
     the measured steps it is made from."""
@@ -68,6 +90,8 @@ class RefreshPolicy:
     def __init__(self, setting: str = "auto", pinned: str | None = None) -> None:
         assert setting in STRATEGIES
         self.setting, self.pinned = setting, pinned
+        self.policy: str | None = None
+        """The view's ``REFRESH POLICY`` as written (None: the connection's setting)."""
         """``pinned``: why every step after the first runs incrementally, whatever the
         setting (a view whose contents depend on its inputs' history), or None."""
         history = active().refresh_history
@@ -75,11 +99,33 @@ class RefreshPolicy:
             "incremental": deque(maxlen=history), "recompute": deque(maxlen=history)}
         self.counts = {"incremental": 0, "recompute": 0}
         self.last: Choice | None = None
+        self.history: deque[Refresh] = deque(maxlen=history)
+        """The latest steps (``matview_refresh_history``)."""
+
+    def written(self, policy: str | None) -> None:
+        """Follow the view's ``REFRESH POLICY`` ``policy`` (None: keep the setting)."""
+        if policy is not None:
+            self.policy, self.setting = policy, POLICIES[policy]
+
+    @property
+    def strict(self) -> bool:
+        """Whether a change its inputs cannot give incrementally must fail."""
+        return self.setting == "strict"
 
     def choose(self, changed: int, held: int, first: bool, keep_times: bool) -> Choice:
+        """``decide``, with the seconds each strategy is estimated to take."""
+        incremental, recompute = self.estimate_incremental(changed), \
+            self.estimate_recompute(held)
+        return dataclasses.replace(self.decide(changed, held, first, keep_times, incremental,
+                                               recompute), incremental=incremental,
+                                   recompute=recompute)
+
+    def decide(self, changed: int, held: int, first: bool, keep_times: bool,
+               incremental: float | None, recompute: float | None) -> Choice:
         """The strategy of a step reading ``changed`` input update rows of inputs holding
-        ``held`` (these included); ``first``: the view's first step; ``keep_times``: the
-        step spans several times that a subscription must see apart."""
+        ``held`` (these included), estimated to take ``incremental`` and ``recompute``
+        seconds; ``first``: the view's first step; ``keep_times``: the step spans several
+        times that a subscription must see apart."""
         if first:
             return Choice("recompute", "first step: the inputs' snapshots")
         if not changed:
@@ -89,14 +135,14 @@ class RefreshPolicy:
         if keep_times:
             return Choice("incremental", "a subscription reads each of the step's times")
         if self.setting != "auto":
-            return Choice(self.setting, f"refresh={self.setting}")
+            said = f"refresh={self.setting}" if self.policy is None else \
+                f"REFRESH POLICY = {self.policy}"
+            return Choice("incremental" if self.strict else self.setting, said)
         before = held - changed
         size = f"{changed} changed rows, {before} held before"
         small = active().refresh_small_change
         if changed < small * before:
             return Choice("incremental", f"{size}: less than {small:.0%}")
-        incremental = self.estimate_incremental(changed)
-        recompute = self.estimate_recompute(held)
         if incremental is None or recompute is None:
             if 2 * changed >= before:
                 return Choice("recompute", f"{size}: at least half")
@@ -131,8 +177,11 @@ class RefreshPolicy:
         return max(m.seconds / m.held for m in steps) * held + (
             statistics.median(warming) if warming else 0.0)
 
-    def record(self, choice: Choice, measured: Measured) -> None:
-        """Remember a step that ran as ``choice`` said."""
+    def record(self, choice: Choice, measured: Measured, at: int) -> None:
+        """Remember a step to time ``at`` that ran as ``choice`` said (in ``history`` when
+        an input changed)."""
+        if measured.changed:
+            self.history.append(Refresh(at, choice, measured))
         self.measured[choice.strategy].append(measured)
         self.counts[choice.strategy] += 1
         self.last = choice

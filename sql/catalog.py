@@ -14,7 +14,7 @@ from matview.ir.relation import Field
 from matview.sql.dialect import Matview
 from sqlglot import exp
 
-ObjectKind = Literal["table", "view", "materialized view", "system catalog"]
+ObjectKind = Literal["table", "view", "materialized view", "source", "system catalog"]
 
 
 @dataclass(frozen=True)
@@ -37,8 +37,9 @@ class UniqueKey:
 @dataclass(frozen=True)
 class CatalogItem:
     """A stored object: a table, a view (``query_sql`` is its defining SELECT, re-bound at each
-    use), a materialized view (read as a stored collection, ``query_sql`` kept for display) or
-    a system catalog (``pg_catalog.pg_class``: a constant of the catalog's state)."""
+    use), a materialized view (read as a stored collection, ``query_sql`` kept for display), a
+    source (a stored collection following a lake table, ``origin``) or a system catalog
+    (``pg_catalog.pg_class``: a constant of the catalog's state)."""
 
     name: str
     kind: ObjectKind
@@ -54,6 +55,12 @@ class CatalogItem:
     """Its comment (``COMMENT ON``), if it has one."""
     column_comments: tuple[tuple[int, str], ...] = ()
     """Its columns' comments: (position, text)."""
+    refresh: str | None = None
+    """A materialized view's ``REFRESH POLICY`` as written (None: the connection's)."""
+    origin: str | None = None
+    """What a source follows, as its ``CREATE SOURCE`` writes it (``DELTA 'uri'``,
+    ``PARQUET 'folder'``, ``STREAM``); a source's progress relation has ``PROGRESS OF
+    name``."""
     rows: tuple[tuple[tuple[object, ...], int], ...] = ()
     """A system catalog's rows, with their multiplicities (``matview.system_catalog``): it
     is read as a constant, made when the statement reading it is bound."""
@@ -74,7 +81,11 @@ class CatalogItem:
                       for i, (c, f) in enumerate(zip(columns, self.fields, strict=True))]
             listed += [key.sql(self.fields) for key in self.keys]
             return f"CREATE TABLE {name} ({', '.join(listed)})"
-        return (f"CREATE {self.kind.upper()} {name} ({', '.join(columns)}) AS "
+        if self.kind == "source":
+            listed = ", ".join(f"{c} {f.type}" for c, f in zip(columns, self.fields))
+            return f"CREATE SOURCE {name} ({listed}) FROM {self.origin}"
+        policy = "" if self.refresh is None else f" WITH (REFRESH POLICY = {self.refresh})"
+        return (f"CREATE {self.kind.upper()} {name} ({', '.join(columns)}){policy} AS "
                 f"{self.query_sql}")
 
     def comment_sql(self) -> list[str]:

@@ -30,6 +30,7 @@ from matview.sql.names import normalize, relation_name
 from matview.sql.query import bind_query, top_k
 from matview.sql.statement_time import timeless
 from matview.sql.statements import (
+    REFRESH_POLICIES,
     CreateIndex,
     CreateSink,
     CreateTable,
@@ -50,7 +51,8 @@ _DROP = frozenset({"tables", "kind", "exists", "cascade", "restrict", "materiali
 
 _SHOW: dict[str, ShowWhat] = {
     "TABLES": "tables", "INDEXES": "indexes", "VIEWS": "views", "COMMENTS": "comments",
-    "MATERIALIZED VIEWS": "materialized views",
+    "MATERIALIZED VIEWS": "materialized views", "SOURCES": "sources",
+    "CREATE SOURCE": "create source",
     "COLUMNS": "columns", "SETTINGS": "settings", "CREATE TABLE": "create table",
     "CREATE VIEW": "create view", "CREATE MATERIALIZED VIEW": "create materialized view",
 }
@@ -107,7 +109,7 @@ def bind_create_view(node: exp.Create, ctx: Context) -> CreateView:
     properties = node.args.get("properties")
     materialized = properties is not None and any(
         isinstance(p, exp.MaterializedProperty) for p in properties.expressions)
-    _reject_properties(node, exp.MaterializedProperty)
+    refresh = _refresh_policy(node, materialized)
     target = node.this
     columns = target.expressions if isinstance(target, exp.Schema) else []
     table = target.this if isinstance(target, exp.Schema) else target
@@ -132,7 +134,26 @@ def bind_create_view(node: exp.Create, ctx: Context) -> CreateView:
         text.set("order", None)
     return CreateView(relation_name(table), text.sql(dialect=Matview), names, materialized,
                       plan, bool(node.args.get("exists")), frozenset(recording.found),
-                      bool(node.args.get("replace")))
+                      bool(node.args.get("replace")), refresh)
+
+
+def _refresh_policy(node: exp.Create, materialized: bool) -> str | None:
+    """The ``REFRESH POLICY`` a materialized view's properties give (None: none), any other
+    property refused."""
+    properties = node.args.get("properties")
+    policy = None
+    for prop in properties.expressions if properties is not None else []:
+        if isinstance(prop, exp.MaterializedProperty):
+            continue
+        if not (isinstance(prop, exp.Property) and prop.name == "refresh policy"):
+            raise UnsupportedError.at(f"{prop.sql(dialect=Matview)} is not supported", node)
+        if not materialized:
+            raise SqlError.at("a view that is not materialized has no refresh policy", prop)
+        policy = prop.text("value")
+        if policy not in REFRESH_POLICIES:
+            raise SqlError.at(f"unknown refresh policy {policy!r}: AUTO, INCREMENTAL, "
+                              "INCREMENTAL STRICT or FULL", prop)
+    return policy
 
 
 def _top_k(node: exp.Expr, query: Query, materialized: bool) -> TopK:
@@ -215,7 +236,7 @@ def _key_column(key: exp.Expr, fields: dict[str, Field]) -> str:
 
 
 def bind_drop(node: exp.Drop) -> Drop | DropIndex:
-    """``DROP TABLE | VIEW | MATERIALIZED VIEW [IF EXISTS] names [CASCADE]``, ``DROP INDEX
+    """``DROP TABLE | VIEW | MATERIALIZED VIEW | SOURCE [IF EXISTS] names [CASCADE]``, ``DROP INDEX
     [IF EXISTS] names``."""
     kind: ObjectKind
     if node.kind == "INDEX":
@@ -224,6 +245,8 @@ def bind_drop(node: exp.Drop) -> Drop | DropIndex:
                          bool(node.args.get("exists")))
     if node.kind == "TABLE" and not node.args.get("materialized"):
         kind = "table"
+    elif node.kind == "SOURCE":
+        kind = "source"
     elif node.kind == "VIEW":
         kind = "materialized view" if node.args.get("materialized") else "view"
     else:

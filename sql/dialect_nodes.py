@@ -1,8 +1,9 @@
 """The syntax nodes matview's SQL dialect (``dialect``) adds to sqlglot's: its statements
-(``Explain`` and the words of EXPLAIN, ``Subscribe``, ``CreateSink``, ``DropSink``, and
-``MutuallyRecursive`` with its ``RecursiveBinding``s), ALTER TABLE's ``RenameConstraint``
-action, and the function calls it parses into nodes of their own (``DatePartCall``,
-``DateTruncCall``, ``JsonbAggCall``, ``ToJsonbCall``, ``ToCharCall``, ``OctetLengthCall``).
+(``Explain`` and the words of EXPLAIN, ``Subscribe``, ``CreateSink``, ``DropSink``,
+``CreateSource``, and ``MutuallyRecursive`` with its ``RecursiveBinding``s), ALTER TABLE's
+``RenameConstraint`` action, and the function calls it parses into nodes of their own
+(``DatePartCall``, ``DateTruncCall``, ``JsonbAggCall``, ``ToJsonbCall``, ``ToCharCall``,
+``OctetLengthCall``).
 """
 
 from __future__ import annotations
@@ -90,6 +91,15 @@ class CreateSink(exp.Expression):
     """``CREATE SINK name FROM view INTO PARQUET | DELTA 'directory'``."""
 
     arg_types = {"this": True, "view": True, "kind": True, "path": True}
+
+
+class CreateSource(exp.Expression):
+    """``CREATE SOURCE [IF NOT EXISTS] name [(column type, ...)] FROM DELTA 'uri' | PARQUET
+    'folder' | STREAM``: ``kind`` the upper-case word after FROM, ``path`` its string
+    (None for STREAM), ``columns`` the ``ColumnDef``s written (None: none)."""
+
+    arg_types = {"this": True, "columns": False, "kind": True, "path": False,
+                 "exists": False}
 
 
 class MutuallyRecursive(exp.With):

@@ -1,8 +1,8 @@
 """The parser of matview's SQL dialect (``dialect`` lists the syntax it adds and changes):
 PostgreSQL's parser with matview's statements (EXPLAIN, SHOW, SUBSCRIBE, CREATE and DROP
-SINK, WITH MUTUALLY RECURSIVE) and its changes to function calls (names and argument counts
-kept as written, ``call_names.CALL_NAMES`` not checked), interval literals, ``date_part``,
-``date_trunc``, ``EXTRACT`` and ``position``.
+SINK and SOURCE, WITH MUTUALLY RECURSIVE) and its changes to function calls (names and
+argument counts kept as written, ``call_names.CALL_NAMES`` not checked), interval literals,
+``date_part``, ``date_trunc``, ``EXTRACT`` and ``position``.
 """
 
 from __future__ import annotations
@@ -12,16 +12,14 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from matview.sql.call_names import ARGUMENT_COUNT, CALL_NAMES, WRITTEN_NAME
-from matview.sql.dialect_alter import AlterParser
+from matview.sql.dialect_lake import LakeParser
 from matview.sql.dialect_nodes import (
     EXPLAIN_FORMATS,
     EXPLAIN_OPTIONS,
     EXPLAIN_STAGES,
     AsOf,
-    CreateSink,
     DatePartCall,
     DateTruncCall,
-    DropSink,
     Explain,
     JsonbAggCall,
     MutuallyRecursive,
@@ -61,9 +59,10 @@ def _show(kind: str) -> Callable[[MatviewParser], exp.Show]:
     return parse
 
 
-class MatviewParser(AlterParser):
+class MatviewParser(LakeParser):
     """PostgreSQL's parser with matview's EXPLAIN and SHOW statements (and its ALTER
-    syntax: ``dialect_alter``)."""
+    syntax, ``dialect_alter``, its refresh policies, ``dialect_refresh``, its sinks and
+    sources, ``dialect_lake``)."""
 
     STATEMENT_PARSERS = {
         **PostgresParser.STATEMENT_PARSERS,
@@ -95,12 +94,13 @@ class MatviewParser(AlterParser):
         "TABLES": _show("TABLES"),
         "VIEWS": _show("VIEWS"),
         "MATERIALIZED VIEWS": _show("MATERIALIZED VIEWS"),
+        "SOURCES": _show("SOURCES"),
         "SETTINGS": _show("SETTINGS"),
         "COMMENTS": _show("COMMENTS"),
         "INDEXES": lambda self: self._parse_show_indexes(),
         "COLUMNS": lambda self: self._parse_show_columns(),
         **{f"CREATE {kind}": lambda self, kind=kind: self._parse_show_create(kind)
-           for kind in ("TABLE", "VIEW", "MATERIALIZED VIEW")},
+           for kind in ("TABLE", "VIEW", "MATERIALIZED VIEW", "SOURCE")},
     }
     SHOW_TRIE = new_trie(key.split(" ") for key in SHOW_PARSERS)
 
@@ -138,9 +138,9 @@ class MatviewParser(AlterParser):
         return super().validate_expression(expression, args)
 
     def _parse_create(self) -> exp.Expr:
-        """``CREATE SINK ...`` (``CreateSink``), ``CREATE DEFAULT INDEX ON x`` (an index
-        without columns, marked ``default`` in its meta), or another CREATE as
-        PostgreSQL's."""
+        """``CREATE SINK`` and ``CREATE SOURCE`` (``dialect_lake``), ``CREATE DEFAULT INDEX
+        ON x`` (an index without columns, marked ``default`` in its meta), or another CREATE
+        as PostgreSQL's."""
         if self._curr and self._curr.text.upper() == "DEFAULT" and self._next and \
                 self._next.text.upper() == "INDEX":
             start = self._prev
@@ -152,22 +152,13 @@ class MatviewParser(AlterParser):
             create = self.expression(exp.Create(this=index, kind="INDEX", exists=exists))
             create.meta["default"] = True
             return create.update_positions(start)
-        if not (self._curr and self._curr.text.upper() == "SINK"):
+        word = self._curr.text.upper() if self._curr else ""
+        if word not in ("SINK", "SOURCE"):
             return super()._parse_create()
         start = self._prev
         self._advance()
-        name = self._parse_table_parts()
-        if not self._match(TokenType.FROM):
-            self.raise_error("expected FROM after CREATE SINK's name")
-        view = self._parse_table_parts()
-        if not self._match_text_seq("INTO"):
-            self.raise_error("expected INTO after CREATE SINK's view")
-        kind = self._parse_var(any_token=True)
-        path = self._parse_string()
-        if kind is None or path is None:
-            self.raise_error("expected PARQUET 'directory' or DELTA 'directory' after INTO")
-        return self.expression(CreateSink(this=name, view=view, kind=kind,
-                                          path=path)).update_positions(start)
+        return self._parse_create_sink(start) if word == "SINK" else \
+            self._parse_create_source(start)
 
     def _parse_with(self, skip_with_token: bool = False) -> exp.With | None:
         """``WITH MUTUALLY RECURSIVE ...`` (``MutuallyRecursive``), or PostgreSQL's WITH."""
@@ -215,14 +206,14 @@ class MatviewParser(AlterParser):
         return self.expression(exp.ColumnDef(this=name, kind=kind))
 
     def _parse_drop(self, exists: bool = False, kind: str | None = None) -> exp.Expr:
-        """``DROP SINK [IF EXISTS] name`` (``DropSink``), or another DROP."""
-        if not (self._curr and self._curr.text.upper() == "SINK"):
+        """``DROP SINK`` and ``DROP SOURCE`` (``dialect_lake``), or another DROP."""
+        word = self._curr.text.upper() if self._curr else ""
+        if word not in ("SINK", "SOURCE"):
             return super()._parse_drop(exists, kind)
         start = self._prev
         self._advance()
-        if_exists = self._match_text_seq("IF", "EXISTS")
-        return self.expression(DropSink(this=self._parse_table_parts(),
-                                        exists=if_exists)).update_positions(start)
+        return self._parse_drop_sink(start) if word == "SINK" else \
+            self._parse_drop_source(start)
 
     def _parse_statement(self) -> exp.Expr | None:
         """A statement, and a query's trailing ``AS OF time``."""

@@ -8,7 +8,7 @@ import re
 from collections.abc import Sequence
 
 import sqlglot
-from matview.sql import ddl, dml
+from matview.sql import ddl, dml, sources
 from matview.sql.allowlist import check_supported
 from matview.sql.alter import bind_alter, bind_comment
 from matview.sql.array_sizes import subscripts_as_series
@@ -26,6 +26,7 @@ from matview.sql.dialect_nodes import (
     Subscribe,
 )
 from matview.sql.dialect_nodes import CreateSink as CreateSinkNode
+from matview.sql.dialect_nodes import CreateSource as CreateSourceNode
 from matview.sql.dialect_nodes import DropSink as DropSinkNode
 from matview.sql.errors import SqlError, SqlSyntaxError, UnknownObjectError, UnsupportedError
 from matview.sql.names import relation_name
@@ -157,6 +158,8 @@ def _bind(tree: exp.Expr, ctx: Context) -> Statement:
         return ddl.bind_create_sink(tree, ctx)
     if isinstance(tree, DropSinkNode):
         return ddl.bind_drop_sink(tree)
+    if isinstance(tree, CreateSourceNode):
+        return sources.bind_create_source(tree)
     if isinstance(tree, exp.Create) and tree.kind == "VIEW":
         return ddl.bind_create_view(tree, ctx)
     if isinstance(tree, exp.Create) and tree.kind == "INDEX":

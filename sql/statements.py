@@ -16,7 +16,7 @@ from matview.sql.catalog import ObjectKind, UniqueKey
 
 ShowWhat = Literal["tables", "views", "materialized views", "columns", "settings",
                    "create table", "create view", "create materialized view", "indexes",
-                   "comments"]
+                   "comments", "sources", "create source"]
 
 
 @dataclass(frozen=True)
@@ -94,12 +94,19 @@ class Query:
     there only to sort by (a statement's query: ``sql.query.bind_query``)."""
 
 
+REFRESH_POLICIES = ("AUTO", "INCREMENTAL", "INCREMENTAL STRICT", "FULL")
+"""The refresh policies of ``CREATE MATERIALIZED VIEW ... WITH (REFRESH POLICY = ...)``
+(``runtime.refresh``)."""
+
+
 @dataclass(frozen=True)
 class CreateView:
     """``CREATE [OR REPLACE] [MATERIALIZED] VIEW``: ``query_sql`` is the defining query as
     matview SQL text (without ORDER BY, unless the query ends in LIMIT or OFFSET: its plan is
     then a ``TopK``), ``plan`` its binding now, ``depends_on`` the stored objects the binding
-    read (views' own dependencies included); ``or_replace`` replaces a view of that name."""
+    read (views' own dependencies included); ``or_replace`` replaces a view of that name;
+    ``refresh``: a materialized view's ``REFRESH POLICY`` (one of ``REFRESH_POLICIES``;
+    None: the connection's ``refresh`` setting)."""
 
     name: str
     query_sql: str
@@ -109,11 +116,12 @@ class CreateView:
     if_not_exists: bool
     depends_on: frozenset[str] = frozenset()
     or_replace: bool = False
+    refresh: str | None = None
 
 
 @dataclass(frozen=True)
 class Drop:
-    """``DROP TABLE | VIEW | MATERIALIZED VIEW [IF EXISTS] names [CASCADE]``."""
+    """``DROP TABLE | VIEW | MATERIALIZED VIEW | SOURCE [IF EXISTS] names [CASCADE]``."""
 
     kind: ObjectKind
     names: tuple[str, ...]
@@ -229,6 +237,19 @@ class CreateSink:
     view: str
     kind: Literal["parquet", "delta"]
     path: str
+
+
+@dataclass(frozen=True)
+class CreateSource:
+    """``CREATE SOURCE name [(column type, ...)] FROM DELTA 'uri' | PARQUET 'folder' |
+    STREAM``: a relation following a lake table's changes (``matview.sources``); ``fields``
+    empty when not written (read from the lake's schema)."""
+
+    name: str
+    fields: tuple[Field, ...]
+    kind: Literal["delta", "parquet", "stream"]
+    path: str | None
+    if_not_exists: bool
 
 
 @dataclass(frozen=True)
@@ -364,5 +385,5 @@ AlterStatement = AlterTable | AlterTableRenameColumn | AlterTableRenameConstrain
 
 
 Statement = (CreateTable | Insert | Delete | Update | Query | CreateView | Drop | Show | Explain
-             | CreateTableAs | CopyFrom | CopyTo | CreateSink | DropSink | CreateIndex
-             | DropIndex | AlterStatement | CommentOn)
+             | CreateTableAs | CopyFrom | CopyTo | CreateSink | DropSink | CreateSource
+             | CreateIndex | DropIndex | AlterStatement | CommentOn)

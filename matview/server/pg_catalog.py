@@ -14,7 +14,7 @@ from matview.server.settings import SERVER_VERSION
 Columns = list[tuple[str, str]]
 Answer = tuple[Columns, list[tuple[object, ...]]]
 
-RELKINDS = {"table": "r", "view": "v", "materialized view": "m"}
+RELKINDS = {"table": "r", "view": "v", "materialized view": "m", "source": "r"}
 OWNER = "matview"
 SCHEMA = "public"
 

@@ -13,7 +13,8 @@ from matview.server.statements import command_tag
 if TYPE_CHECKING:
     import psycopg
 
-KINDS = (("TABLES", "table"), ("VIEWS", "view"), ("MATERIALIZED VIEWS", "materialized view"))
+KINDS = (("TABLES", "table"), ("VIEWS", "view"), ("MATERIALIZED VIEWS", "materialized view"),
+         ("SOURCES", "source"))
 """What ``SHOW ...`` lists each kind of relation, and the kind's name."""
 
 

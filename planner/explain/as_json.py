@@ -212,8 +212,7 @@ def refresh_json(refresh: RefreshStats) -> Json:
     last = refresh.last
     return {"setting": refresh.setting, "incremental": refresh.incremental,
             "recompute": refresh.recompute,
-            "last": None if last is None else {"strategy": last.strategy,
-                                                "reason": last.reason}}
+            "last": None if last is None else dataclasses.asdict(last)}
 
 
 def arrangement_names(graph: nx.DiGraph) -> list[str]:

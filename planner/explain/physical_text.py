@@ -55,8 +55,8 @@ describe it:
   whole).
 
 ANALYZE starts with how the view's steps ran, under its title: ``refresh=SETTING: I
-incremental steps, R recomputes`` and ``last step: STRATEGY (REASON)``
-(``runtime.refresh``).
+incremental steps, R recomputes`` and ``last step: STRATEGY (REASON)[; estimated
+incremental Xs, recompute Ys]`` (``runtime.refresh``).
 
 Then (with no blank lines, so that goldens hold whole plans) ``Used Indexes:`` lists the
 shared arrangements (stored collections) the dataflow reads, with the operators reading and
@@ -106,10 +106,13 @@ class OperatorStats(Protocol):
 
 
 class Choice(Protocol):
-    """How one step of a materialized view ran, and why."""
+    """How one step of a materialized view ran, and why, with the seconds each strategy
+    was estimated to take (None: nothing to estimate from)."""
 
     strategy: str
     reason: str
+    incremental: float | None
+    recompute: float | None
 
 
 class RefreshStats(Protocol):
@@ -134,7 +137,12 @@ def render_dataflow(graph: nx.DiGraph, options: RenderOptions = PLAIN,
         lines.append(f"  refresh={refresh.setting}: {refresh.incremental} incremental "
                      f"steps, {refresh.recompute} recomputes")
         if refresh.last is not None:
-            lines.append(f"  last step: {refresh.last.strategy} ({refresh.last.reason})")
+            last = refresh.last
+            estimates = ", ".join(f"{what} {seconds:.3f}s" for what, seconds in (
+                ("incremental", last.incremental), ("recompute", last.recompute))
+                if seconds is not None)
+            lines.append(f"  last step: {last.strategy} ({last.reason})"
+                         + (f"; estimated {estimates}" if estimates else ""))
     _render_operator(graph, root(graph), 1, options, stats, lines, set())
     lines += _used_indexes(graph, indexes or {})
     lines += _sources(graph, options)

@@ -16,8 +16,14 @@ import matview
 
 
 def _refresh(con: matview.Connection, view: str) -> dict[str, object]:
+    """EXPLAIN ANALYZE's refresh object, the last step's estimates (seconds or null: they
+    vary from run to run) taken out."""
     plan = con.explain(f"MATERIALIZED VIEW {view}", stage="analyze", format="json")
-    return json.loads(plan)["refresh"]
+    refresh = json.loads(plan)["refresh"]
+    for estimate in ("incremental", "recompute"):
+        seconds = refresh["last"].pop(estimate)
+        assert seconds is None or seconds >= 0
+    return refresh
 
 
 def _committed(con: matview.Connection, sql: str) -> int:
@@ -134,28 +140,32 @@ def test_a_step_nobody_reads_between_puts_one_row_per_key_at_its_time(
 
 def test_estimates_pick_the_cheaper_strategy() -> None:
     policy = RefreshPolicy()
-    policy.record(Choice("recompute", "first"), Measured(1000, 1000, 2.0))  # 2 ms a row
-    policy.record(Choice("incremental", "small"), Measured(10, 1000, 0.5))
-    policy.record(Choice("incremental", "small"), Measured(30, 1000, 0.7))
+    policy.record(Choice("recompute", "first"), Measured(1000, 1000, 2.0), 1)  # 2 ms a row
+    policy.record(Choice("incremental", "small"), Measured(10, 1000, 0.5), 2)
+    policy.record(Choice("incremental", "small"), Measured(30, 1000, 0.7), 3)
     assert policy.estimate_incremental(20) == pytest.approx(0.6)
     assert policy.estimate_incremental(200) == pytest.approx(0.6 * 10)
     assert policy.estimate_recompute(2000) == pytest.approx(4.0)
-    policy.record(Choice("recompute", "large"), Measured(500, 1000, 1.0))  # 1 ms a row
+    policy.record(Choice("recompute", "large"), Measured(500, 1000, 1.0), 4)  # 1 ms a row
     assert policy.estimate_recompute(2000) == pytest.approx(4.0)  # the slowest rate
     assert policy.choose(20, 2000, False, False) == Choice(
-        "incremental", "20 changed rows, 1980 held before: less than 10%")
+        "incremental", "20 changed rows, 1980 held before: less than 10%",
+        pytest.approx(0.6), pytest.approx(4.0))
     assert policy.choose(1000, 2000, False, False) == Choice(
-        "recompute", "estimated 4.000s recompute < 30.000s incremental")
+        "recompute", "estimated 4.000s recompute < 30.000s incremental",
+        pytest.approx(30.0), pytest.approx(4.0))
     fresh = RefreshPolicy()
-    fresh.record(Choice("recompute", "first"), Measured(100, 100, 1.0))
+    fresh.record(Choice("recompute", "first"), Measured(100, 100, 1.0), 5)
     assert fresh.choose(30, 130, False, False) == Choice(
-        "incremental", "30 changed rows, 100 held before: less than half")
+        "incremental", "30 changed rows, 100 held before: less than half", None,
+        pytest.approx(1.3))
     assert fresh.choose(50, 150, False, False).strategy == "recompute"
     slow = RefreshPolicy()
-    slow.record(Choice("recompute", "first"), Measured(1000, 1000, 10.0))  # 10 ms a row
-    slow.record(Choice("incremental", "small"), Measured(100, 1000, 0.5))
+    slow.record(Choice("recompute", "first"), Measured(1000, 1000, 10.0), 6)  # 10 ms a row
+    slow.record(Choice("incremental", "small"), Measured(100, 1000, 0.5), 7)
     assert slow.choose(200, 1200, False, False) == Choice(
-        "incremental", "estimated 1.000s incremental <= 12.000s recompute")
+        "incremental", "estimated 1.000s incremental <= 12.000s recompute",
+        pytest.approx(1.0), pytest.approx(12.0))
 
 
 def test_a_dataflows_first_incremental_step_is_no_estimate() -> None:
@@ -164,17 +174,19 @@ def test_a_dataflows_first_incremental_step_is_no_estimate() -> None:
     step recomputed, which starts a fresh dataflow that pays the plans again; so it is no
     estimate of an incremental step, and a part of a recompute's."""
     policy = RefreshPolicy()
-    policy.record(Choice("recompute", "first"), Measured(6, 6, 0.9))
-    policy.record(Choice("incremental", "small"), Measured(1, 7, 1.6, warming=True))
+    policy.record(Choice("recompute", "first"), Measured(6, 6, 0.9), 8)
+    policy.record(Choice("incremental", "small"), Measured(1, 7, 1.6, warming=True), 9)
     assert policy.estimate_incremental(1) is None
     assert policy.choose(1, 8, False, False) == Choice(
-        "incremental", "1 changed rows, 7 held before: less than half")
-    policy.record(Choice("incremental", "small"), Measured(1, 8, 0.05))
+        "incremental", "1 changed rows, 7 held before: less than half", None,
+        pytest.approx(0.9 / 6 * 8 + 1.6))
+    policy.record(Choice("incremental", "small"), Measured(1, 8, 0.05), 10)
     assert policy.estimate_incremental(1) == pytest.approx(0.05)
     # a recompute starts a fresh dataflow: its first incremental step warms it again
     assert policy.estimate_recompute(12) == pytest.approx(0.9 / 6 * 12 + 1.6)
     assert policy.choose(30, 42, False, False) == Choice(
-        "incremental", "estimated 1.500s incremental <= 7.900s recompute")
+        "incremental", "estimated 1.500s incremental <= 7.900s recompute",
+        pytest.approx(1.5), pytest.approx(7.9))
 
 
 def test_each_dataflows_first_incremental_step_is_warming(spark: SparkSession) -> None:

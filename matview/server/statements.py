@@ -71,7 +71,7 @@ _SHOW = re.compile(r"SHOW\s+([A-Za-z_][\w.]*|TIME\s+ZONE|TRANSACTION\s+ISOLATION
 _DEALLOCATE = re.compile(r"DEALLOCATE\s+(?:PREPARE\s+)?(ALL|\"(?:[^\"]|\"\")+\"|[A-Za-z_][\w$]*)",
                          re.I)
 _SUBSCRIBE = re.compile(r"SUBSCRIBE\s+(?:TO\s+)?(\"(?:[^\"]|\"\")+\"|[A-Za-z_][\w$]*)", re.I)
-_MATVIEW_SHOWS = {"TABLES", "VIEWS", "MATERIALIZED", "COLUMNS", "SETTINGS"}
+_MATVIEW_SHOWS = {"TABLES", "VIEWS", "MATERIALIZED", "COLUMNS", "SETTINGS", "SOURCES"}
 
 
 @dataclass(frozen=True)

@@ -11,14 +11,17 @@ so the files sort in time order), ``INTO DELTA`` as one commit to a Delta Lake t
 machines cannot reach). Replaying the files (summing ``mz_diff`` per row) gives the view's
 contents at the last batch's time. While the view holds an evaluation error its changes
 wait, and land with the first batch after the error is retracted. A Parquet file appears
-whole or not at all (written beside, synced, renamed).
+whole or not at all (written beside, synced, renamed). ``ENVELOPE CONTENTS`` keeps a Delta
+table equal to the view instead, one commit per batch replacing the rows it touches
+(``lake.delta_contents``).
 
 In a durable database a sink is kept in the manifest and resumes when the database is
 opened again (``Sinks.resume``), from what it wrote, which may be ahead of the manifest:
 after the last time written (a Parquet sink's last file's, a Delta sink's last commit's,
 which carries it as the version of the sink's Delta app transaction, ``txn``) with the
 view's changes at their times when the view still holds them (its history back to there),
-else with one batch taking the replay of what it wrote to the view's contents now.
+else with one batch taking the replay of what it wrote (a contents table: its rows) to
+the view's contents now.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ import pyarrow.parquet as pq
 
 from matview import files
 from matview.errors import DataError, ProgrammingError
+from matview.lake import delta_contents
 from matview.result import Result
 from matview.runtime.durable.store import replace_atomically
 from matview.sql.catalog import quoted_name
@@ -62,6 +66,10 @@ class Sink:
         if stmt.kind == "delta" and write_deltalake is None:
             raise ProgrammingError("sinks INTO DELTA need the deltalake package: pip install "
                                    "'matview[delta]'")
+        if stmt.envelope == "contents":
+            item = engine.catalog.lookup(stmt.view)
+            assert item is not None
+            delta_contents.check(stmt.view, [(f.name, f.type) for f in item.fields])
         self.stmt, self.name, self.view = stmt, stmt.name, stmt.view
         self.directory, self.kind = directory, stmt.kind
         self.app = f"matview sink {stmt.name}"
@@ -88,7 +96,12 @@ class Sink:
                     for f in _written(self.directory)), default=None)
 
     def _replay(self) -> pa.Table:
-        """Every change the sink wrote."""
+        """Every change the sink wrote (a table it keeps the contents of: its rows)."""
+        if self.stmt.envelope == "contents":
+            rows = DeltaTable(str(self.directory)).to_pyarrow_table()
+            ones = pa.array([1] * rows.num_rows, pa.int64())
+            return rows.add_column(0, "mz_diff", ones).add_column(
+                0, "mz_timestamp", pc.multiply(ones, 0))
         if self.kind == "delta":
             return DeltaTable(str(self.directory)).to_pyarrow_table()
         return pq.read_table(_written(self.directory))
@@ -97,7 +110,7 @@ class Sink:
         """The statement creating it (a durable database keeps it)."""
         path = self.stmt.path.replace("'", "''")
         return (f"CREATE SINK {quoted_name(self.name)} FROM {quoted_name(self.view)} INTO "
-                f"{self.kind.upper()} '{path}'")
+                f"{self.kind.upper()} '{path}' ENVELOPE {self.stmt.envelope.upper()}")
 
     def flush(self) -> None:
         """Append the view's changes since the last batch (none while it holds an error)."""
@@ -112,6 +125,9 @@ class Sink:
             return
         times = table.column("mz_timestamp")
         first, last = pc.min(times).as_py(), pc.max(times).as_py()
+        if self.stmt.envelope == "contents":
+            delta_contents.merged(str(self.directory), table, self.app, last)
+            return
         if self.kind == "delta":  # one commit, which records the time written
             write_deltalake(str(self.directory), table, mode="append", commit_properties=(
                 CommitProperties(app_transactions=[Transaction(self.app, last)])))

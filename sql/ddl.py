@@ -8,6 +8,7 @@ EXISTS, CASCADE); binding only checks the statement itself.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Literal, cast
 
 from matview.ir.relation import Field, TopK
 from matview.ir.types import Kind
@@ -178,7 +179,13 @@ def bind_create_sink(node: CreateSinkNode, ctx: Context) -> CreateSink:
     if kind not in ("parquet", "delta"):
         raise UnsupportedError.at(f"sinks INTO {kind.upper()} are not supported: INTO "
                                   "PARQUET or INTO DELTA", node.args["kind"])
-    return CreateSink(relation_name(node.this), view, kind, node.args["path"].name)
+    envelope = node.args.get("envelope")
+    word = "changes" if envelope is None else envelope.name.lower()
+    if word not in ("changes", "contents") or (word == "contents" and kind != "delta"):
+        raise UnsupportedError.at(f"ENVELOPE {word.upper()} is not supported: ENVELOPE "
+                                  "CHANGES, or CONTENTS INTO DELTA", envelope)
+    return CreateSink(relation_name(node.this), view, kind, node.args["path"].name,
+                      cast(Literal["changes", "contents"], word))
 
 
 def bind_drop_sink(node: DropSinkNode) -> DropSink:

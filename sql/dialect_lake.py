@@ -1,8 +1,9 @@
 """The syntax of matview's statements that connect it to files and lakes, which the parser
 (``dialect_parser``) reads beyond PostgreSQL's: ``CREATE SINK name FROM view INTO PARQUET |
-DELTA 'directory'`` (``CreateSink``), ``CREATE SOURCE name [(column type, ...)] FROM DELTA
-'uri' | PARQUET 'folder' | STREAM`` (``CreateSource``), and ``DROP SINK | SOURCE [IF
-EXISTS] name`` (``DropSink``; a source is dropped as an ``exp.Drop`` of kind ``SOURCE``).
+DELTA 'directory' [ENVELOPE CHANGES | CONTENTS]`` (``CreateSink``), ``CREATE SOURCE name
+[(column type, ...)] FROM DELTA 'uri' | PARQUET 'folder' | STREAM`` (``CreateSource``), and
+``DROP SINK | SOURCE [IF EXISTS] name`` (``DropSink``; a source is dropped as an
+``exp.Drop`` of kind ``SOURCE``).
 """
 
 from __future__ import annotations
@@ -32,8 +33,10 @@ class LakeParser(RefreshParser):
         path = self._parse_string()
         if kind is None or path is None:
             self.raise_error("expected PARQUET 'directory' or DELTA 'directory' after INTO")
-        return self.expression(CreateSink(this=name, view=view, kind=kind,
-                                          path=path)).update_positions(start)
+        envelope = self._parse_var(any_token=True) if self._match_text_seq("ENVELOPE") \
+            else None
+        return self.expression(CreateSink(this=name, view=view, kind=kind, path=path,
+                                          envelope=envelope)).update_positions(start)
 
     def _parse_create_source(self, start: Token) -> exp.Expr:
         """``CREATE SOURCE`` after its SOURCE."""

@@ -88,9 +88,9 @@ class AsOf(exp.Expression):
 
 
 class CreateSink(exp.Expression):
-    """``CREATE SINK name FROM view INTO PARQUET | DELTA 'directory'``."""
+    """``CREATE SINK name FROM view INTO PARQUET | DELTA 'directory' [ENVELOPE word]``."""
 
-    arg_types = {"this": True, "view": True, "kind": True, "path": True}
+    arg_types = {"this": True, "view": True, "kind": True, "path": True, "envelope": False}
 
 
 class CreateSource(exp.Expression):

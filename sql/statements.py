@@ -230,13 +230,16 @@ class CopyTo:
 
 @dataclass(frozen=True)
 class CreateSink:
-    """``CREATE SINK name FROM view INTO PARQUET | DELTA 'directory'``: every change of the
-    materialized view (or table) ``view`` appended to files in ``directory`` as it commits."""
+    """``CREATE SINK name FROM view INTO PARQUET | DELTA 'directory' [ENVELOPE CHANGES |
+    CONTENTS]``: every change of the materialized view (or table) ``view`` appended to
+    files in ``directory`` as it commits (``changes``), or a Delta table kept equal to it
+    (``contents``)."""
 
     name: str
     view: str
     kind: Literal["parquet", "delta"]
     path: str
+    envelope: Literal["changes", "contents"] = "changes"
 
 
 @dataclass(frozen=True)

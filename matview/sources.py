@@ -177,6 +177,12 @@ class Sources:
 
     def _follow_delta(self, source: Source, lake: DeltaVersions) -> None:
         latest = lake.latest()
+        missing = set(source.columns) - set(lake.schema().names)
+        if missing:
+            raise OperationalError(
+                f'source "{source.item.name}" reads the column "{min(missing)}", which version '
+                f"{latest} of the Delta table {source.item.origin} no longer has: DROP SOURCE "
+                "and CREATE it again")
         if source.version is None:
             self._apply(source, self._snapshot(source, lake.files(latest)), latest)
             return
@@ -247,6 +253,12 @@ class Sources:
         source = self.by_name.get(name)
         if source is None or source.item.origin != "STREAM":
             raise ProgrammingError(f'"{name}" is not a source FROM STREAM')
+        transactions = self.engine.transactions
+        if transactions.open is not None:
+            raise ProgrammingError("a stream's batch is a transaction of its own: commit the "
+                                   "open transaction first")
+        if transactions.elsewhere:
+            self.engine.await_writer()
         self._progress(source)
         if source.version is not None and batch <= source.version:
             return 0

@@ -89,8 +89,9 @@ def _contents(directory: Path) -> list[tuple[object, ...]]:
 def test_a_contents_sink_keeps_a_delta_table_equal_to_its_view(spark: SparkSession,
                                                                tmp_path: Path) -> None:
     """``ENVELOPE CONTENTS``: after every write the Delta table holds the view's rows (each
-    copy of a duplicate too), one commit per write that changes it; reopened, the sink goes on after its
-    last commit; taken back behind the view's history, one commit takes it to the view."""
+    copy of a duplicate too), one commit per write that changes it; reopened, the sink goes
+    on after its last commit; taken back behind the view's history, one commit takes it to
+    the view."""
     db, out = tmp_path / "db", tmp_path / "out"
     rng = random.Random(11)
     with matview.connect(db, clock=0, spark=spark, files=[tmp_path]) as con:

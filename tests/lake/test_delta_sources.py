@@ -199,3 +199,23 @@ def test_an_optimize_changes_no_row(spark: SparkSession, tmp_path: Path) -> None
             assert con.execute("SELECT * FROM orders_progress").fetchall() == [(2, None)]
     finally:
         writer.close()
+
+
+def test_a_column_gone_from_the_table_is_an_error_naming_it(spark: SparkSession,
+                                                             tmp_path: Path) -> None:
+    """A version that overwrites the table with other columns: the source cannot follow,
+    and says which column it lost; a source reading only columns the table kept goes on."""
+    import deltalake
+
+    path = str(tmp_path / "orders")
+    deltalake.write_deltalake(path, pa.table({"id": [1, 2], "note": ["a", "b"]}))
+    with matview.connect(spark=spark, files=[tmp_path]) as con:
+        con.execute(f"CREATE SOURCE orders FROM DELTA '{path}'")
+        con.execute(f"CREATE SOURCE ids (id BIGINT) FROM DELTA '{path}'")
+        assert con.execute("SELECT count(*) FROM orders").fetchall() == [(2,)]
+        deltalake.write_deltalake(path, pa.table({"id": [3]}), mode="overwrite",
+                                  schema_mode="overwrite")
+        with pytest.raises(matview.OperationalError, match='reads the column "note", which '
+                                                            "version 1 of the Delta table"):
+            con.execute("SELECT * FROM orders")
+        assert con.execute("SELECT * FROM ids").fetchall() == [(3,)]

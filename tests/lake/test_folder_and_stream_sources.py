@@ -123,4 +123,6 @@ def test_a_stream_replayed_after_a_failure_applies_each_batch_once(
     assert con.feed("orders", [(1, 1, None, None)], 2) == 0  # an old batch id: skipped
     with pytest.raises(matview.ProgrammingError, match="not a source FROM STREAM"):
         con.feed("by_cust", [(1, 1, None)], 9)
+    with con.transaction(), pytest.raises(matview.ProgrammingError, match="commit the open"):
+        con.feed("orders", [(1, 1, None, None)], 9)
     con.close()

@@ -198,6 +198,9 @@ def rename(engine: Engine, stmt: AlterRename) -> Result:
         raise ProgrammingError(f'relation "{stmt.name}" does not exist')
     if stmt.kind != "table" and item.kind != stmt.kind:
         raise ProgrammingError(f'"{stmt.name}" is not a {stmt.kind}')
+    if item.kind == "source":
+        raise ProgrammingError(f'cannot rename source "{stmt.name}": it and its progress '
+                               "relation keep their names (DROP SOURCE and CREATE it again)")
     if engine.catalog.lookup(stmt.to) is not None or stmt.to in engine.catalog.indexes:
         raise ProgrammingError(f'relation "{stmt.to}" already exists')
 

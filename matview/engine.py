@@ -346,7 +346,7 @@ class Engine:
     def _refresh(self, names: set[str]) -> None:
         """Step the materialized views ``names`` depend on (and they) to the current time
         (``Controller.refresh``), the sources they read brought up to date first."""
-        self.sources.poll(self.catalog.upstream(names))
+        self.sources.poll(names)
         self.controller.refresh(names, self.catalog, self.oracle.read(),
                                 list(self.cursors.values()))
 

@@ -21,7 +21,6 @@ stream's batch replayed after a failure (the same batch id) is applied once.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -105,11 +104,10 @@ class Sources:
                 if column.name not in names:
                     raise ProgrammingError(f'"{stmt.path}" has no column "{column.name}"')
         item = CatalogItem(stmt.name, "source", fields, origin=origin)
-        engine.catalog.add(Entry(item, trace=engine.table_trace(item)), set())
-        engine.catalog.add(Entry(
-            CatalogItem(progress, "source", PROGRESS_FIELDS,
-                        origin=f"PROGRESS OF {quoted_name(stmt.name)}"),
-            trace=engine.table_trace(CatalogItem(progress, "source", PROGRESS_FIELDS))), set())
+        follows = CatalogItem(progress, "source", PROGRESS_FIELDS,
+                              origin=f"PROGRESS OF {quoted_name(stmt.name)}")
+        for made in (item, follows):
+            engine.catalog.add(Entry(made, trace=engine.table_trace(made)), set())
         self.by_name[stmt.name] = Source(item, lake)
         return Result()
 
@@ -131,21 +129,30 @@ class Sources:
                 if owner not in dropped:
                     raise ProgrammingError(f'cannot drop "{name}": it is the progress of source '
                                            f'"{owner}" (DROP SOURCE {owner} drops both)')
-        extra = [progress_name(n) for n in dropped if n in self.by_name]
-        for name in dropped + extra:
-            self.by_name.pop(name, None)
-        return [n for n in extra if n not in dropped]
+        return [progress_name(n) for n in dropped
+                if n in self.live() and progress_name(n) not in dropped]
+
+    def live(self) -> dict[str, Source]:
+        """The sources in the catalog now (one dropped is forgotten here; one made again
+        replaced its entry when it was)."""
+        entries = self.engine.catalog.entries
+        self.by_name = {name: source for name, source in self.by_name.items()
+                        if name in entries and entries[name].item.origin == source.item.origin}
+        return self.by_name
 
     # --- following ----------------------------------------------------------------------
 
-    def poll(self, names: Iterable[str]) -> None:
-        """Bring the sources among ``names`` (or whose progress relations are) up to date
-        with their lakes, each change one transaction (not inside a transaction, nor beside
+    def poll(self, names: set[str]) -> None:
+        """Bring the sources ``names`` read (or whose progress relations they read) up to
+        date with their lakes, each change one transaction (not inside a transaction, nor beside
         another thread's, nor while a poll is under way: a sink's refresh after a commit of
         this one)."""
         transactions = self.engine.transactions
-        named = {n.removesuffix("_progress") if n.endswith("_progress") else n for n in names}
-        wanted = [source for name, source in self.by_name.items() if name in named]
+        if not self.by_name:  # no source: nothing to look up
+            return
+        named = {n.removesuffix("_progress") if n.endswith("_progress") else n
+                 for n in self.engine.catalog.upstream(names)}
+        wanted = [source for name, source in self.live().items() if name in named]
         if not wanted or self._polling or transactions.open is not None or \
                 transactions.elsewhere:
             return
@@ -250,7 +257,7 @@ class Sources:
         """Apply batch ``batch`` of a stream's rows to source ``name`` (FROM STREAM) as one
         transaction, unless a batch at least as late was applied (a replay); returns the
         rows inserted."""
-        source = self.by_name.get(name)
+        source = self.live().get(name)
         if source is None or source.item.origin != "STREAM":
             raise ProgrammingError(f'"{name}" is not a source FROM STREAM')
         transactions = self.engine.transactions

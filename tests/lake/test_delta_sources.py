@@ -219,3 +219,35 @@ def test_a_column_gone_from_the_table_is_an_error_naming_it(spark: SparkSession,
                                                             "version 1 of the Delta table"):
             con.execute("SELECT * FROM orders")
         assert con.execute("SELECT * FROM ids").fetchall() == [(3,)]
+
+
+def test_a_source_in_the_catalog(spark: SparkSession, tmp_path: Path) -> None:
+    """Only the source writes it; it is shown, dropped with its progress relation (views
+    over it with CASCADE), never renamed, and made again from the start."""
+    import deltalake
+
+    path = str(tmp_path / "orders")
+    deltalake.write_deltalake(path, pa.table({"id": [1, 2]}))
+    with matview.connect(spark=spark, files=[tmp_path]) as con:
+        con.execute(f"CREATE SOURCE orders FROM DELTA '{path}'")
+        con.execute("CREATE MATERIALIZED VIEW n AS SELECT count(*) AS n FROM orders")
+        assert con.execute("SHOW SOURCES").fetchall() == [("orders",), ("orders_progress",)]
+        assert con.execute("SHOW CREATE SOURCE orders").fetchall() == [
+            ("orders", f"CREATE SOURCE orders (id bigint) FROM DELTA '{path}'")]
+        for sql, message in [
+                ("INSERT INTO orders VALUES (3)", 'cannot insert into source "orders"'),
+                ("DELETE FROM orders_progress", 'cannot delete from source "orders_progress"'),
+                ("DROP SOURCE orders_progress", "it is the progress of source"),
+                ("DROP SOURCE orders", "other objects depend on it: n"),
+                ("ALTER TABLE orders RENAME TO o", 'cannot rename source "orders"'),
+                (f"CREATE SOURCE orders FROM DELTA '{path}'", 'relation "orders" already exists'),
+                (f"CREATE SOURCE x FROM DELTA '{tmp_path}'", "is not a Delta Lake table"),
+                ("CREATE SOURCE x FROM DELTA '/elsewhere'", "outside the directories")]:
+            with pytest.raises(matview.ProgrammingError, match=message):
+                con.execute(sql)
+        con.execute("DROP SOURCE orders CASCADE")
+        assert con.execute("SHOW SOURCES").fetchall() == []
+        deltalake.write_deltalake(path, pa.table({"id": [3]}), mode="append")
+        con.execute(f"CREATE SOURCE orders FROM DELTA '{path}'")
+        assert sorted(con.execute("SELECT * FROM orders").fetchall()) == [(1,), (2,), (3,)]
+        assert con.execute("SELECT * FROM orders_progress").fetchall() == [(1, None)]

@@ -38,6 +38,7 @@ import pyarrow.parquet as pq
 from matview import files
 from matview.errors import DataError, ProgrammingError
 from matview.lake import delta_contents
+from matview.lake.changes import DIFF, consolidated
 from matview.result import Result
 from matview.runtime.durable.store import replace_atomically
 from matview.sql.catalog import quoted_name
@@ -152,15 +153,15 @@ def _less(snapshot: pa.Table | None, replayed: pa.Table, time: int) -> pa.Table:
     """The batch at ``time`` that takes ``replayed`` (a sink's files) to ``snapshot`` (the
     view's contents then, as changes; None: none): their difference, consolidated."""
     columns = [c for c in replayed.column_names if c not in ("mz_timestamp", "mz_diff")]
-    parts = [replayed.select([*columns, "mz_diff"])]
-    parts[0] = parts[0].set_column(len(columns), "mz_diff", pc.negate(parts[0]["mz_diff"]))
+    parts = [replayed.select(columns).append_column(DIFF, pc.negate(replayed["mz_diff"]))]
     if snapshot is not None:
-        parts.append(snapshot.select([*columns, "mz_diff"]).cast(parts[0].schema))
-    summed = pa.concat_tables(parts).group_by(columns, use_threads=False).aggregate(
-        [("mz_diff", "sum")])
-    summed = summed.filter(pc.not_equal(summed["mz_diff_sum"], 0))
+        parts.append(snapshot.select(columns).append_column(DIFF, snapshot["mz_diff"])
+                     .cast(parts[0].schema))
+    summed = consolidated(parts)
+    if summed is None:
+        return replayed.schema.empty_table()
     times = pa.array([time] * summed.num_rows, replayed.schema.field("mz_timestamp").type)
-    return pa.table([times, summed["mz_diff_sum"], *(summed[c] for c in columns)],
+    return pa.table([times, summed[DIFF], *(summed[c] for c in columns)],
                     schema=replayed.schema)
 
 

@@ -90,10 +90,10 @@ class RefreshPolicy:
     def __init__(self, setting: str = "auto", pinned: str | None = None) -> None:
         assert setting in STRATEGIES
         self.setting, self.pinned = setting, pinned
-        self.policy: str | None = None
-        """The view's ``REFRESH POLICY`` as written (None: the connection's setting)."""
         """``pinned``: why every step after the first runs incrementally, whatever the
         setting (a view whose contents depend on its inputs' history), or None."""
+        self.policy: str | None = None
+        """The view's ``REFRESH POLICY`` as written (None: the connection's setting)."""
         history = active().refresh_history
         self.measured: dict[str, deque[Measured]] = {
             "incremental": deque(maxlen=history), "recompute": deque(maxlen=history)}

@@ -1,6 +1,7 @@
 """A lake's changes in Arrow: Parquet files read into the driver, and update rows (data
 columns, then ``_diff``) consolidated, so that a version rewriting a file for one deleted
-row changes one row, not the file's every row twice."""
+row changes one row, not the file's every row twice (a sink's batches are consolidated
+alike: ``matview.sinks``, ``lake.delta_contents``)."""
 
 from __future__ import annotations
 

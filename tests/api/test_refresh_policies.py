@@ -13,7 +13,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 import matview
-from tests.lake.test_delta_sources import Writer, _rows
+from tests.support.lake_writer import Writer, random_orders
 from tests.support.seeds import seeds
 
 POLICIES = {"auto": "AUTO", "incr": "INCREMENTAL", "strict": "INCREMENTAL STRICT",
@@ -94,7 +94,7 @@ def test_strict_fails_naming_the_operator_rather_than_recompute(spark: SparkSess
     try:
         path = str(tmp_path / "orders")
         rng = random.Random(5)
-        writer(op="create", path=path, rows=_rows(rng, range(20)), cdf=False)
+        writer(op="create", path=path, rows=random_orders(rng, range(20)), cdf=False)
         with matview.connect(spark=spark, files=[tmp_path]) as con:
             con.execute(f"CREATE SOURCE orders FROM DELTA '{path}'")
             con.execute("CREATE MATERIALIZED VIEW totals WITH (REFRESH POLICY = INCREMENTAL "

@@ -8,10 +8,7 @@ files each version added and removed)."""
 from __future__ import annotations
 
 import collections
-import json
 import random
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -22,10 +19,9 @@ from deltalake import DeltaTable
 from pyspark.sql import SparkSession
 
 import matview
+from tests.support.lake_writer import Writer, random_orders
 from tests.support.oracle.compare import Context, mismatch_report
 from tests.support.seeds import seeds
-
-WRITER = Path(__file__).parents[1] / "support" / "lake_writer.py"
 
 VIEWS = {
     "by_cust": "SELECT cust, count(*) AS n, sum(amount) AS total, count(note) AS notes "
@@ -37,45 +33,21 @@ VIEWS = {
 CUSTOMERS = [(c, f"r{c % 3}") for c in range(6)]
 
 
-class Writer:
-    """The other process (``tests/support/lake_writer.py``)."""
-
-    def __init__(self) -> None:
-        self.process = subprocess.Popen([sys.executable, str(WRITER)], stdin=subprocess.PIPE,
-                                        stdout=subprocess.PIPE, text=True)
-
-    def __call__(self, **command: Any) -> int:
-        assert self.process.stdin is not None and self.process.stdout is not None
-        self.process.stdin.write(json.dumps(command) + "\n")
-        self.process.stdin.flush()
-        return int(self.process.stdout.readline())
-
-    def close(self) -> None:
-        assert self.process.stdin is not None
-        self.process.stdin.close()
-        self.process.wait(timeout=30)
-
-
-def _rows(rng: random.Random, ids: range) -> list[list[Any]]:
-    return [[i, rng.randrange(6), f"{rng.randrange(1, 10000) / 100:.2f}",
-             rng.choice([None, "a", "b"])] for i in ids]
-
-
 def _operations(rng: random.Random) -> list[dict[str, Any]]:
     """The versions the writer commits after the first, in order."""
     return [
-        {"op": "append", "rows": _rows(rng, range(100, 110))},
+        {"op": "append", "rows": random_orders(rng, range(100, 110))},
         {"op": "delete", "predicate": f"cust = {rng.randrange(6)}"},
         {"op": "update", "predicate": "id % 3 = 0", "updates": {"note": "'upd'"}},
-        {"op": "merge", "rows": _rows(rng, range(105, 115))},
+        {"op": "merge", "rows": random_orders(rng, range(105, 115))},
         {"op": "optimize"},
-        {"op": "append", "rows": _rows(rng, range(200, 203))},
+        {"op": "append", "rows": random_orders(rng, range(200, 203))},
         {"op": "delete", "predicate": "amount > 60"},
         {"op": "update", "predicate": f"cust = {rng.randrange(6)}", "updates": {"cust": "5"}},
         {"op": "optimize"},
         {"op": "vacuum"},
-        {"op": "merge", "rows": _rows(rng, range(0, 30, 3))},
-        {"op": "append", "rows": _rows(rng, range(300, 305))},
+        {"op": "merge", "rows": random_orders(rng, range(0, 30, 3))},
+        {"op": "append", "rows": random_orders(rng, range(300, 305))},
     ]
 
 
@@ -151,7 +123,7 @@ def test_views_over_a_delta_source_equal_duckdb_at_every_version(
                 snapshots[made] = now  # a VACUUM commits twice (start, end), rows alike
             return version
 
-        assert write(op="create", rows=_rows(rng, range(30)), cdf=cdf) == 0
+        assert write(op="create", rows=random_orders(rng, range(30)), cdf=cdf) == 0
         con = _connected(db, lake, spark)
         con.execute(f"CREATE SOURCE orders FROM DELTA '{path}'")
         con.execute("CREATE TABLE customers (id INT, region TEXT)")
@@ -170,7 +142,7 @@ def test_views_over_a_delta_source_equal_duckdb_at_every_version(
             if i == 5:  # a restart: the versions committed while closed, applied once
                 checked.close()
                 con.close()
-                version = write(op="append", rows=_rows(rng, range(400, 404)))
+                version = write(op="append", rows=random_orders(rng, range(400, 404)))
                 con = _connected(db, lake, spark)
                 checked = Checked(con, snapshots, seed)
             checked.check()
@@ -188,8 +160,8 @@ def test_an_optimize_changes_no_row(spark: SparkSession, tmp_path: Path) -> None
     writer = Writer()
     try:
         path = str(tmp_path / "orders")
-        writer(op="create", path=path, rows=_rows(random.Random(0), range(5)), cdf=False)
-        writer(op="append", path=path, rows=_rows(random.Random(1), range(5, 8)))
+        writer(op="create", path=path, rows=random_orders(random.Random(0), range(5)), cdf=False)
+        writer(op="append", path=path, rows=random_orders(random.Random(1), range(5, 8)))
         with matview.connect(spark=spark, files=[tmp_path]) as con:
             con.execute(f"CREATE SOURCE orders FROM DELTA '{path}'")
             sub = con.subscribe("orders")

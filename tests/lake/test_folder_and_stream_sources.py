@@ -15,7 +15,7 @@ from pyspark.errors import StreamingQueryException
 from pyspark.sql import DataFrame, SparkSession
 
 import matview
-from tests.lake.test_delta_sources import Writer, _rows
+from tests.support.lake_writer import Writer, random_orders
 from tests.support.oracle.compare import Context, mismatch_report
 
 VIEW = "SELECT cust, count(*) AS n, sum(amount) AS total FROM orders GROUP BY cust"
@@ -45,7 +45,7 @@ def test_a_parquet_folder_source_applies_each_new_file_once(spark: SparkSession,
     def write(rows: int) -> None:
         nonlocal count
         writer(op="parquet", path=str(folder), name=f"{count:03d}.parquet",
-               rows=_rows(rng, range(count * 100, count * 100 + rows)))
+               rows=random_orders(rng, range(count * 100, count * 100 + rows)))
         count += 1
 
     try:
@@ -86,7 +86,7 @@ def test_a_stream_replayed_after_a_failure_applies_each_batch_once(
     try:
         for i in range(4):
             writer(op="parquet", path=str(incoming), name=f"{i:03d}.parquet",
-                   rows=_rows(rng, range(i * 10, i * 10 + 3)))
+                   rows=random_orders(rng, range(i * 10, i * 10 + 3)))
     finally:
         writer.close()
     schema = "id BIGINT, cust INT, amount DECIMAL(10,2), note STRING"

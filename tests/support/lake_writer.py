@@ -7,13 +7,16 @@ makes a Delta table of ``ORDERS`` rows (with the change data feed when ``cdf``);
 ``updates``), ``merge`` (``rows`` upserted by id), ``optimize`` and ``vacuum`` (every file
 no version needs any more, at once) write one version of the table at ``path``;
 ``parquet`` writes ``rows`` as a new file ``name`` of the folder ``path`` (beside, then
-renamed: a reader never sees it half-written).
+renamed: a reader never sees it half-written). A test runs it with ``Writer`` and makes its
+rows with ``random_orders``.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import random
+import subprocess
 import sys
 from decimal import Decimal
 from typing import Any
@@ -63,6 +66,31 @@ def run(command: dict[str, Any]) -> str:
         DeltaTable(path).vacuum(retention_hours=0, enforce_retention_duration=False,
                                 dry_run=False)
     return str(DeltaTable(path).version())
+
+
+class Writer:
+    """This module run as another process, taking commands (``Writer(op=..., ...)``)."""
+
+    def __init__(self) -> None:
+        self.process = subprocess.Popen([sys.executable, __file__], stdin=subprocess.PIPE,
+                                        stdout=subprocess.PIPE, text=True)
+
+    def __call__(self, **command: Any) -> int:
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.process.stdin.write(json.dumps(command) + "\n")
+        self.process.stdin.flush()
+        return int(self.process.stdout.readline())
+
+    def close(self) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.close()
+        self.process.wait(timeout=30)
+
+
+def random_orders(rng: random.Random, ids: range) -> list[list[Any]]:
+    """Random orders of ids ``ids`` as ``table`` takes them."""
+    return [[i, rng.randrange(6), f"{rng.randrange(1, 10000) / 100:.2f}",
+             rng.choice([None, "a", "b"])] for i in ids]
 
 
 def main() -> None:

@@ -43,7 +43,7 @@ from matview.runtime.durable.errors import StateError
 from matview.runtime.durable.log import LOG_BYTES
 from matview.runtime.durable.records import Record, Records, Unsaved, driver_table, restore
 from matview.runtime.durable.store import Store
-from matview.sources import progress_name
+from matview.sources import is_progress, progress_name
 from matview.sql.catalog import CatalogItem
 from matview.sql.parse import bind_statement, one_statement
 from matview.sql.statements import CreateSink, CreateSource, CreateView, Statement
@@ -112,7 +112,7 @@ class Durability:
         catalog = []
         for name in nx.topological_sort(engine.catalog.graph):
             entry = engine.catalog.entries[name]
-            if (entry.item.origin or "").startswith("PROGRESS OF"):
+            if is_progress(entry.item):
                 continue  # saved with its source
             item: dict[str, Any] = {"name": name, "kind": entry.item.kind,
                                     "sql": _create_sql(entry.item),

@@ -100,9 +100,9 @@ class Sink:
         """Every change the sink wrote (a table it keeps the contents of: its rows)."""
         if self.stmt.envelope == "contents":
             rows = DeltaTable(str(self.directory)).to_pyarrow_table()
-            ones = pa.array([1] * rows.num_rows, pa.int64())
+            ones = pa.repeat(pa.scalar(1, pa.int64()), rows.num_rows)
             return rows.add_column(0, "mz_diff", ones).add_column(
-                0, "mz_timestamp", pc.multiply(ones, 0))
+                0, "mz_timestamp", pa.repeat(pa.scalar(0, pa.int64()), rows.num_rows))
         if self.kind == "delta":
             return DeltaTable(str(self.directory)).to_pyarrow_table()
         return pq.read_table(_written(self.directory))

@@ -8,8 +8,9 @@ name). ``FROM STREAM`` (columns written) takes the batches a Spark stream writes
 
 A source follows lazily, as views step: every read (a query, a view's step, a SUBSCRIBE
 fetch) first brings the sources it reads up to date (``poll``). The first loads the
-snapshot (Spark reads its files); each later Delta version, new Parquet file or stream
-batch is one transaction, in order, so a subscription sees each at its own time.
+snapshot (Spark reads its files); each later Delta version, new Parquet file (both read
+in the driver, in Arrow) or stream batch is one transaction, in order, so a subscription
+sees each at its own time.
 
 Each source has a progress relation, ``name_progress (version bigint, file text)``, that
 says how far it has read: a Delta source's last version applied, a stream's last batch id
@@ -28,6 +29,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
+from sqlglot import exp
 
 from matview import files
 from matview.catalog import Entry
@@ -35,7 +37,7 @@ from matview.errors import OperationalError, ProgrammingError
 from matview.ir.relation import Field, Get
 from matview.ir.types import BIGINT, TEXT
 from matview.lake import arrow_fields
-from matview.lake.changes import DIFF
+from matview.lake.changes import DIFF, read_files, signed
 from matview.lake.delta_versions import DeltaVersions, Vacuumed
 from matview.lake.parquet_folder import ParquetFolder
 from matview.result import Result
@@ -43,6 +45,7 @@ from matview.rows import update_rows
 from matview.runtime.arrangements.updates import TIME
 from matview.runtime.lowering.types import column_names
 from matview.sql.catalog import CatalogItem, quoted_name
+from matview.sql.dialect import Matview
 from matview.sql.statements import CreateSource
 
 if TYPE_CHECKING:
@@ -57,14 +60,22 @@ def progress_name(name: str) -> str:
     return f"{name}_progress"
 
 
+def is_progress(item: CatalogItem) -> bool:
+    """Whether ``item`` is a source's progress relation (saved and dropped with it)."""
+    return (item.origin or "").startswith("PROGRESS OF")
+
+
 @dataclass
 class Source:
-    """Source ``item`` following ``lake`` (None: a stream), its progress so far:
+    """Source ``item`` of ``kind`` at ``path`` following ``lake`` (None: a stream, or not
+    opened yet), its progress so far:
     ``version`` the last Delta version or stream batch applied (None: none yet),
     ``applied`` a folder's files applied (None: not read from the progress relation
     yet)."""
 
     item: CatalogItem
+    kind: str
+    path: str | None
     lake: DeltaVersions | ParquetFolder | None
     version: int | None = None
     applied: list[str] | None = None
@@ -93,7 +104,7 @@ class Sources:
             raise ProgrammingError(f'relation "{progress}" already exists: source '
                                    f'"{stmt.name}" needs the name for its progress')
         origin = "STREAM" if stmt.path is None else \
-            f"{stmt.kind.upper()} '{stmt.path.replace(chr(39), chr(39) * 2)}'"
+            f"{stmt.kind.upper()} {exp.Literal.string(stmt.path).sql(dialect=Matview)}"
         lake = None if resume else self._lake(stmt.kind, stmt.path)
         fields = stmt.fields
         if lake is not None:
@@ -108,7 +119,7 @@ class Sources:
                               origin=f"PROGRESS OF {quoted_name(stmt.name)}")
         for made in (item, follows):
             engine.catalog.add(Entry(made, trace=engine.table_trace(made)), set())
-        self.by_name[stmt.name] = Source(item, lake)
+        self.by_name[stmt.name] = Source(item, stmt.kind, stmt.path, lake)
         return Result()
 
     def _lake(self, kind: str, path: str | None) -> DeltaVersions | ParquetFolder | None:
@@ -124,7 +135,7 @@ class Sources:
         progress relation is refused alone."""
         for name in dropped:
             item = self.engine.catalog.lookup(name)
-            if item is not None and (item.origin or "").startswith("PROGRESS OF"):
+            if item is not None and is_progress(item):
                 owner = name.removesuffix("_progress")
                 if owner not in dropped:
                     raise ProgrammingError(f'cannot drop "{name}": it is the progress of source '
@@ -159,8 +170,8 @@ class Sources:
         self._polling = True
         try:
             for source in wanted:
-                if source.lake is None and source.item.origin != "STREAM":
-                    source.lake = self._lake(*_origin(source.item.origin))
+                if source.lake is None:
+                    source.lake = self._lake(source.kind, source.path)
                 self._progress(source)
                 if isinstance(source.lake, DeltaVersions):
                     self._follow_delta(source, source.lake)
@@ -227,8 +238,8 @@ class Sources:
             self._apply(source, self._snapshot(source, [lake.path(n) for n in new]),
                         len(new), new)
             return
-        for name in new:
-            self._apply(source, self._snapshot(source, [lake.path(name)]),
+        for name in new:  # a file's rows, read in the driver as a Delta version's are
+            self._apply(source, signed(read_files([lake.path(name)], source.columns), 1),
                         len(source.applied) + 1, [name])
 
     def _snapshot(self, source: Source, paths: list[str]) -> DataFrame | None:
@@ -258,7 +269,7 @@ class Sources:
         transaction, unless a batch at least as late was applied (a replay); returns the
         rows inserted."""
         source = self.live().get(name)
-        if source is None or source.item.origin != "STREAM":
+        if source is None or source.kind != "stream":
             raise ProgrammingError(f'"{name}" is not a source FROM STREAM')
         transactions = self.engine.transactions
         if transactions.open is not None:
@@ -314,9 +325,3 @@ class Sources:
             return new
         return pa.concat_tables([update_rows([(source.version, None)], item, -1), new])
 
-
-def _origin(origin: str | None) -> tuple[str, str]:
-    """A source's kind and location from its ``origin`` (``DELTA 'uri'``)."""
-    assert origin is not None
-    kind, _, quoted = origin.partition(" ")
-    return kind.lower(), quoted[1:-1].replace("''", "'")

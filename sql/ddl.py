@@ -74,7 +74,7 @@ def bind_create_table(node: exp.Create, ctx: Context) -> CreateTable | CreateTab
     columns = [c for c in schema.expressions if isinstance(c, exp.ColumnDef)]
     fields = tuple(Field(normalize(c.this), column_type(c.args["kind"], normalize(c.this)))
                    for c in columns)
-    _check_unique([f.name for f in fields], columns)
+    check_unique([f.name for f in fields], columns)
     name = relation_name(schema.this)
     keys, not_null, defaults = bind_constraints(name, fields, schema.expressions)
     return CreateTable(name, fields, bool(node.args.get("exists")), keys, not_null, defaults)
@@ -89,7 +89,7 @@ def _bind_create_table_as(node: exp.Create, ctx: Context) -> CreateTableAs:
     if len(columns) > len(query.column_names):
         raise SqlError.at("CREATE TABLE AS specifies too many column names", target)
     names = columns + list(query.column_names[len(columns):])
-    _check_unique(names, target.expressions if columns else [node.expression] * len(names))
+    check_unique(names, target.expressions if columns else [node.expression] * len(names))
     fields = []
     for name, t in zip(names, query.plan.types, strict=True):
         if not storable(t):
@@ -279,7 +279,8 @@ def _reject_properties(node: exp.Create, *read: type[exp.Expr]) -> None:
             raise UnsupportedError.at(f"{prop.sql(dialect=Matview)} is not supported", node)
 
 
-def _check_unique(names: Sequence[str], nodes: Sequence[exp.Expr]) -> None:
+def check_unique(names: Sequence[str], nodes: Sequence[exp.Expr]) -> None:
+    """Refuse a column name written twice (at the second)."""
     seen: set[str] = set()
     for name, node in zip(names, nodes, strict=True):
         if name in seen:

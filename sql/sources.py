@@ -8,8 +8,9 @@ from typing import Literal, cast
 
 from matview.ir.relation import Field
 from matview.sql.datatypes import column_type
+from matview.sql.ddl import check_unique
 from matview.sql.dialect_nodes import CreateSource as CreateSourceNode
-from matview.sql.errors import DuplicateObjectError, SqlError
+from matview.sql.errors import SqlError
 from matview.sql.names import normalize, relation_name
 from matview.sql.statements import CreateSource
 from sqlglot import exp
@@ -21,12 +22,7 @@ def bind_create_source(node: CreateSourceNode) -> CreateSource:
     columns = [c for c in node.args.get("columns") or [] if isinstance(c, exp.ColumnDef)]
     fields = tuple(Field(normalize(c.this), column_type(c.args["kind"], normalize(c.this)))
                    for c in columns)
-    seen: set[str] = set()
-    for field, column in zip(fields, columns, strict=True):
-        if field.name in seen:
-            raise DuplicateObjectError.at(f'column "{field.name}" specified more than once',
-                                          column)
-        seen.add(field.name)
+    check_unique([f.name for f in fields], columns)
     kind = cast(Literal["delta", "parquet", "stream"], node.args["kind"].lower())
     if kind == "stream" and not fields:
         raise SqlError.at("a source FROM STREAM needs its columns: CREATE SOURCE name "

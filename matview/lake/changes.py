@@ -33,7 +33,7 @@ def signed(table: pa.Table | None, sign: int) -> pa.Table | None:
     """``table``'s rows as update rows of multiplicity ``sign`` (None: none)."""
     if table is None:
         return None
-    return table.append_column(DIFF, pa.array([sign] * table.num_rows, pa.int64()))
+    return table.append_column(DIFF, pa.repeat(pa.scalar(sign, pa.int64()), table.num_rows))
 
 
 def consolidated(parts: Sequence[pa.Table | None]) -> pa.Table | None:

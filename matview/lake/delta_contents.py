@@ -26,7 +26,7 @@ import pyarrow.compute as pc
 
 from matview.errors import ProgrammingError
 from matview.ir.types import Kind, SqlType
-from matview.lake.changes import DIFF, consolidated
+from matview.lake.changes import DIFF, consolidated, signed
 
 try:
     from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
@@ -66,8 +66,7 @@ def merged(directory: str, changes: pa.Table, app: str, last: int) -> None:
     net = net.cast(pa.schema([*schema, pa.field(DIFF, pa.int64())]))
     touched = net.select(columns)
     old = table.to_pyarrow_dataset().to_table(filter=_matching(touched))
-    after = consolidated([old.append_column(DIFF, pa.array([1] * old.num_rows, pa.int64())),
-                          net])
+    after = consolidated([signed(old, 1), net])
     write_deltalake(directory, _copies(after, schema), mode="overwrite",
                     predicate=_predicate(touched), commit_properties=committed)
 
@@ -77,12 +76,14 @@ def _copies(rows: pa.Table | None, schema: pa.Schema) -> pa.Table:
     diff (a negative one is a row the table did not hold: an error)."""
     if rows is None:
         return schema.empty_table()
-    diffs = rows[DIFF].to_pylist()
-    if min(diffs) < 0:
+    if pc.min(rows[DIFF]).as_py() < 0:
         raise ProgrammingError("the Delta table of an ENVELOPE CONTENTS sink lacks a row the "
                                "view retracts: it was written by another writer")
-    taken = rows.take([i for i, d in enumerate(diffs) for _ in range(d)])
-    return taken.drop_columns([DIFF]).cast(schema)
+    many = rows.filter(pc.greater(rows[DIFF], 1))  # duplicates, seldom: copied one by one
+    copies = many.take(pa.array([i for i, d in enumerate(many[DIFF].to_pylist())
+                                 for _ in range(d)], pa.int64()))
+    return pa.concat_tables([rows.filter(pc.equal(rows[DIFF], 1)), copies]
+                            ).drop_columns([DIFF]).cast(schema)
 
 
 def _matching(rows: pa.Table) -> pc.Expression:

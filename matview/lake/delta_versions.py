@@ -33,7 +33,8 @@ except ImportError:  # an optional dependency: matview[delta]
     DeltaTable = None
 
 _CDF_COLUMNS = ("_change_type", "_commit_version", "_commit_timestamp")
-_SIGNS = {"insert": 1, "update_postimage": 1, "delete": -1, "update_preimage": -1}
+_ADDS, _REMOVES = pa.array(["insert", "update_postimage"]), pa.array(["delete",
+                                                                      "update_preimage"])
 _NO_DATA_CHANGE = frozenset({"OPTIMIZE", "VACUUM START", "VACUUM END"})
 """The operations whose commits change no row (their actions' ``dataChange`` is false)."""
 
@@ -119,8 +120,9 @@ class DeltaVersions:
 def _from_feed(feed: pa.Table, after: int, latest: int, columns: list[str]
                ) -> Iterator[tuple[int, pa.Table | None]]:
     """The versions' changes from the change data feed's rows ``feed``."""
-    signs = pa.array([_SIGNS.get(kind, 0) for kind in feed["_change_type"].to_pylist()],
-                     pa.int64())
+    kinds = feed["_change_type"]
+    signs = pc.if_else(pc.is_in(kinds, _ADDS), 1, pc.if_else(pc.is_in(kinds, _REMOVES), -1, 0)
+                       ).cast(pa.int64())
     rows = feed.select(columns).append_column(DIFF, signs)
     rows = rows.filter(pc.not_equal(rows[DIFF], 0))
     versions = feed["_commit_version"].filter(pc.not_equal(signs, 0))

@@ -251,7 +251,7 @@ class Controller:
             and not flow.warm
         flow.warm = flow.warm or warming
         flow.policy.record(stepping.choice, Measured(stepping.changed, stepping.held, seconds,
-                                                     warming), stepping.now)
+                                                     warming, flow.recomputed), stepping.now)
         return flow
 
     def refresh(self, names: set[str], views: Views, now: int,

@@ -20,6 +20,7 @@ from matview.runtime.arrangements.trace import Trace
 from matview.runtime.arrangements.updates import DIFF, TIME, union_all
 from matview.runtime.lowering.checked import ERR
 from matview.runtime.lowering.types import col
+from matview.runtime.operator_recompute import Recomputed, adopt, chosen, recompute
 from matview.runtime.operators.base import Delta, Operator, StepContext
 from matview.runtime.operators.get import GetOp
 from matview.runtime.operators.join import DEFAULT_JOIN_ROWS
@@ -86,13 +87,23 @@ class Dataflow:
         self.arrivals = physical.reads_arrival_times(plan)
         """Whether an operator reads when rows arrived: no step collapses its times."""
         self.root = build(plan, spark, trace_of, limit, max_join_rows)
+        self._trace_of, self._limits = trace_of, (limit, max_join_rows)
         self._merged: dict[T.StructType, tuple[list[Column], list[Column]]] = {}
-        self._owned = [(arrangement, getattr(op, arrangement.what))
-                       for node, op in zip(physical.operators(plan), operators(self.root))
-                       for arrangement in node.state()]
+        self._by_id = {node.id: op for node, op in zip(physical.operators(plan),
+                                                       operators(self.root))}
+        self._owned = self._arranged()
         """Each arrangement the plan's operators own, with its trace."""
+        self._recomputing: list[Recomputed] = []
+        """The operators the pending step recomputes (``runtime.operator_recompute``)."""
+        self.recomputed: tuple[str, ...] = ()
+        """What the last step prepared recomputed, per operator, and why."""
         for op in operators(self.root):
             op.meter.enabled = measure
+
+    def _arranged(self) -> list[tuple[physical.Arrangement, Trace]]:
+        """Each arrangement the plan's operators own, with the trace holding it."""
+        return [(arrangement, getattr(self._by_id[node.id], arrangement.what))
+                for node in physical.operators(self.plan) for arrangement in node.state()]
 
     def merged_columns(self, schema: T.StructType) -> tuple[list[Column], list[Column]]:
         """The columns that put output rows of ``schema`` and errors (``c0``: the message)
@@ -201,7 +212,35 @@ class Dataflow:
             return PendingStep(self, None, ctx.lower, upper, True)
         if not ctx.first:
             self.changed = changed
+            at = upper if ctx.collapsed else min(lo for lo, _ in times) \
+                if ctx.single_time and times else None
+            if at is not None and not ctx.small and not reread and self.policy.per_operator:
+                self._recompute(probe, ctx, at)
         return self._computed(ctx)
+
+    def _recompute(self, probe: StepContext, ctx: StepContext, at: int) -> None:
+        """Recompute-and-diff the operators whose inputs changed beyond the bound in step
+        ``ctx`` (``probe``: its context before sizes are known), every update at ``at``
+        (``runtime.operator_recompute``)."""
+        for node, label in chosen(self.plan, self._by_id, probe,
+                                  active().operator_recompute_change):
+            self._recomputing.append(recompute(node, self._by_id, ctx, at, self._fresh,
+                                               label))
+        self.recomputed = tuple(r.label for r in self._recomputing)
+
+    def _fresh(self, node: physical.Operator, as_of: int) -> Dataflow:
+        """A dataflow of ``node``'s subplan whose first step reads the snapshots at
+        ``as_of``, counting no rows."""
+        limit, max_join_rows = self._limits
+        return Dataflow(node, self.spark, self._trace_of, as_of, limit, False, max_join_rows)
+
+    def adopt(self) -> None:
+        """At commit: the operators the step recomputed take their fresh arrangements."""
+        for recomputed in self._recomputing:
+            adopt(recomputed, self._by_id)
+        if self._recomputing:
+            self._owned = self._arranged()
+        self._recomputing = []
 
     def _computed(self, ctx: StepContext) -> PendingStep:
         """The step ``ctx`` describes: the root's output delta and its operators' errors."""
@@ -212,6 +251,7 @@ class Dataflow:
 
     def _abandon(self) -> None:
         """Forget what the operators staged in a step that will not commit."""
+        self._recomputing, self.recomputed = [], ()
         for op in operators(self.root):
             op.abandon()
             op.meter.abandon()

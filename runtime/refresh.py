@@ -24,6 +24,10 @@ view or a view over it: the subscription sees every time. A view with an as-of j
 transaction time always runs incrementally after its first step: its contents depend on
 when each row arrived, which a recompute from the snapshots cannot know.
 
+In a step ``auto`` runs incrementally, an operator whose own inputs changed beyond a bound
+may still recompute its output and diff it while the rest steps incrementally
+(``runtime.operator_recompute``; ``RefreshPolicy.per_operator``).
+
 A view's own ``REFRESH POLICY`` (``POLICIES``) takes the place of the connection's setting
 for it. Every step's choice, both estimates and what it measured are kept (``history``:
 ``matview_refresh_history``).
@@ -72,6 +76,9 @@ class Measured:
     held: int
     seconds: float
     warming: bool = False
+    recomputed: tuple[str, ...] = ()
+    """The operators an incremental step recomputed and diffed, each with why
+    (``runtime.operator_recompute``)."""
 
 
 @dataclass(frozen=True)
@@ -106,6 +113,12 @@ class RefreshPolicy:
         """Follow the view's ``REFRESH POLICY`` ``policy`` (None: keep the setting)."""
         if policy is not None:
             self.policy, self.setting = policy, POLICIES[policy]
+
+    @property
+    def per_operator(self) -> bool:
+        """Whether an incremental step may recompute some of its operators (``auto``, with
+        no reason pinning every step incremental: ``runtime.operator_recompute``)."""
+        return self.setting == "auto" and self.pinned is None
 
     @property
     def strict(self) -> bool:

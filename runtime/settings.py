@@ -130,6 +130,13 @@ class RuntimeSettings:
     refresh_small_change: float = _setting(0.1, (
         "refresh=auto steps a view incrementally, without estimates, when its step changes "
         "fewer rows than this share of what its inputs held."))
+    operator_recompute_change: float = _setting(0.5, (
+        "In a step refresh=auto runs incrementally that is not small, an operator owning "
+        "its output "
+        "arrangement (a GROUP BY; a join, TopK or window looked up) whose inputs changed at "
+        "least this share of the rows they held before recomputes its output from their "
+        "snapshots and diffs it with the arrangement; the rest of the plan steps "
+        "incrementally (0: never)."))
     refresh_history: int = _setting(16, (
         "Steps of each refresh strategy whose sizes and times refresh=auto estimates from."))
 

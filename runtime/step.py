@@ -195,18 +195,23 @@ class PendingStep:
         for op in operators(self.dataflow.root):
             op.commit()
             op.meter.commit()
+        self.dataflow.adopt()
         self.dataflow.frontier = self.upper
 
 
 def _less(delta: Delta | None, trace: Trace, upto: int, at: int) -> Delta | None:
     """``delta`` less ``trace``'s updates up to ``upto``, every update at ``at``."""
-    held = trace.read(upto=upto)
-    frames = [] if delta is None else [delta.df]
-    if held is not None:
-        frames.append(held.withColumn(DIFF, -col(DIFF)))
-    frames = [df.withColumn(TIME, F.lit(at).cast("bigint")) for df in frames]
-    df = union_all(frames)
+    df = difference(None if delta is None else delta.df, trace.read(upto=upto), at)
     return None if df is None else Delta(df, None)
+
+
+def difference(new: DataFrame | None, old: DataFrame | None, at: int) -> DataFrame | None:
+    """The updates ``new`` less the updates ``old``, every one at time ``at`` (not
+    consolidated; None: neither holds any)."""
+    frames = [] if new is None else [new]
+    if old is not None:
+        frames.append(old.withColumn(DIFF, -col(DIFF)))
+    return union_all([df.withColumn(TIME, F.lit(at).cast("bigint")) for df in frames])
 
 
 def _held(delta: Delta | None) -> bool:

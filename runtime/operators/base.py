@@ -253,18 +253,16 @@ class Operator:
         return self.planned(("read", key), tuple(parts), lambda: union_all(parts))
 
     def built(self, key: object, make: Callable[[], T]) -> T:
-        """What ``make`` returns, made at the first step that asks for ``key`` and reused by
-        every later step: an operator's Spark expressions are the same every step, and in a
-        classic session each is a JVM call."""
+        """What ``make`` returns, made at the first step asking for ``key``, reused after:
+        its Spark expressions are the same every step (in a classic session, JVM calls)."""
         if key not in self._built:
             self._built[key] = make()
         return self._built[key]  # type: ignore[no-any-return]
 
     def selected(self, df: DataFrame, key: object,
                  make: Callable[[], Sequence[Column | str]]) -> DataFrame:
-        """``df.select(*make())`` with the column list made once (``key`` names it among
-        this operator's lists) and, in a classic session, passed to the JVM once
-        (``jvm_plans``)."""
+        """``df.select(*make())``, the column list (``key``) made once and, in a classic
+        session, passed to the JVM once (``jvm_plans``)."""
         cols = self.built(("select", key), lambda: columns(df.sparkSession, *make()))
         return self.planned(("select", key), (df,), lambda: select(df, cols))
 
@@ -278,6 +276,11 @@ class Operator:
             self.errors = None
             self._memo = (ctx, self._measured(ctx) if self.meter.enabled else self.compute(ctx))
         return self._memo[1]
+
+    def given(self, ctx: StepContext, delta: Delta | None, errors: Delta | None) -> None:
+        """Its output in step ``ctx`` is ``delta`` with ``errors``, computed elsewhere (from
+        its inputs' snapshots: ``runtime.operator_recompute``); ``compute`` does not run."""
+        self._memo, self.errors = (ctx, delta), errors
 
     def _measured(self, ctx: StepContext) -> Delta | None:
         """``compute``, timed less the time of the nested computes of its inputs."""
@@ -315,27 +318,24 @@ class Operator:
         return None
 
     def key_counts(self, ctx: StepContext, column: int) -> DataFrame | None:
-        """Its rows up to ``ctx.upper`` counted by ``column`` from its arrangement's count
-        index (``count_index.counts``: ``c0``, ``_n``); None: it has none (count them)."""
+        """Its rows up to ``ctx.upper`` counted by ``column`` from a count index
+        (``count_index.counts``: ``c0``, ``_n``); None: none (count them)."""
         return None
 
     def arrange(self, column: int) -> None:
-        """Readers will look this operator's history up by ``column``
-        (``history_matching``): a stored collection's batches held in files are arranged by
-        it from now on (``Trace.arrange``); other operators have nothing to arrange."""
+        """Readers will look its history up by ``column`` (``history_matching``): a stored
+        collection's batches in files are arranged by it (``Trace.arrange``); no other's."""
 
     def arrangement_arity(self, what: str) -> int:
         """The columns (besides time and diff) of the arrangement ``what`` it owns."""
         return self.arity
 
     def arrangement_local_rows(self, what: str) -> int:
-        """The most rows a batch of the arrangement ``what`` it owns keeps in the driver
-        when merged there (``Trace.local_rows``)."""
+        """Most rows a merged batch of its arrangement ``what`` keeps in the driver."""
         return active().driver_batch_rows
 
     def plans_kept(self) -> int:
-        """The plans ``planned`` keeps for each key (``RuntimeSettings.plans_kept``; in a
-        loop ``loop_plans_kept``)."""
+        """The plans ``planned`` keeps per key (``plans_kept``; in a loop ``loop_plans_kept``)."""
         return active().loop_plans_kept if self.in_loop else active().plans_kept
 
     def run_in_loop(self) -> None:

@@ -15,17 +15,19 @@ at ``lower``, each computed from the snapshots (only when an operator of the sub
 fail). The operators below X do not step: at commit, every arrangement of the subplan is
 the fresh subplan's, which holds its contents at ``at``. X's consumers read dX as any delta.
 
-X is chosen when the view's step runs incrementally under ``auto`` (``RefreshPolicy.
-per_operator``), the step is not small (a small step computes every operator's change in
-the refresh's one job, through Arrow, where a recompute's own Spark jobs cost more than the
-step: ``bench.reload`` at 20,000 rows reloaded), its updates are at one time (a
-subscription seeing several, or a temporal filter's, keeps every operator incremental), the
-stored collections X's subplan reads
-changed at least ``operator_recompute_change`` of the rows they held before, and X's
-subplan is its own: no operator below X feeds one outside it, none is a loop, an as-of join
-or a temporal filter (their state holds more than the snapshots say), and it does not read
-every collection the plan reads (then the view's own choice is X's). The topmost such
-operators are chosen.
+X is chosen when
+  * the view's step runs incrementally under ``auto`` (``RefreshPolicy.per_operator``);
+  * the step is not small: a small step computes every operator's change in the refresh's
+    one job, through Arrow, where a recompute's own Spark jobs cost more than the step
+    (``bench.reload`` with 20,000 rows reloaded);
+  * its updates are at one time (a subscription seeing several, or a temporal filter's,
+    keeps every operator incremental);
+  * the stored collections X's subplan reads changed at least ``operator_recompute_change``
+    of the update rows they held before;
+  * X's subplan is its own: no operator below X feeds one outside it, none is a loop, an
+    as-of join or a temporal filter (their state holds more than the snapshots say), and
+    it does not read every collection the plan reads (then the view's own choice is X's);
+  * no operator above it is chosen (the topmost recompute).
 """
 
 from __future__ import annotations

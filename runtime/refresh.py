@@ -106,6 +106,8 @@ class RefreshPolicy:
             "incremental": deque(maxlen=history), "recompute": deque(maxlen=history)}
         self.counts = {"incremental": 0, "recompute": 0}
         self.last: Choice | None = None
+        self.recomputed: tuple[str, ...] = ()
+        """The operators the last step an input changed recomputed (``Measured.recomputed``)."""
         self.history: deque[Refresh] = deque(maxlen=history)
         """The latest steps (``matview_refresh_history``)."""
 
@@ -195,6 +197,7 @@ class RefreshPolicy:
         an input changed)."""
         if measured.changed:
             self.history.append(Refresh(at, choice, measured))
+            self.recomputed = measured.recomputed
         self.measured[choice.strategy].append(measured)
         self.counts[choice.strategy] += 1
         self.last = choice
@@ -202,15 +205,17 @@ class RefreshPolicy:
     def stats(self) -> RefreshStats:
         """What EXPLAIN ANALYZE reports of the view's refreshes."""
         return RefreshStats(self.setting, self.counts["incremental"],
-                            self.counts["recompute"], self.last)
+                            self.counts["recompute"], self.last, self.recomputed)
 
 
 @dataclass(frozen=True)
 class RefreshStats:
     """A view's refreshes so far: its ``setting``, how many steps ran ``incremental`` and
-    how many by ``recompute`` (its first step is one), and the ``last`` step's choice."""
+    how many by ``recompute`` (its first step is one), the ``last`` step's choice and the
+    operators the last step an input changed ``recomputed`` (``runtime.operator_recompute``)."""
 
     setting: str
     incremental: int
     recompute: int
     last: Choice | None
+    recomputed: tuple[str, ...] = ()

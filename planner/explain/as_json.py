@@ -102,8 +102,9 @@ its SCALARs) also has ``"subqueries"``: ``[PLAN, ...]``, the plan of ``@N`` at i
   lookups of a consumer (a join's output).
 - REFRESH (ANALYZE, the key ``"refresh"`` beside the DATAFLOW's): ``{"setting": "auto" |
   "incremental" | "recompute", "incremental": INT, "recompute": INT, "last": {"strategy":
-  "incremental" | "recompute", "reason": TEXT} | null}``: how many of the view's steps ran
-  each way (``runtime.refresh``) and how the last one ran, and why.
+  "incremental" | "recompute", "reason": TEXT} | null, "recomputed": [TEXT]}``: how many
+  of the view's steps ran each way (``runtime.refresh``), how the last one ran, why, and
+  the operators the last step an input changed recomputed.
 - STATISTICS (ANALYZE): ``{"steps": INT, "rows_in": INT, "rows_out": INT, "seconds": FLOAT,
   "arrangements": [{"name": NAME, "rows": INT, "bytes": INT, "batches": INT, "held":
   "driver" | "executors" | "both" | "none", "keys": [COLUMN, ...], "reads": {"by_key":
@@ -212,7 +213,8 @@ def refresh_json(refresh: RefreshStats) -> Json:
     last = refresh.last
     return {"setting": refresh.setting, "incremental": refresh.incremental,
             "recompute": refresh.recompute,
-            "last": None if last is None else dataclasses.asdict(last)}
+            "last": None if last is None else dataclasses.asdict(last),
+            "recomputed": list(refresh.recomputed)}
 
 
 def arrangement_names(graph: nx.DiGraph) -> list[str]:
@@ -227,12 +229,9 @@ def arrangement_names(graph: nx.DiGraph) -> list[str]:
 def trace_json(steps: Sequence[tuple[str, Relation, bool]]) -> Json:
     """The optimizer trace ``steps`` (transform name, plan after it, whether it changed the
     plan) as a TRACE object."""
-    return {
-        "steps": [
-            {"transform": name, "changed": changed, "plan": plan_json(plan) if changed else None}
-            for name, plan, changed in steps
-        ],
-    }
+    return {"steps": [
+        {"transform": name, "changed": changed, "plan": plan_json(plan) if changed else None}
+        for name, plan, changed in steps]}
 
 
 # ---- plans -------------------------------------------------------------------------------

@@ -56,7 +56,9 @@ describe it:
 
 ANALYZE starts with how the view's steps ran, under its title: ``refresh=SETTING: I
 incremental steps, R recomputes`` and ``last step: STRATEGY (REASON)[; estimated
-incremental Xs, recompute Ys]`` (``runtime.refresh``).
+incremental Xs, recompute Ys]`` (``runtime.refresh``), and when the last step an input
+changed recomputed operators, ``last change recomputed %N KIND: WHY[; ...]``
+(``runtime.operator_recompute``).
 
 Then (with no blank lines, so that goldens hold whole plans) ``Used Indexes:`` lists the
 shared arrangements (stored collections) the dataflow reads, with the operators reading and
@@ -122,6 +124,7 @@ class RefreshStats(Protocol):
     incremental: int
     recompute: int
     last: Choice | None
+    recomputed: Sequence[str]
 
 
 def render_dataflow(graph: nx.DiGraph, options: RenderOptions = PLAIN,
@@ -143,6 +146,8 @@ def render_dataflow(graph: nx.DiGraph, options: RenderOptions = PLAIN,
                 if seconds is not None)
             lines.append(f"  last step: {last.strategy} ({last.reason})"
                          + (f"; estimated {estimates}" if estimates else ""))
+        if refresh.recomputed:
+            lines.append(f"  last change recomputed {'; '.join(refresh.recomputed)}")
     _render_operator(graph, root(graph), 1, options, stats, lines, set())
     lines += _used_indexes(graph, indexes or {})
     lines += _sources(graph, options)

@@ -161,6 +161,8 @@ def test_a_durable_database_goes_on_from_a_recomputed_operators_state(
         said = con.execute("SELECT recomputed_operators FROM matview_refresh_history "
                            "WHERE recomputed_operators IS NOT NULL").fetchall()
         assert len(said) == 2 and all(" Reduce: " in s for s, in said), said
+        analyzed = con.explain("MATERIALIZED VIEW sums", stage="analyze")
+        assert f"\n  last change recomputed {said[-1][0]}\n" in analyzed, analyzed
     with matview.connect(tmp_path / "db", spark=spark) as con:
         for statement in ("INSERT INTO a VALUES (2, 1)", "DELETE FROM a WHERE v = 9",
                           "INSERT INTO b VALUES (1, 50)"):

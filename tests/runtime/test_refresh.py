@@ -23,6 +23,7 @@ def _refresh(con: matview.Connection, view: str) -> dict[str, object]:
     for estimate in ("incremental", "recompute"):
         seconds = refresh["last"].pop(estimate)
         assert seconds is None or seconds >= 0
+    assert refresh.pop("recomputed") == []  # small steps recompute no single operator
     return refresh
 
 

@@ -52,7 +52,8 @@ def _table(rng: np.random.Generator, rows: int, keys: int, value: str) -> pa.Tab
                      value: pa.array(rng.integers(1, 1_000, rows), pa.int64())})
 
 
-def run(spark: SparkSession, args: argparse.Namespace, mode: str) -> tuple[list[float], list]:
+def run(spark: SparkSession, args: argparse.Namespace, mode: str
+        ) -> tuple[list[float], list[list[tuple[object, ...]]]]:
     """One mode's step seconds and answers (the same rows for every mode: ``--seed``)."""
     rng = np.random.default_rng(args.seed)
     policy, settings = MODES[mode]

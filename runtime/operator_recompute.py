@@ -68,9 +68,9 @@ class Recomputed:
 
 def chosen(plan: physical.Operator, ops: dict[int, Operator], probe: StepContext,
            share: float) -> list[tuple[physical.Operator, str]]:
-    """The operators of ``plan`` (run by ``ops``, by id) that a step
-    (``probe``: its context before sizes are known) recomputes, topmost first, each with
-    what the refresh history says of it; none when ``share`` is 0."""
+    """The operators of ``plan`` (run by ``ops``, by id) that a step (``probe``: its
+    context before sizes are known) recomputes, topmost first, each with what the refresh
+    history says of it; none when ``share`` (``operator_recompute_change``) is 0."""
     if not share:
         return []
     nodes = list(physical.operators(plan))

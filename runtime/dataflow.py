@@ -94,9 +94,7 @@ class Dataflow:
         self._owned = self._arranged()
         """Each arrangement the plan's operators own, with its trace."""
         self._recomputing: list[Recomputed] = []
-        """The operators the pending step recomputes (``runtime.operator_recompute``)."""
-        self.recomputed: tuple[str, ...] = ()
-        """What the last step prepared recomputed, per operator, and why."""
+        """The operators the last step prepared recomputes (``runtime.operator_recompute``)."""
         for op in operators(self.root):
             op.meter.enabled = measure
 
@@ -226,7 +224,11 @@ class Dataflow:
                                   active().operator_recompute_change):
             self._recomputing.append(recompute(node, self._by_id, ctx, at, self._fresh,
                                                label))
-        self.recomputed = tuple(r.label for r in self._recomputing)
+
+    @property
+    def recomputed(self) -> tuple[str, ...]:
+        """What the last step prepared recomputed, per operator, and why."""
+        return tuple(r.label for r in self._recomputing)
 
     def _fresh(self, node: physical.Operator, as_of: int) -> Dataflow:
         """A dataflow of ``node``'s subplan whose first step reads the snapshots at
@@ -240,7 +242,6 @@ class Dataflow:
             adopt(recomputed, self._by_id)
         if self._recomputing:
             self._owned = self._arranged()
-        self._recomputing = []
 
     def _computed(self, ctx: StepContext) -> PendingStep:
         """The step ``ctx`` describes: the root's output delta and its operators' errors."""
@@ -251,7 +252,7 @@ class Dataflow:
 
     def _abandon(self) -> None:
         """Forget what the operators staged in a step that will not commit."""
-        self._recomputing, self.recomputed = [], ()
+        self._recomputing = []
         for op in operators(self.root):
             op.abandon()
             op.meter.abandon()

@@ -131,24 +131,16 @@ def recompute(node: physical.Operator, ops: dict[int, Operator], ctx: StepContex
                                             count=leaf.rows if leaf.exact else None)
     errors = None
     below = list(physical.operators(node))
-    if any(_may_fail(ops[n.id]) for n in below):
-        _, failed_before = fresh(node, ctx.lower).prepare(ctx.lower).materialized()
+    if any(ops[n.id].checks for n in below):  # its errors before, a plan (no rows kept)
+        before = fresh(node, ctx.lower).prepare(ctx.lower).errors
         lost = difference(None if failed is None else failed.df,
-                          None if failed_before is None else failed_before.df, at)
+                          None if before is None else before.df, at)
         errors = None if lost is None else Delta(lost, None)
     op.given(ctx, delta, errors)
     for n in below:
         if n is not node:  # they do not step: no error of an earlier step stays
             ops[n.id].errors = None
     return Recomputed(node, flow, label)
-
-
-def _may_fail(op: Operator) -> bool:
-    """Whether ``op`` may find errors: expressions that may fail on some row (``checks``)
-    or a materialized view's errors, which its Get reads."""
-    if isinstance(op, GetOp):
-        return op.trace is not None and op.trace.errors is not None
-    return bool(getattr(op, "checks", False))
 
 
 def adopt(recomputed: Recomputed, ops: dict[int, Operator]) -> None:

@@ -106,8 +106,6 @@ class RefreshPolicy:
             "incremental": deque(maxlen=history), "recompute": deque(maxlen=history)}
         self.counts = {"incremental": 0, "recompute": 0}
         self.last: Choice | None = None
-        self.recomputed: tuple[str, ...] = ()
-        """The operators the last step an input changed recomputed (``Measured.recomputed``)."""
         self.history: deque[Refresh] = deque(maxlen=history)
         """The latest steps (``matview_refresh_history``)."""
 
@@ -197,7 +195,6 @@ class RefreshPolicy:
         an input changed)."""
         if measured.changed:
             self.history.append(Refresh(at, choice, measured))
-            self.recomputed = measured.recomputed
         self.measured[choice.strategy].append(measured)
         self.counts[choice.strategy] += 1
         self.last = choice
@@ -205,7 +202,8 @@ class RefreshPolicy:
     def stats(self) -> RefreshStats:
         """What EXPLAIN ANALYZE reports of the view's refreshes."""
         return RefreshStats(self.setting, self.counts["incremental"],
-                            self.counts["recompute"], self.last, self.recomputed)
+                            self.counts["recompute"], self.last,
+                            self.history[-1].measured.recomputed if self.history else ())
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ import operator
 from collections.abc import Sequence
 from decimal import Decimal
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -79,11 +80,8 @@ def _copies(rows: pa.Table | None, schema: pa.Schema) -> pa.Table:
     if pc.min(rows[DIFF]).as_py() < 0:
         raise ProgrammingError("the Delta table of an ENVELOPE CONTENTS sink lacks a row the "
                                "view retracts: it was written by another writer")
-    many = rows.filter(pc.greater(rows[DIFF], 1))  # duplicates, seldom: copied one by one
-    copies = many.take(pa.array([i for i, d in enumerate(many[DIFF].to_pylist())
-                                 for _ in range(d)], pa.int64()))
-    return pa.concat_tables([rows.filter(pc.equal(rows[DIFF], 1)), copies]
-                            ).drop_columns([DIFF]).cast(schema)
+    copies = np.repeat(np.arange(rows.num_rows), rows[DIFF].to_numpy())
+    return rows.take(pa.array(copies, pa.int64())).drop_columns([DIFF]).cast(schema)
 
 
 def _matching(rows: pa.Table) -> pc.Expression:

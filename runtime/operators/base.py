@@ -289,8 +289,7 @@ class Operator:
         return self.meter.measure(lambda: self.compute(ctx), named)
 
     def _observed(self, df: DataFrame) -> tuple[DataFrame, str]:
-        """``df`` observing its row count by a name of this operator's (made once, with
-        the observed frame: ``planned``)."""
+        """``df`` observing its row count by a name of its own (made once: ``planned``)."""
         name = self.built("rows observed", observation_name)
         return self.planned("observed", (df,), lambda: df.observe(name, row_count())), name
 
@@ -306,16 +305,19 @@ class Operator:
         return None
 
     def step_values(self, ctx: StepContext, column: int) -> pa.Array | None:
-        """Values that column ``column`` of this step's delta may hold (a superset), when
-        the driver knows them without a Spark job; else None."""
+        """Values column ``column`` of the step's delta may hold (a superset) known with no job."""
         return None
 
     def history_matching(self, ctx: StepContext, column: int, values: pa.Array
                          ) -> Matched | None:
         """``history`` keeping (at least) the rows whose column ``column`` holds one of
-        ``values``, read by key from an arrangement held in the driver; None when there is
-        no such read (the caller reads the whole history)."""
+        ``values``, read by key from a driver-held arrangement; None: none (read it all)."""
         return None
+
+    @property
+    def checks(self) -> bool:
+        """Whether it may find errors (``errors``): an expression may fail on some row."""
+        return False
 
     def key_counts(self, ctx: StepContext, column: int) -> DataFrame | None:
         """Its rows up to ``ctx.upper`` counted by ``column`` from a count index
@@ -339,15 +341,14 @@ class Operator:
         return active().loop_plans_kept if self.in_loop else active().plans_kept
 
     def run_in_loop(self) -> None:
-        """Run in the rounds of a recursive query's loop (``runtime.recursion.scope``): a
-        round sees a few shapes of its inputs, so keep ``loop_plans_kept`` plans; a round is
-        no step (nothing commits it), so meter nothing (the loop's own meter counts)."""
+        """Run in a recursive query's rounds (``recursion.scope``): a round sees a few shapes
+        of its inputs (keep ``loop_plans_kept`` plans) and is no step (meter nothing)."""
         self.in_loop, self.meter.enabled = True, False
 
     def arranged_changes(self, ctx: StepContext, source: Operator,
                          trace: Trace) -> Leaf | None:
-        """``source``'s changes of the step as one consolidated batch (None when there are
-        none), added to ``trace``, the arrangement of them this operator owns."""
+        """``source``'s changes of the step as one consolidated batch (None: none), added to
+        ``trace``, its arrangement of them."""
         delta = source.delta(ctx)
         if delta is None:
             return None
@@ -363,8 +364,7 @@ class Operator:
         setattr(self, what, trace)
 
     def stage(self, trace: Trace, leaf: Leaf | None, ctx: StepContext) -> None:
-        """Add ``leaf`` to ``trace``, an arrangement this operator owns, as the batch of the
-        step's times (``ctx.span``), once the step commits."""
+        """Add ``leaf`` to ``trace`` (its own) as the batch of ``ctx.span``, at commit."""
         self._appends.append((trace, leaf, *ctx.span))
 
     def commit(self) -> None:

@@ -32,6 +32,11 @@ class GetOp(Operator):
     rehearsed: pa.Table | None = None
     """The rows the last rehearsal read as its change (``_rehearsed``)."""
 
+    @property
+    def checks(self) -> bool:
+        """Whether it reads a materialized view's errors."""
+        return self.trace is not None and self.trace.errors is not None
+
     def pending_rows(self, ctx: StepContext) -> int:
         """How many update rows the step will read (an upper bound)."""
         assert self.trace is not None
